@@ -1,0 +1,182 @@
+// Package testenv gives ftkit's tests what they share: the repository root, the built
+// tools and runtime library, command running with good failure messages, and Debian
+// source packages for the real-world corpora.
+//
+// `make test` sets FTKIT_BUILD to the build directory, so tests use the tools it built.
+// A plain `go test ./...` builds the Go tools into a temporary directory instead.
+package testenv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Root is the repository root.
+func Root() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		panic("testenv: no caller information")
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+var (
+	toolsOnce sync.Once
+	toolsDir  string
+	toolsErr  error
+)
+
+// BuildDir is the build directory of `make` (FTKIT_BUILD), or "" when unset.
+func BuildDir() string { return os.Getenv("FTKIT_BUILD") }
+
+// Tool returns the path of a built ftkit command (recordmcount, ftlink, ftrace).
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	if b := BuildDir(); b != "" {
+		p := filepath.Join(b, "bin", name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	toolsOnce.Do(func() {
+		toolsDir, toolsErr = os.MkdirTemp("", "ftkit-tools-")
+		if toolsErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", toolsDir+string(os.PathSeparator), "./cmd/...")
+		cmd.Dir = Root()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			toolsErr = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+		}
+	})
+	if toolsErr != nil {
+		t.Fatal(toolsErr)
+	}
+	return filepath.Join(toolsDir, name)
+}
+
+// Runtime returns the directory holding libftrt.a and the include directory, building
+// the runtime with make when FTKIT_BUILD is not set.
+func Runtime(t testing.TB) (libDir, includeDir string) {
+	t.Helper()
+	b := BuildDir()
+	if b == "" {
+		b = filepath.Join(Root(), "build")
+		cmd := exec.Command("make", "-s", "-C", filepath.Join(Root(), "runtime"), "BUILD="+b)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building the runtime: %v\n%s", err, out)
+		}
+	}
+	libDir, includeDir = filepath.Join(b, "lib"), filepath.Join(b, "include")
+	if _, err := os.Stat(filepath.Join(libDir, "libftrt.a")); err != nil {
+		t.Fatalf("runtime library missing: %v", err)
+	}
+	return libDir, includeDir
+}
+
+// Result is the outcome of Exec.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// Exec runs a command in dir and returns its output and exit code; it fails the test only
+// when the command cannot be started.
+func Exec(t testing.TB, dir string, name string, args ...string) Result {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
+		}
+		code = ee.ExitCode()
+	}
+	return Result{Stdout: so.String(), Stderr: se.String(), Code: code}
+}
+
+// Run runs a command in dir and fails the test if it does not exit 0.
+func Run(t testing.TB, dir string, name string, args ...string) string {
+	t.Helper()
+	r := Exec(t, dir, name, args...)
+	if r.Code != 0 {
+		t.Fatalf("%s %s: exit %d\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
+	}
+	return r.Stdout
+}
+
+// Need skips the test when a program is missing, except under CI where .ci/run installs
+// everything the tests use: there a missing program is a failure.
+func Need(t testing.TB, progs ...string) {
+	t.Helper()
+	for _, p := range progs {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s not installed (.ci/run should install it)", p)
+			}
+			t.Skipf("%s not installed", p)
+		}
+	}
+}
+
+var srcMu sync.Mutex
+
+// DebianSource fetches a Debian source package with `apt-get source` into a shared cache
+// (FTKIT_CACHE, default build/cache) and returns the unpacked source directory. The cache
+// is reused across runs; callers must copy the tree before building in it.
+func DebianSource(t testing.TB, pkg string) string {
+	t.Helper()
+	Need(t, "apt-get", "dpkg-source")
+	srcMu.Lock()
+	defer srcMu.Unlock()
+	cache := os.Getenv("FTKIT_CACHE")
+	if cache == "" {
+		cache = filepath.Join(Root(), "build", "cache")
+	}
+	dir := filepath.Join(cache, "debsrc", pkg)
+	if m, _ := filepath.Glob(filepath.Join(dir, pkg+"-*", "")); len(m) > 0 {
+		for _, d := range m {
+			if st, err := os.Stat(d); err == nil && st.IsDir() {
+				return d
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := Exec(t, dir, "apt-get", "source", "-qq", pkg)
+	if r.Code != 0 {
+		msg := fmt.Sprintf("apt-get source %s: exit %d\n%s%s", pkg, r.Code, r.Stdout, r.Stderr)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, pkg+"-*"))
+	for _, d := range m {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	t.Fatalf("apt-get source %s: no source directory in %s", pkg, dir)
+	return ""
+}
+
+// CopyTree copies a directory tree (regular files, directories, symlinks) to dst.
+func CopyTree(t testing.TB, src, dst string) {
+	t.Helper()
+	Run(t, "", "cp", "-a", src+"/.", dst)
+}
