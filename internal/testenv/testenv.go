@@ -147,12 +147,8 @@ func DebianSource(t testing.TB, pkg string) string {
 		cache = filepath.Join(Root(), "build", "cache")
 	}
 	dir := filepath.Join(cache, "debsrc", pkg)
-	if m, _ := filepath.Glob(filepath.Join(dir, pkg+"-*", "")); len(m) > 0 {
-		for _, d := range m {
-			if st, err := os.Stat(d); err == nil && st.IsDir() {
-				return d
-			}
-		}
+	if d := sourceDir(dir); d != "" {
+		return d
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -165,14 +161,30 @@ func DebianSource(t testing.TB, pkg string) string {
 		}
 		t.Skip(msg)
 	}
-	m, _ := filepath.Glob(filepath.Join(dir, pkg+"-*"))
-	for _, d := range m {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
+	if d := sourceDir(dir); d != "" {
+		return d
 	}
 	t.Fatalf("apt-get source %s: no source directory in %s", pkg, dir)
 	return ""
+}
+
+// sourceDir is the unpacked tree in dir: its only subdirectory (the source package's name
+// can differ from the binary package's, e.g. zstd unpacks into libzstd-*).
+func sourceDir(dir string) string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	found := ""
+	for _, e := range ents {
+		if e.IsDir() {
+			if found != "" {
+				return ""
+			}
+			found = filepath.Join(dir, e.Name())
+		}
+	}
+	return found
 }
 
 // CopyTree copies a directory tree (regular files, directories, symlinks) to dst.
