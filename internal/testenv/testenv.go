@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -147,11 +148,21 @@ func DebianSource(t testing.TB, pkg string) string {
 		cache = filepath.Join(Root(), "build", "cache")
 	}
 	dir := filepath.Join(cache, "debsrc", pkg)
-	if d := sourceDir(dir); d != "" {
-		return d
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// Test binaries of several packages run at once: serialise fetches across processes.
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if d := sourceDir(dir); d != "" {
+		return d
 	}
 	r := Exec(t, dir, "apt-get", "source", "-qq", pkg)
 	if r.Code != 0 {
