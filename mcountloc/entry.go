@@ -7,6 +7,9 @@ import (
 	"fmt"
 )
 
+// TableSection is the name of the call-site table section (in objects and linked files).
+const TableSection = "__mcount_loc"
+
 // EntrySize is the size in bytes of one table entry.
 const EntrySize = 8
 

@@ -1,0 +1,71 @@
+package mcountloc
+
+import (
+	"debug/elf"
+	"strings"
+)
+
+// Arch holds the per-architecture rules of the recorder: which relocations mark a call to
+// the profiling hook, how the call instruction is checked, and how table entries are
+// relocated. Adding an architecture means adding one entry to Arches.
+type Arch struct {
+	Name    string
+	Machine elf.Machine
+	Class   elf.Class
+	// Rela: the table's relocations go to a SHT_RELA section (else SHT_REL, addend in place).
+	Rela bool
+	// SiteRelocs maps a relocation type found on a call to the call form it must be; the
+	// relocated field is the last 4 bytes of the instruction.
+	SiteRelocs map[uint32]Kind
+	// SiteAddend is the addend a RELA site relocation must carry.
+	SiteAddend int64
+	// TableReloc is the PC-relative 32-bit relocation type of table entries.
+	TableReloc uint32
+	// Decode checks the instruction at a site and returns its form and length.
+	Decode func(code []byte) (Kind, int, error)
+}
+
+// Arches lists the supported architectures.
+var Arches = []*Arch{
+	{
+		Name:    "x86-64",
+		Machine: elf.EM_X86_64,
+		Class:   elf.ELFCLASS64,
+		Rela:    true,
+		SiteRelocs: map[uint32]Kind{
+			uint32(elf.R_X86_64_PC32):      KindCallRel,
+			uint32(elf.R_X86_64_PLT32):     KindCallRel,
+			uint32(elf.R_X86_64_GOTPCREL):  KindCallGOT,
+			uint32(elf.R_X86_64_GOTPCRELX): KindCallGOT,
+		},
+		SiteAddend: -4,
+		TableReloc: uint32(elf.R_X86_64_PC32),
+		Decode:     DecodeX86Site,
+	},
+}
+
+// ArchFor returns the rules for a machine and class, or nil.
+func ArchFor(m elf.Machine, c elf.Class) *Arch {
+	for _, a := range Arches {
+		if a.Machine == m && a.Class == c {
+			return a
+		}
+	}
+	return nil
+}
+
+// Callees are the names of the profiling hooks gcc calls from function entries.
+var Callees = map[string]bool{"__fentry__": true, "mcount": true, "_mcount": true}
+
+// kernelTextSections are the executable sections recorded besides the .text* ones (the
+// Linux kernel's list).
+var kernelTextSections = map[string]bool{
+	".init.text": true, ".ref.text": true, ".sched.text": true, ".spinlock.text": true,
+	".irqentry.text": true, ".softirqentry.text": true, ".kprobes.text": true, ".cpuidle.text": true,
+}
+
+// IsRecordedSection reports whether call sites in an executable section called name are
+// recorded: names starting with ".text", plus the kernel's list of special text sections.
+func IsRecordedSection(name string) bool {
+	return strings.HasPrefix(name, ".text") || kernelTextSections[name]
+}
