@@ -1,0 +1,793 @@
+package mcountloc
+
+// Reading, verifying and rewriting the __mcount_loc table of a linked x86-64 program or
+// shared library (ftlink). See docs/table-format.md and docs/ftlink.md.
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Errors returned by OpenLinked, wrapped with details. The CLI turns them into advice.
+var (
+	ErrNotELF      = errors.New("not an ELF file")
+	ErrRelocatable = errors.New("relocatable object (ET_REL)")
+	ErrNoTable     = errors.New("no __mcount_loc table")
+	ErrMachine     = errors.New("unsupported machine")
+	ErrBadFile     = errors.New("malformed file")
+)
+
+// SlotFormat says how a table slot was written.
+type SlotFormat uint8
+
+const (
+	FormatEmpty SlotFormat = iota // all zero
+	FormatFtkit                   // ftkit entry (docs/table-format.md)
+	FormatGCC                     // gcc -mrecord-mcount: 8-byte absolute address
+)
+
+func (f SlotFormat) String() string {
+	switch f {
+	case FormatFtkit:
+		return "ftkit"
+	case FormatGCC:
+		return "gcc"
+	}
+	return "empty"
+}
+
+// LinkedSite is one non-empty table slot, resolved and checked against the code.
+type LinkedSite struct {
+	Slot   int        // slot index in the table
+	Format SlotFormat // how the slot was written
+	Addr   uint64     // link-time address of the call site
+	Len    int        // length of the call (or nop) at the site; 0 when unknown
+	Kind   Kind       // call form found (for a nop: the form recorded in the entry)
+	Nop    bool       // the site already holds the ftkit nop of its length
+	Func   string     // raw (mangled) name of the function holding the site, or ""
+	FuncAt uint64     // address of that function
+	Dup    bool       // an earlier slot already records this site
+	Err    error      // why the entry is bad (dropped, never patched); nil when good
+}
+
+// Good reports whether the site is verified and kept (not bad and not a duplicate).
+func (s *LinkedSite) Good() bool { return s.Err == nil && !s.Dup }
+
+// Linked is a linked ELF file (ET_EXEC or ET_DYN) holding a __mcount_loc table.
+type Linked struct {
+	data []byte
+	f    *elf.File
+	bo   binary.ByteOrder
+
+	Type      elf.Type
+	TableAddr uint64 // sh_addr of __mcount_loc
+	TableOff  uint64 // file offset of __mcount_loc
+	TableSize uint64
+	// Processed reports a table already rewritten by ftlink (first slot has MagicLinked).
+	Processed bool
+	// Stripped reports a file without .symtab (names come from .dynsym, if any).
+	Stripped bool
+
+	loads []*elf.Prog
+	exec  []*elf.Section // executable PROGBITS sections, sorted by address
+
+	dyn      []dynEntry
+	rela     []relaTable         // DT_RELA and DT_JMPREL tables
+	relaAt   map[uint64]relaInfo // dynamic RELA relocations by r_offset
+	relr     []uint64            // RELR-relocated addresses (decoded)
+	relrSet  map[uint64]bool
+	relrOff  uint64 // file offset of the RELR table
+	relrSize uint64
+	dynsyms  []elf.Symbol
+
+	fentry map[uint64]bool // addresses of locally defined __fentry__/mcount/_mcount
+	funcs  []funcSym       // function symbols sorted by address
+	plt    map[uint64]int8 // memo: is a call target a PLT stub for fentry (1) or not (-1)
+
+	// Sites are the non-empty slots in table order; filled by OpenLinked.
+	Sites []LinkedSite
+}
+
+type funcSym struct {
+	addr, size uint64
+	name       string
+}
+
+type dynEntry struct {
+	tag elf.DynTag
+	val uint64
+	off uint64 // file offset of the entry
+}
+
+type relaTable struct {
+	off, size uint64 // file offset and size in bytes
+	countTag  bool   // DT_RELA table (DT_RELACOUNT applies to it)
+}
+
+type relaInfo struct {
+	typ    elf.R_X86_64
+	sym    string
+	addend int64
+	fileAt uint64 // file offset of the relocation
+}
+
+// RELR dynamic tags (not named by debug/elf).
+const (
+	dtRELRSZ elf.DynTag = 35
+	dtRELR   elf.DynTag = 36
+)
+
+// fentryNames are the profiling hooks a recorded site may call.
+var fentryNames = map[string]bool{"__fentry__": true, "mcount": true, "_mcount": true}
+
+// OpenLinked parses data (a whole ELF file), finds and decodes its table and checks every
+// site. Errors are about the file as a whole; per-entry problems are in Sites[i].Err.
+// progress, when not nil, is called now and then with the number of slots checked.
+func OpenLinked(data []byte, progress func(done, total int)) (l *Linked, err error) {
+	if len(data) < 4 || !bytes.Equal(data[:4], []byte(elf.ELFMAG)) {
+		return nil, ErrNotELF
+	}
+	defer func() {
+		// debug/elf is robust, but guard against any slip on hostile input.
+		if r := recover(); r != nil {
+			l, err = nil, fmt.Errorf("%w: %v", ErrBadFile, r)
+		}
+	}()
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)
+	}
+	if f.Type == elf.ET_REL {
+		return nil, ErrRelocatable
+	}
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		return nil, fmt.Errorf("%w: ELF type %v", ErrBadFile, f.Type)
+	}
+	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB {
+		return nil, fmt.Errorf("%w: %v %v (ftlink supports x86-64 only)", ErrMachine, f.Machine, f.Class)
+	}
+	l = &Linked{data: data, f: f, bo: binary.LittleEndian, Type: f.Type, plt: map[uint64]int8{}}
+	tab := f.Section(TableSection)
+	if tab == nil {
+		return nil, ErrNoTable
+	}
+	if tab.Type == elf.SHT_NOBITS || tab.Flags&elf.SHF_ALLOC == 0 {
+		return nil, fmt.Errorf("%w: %s is not an allocated PROGBITS section", ErrBadFile, TableSection)
+	}
+	if tab.Size%EntrySize != 0 {
+		return nil, fmt.Errorf("%w: %s size %d is not a multiple of %d", ErrBadFile, TableSection, tab.Size, EntrySize)
+	}
+	if tab.Offset > uint64(len(data)) || tab.Size > uint64(len(data))-tab.Offset {
+		return nil, fmt.Errorf("%w: %s lies outside the file", ErrBadFile, TableSection)
+	}
+	l.TableAddr, l.TableOff, l.TableSize = tab.Addr, tab.Offset, tab.Size
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			l.loads = append(l.loads, p)
+		}
+	}
+	if off, ok := l.fileOff(tab.Addr, tab.Size); !ok || off != tab.Offset {
+		return nil, fmt.Errorf("%w: %s at %#x is not inside a loaded segment", ErrBadFile, TableSection, tab.Addr)
+	}
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 && s.Flags&elf.SHF_ALLOC != 0 &&
+			s.Offset <= uint64(len(data)) && s.Size <= uint64(len(data))-s.Offset {
+			l.exec = append(l.exec, s)
+		}
+	}
+	sort.Slice(l.exec, func(i, j int) bool { return l.exec[i].Addr < l.exec[j].Addr })
+	if err := l.readDynamic(); err != nil {
+		return nil, err
+	}
+	l.readSymbols()
+	l.readSlots(progress)
+	return l, nil
+}
+
+// fileOff maps [addr, addr+n) to a file offset inside one PT_LOAD's file image.
+func (l *Linked) fileOff(addr, n uint64) (uint64, bool) {
+	for _, p := range l.loads {
+		if addr >= p.Vaddr && addr-p.Vaddr <= p.Filesz && n <= p.Filesz-(addr-p.Vaddr) {
+			off := p.Off + (addr - p.Vaddr)
+			if off > uint64(len(l.data)) || n > uint64(len(l.data))-off {
+				return 0, false
+			}
+			return off, true
+		}
+	}
+	return 0, false
+}
+
+// readDynamic decodes PT_DYNAMIC, the RELA tables and RELR.
+func (l *Linked) readDynamic() error {
+	l.relaAt = map[uint64]relaInfo{}
+	l.relrSet = map[uint64]bool{}
+	var dynOff, dynSize uint64
+	for _, p := range l.f.Progs {
+		if p.Type == elf.PT_DYNAMIC {
+			dynOff, dynSize = p.Off, p.Filesz
+		}
+	}
+	if dynSize == 0 {
+		return nil // static executable
+	}
+	if dynOff > uint64(len(l.data)) || dynSize > uint64(len(l.data))-dynOff {
+		return fmt.Errorf("%w: PT_DYNAMIC outside the file", ErrBadFile)
+	}
+	for o := dynOff; o+16 <= dynOff+dynSize; o += 16 {
+		tag := elf.DynTag(l.bo.Uint64(l.data[o:]))
+		if tag == elf.DT_NULL {
+			break
+		}
+		l.dyn = append(l.dyn, dynEntry{tag: tag, val: l.bo.Uint64(l.data[o+8:]), off: o})
+	}
+	if syms, err := l.f.DynamicSymbols(); err == nil {
+		l.dynsyms = syms
+	}
+	if a, ok := l.dynVal(elf.DT_RELA); ok {
+		sz, _ := l.dynVal(elf.DT_RELASZ)
+		if err := l.addRela(a, sz, true); err != nil {
+			return err
+		}
+	}
+	if a, ok := l.dynVal(elf.DT_JMPREL); ok {
+		sz, _ := l.dynVal(elf.DT_PLTRELSZ)
+		if k, _ := l.dynVal(elf.DT_PLTREL); elf.DynTag(k) == elf.DT_RELA {
+			if err := l.addRela(a, sz, false); err != nil {
+				return err
+			}
+		}
+	}
+	if a, ok := l.dynVal(dtRELR); ok {
+		sz, _ := l.dynVal(dtRELRSZ)
+		off, ok := l.fileOff(a, sz)
+		if !ok || sz%8 != 0 {
+			return fmt.Errorf("%w: DT_RELR table outside the file", ErrBadFile)
+		}
+		l.relrOff, l.relrSize = off, sz
+		l.relr = decodeRelr(l.data[off:off+sz], l.bo)
+		for _, a := range l.relr {
+			l.relrSet[a] = true
+		}
+	}
+	return nil
+}
+
+func (l *Linked) dynVal(tag elf.DynTag) (uint64, bool) {
+	for _, d := range l.dyn {
+		if d.tag == tag {
+			return d.val, true
+		}
+	}
+	return 0, false
+}
+
+func (l *Linked) addRela(addr, size uint64, counted bool) error {
+	off, ok := l.fileOff(addr, size)
+	if !ok || size%24 != 0 {
+		return fmt.Errorf("%w: dynamic relocation table at %#x outside the file", ErrBadFile, addr)
+	}
+	l.rela = append(l.rela, relaTable{off: off, size: size, countTag: counted})
+	for o := off; o < off+size; o += 24 {
+		r := l.data[o : o+24]
+		info := l.bo.Uint64(r[8:])
+		ri := relaInfo{typ: elf.R_X86_64(info & 0xffffffff), addend: int64(l.bo.Uint64(r[16:])), fileAt: o}
+		if si := info >> 32; si > 0 && si <= uint64(len(l.dynsyms)) {
+			ri.sym = l.dynsyms[si-1].Name
+		}
+		if ri.typ == elf.R_X86_64_NONE {
+			continue
+		}
+		l.relaAt[l.bo.Uint64(r[0:])] = ri
+	}
+	return nil
+}
+
+// decodeRelr expands a DT_RELR table into the addresses it relocates.
+func decodeRelr(b []byte, bo binary.ByteOrder) []uint64 {
+	var out []uint64
+	var base uint64
+	for i := 0; i+8 <= len(b); i += 8 {
+		e := bo.Uint64(b[i:])
+		if e&1 == 0 {
+			out = append(out, e)
+			base = e + 8
+			continue
+		}
+		for bit := 1; bit < 64; bit++ {
+			if e>>uint(bit)&1 != 0 {
+				out = append(out, base+uint64(bit-1)*8)
+			}
+		}
+		base += 63 * 8
+	}
+	return out
+}
+
+// encodeRelr encodes sorted, 8-aligned addresses the way the linkers do.
+func encodeRelr(addrs []uint64) []uint64 {
+	var out []uint64
+	for i := 0; i < len(addrs); {
+		out = append(out, addrs[i])
+		base := addrs[i] + 8
+		i++
+		for {
+			var bm uint64
+			for i < len(addrs) && addrs[i] >= base && addrs[i] < base+63*8 && (addrs[i]-base)%8 == 0 {
+				bm |= 1 << (1 + (addrs[i]-base)/8)
+				i++
+			}
+			if bm == 0 {
+				break
+			}
+			out = append(out, bm|1)
+			base += 63 * 8
+		}
+	}
+	return out
+}
+
+// readSymbols collects function symbols (from .symtab, else .dynsym) and the local
+// definitions of the profiling hooks.
+func (l *Linked) readSymbols() {
+	l.fentry = map[uint64]bool{}
+	syms, err := l.f.Symbols()
+	if err != nil || len(syms) == 0 {
+		l.Stripped = true
+		syms = l.dynsyms
+	}
+	add := func(s elf.Symbol) {
+		if s.Section == elf.SHN_UNDEF || s.Value == 0 {
+			return
+		}
+		if fentryNames[s.Name] {
+			l.fentry[s.Value] = true
+		}
+		t := elf.ST_TYPE(s.Info)
+		if t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC {
+			l.funcs = append(l.funcs, funcSym{addr: s.Value, size: s.Size, name: s.Name})
+		}
+	}
+	for _, s := range syms {
+		add(s)
+	}
+	if !l.Stripped {
+		for _, s := range l.dynsyms { // a stripped-of-locals file still has these
+			if fentryNames[s.Name] && s.Section != elf.SHN_UNDEF && s.Value != 0 {
+				l.fentry[s.Value] = true
+			}
+		}
+	}
+	// Sort by address, larger first at one address; prefer global names over local aliases.
+	sort.SliceStable(l.funcs, func(i, j int) bool {
+		a, b := l.funcs[i], l.funcs[j]
+		if a.addr != b.addr {
+			return a.addr < b.addr
+		}
+		return a.size > b.size
+	})
+	out := l.funcs[:0]
+	for _, s := range l.funcs {
+		if n := len(out); n > 0 && out[n-1].addr == s.addr {
+			continue
+		}
+		out = append(out, s)
+	}
+	l.funcs = out
+}
+
+// FuncAt returns the function symbol containing addr: name, start, and whether one was
+// found. For files without .symtab only exported functions are known.
+func (l *Linked) FuncAt(addr uint64) (string, uint64, bool) {
+	i := sort.Search(len(l.funcs), func(i int) bool { return l.funcs[i].addr > addr }) - 1
+	if i < 0 {
+		return "", 0, false
+	}
+	s := l.funcs[i]
+	if addr < s.addr+s.size || addr == s.addr {
+		return s.name, s.addr, true
+	}
+	return "", 0, false
+}
+
+// code returns the bytes from addr to the end of the executable section holding it.
+func (l *Linked) code(addr uint64) ([]byte, bool) {
+	i := sort.Search(len(l.exec), func(i int) bool { return l.exec[i].Addr > addr }) - 1
+	if i < 0 {
+		return nil, false
+	}
+	s := l.exec[i]
+	if addr-s.Addr >= s.Size {
+		return nil, false
+	}
+	start := s.Offset + (addr - s.Addr)
+	return l.data[start : s.Offset+s.Size], true
+}
+
+// readSlots decodes every slot and checks its site.
+func (l *Linked) readSlots(progress func(done, total int)) {
+	n := int(l.TableSize / EntrySize)
+	tab := l.data[l.TableOff : l.TableOff+l.TableSize]
+	seen := make(map[uint64]bool, n)
+	first := true
+	for i := 0; i < n; i++ {
+		if progress != nil && i%4096 == 0 {
+			progress(i, n)
+		}
+		slotAddr := l.TableAddr + uint64(i)*EntrySize
+		raw := tab[i*EntrySize : (i+1)*EntrySize]
+		s := l.readSlot(i, slotAddr, raw)
+		if s.Format == FormatEmpty {
+			continue
+		}
+		if first {
+			first = false
+			l.Processed = s.Format == FormatFtkit && DecodeEntry(raw, l.bo).Magic == MagicLinked
+		}
+		if s.Err == nil {
+			if seen[s.Addr] {
+				s.Dup = true
+			}
+			seen[s.Addr] = true
+		}
+		if s.Func == "" {
+			s.Func, s.FuncAt, _ = l.FuncAt(s.Addr)
+		}
+		l.Sites = append(l.Sites, s)
+	}
+	if progress != nil {
+		progress(n, n)
+	}
+}
+
+func (l *Linked) readSlot(i int, slotAddr uint64, raw []byte) LinkedSite {
+	s := LinkedSite{Slot: i}
+	val := l.bo.Uint64(raw)
+	r, hasRela := l.relaAt[slotAddr]
+	switch {
+	case hasRela:
+		s.Format = FormatGCC
+		if r.typ != elf.R_X86_64_RELATIVE {
+			s.Err = fmt.Errorf("slot has a dynamic relocation %v against %q", r.typ, r.sym)
+			return s
+		}
+		s.Addr = uint64(r.addend)
+	case l.relrSet[slotAddr]:
+		s.Format, s.Addr = FormatGCC, val
+	case val == 0:
+		return s
+	case uint16(val>>48) == MagicRecorded || uint16(val>>48) == MagicLinked:
+		s.Format = FormatFtkit
+		e := DecodeEntry(raw, l.bo)
+		s.Addr = slotAddr + uint64(int64(e.Rel))
+		if err := e.Check(); err != nil {
+			s.Err = fmt.Errorf("bad entry (% x): %v", raw, err)
+			return s
+		}
+		s.checkSite(l, e)
+		return s
+	default:
+		s.Format, s.Addr = FormatGCC, val
+	}
+	s.checkSite(l, Entry{})
+	return s
+}
+
+// checkSite verifies the code at s.Addr. e is the ftkit entry, or zero for a gcc slot.
+func (s *LinkedSite) checkSite(l *Linked, e Entry) {
+	code, ok := l.code(s.Addr)
+	if !ok {
+		s.Err = fmt.Errorf("site %#x is outside the executable sections", s.Addr)
+		return
+	}
+	if !l.Stripped {
+		name, at, ok := l.FuncAt(s.Addr)
+		if !ok {
+			s.Err = fmt.Errorf("site %#x is not inside any function (overridden weak function or discarded code)", s.Addr)
+			return
+		}
+		s.Func, s.FuncAt = name, at
+	}
+	// An already nop'ed site: accepted for ftlink-processed entries (their kind is the
+	// recorded form), and as a 5-byte e8 site for gcc -mnop-mcount absolute entries.
+	if e.Magic == MagicLinked && X86IsNopSite(code, int(e.Len)) {
+		s.Nop, s.Len, s.Kind = true, int(e.Len), e.Kind
+		return
+	}
+	if e.Magic == 0 && X86IsNopSite(code, 5) {
+		s.Nop, s.Len, s.Kind = true, 5, KindCallRel
+		return
+	}
+	k, n, target, err := X86SiteTarget(s.Addr, code)
+	if err != nil {
+		if e.Magic == MagicLinked && (X86IsNopSite(code, 5) || X86IsNopSite(code, 6)) {
+			s.Err = fmt.Errorf("nop at site %#x does not match the entry's length %d", s.Addr, e.Len)
+			return
+		}
+		s.Err = fmt.Errorf("site %#x: %v", s.Addr, err)
+		return
+	}
+	s.Len, s.Kind = n, k
+	if e.Magic != 0 && int(e.Len) != n {
+		s.Err = fmt.Errorf("site %#x: entry records a %d-byte call, code has a %d-byte %v call", s.Addr, e.Len, n, k)
+		return
+	}
+	var hook bool
+	switch k {
+	case KindCallRel, KindCallAddr:
+		hook = l.isHook(target)
+	case KindCallGOT:
+		hook = l.isHookSlot(target)
+	}
+	if !hook {
+		s.Err = fmt.Errorf("site %#x: %v call to %s, not to __fentry__/mcount", s.Addr, k, l.describe(target, k))
+	}
+}
+
+func (l *Linked) describe(target uint64, k Kind) string {
+	if k == KindCallGOT {
+		if r, ok := l.relaAt[target]; ok && r.sym != "" {
+			return fmt.Sprintf("*%s@GOT", r.sym)
+		}
+		return fmt.Sprintf("*%#x", target)
+	}
+	if name, at, ok := l.FuncAt(target); ok {
+		if at == target {
+			return name
+		}
+		return fmt.Sprintf("%s+%#x", name, target-at)
+	}
+	return fmt.Sprintf("%#x", target)
+}
+
+// isHook reports whether a call target is __fentry__/mcount: a local definition, or a PLT
+// stub (optionally endbr64, optionally bnd) `jmp *slot(%rip)` whose slot is the hook's.
+func (l *Linked) isHook(target uint64) bool {
+	if l.fentry[target] {
+		return true
+	}
+	if v, ok := l.plt[target]; ok {
+		return v > 0
+	}
+	res := int8(-1)
+	if c, ok := l.code(target); ok {
+		pc := target
+		if HasEndbr64(c) {
+			c, pc = c[4:], pc+4
+		}
+		if len(c) > 0 && c[0] == 0xf2 { // bnd prefix (MPX-era PLTs)
+			c, pc = c[1:], pc+1
+		}
+		if len(c) >= 6 && c[0] == 0xff && c[1] == 0x25 {
+			slot := pc + 6 + uint64(int64(int32(l.bo.Uint32(c[2:6]))))
+			if l.isHookSlot(slot) {
+				res = 1
+			}
+		}
+	}
+	l.plt[target] = res
+	return res > 0
+}
+
+// isHookSlot reports whether a GOT slot holds the address of __fentry__/mcount: a
+// GLOB_DAT/JUMP_SLOT/64 relocation against the hook, or the address of a local definition
+// (RELATIVE addend, RELR or static contents).
+func (l *Linked) isHookSlot(slot uint64) bool {
+	if r, ok := l.relaAt[slot]; ok {
+		switch r.typ {
+		case elf.R_X86_64_GLOB_DAT, elf.R_X86_64_JMP_SLOT, elf.R_X86_64_64:
+			return fentryNames[r.sym] && r.addend == 0
+		case elf.R_X86_64_RELATIVE:
+			return l.fentry[uint64(r.addend)]
+		}
+		return false
+	}
+	off, ok := l.fileOff(slot, 8)
+	if !ok {
+		return false
+	}
+	return l.fentry[l.bo.Uint64(l.data[off:])]
+}
+
+// Problems counts the entries that are dropped: bad ones and duplicates.
+func (l *Linked) Problems() (bad, dups int) {
+	for i := range l.Sites {
+		if l.Sites[i].Err != nil {
+			bad++
+		} else if l.Sites[i].Dup {
+			dups++
+		}
+	}
+	return
+}
+
+// CheckProcessed lists what is wrong with an ftlink-processed file: anything Rewrite would
+// change (a call not yet nop'ed, order, packing, magic, a dynamic relocation of the table).
+func (l *Linked) CheckProcessed() []string {
+	var out []string
+	for _, s := range l.Sites {
+		if s.Good() && !s.Nop {
+			out = append(out, fmt.Sprintf("site %#x (%s) is still a call", s.Addr, s.Func))
+		}
+	}
+	if n := l.tableRelocs(); n > 0 {
+		out = append(out, fmt.Sprintf("%d dynamic relocations target the table", n))
+	}
+	nb, err := l.Rewrite()
+	if err != nil {
+		return append(out, err.Error())
+	}
+	if !bytes.Equal(nb, l.data) && len(out) == 0 {
+		out = append(out, "table is not sorted, packed and marked as ftlink writes it")
+	}
+	return out
+}
+
+func (l *Linked) inTable(a uint64) bool { return a >= l.TableAddr && a-l.TableAddr < l.TableSize }
+
+func (l *Linked) tableRelocs() int {
+	n := 0
+	for a := range l.relaAt {
+		if l.inTable(a) {
+			n++
+		}
+	}
+	for _, a := range l.relr {
+		if l.inTable(a) {
+			n++
+		}
+	}
+	return n
+}
+
+// Rewrite returns the new file contents: verified sites nop'ed, the table sorted, unique,
+// packed and marked, and dynamic relocations of the table removed. The receiver's data is
+// not modified. A file already processed comes back unchanged.
+func (l *Linked) Rewrite() ([]byte, error) {
+	out := append([]byte(nil), l.data...)
+	var good []LinkedSite
+	for _, s := range l.Sites {
+		if s.Good() {
+			good = append(good, s)
+		}
+	}
+	sort.Slice(good, func(i, j int) bool { return good[i].Addr < good[j].Addr })
+	// Nop the calls.
+	for _, s := range good {
+		if s.Nop {
+			continue
+		}
+		off, ok := l.fileOff(s.Addr, uint64(s.Len))
+		if !ok {
+			return nil, fmt.Errorf("site %#x: not in the file image", s.Addr)
+		}
+		copy(out[off:], X86Nop(s.Len))
+	}
+	// The table.
+	tab := out[l.TableOff : l.TableOff+l.TableSize]
+	for i := range tab {
+		tab[i] = 0
+	}
+	for i, s := range good {
+		slot := l.TableAddr + uint64(i)*EntrySize
+		rel := int64(s.Addr - slot)
+		if rel != int64(int32(rel)) {
+			return nil, fmt.Errorf("site %#x is more than 2 GiB away from the table", s.Addr)
+		}
+		Entry{Rel: int32(rel), Len: uint8(s.Len), Kind: s.Kind, Magic: MagicLinked}.Put(tab[i*EntrySize:], l.bo)
+	}
+	if err := l.dropRela(out); err != nil {
+		return nil, err
+	}
+	if err := l.dropRelr(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// dropRela turns the RELA relocations of table slots into R_X86_64_NONE. In the DT_RELA
+// table, the leading DT_RELACOUNT relocations are applied as RELATIVE without looking at
+// their type (glibc), so the neutralised ones are moved behind that run and the count
+// lowered.
+func (l *Linked) dropRela(out []byte) error {
+	count, hasCount := l.dynVal(elf.DT_RELACOUNT)
+	for _, t := range l.rela {
+		n := t.size / 24
+		lead := uint64(0)
+		if t.countTag && hasCount {
+			lead = count
+			if lead > n {
+				return fmt.Errorf("%w: DT_RELACOUNT %d exceeds the %d relocations", ErrBadFile, lead, n)
+			}
+		}
+		src := l.data[t.off : t.off+t.size]
+		dst := out[t.off : t.off+t.size]
+		hits := func(k uint64) bool {
+			r := src[k*24 : k*24+24]
+			return elf.R_X86_64(l.bo.Uint64(r[8:])&0xffffffff) != elf.R_X86_64_NONE && l.inTable(l.bo.Uint64(r))
+		}
+		none := make([]byte, 24) // r_offset 0, R_X86_64_NONE, addend 0
+		// Leading RELATIVE run: keep order of the survivors, NONEs after them.
+		w, dropped := uint64(0), uint64(0)
+		for k := uint64(0); k < lead; k++ {
+			if hits(k) {
+				dropped++
+				continue
+			}
+			copy(dst[w*24:], src[k*24:k*24+24])
+			w++
+		}
+		for ; w < lead; w++ {
+			copy(dst[w*24:], none)
+		}
+		for k := lead; k < n; k++ {
+			if hits(k) {
+				copy(dst[k*24:], none)
+			}
+		}
+		if dropped > 0 {
+			for _, d := range l.dyn {
+				if d.tag == elf.DT_RELACOUNT {
+					l.bo.PutUint64(out[d.off+8:], count-dropped)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// dropRelr removes table slots from the RELR table: re-encoded, DT_RELRSZ (and the
+// section header of the RELR section) shortened when it shrinks.
+func (l *Linked) dropRelr(out []byte) error {
+	if l.relrSize == 0 {
+		return nil
+	}
+	var keep []uint64
+	for _, a := range l.relr {
+		if !l.inTable(a) {
+			keep = append(keep, a)
+		}
+	}
+	if len(keep) == len(l.relr) {
+		return nil
+	}
+	sort.Slice(keep, func(i, j int) bool { return keep[i] < keep[j] })
+	for _, a := range keep {
+		if a%8 != 0 {
+			return fmt.Errorf("%w: RELR address %#x not 8-aligned", ErrBadFile, a)
+		}
+	}
+	enc := encodeRelr(keep)
+	newSize := uint64(len(enc)) * 8
+	if newSize > l.relrSize {
+		return fmt.Errorf("re-encoded RELR table grows from %d to %d bytes", l.relrSize, newSize)
+	}
+	dst := out[l.relrOff : l.relrOff+l.relrSize]
+	for i := range dst {
+		dst[i] = 0
+	}
+	for i, e := range enc {
+		l.bo.PutUint64(dst[i*8:], e)
+	}
+	for _, d := range l.dyn {
+		if d.tag == dtRELRSZ {
+			l.bo.PutUint64(out[d.off+8:], newSize)
+		}
+	}
+	// Keep the section header consistent for readelf & co.
+	for i, s := range l.f.Sections {
+		if s.Offset == l.relrOff && s.Size == l.relrSize && s.Type != elf.SHT_NULL {
+			shoff := l.bo.Uint64(l.data[0x28:])
+			shentsize := uint64(l.bo.Uint16(l.data[0x3a:]))
+			at := shoff + uint64(i)*shentsize + 32 // sh_size in Elf64_Shdr
+			if shentsize >= 64 && at+8 <= uint64(len(out)) {
+				l.bo.PutUint64(out[at:], newSize)
+			}
+		}
+	}
+	return nil
+}
