@@ -1,0 +1,216 @@
+// Package calltree turns a trace's per-thread event streams into call trees (function
+// graph traces) or symbolised call lists (function traces): the common input of every
+// output generator of the ftrace command.
+package calltree
+
+import (
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+)
+
+// Node is one call of a function-graph trace.
+type Node struct {
+	Func     *symbolize.Func
+	IP       uint64
+	Start    uint64 // entry timestamp (ns, trace clock)
+	End      uint64 // return timestamp
+	Depth    int    // 0 for a thread's outermost recorded calls
+	Parent   *Node
+	Children []*Node
+	// Partial marks a call whose return was not recorded (the trace ended, or the frame
+	// was unwound without an exit record): End is the last time the thread was seen.
+	Partial bool
+	// Unwound marks a frame left without returning (longjmp, C++ exception,
+	// pthread_exit), as the runtime reported it.
+	Unwound bool
+}
+
+// Duration is End - Start.
+func (n *Node) Duration() uint64 {
+	if n.End < n.Start {
+		return 0
+	}
+	return n.End - n.Start
+}
+
+// Self is the duration minus the children's durations.
+func (n *Node) Self() uint64 {
+	d := n.Duration()
+	for _, c := range n.Children {
+		cd := c.Duration()
+		if cd > d {
+			return 0
+		}
+		d -= cd
+	}
+	return d
+}
+
+// Call is one function-tracer event, symbolised.
+type Call struct {
+	TS     uint64
+	Func   *symbolize.Func
+	Caller *symbolize.Func
+	IP     uint64
+}
+
+// Thread is one thread's calls.
+type Thread struct {
+	TID   int
+	Name  string
+	Roots []*Node // function_graph
+	Calls []Call  // function
+	// Nodes counts every node of Roots' trees.
+	Nodes int
+	// Lost and LostDepth are copied from the trace.
+	Lost, LostDepth uint64
+	// Unmatched counts exits without a recorded entry (the call began before tracing).
+	Unmatched int
+	// Unclosed counts calls still open when the stream ended.
+	Unclosed   int
+	First, Last uint64
+}
+
+// Forest is the whole trace, symbolised.
+type Forest struct {
+	Header  tracefile.Header
+	Threads []*Thread
+	// Start is the earliest timestamp of the trace (header start, or first event).
+	Start uint64
+}
+
+// Lookup resolves an address to its function.
+type Lookup func(addr uint64) *symbolize.Func
+
+// Progress is told how many events have been processed out of a total.
+type Progress func(done, total int)
+
+// Build builds the forest of a trace. progress may be nil.
+func Build(tr *tracefile.Trace, lookup Lookup, progress Progress) *Forest {
+	f := &Forest{Header: tr.Header}
+	total := 0
+	for _, th := range tr.Threads {
+		total += len(th.Events)
+	}
+	first, _, ok := tr.TimeRange()
+	f.Start = tr.Header.StartNS
+	if ok && (f.Start == 0 || first < f.Start) {
+		f.Start = first
+	}
+	done := 0
+	for _, th := range tr.Threads {
+		t := buildThread(th, lookup, func(n int) {
+			if progress != nil {
+				progress(done+n, total)
+			}
+		})
+		done += len(th.Events)
+		f.Threads = append(f.Threads, t)
+	}
+	if progress != nil {
+		progress(total, total)
+	}
+	return f
+}
+
+const progressStep = 1 << 20
+
+func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Thread {
+	t := &Thread{TID: th.TID, Name: th.Name, Lost: th.Lost, LostDepth: th.LostDepth}
+	var stack []*Node
+	for i := range th.Events {
+		if i%progressStep == progressStep-1 {
+			progress(i + 1)
+		}
+		ev := &th.Events[i]
+		if i == 0 || ev.TS < t.First {
+			t.First = ev.TS
+		}
+		if ev.TS > t.Last {
+			t.Last = ev.TS
+		}
+		switch ev.Kind {
+		case tracefile.Call:
+			c := Call{TS: ev.TS, IP: ev.IP, Func: lookup(ev.IP)}
+			if ev.Parent != 0 {
+				c.Caller = lookup(ev.Parent)
+			}
+			t.Calls = append(t.Calls, c)
+		case tracefile.Entry:
+			n := &Node{Func: lookup(ev.IP), IP: ev.IP, Start: ev.TS, Depth: len(stack)}
+			if len(stack) > 0 {
+				p := stack[len(stack)-1]
+				n.Parent = p
+				p.Children = append(p.Children, n)
+			} else {
+				t.Roots = append(t.Roots, n)
+			}
+			t.Nodes++
+			stack = append(stack, n)
+		case tracefile.Exit:
+			j := match(stack, ev.IP, lookup)
+			if j < 0 {
+				t.Unmatched++
+				continue
+			}
+			// Frames above the match left without an exit record (longjmp, unwinding):
+			// they end here too.
+			for k := len(stack) - 1; k > j; k-- {
+				stack[k].End = ev.TS
+				stack[k].Partial = true
+				t.Unclosed++
+			}
+			stack[j].End = ev.TS
+			stack[j].Unwound = ev.Flags&tracefile.FlagUnwound != 0
+			stack = stack[:j]
+		}
+	}
+	for _, n := range stack {
+		n.End = t.Last
+		n.Partial = true
+		t.Unclosed++
+	}
+	return t
+}
+
+// match finds the innermost open frame an exit of ip closes: same ip, else same function.
+func match(stack []*Node, ip uint64, lookup Lookup) int {
+	for k := len(stack) - 1; k >= 0; k-- {
+		if stack[k].IP == ip {
+			return k
+		}
+	}
+	fn := lookup(ip)
+	for k := len(stack) - 1; k >= 0; k-- {
+		if stack[k].Func == fn {
+			return k
+		}
+	}
+	return -1
+}
+
+// Walk calls fn for every node of the thread in pre-order (entry order); returning
+// false from fn skips the node's children.
+func (t *Thread) Walk(fn func(n *Node) bool) {
+	var walk func(ns []*Node)
+	walk = func(ns []*Node) {
+		for _, n := range ns {
+			if fn(n) {
+				walk(n.Children)
+			}
+		}
+	}
+	walk(t.Roots)
+}
+
+// Stack returns the functions from the outermost caller down to n.
+func (n *Node) Stack() []*symbolize.Func {
+	var s []*symbolize.Func
+	for p := n; p != nil; p = p.Parent {
+		s = append(s, p.Func)
+	}
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+	return s
+}

@@ -1,0 +1,169 @@
+// Package graph prints a trace as an indented call graph with durations, in the style
+// of the kernel's function_graph tracer: one line per leaf call (`name();`), an opening
+// line per call with children (`name() {`) and a closing line carrying its duration.
+// Function (non-graph) traces are printed as one line per call with the caller.
+package graph
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+)
+
+// Options select what is printed.
+type Options struct {
+	TIDs  []int // only these threads (all when empty)
+	Depth int   // print calls down to this depth (0: all); deeper calls fold into their caller
+	Limit int   // at most this many lines per thread (0: all)
+	// Time prints each line's start time (µs since the start of the trace).
+	Time bool
+}
+
+// Marker returns the kernel-style duration marker: ' ', '+' (>10 µs), '!' (>100 µs),
+// '#' (>1 ms), '*' (>10 ms), '@' (>100 ms), '$' (>1 s).
+func Marker(ns uint64) byte {
+	switch {
+	case ns > 1_000_000_000:
+		return '$'
+	case ns > 100_000_000:
+		return '@'
+	case ns > 10_000_000:
+		return '*'
+	case ns > 1_000_000:
+		return '#'
+	case ns > 100_000:
+		return '!'
+	case ns > 10_000:
+		return '+'
+	}
+	return ' '
+}
+
+// duration formats the DURATION column (14 characters).
+func duration(ns uint64) string {
+	return fmt.Sprintf("%c %9.3f us", Marker(ns), float64(ns)/1e3)
+}
+
+const blank = "              "
+
+// Write prints the forest.
+func Write(w io.Writer, f *calltree.Forest, o Options) error {
+	ew := &errWriter{w: w}
+	first := true
+	for _, t := range f.Threads {
+		if !selected(t.TID, o.TIDs) {
+			continue
+		}
+		if !first {
+			ew.printf("\n")
+		}
+		first = false
+		name := ""
+		if t.Name != "" {
+			name = " (" + t.Name + ")"
+		}
+		ew.printf("# thread %d%s\n", t.TID, name)
+		if f.Header.Tracer == "function" || len(t.Calls) > 0 {
+			writeCalls(ew, f, t, o)
+		} else {
+			writeGraph(ew, f, t, o)
+		}
+		if t.Lost > 0 || t.LostDepth > 0 || t.Unmatched > 0 {
+			ew.printf("# thread %d: %d events lost, %d frames not recorded (depth), %d returns without entry\n",
+				t.TID, t.Lost, t.LostDepth, t.Unmatched)
+		}
+	}
+	return ew.err
+}
+
+func selected(tid int, tids []int) bool {
+	if len(tids) == 0 {
+		return true
+	}
+	for _, t := range tids {
+		if t == tid {
+			return true
+		}
+	}
+	return false
+}
+
+func writeCalls(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options) {
+	ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
+	for i, c := range t.Calls {
+		if o.Limit > 0 && i >= o.Limit {
+			ew.printf("# ... %d more calls\n", len(t.Calls)-i)
+			return
+		}
+		caller := "?"
+		if c.Caller != nil {
+			caller = c.Caller.Name
+		}
+		ew.printf("%13.3f   %s <- %s\n", float64(c.TS-f.Start)/1e3, c.Func.Name, caller)
+	}
+}
+
+func writeGraph(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options) {
+	if o.Time {
+		ew.printf("#   TIME (us)  ")
+	}
+	ew.printf("#  TID   DURATION        FUNCTION CALLS\n")
+	lines := 0
+	tid := fmt.Sprintf("%6d)", t.TID)
+	line := func(ts uint64, dur, text string) bool {
+		if o.Limit > 0 && lines >= o.Limit {
+			return false
+		}
+		lines++
+		if o.Time {
+			ew.printf("%13.3f  ", float64(ts-f.Start)/1e3)
+		}
+		ew.printf("%s %s |  %s\n", tid, dur, text)
+		return true
+	}
+	var walk func(ns []*calltree.Node) bool
+	walk = func(ns []*calltree.Node) bool {
+		for _, n := range ns {
+			indent := strings.Repeat("  ", n.Depth)
+			note := ""
+			if n.Partial {
+				note = " /* unfinished */"
+			} else if n.Unwound {
+				note = " /* unwound */"
+			}
+			name := n.Func.Name
+			if len(n.Children) == 0 || (o.Depth > 0 && n.Depth+1 >= o.Depth) {
+				if !line(n.Start, duration(n.Duration()), indent+name+"();"+note) {
+					return false
+				}
+				continue
+			}
+			if !line(n.Start, blank, indent+name+"() {") {
+				return false
+			}
+			if !walk(n.Children) {
+				return false
+			}
+			if !line(n.End, duration(n.Duration()), indent+"} /* "+name+" */"+note) {
+				return false
+			}
+		}
+		return true
+	}
+	if !walk(t.Roots) {
+		ew.printf("# ... output limited to %d lines (thread %d has %d calls)\n", o.Limit, t.TID, t.Nodes)
+	}
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}

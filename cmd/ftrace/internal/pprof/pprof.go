@@ -1,0 +1,162 @@
+// Package pprof converts a trace into a pprof profile (github.com/google/pprof/profile)
+// that `go tool pprof` reads. Function-graph traces give two sample values per distinct
+// call stack: the number of calls of the stack's leaf and its self time in nanoseconds.
+// Function traces give call counts, with a two-frame stack (function, caller).
+package pprof
+
+import (
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/google/pprof/profile"
+)
+
+// Build returns the profile of the forest.
+func Build(f *calltree.Forest) *profile.Profile {
+	b := &builder{
+		p:     &profile.Profile{},
+		funcs: map[*symbolize.Func]*profile.Function{},
+		locs:  map[*symbolize.Func]*profile.Location{},
+		maps:  map[string]*profile.Mapping{},
+		samp:  map[string]*profile.Sample{},
+	}
+	timed := f.Header.Tracer != "function"
+	b.p.SampleType = []*profile.ValueType{{Type: "calls", Unit: "count"}}
+	if timed {
+		b.p.SampleType = append(b.p.SampleType, &profile.ValueType{Type: "time", Unit: "nanoseconds"})
+		b.p.DefaultSampleType = "time"
+	}
+	b.p.PeriodType = &profile.ValueType{Type: "calls", Unit: "count"}
+	b.p.Period = 1
+	if len(f.Header.Command) > 0 {
+		b.p.Comments = append(b.p.Comments, "command: "+strings.Join(f.Header.Command, " "))
+	}
+	if f.Header.WallStart != 0 {
+		b.p.TimeNanos = f.Header.WallStart
+	}
+	var first, last uint64
+	for _, t := range f.Threads {
+		if first == 0 || (t.First != 0 && t.First < first) {
+			first = t.First
+		}
+		if t.Last > last {
+			last = t.Last
+		}
+		for _, c := range t.Calls {
+			stack := []*symbolize.Func{c.Func}
+			if c.Caller != nil {
+				stack = append(stack, c.Caller)
+			}
+			b.add(stack, 1, 0, timed)
+		}
+		t.Walk(func(n *calltree.Node) bool {
+			st := n.Stack()
+			// pprof wants the leaf first.
+			for i, j := 0, len(st)-1; i < j; i, j = i+1, j-1 {
+				st[i], st[j] = st[j], st[i]
+			}
+			b.add(st, 1, int64(n.Self()), timed)
+			return true
+		})
+	}
+	if last > first {
+		b.p.DurationNanos = int64(last - first)
+	}
+	return b.p
+}
+
+// Write builds the profile and writes it gzip-compressed.
+func Write(w io.Writer, f *calltree.Forest) error {
+	return Build(f).Write(w)
+}
+
+type builder struct {
+	p     *profile.Profile
+	funcs map[*symbolize.Func]*profile.Function
+	locs  map[*symbolize.Func]*profile.Location
+	maps  map[string]*profile.Mapping
+	samp  map[string]*profile.Sample
+	key   strings.Builder
+}
+
+func (b *builder) add(stack []*symbolize.Func, calls, self int64, timed bool) {
+	b.key.Reset()
+	locs := make([]*profile.Location, len(stack))
+	for i, fn := range stack {
+		l := b.location(fn)
+		locs[i] = l
+		b.key.WriteString(itoa(l.ID))
+		b.key.WriteByte(',')
+	}
+	k := b.key.String()
+	s := b.samp[k]
+	if s == nil {
+		s = &profile.Sample{Location: locs, Value: make([]int64, len(b.p.SampleType))}
+		b.samp[k] = s
+		b.p.Sample = append(b.p.Sample, s)
+	}
+	s.Value[0] += calls
+	if timed {
+		s.Value[1] += self
+	}
+}
+
+func itoa(v uint64) string {
+	var buf [20]byte
+	i := len(buf)
+	for {
+		i--
+		buf[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(buf[i:])
+		}
+	}
+}
+
+func (b *builder) location(fn *symbolize.Func) *profile.Location {
+	if l := b.locs[fn]; l != nil {
+		return l
+	}
+	pf := &profile.Function{
+		ID:         uint64(len(b.p.Function) + 1),
+		Name:       fn.Name,
+		SystemName: fn.Raw,
+		Filename:   fn.File,
+		StartLine:  int64(fn.Line),
+	}
+	if pf.SystemName == "" {
+		pf.SystemName = fn.Name
+	}
+	b.p.Function = append(b.p.Function, pf)
+	l := &profile.Location{
+		ID:      uint64(len(b.p.Location) + 1),
+		Mapping: b.mapping(fn.Module),
+		Address: fn.Addr,
+		Line:    []profile.Line{{Function: pf, Line: int64(fn.Line)}},
+	}
+	b.p.Location = append(b.p.Location, l)
+	b.locs[fn] = l
+	return l
+}
+
+func (b *builder) mapping(module string) *profile.Mapping {
+	if m := b.maps[module]; m != nil {
+		return m
+	}
+	name := module
+	if name == "" {
+		name = "[unknown]"
+	}
+	m := &profile.Mapping{
+		ID:           uint64(len(b.p.Mapping) + 1),
+		File:         filepath.Clean(name),
+		HasFunctions: true,
+	}
+	b.p.Mapping = append(b.p.Mapping, m)
+	b.maps[module] = m
+	return m
+}

@@ -1,0 +1,232 @@
+// Package report computes per-function statistics of a trace (calls, total, self,
+// average, minimum and maximum time) and prints them as a table or JSON.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+)
+
+// Stat is one function's figures. Times are in nanoseconds. Total counts the time of
+// the outermost call of a recursion once; Avg, Min and Max are per call (inclusive).
+type Stat struct {
+	Func  *symbolize.Func `json:"-"`
+	TID   int             `json:"tid,omitempty"`
+	Name  string          `json:"name"`
+	Mod   string          `json:"module,omitempty"`
+	File  string          `json:"file,omitempty"`
+	Line  int             `json:"line,omitempty"`
+	Calls uint64          `json:"calls"`
+	Total uint64          `json:"total_ns"`
+	Self  uint64          `json:"self_ns"`
+	Avg   uint64          `json:"avg_ns"`
+	Min   uint64          `json:"min_ns"`
+	Max   uint64          `json:"max_ns"`
+	// Partial counts calls whose end was not recorded.
+	Partial uint64 `json:"partial,omitempty"`
+	sum     uint64
+}
+
+// Options select what Compute produces.
+type Options struct {
+	PerThread bool
+	TIDs      []int // only these threads (all when empty)
+	Sort      string
+	Limit     int // 0: all
+}
+
+// SortKeys are the accepted values of Options.Sort.
+var SortKeys = []string{"total", "self", "calls", "avg", "min", "max", "name"}
+
+// Compute returns the statistics, sorted and limited.
+func Compute(f *calltree.Forest, o Options) ([]*Stat, error) {
+	less, err := lessFunc(o.Sort)
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		tid int
+		fn  *symbolize.Func
+	}
+	stats := map[key]*Stat{}
+	get := func(tid int, fn *symbolize.Func) *Stat {
+		if !o.PerThread {
+			tid = 0
+		}
+		k := key{tid, fn}
+		s := stats[k]
+		if s == nil {
+			s = &Stat{Func: fn, TID: tid, Name: fn.Name, Mod: fn.Module, File: fn.File, Line: fn.Line}
+			stats[k] = s
+		}
+		return s
+	}
+	for _, t := range f.Threads {
+		if !selected(t.TID, o.TIDs) {
+			continue
+		}
+		for _, c := range t.Calls {
+			get(t.TID, c.Func).Calls++
+		}
+		active := map[*symbolize.Func]int{}
+		var walk func(ns []*calltree.Node)
+		walk = func(ns []*calltree.Node) {
+			for _, n := range ns {
+				s := get(t.TID, n.Func)
+				d := n.Duration()
+				if s.Calls == 0 || d < s.Min {
+					s.Min = d
+				}
+				if d > s.Max {
+					s.Max = d
+				}
+				s.Calls++
+				s.sum += d
+				s.Self += n.Self()
+				if n.Partial {
+					s.Partial++
+				}
+				if active[n.Func] == 0 {
+					s.Total += d
+				}
+				active[n.Func]++
+				walk(n.Children)
+				active[n.Func]--
+			}
+		}
+		walk(t.Roots)
+	}
+	out := make([]*Stat, 0, len(stats))
+	for _, s := range stats {
+		if s.Calls > 0 {
+			s.Avg = s.sum / s.Calls
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if less(out[i], out[j]) {
+			return true
+		}
+		if less(out[j], out[i]) {
+			return false
+		}
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		if out[i].Mod != out[j].Mod {
+			return out[i].Mod < out[j].Mod
+		}
+		return out[i].TID < out[j].TID
+	})
+	if o.Limit > 0 && len(out) > o.Limit {
+		out = out[:o.Limit]
+	}
+	return out, nil
+}
+
+func selected(tid int, tids []int) bool {
+	if len(tids) == 0 {
+		return true
+	}
+	for _, t := range tids {
+		if t == tid {
+			return true
+		}
+	}
+	return false
+}
+
+func lessFunc(key string) (func(a, b *Stat) bool, error) {
+	desc := func(v func(*Stat) uint64) func(a, b *Stat) bool {
+		return func(a, b *Stat) bool { return v(a) > v(b) }
+	}
+	switch key {
+	case "", "total":
+		return desc(func(s *Stat) uint64 { return s.Total }), nil
+	case "self":
+		return desc(func(s *Stat) uint64 { return s.Self }), nil
+	case "calls":
+		return desc(func(s *Stat) uint64 { return s.Calls }), nil
+	case "avg":
+		return desc(func(s *Stat) uint64 { return s.Avg }), nil
+	case "min":
+		return desc(func(s *Stat) uint64 { return s.Min }), nil
+	case "max":
+		return desc(func(s *Stat) uint64 { return s.Max }), nil
+	case "name":
+		return func(a, b *Stat) bool { return a.Name < b.Name }, nil
+	}
+	return nil, fmt.Errorf("unknown sort key %q (want one of %s)", key, strings.Join(SortKeys, ", "))
+}
+
+// JSON is the document `ftrace report --format json` prints.
+type JSON struct {
+	Tracer    string  `json:"tracer"`
+	PID       int     `json:"pid,omitempty"`
+	Functions []*Stat `json:"functions"`
+}
+
+// WriteJSON prints stats as JSON.
+func WriteJSON(w io.Writer, f *calltree.Forest, stats []*Stat) error {
+	if stats == nil {
+		stats = []*Stat{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(JSON{Tracer: f.Header.Tracer, PID: f.Header.PID, Functions: stats})
+}
+
+// WriteText prints stats as an aligned table. Function traces have no times: only the
+// call counts are printed.
+func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	timed := f.Header.Tracer != "function"
+	var hdr []string
+	if perThread {
+		hdr = append(hdr, "TID")
+	}
+	hdr = append(hdr, "CALLS")
+	if timed {
+		hdr = append(hdr, "TOTAL", "SELF", "AVG", "MIN", "MAX")
+	}
+	fmt.Fprintf(tw, "%s\t  %s\n", strings.Join(hdr, "\t"), "FUNCTION")
+	for _, s := range stats {
+		var row []string
+		if perThread {
+			row = append(row, fmt.Sprint(s.TID))
+		}
+		row = append(row, fmt.Sprint(s.Calls))
+		if timed {
+			row = append(row, Dur(s.Total), Dur(s.Self), Dur(s.Avg), Dur(s.Min), Dur(s.Max))
+		}
+		name := s.Name
+		if s.File != "" {
+			name += fmt.Sprintf(" [%s:%d]", symbolize.ShortFile(s.File), s.Line)
+		}
+		if s.Partial > 0 {
+			name += fmt.Sprintf(" (%d unfinished)", s.Partial)
+		}
+		fmt.Fprintf(tw, "%s\t  %s\n", strings.Join(row, "\t"), name)
+	}
+	return tw.Flush()
+}
+
+// Dur formats nanoseconds with a unit that keeps 3-4 significant digits.
+func Dur(ns uint64) string {
+	switch {
+	case ns < 10_000:
+		return fmt.Sprintf("%d ns", ns)
+	case ns < 10_000_000:
+		return fmt.Sprintf("%.3f us", float64(ns)/1e3)
+	case ns < 10_000_000_000:
+		return fmt.Sprintf("%.3f ms", float64(ns)/1e6)
+	}
+	return fmt.Sprintf("%.3f s", float64(ns)/1e9)
+}

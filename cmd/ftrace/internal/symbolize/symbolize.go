@@ -1,0 +1,321 @@
+// Package symbolize turns traced addresses into function names, demangled C++ names and
+// source positions, using the ELF files named in a trace's memory map: .symtab (falling
+// back to .dynsym) for names, DWARF line tables for file:line. Objects whose build-id does
+// not match the trace, or that cannot be opened, and addresses outside any symbol are
+// shown as addresses.
+package symbolize
+
+import (
+	"bytes"
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/ianlancetaylor/demangle"
+)
+
+// Func is a resolved function. Funcs are shared: every address inside the same function
+// of the same object resolves to the same *Func.
+type Func struct {
+	Name    string // demangled name, or 0x... for unknown code
+	Raw     string // symbol name as in the symbol table ("" when unknown)
+	Module  string // path of the object (as recorded in the trace), "" when unmapped
+	Addr    uint64 // start of the function (file virtual address; runtime address if unmapped)
+	Size    uint64
+	File    string // source file of the function's entry, "" without DWARF
+	Line    int
+	Unknown bool // no symbol: Name is an address
+}
+
+// String is the name with its source position, if any.
+func (f *Func) String() string {
+	if f.File != "" {
+		return fmt.Sprintf("%s (%s:%d)", f.Name, f.File, f.Line)
+	}
+	return f.Name
+}
+
+// Symbolizer resolves addresses of one trace.
+type Symbolizer struct {
+	maps     []tracefile.Mapping
+	objs     map[string]*object
+	cache    map[uint64]*Func
+	unknown  map[string]*Func
+	warnings []string
+	// OpenELF opens an object file; tests replace it. Default: elf.Open.
+	OpenELF func(path string) (*elf.File, error)
+}
+
+// New returns a Symbolizer for the trace's memory map.
+func New(maps []tracefile.Mapping) *Symbolizer {
+	return &Symbolizer{
+		maps:    maps,
+		objs:    map[string]*object{},
+		cache:   map[uint64]*Func{},
+		unknown: map[string]*Func{},
+		OpenELF: elf.Open,
+	}
+}
+
+// Warnings returns the problems met so far (object missing, build-id mismatch, ...), one
+// per object.
+func (s *Symbolizer) Warnings() []string { return s.warnings }
+
+// Lookup resolves a runtime address (a call-site ip or a return address) to the function
+// containing it.
+func (s *Symbolizer) Lookup(addr uint64) *Func {
+	if f, ok := s.cache[addr]; ok {
+		return f
+	}
+	f := s.lookup(addr)
+	s.cache[addr] = f
+	return f
+}
+
+func (s *Symbolizer) lookup(addr uint64) *Func {
+	var m *tracefile.Mapping
+	for i := range s.maps {
+		if s.maps[i].Contains(addr) {
+			m = &s.maps[i]
+			break
+		}
+	}
+	if m == nil {
+		return s.unknownFunc("", addr)
+	}
+	obj := s.object(m)
+	vaddr := addr - m.Bias
+	if obj != nil {
+		if f := obj.lookup(vaddr); f != nil {
+			return f
+		}
+	}
+	return s.unknownFunc(m.Path, vaddr)
+}
+
+func (s *Symbolizer) unknownFunc(module string, addr uint64) *Func {
+	key := fmt.Sprintf("%s\x00%x", module, addr)
+	if f, ok := s.unknown[key]; ok {
+		return f
+	}
+	f := &Func{Name: fmt.Sprintf("0x%x", addr), Module: module, Addr: addr, Unknown: true}
+	s.unknown[key] = f
+	return f
+}
+
+func (s *Symbolizer) object(m *tracefile.Mapping) *object {
+	key := m.Path + "\x00" + hex.EncodeToString(m.BuildID)
+	if o, ok := s.objs[key]; ok {
+		return o
+	}
+	o, err := s.load(m)
+	if err != nil {
+		s.warnings = append(s.warnings, err.Error())
+		o = nil
+	}
+	s.objs[key] = o
+	return o
+}
+
+func (s *Symbolizer) load(m *tracefile.Mapping) (*object, error) {
+	if m.Path == "" || strings.HasPrefix(m.Path, "[") {
+		return nil, fmt.Errorf("%s: no file to read symbols from", displayPath(m.Path))
+	}
+	f, err := s.OpenELF(m.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot read symbols: %w", m.Path, err)
+	}
+	defer f.Close()
+	if len(m.BuildID) > 0 {
+		id, err := BuildID(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading build-id: %w", m.Path, err)
+		}
+		if id != nil && !bytes.Equal(id, m.BuildID) {
+			return nil, fmt.Errorf("%s: build-id %x does not match the trace's %x (file changed since recording); showing addresses", m.Path, id, m.BuildID)
+		}
+	}
+	return loadObject(m.Path, f)
+}
+
+func displayPath(p string) string {
+	if p == "" {
+		return "(anonymous mapping)"
+	}
+	return p
+}
+
+// BuildID returns the GNU build-id of f, or nil when it has none.
+func BuildID(f *elf.File) ([]byte, error) {
+	for _, sec := range f.Sections {
+		if sec.Type != elf.SHT_NOTE {
+			continue
+		}
+		data, err := sec.Data()
+		if err != nil {
+			return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+		}
+		if id := findBuildIDNote(data, f.ByteOrder); id != nil {
+			return id, nil
+		}
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE {
+			continue
+		}
+		data, err := io.ReadAll(p.Open())
+		if err != nil {
+			return nil, fmt.Errorf("note segment: %w", err)
+		}
+		if id := findBuildIDNote(data, f.ByteOrder); id != nil {
+			return id, nil
+		}
+	}
+	return nil, nil
+}
+
+func findBuildIDNote(data []byte, bo binary.ByteOrder) []byte {
+	align := func(n uint32) uint32 { return (n + 3) &^ 3 }
+	for len(data) >= 12 {
+		namesz, descsz, typ := bo.Uint32(data), bo.Uint32(data[4:]), bo.Uint32(data[8:])
+		rest := data[12:]
+		if uint64(align(namesz))+uint64(align(descsz)) > uint64(len(rest)) {
+			return nil
+		}
+		name := rest[:namesz]
+		desc := rest[align(namesz) : align(namesz)+descsz]
+		if typ == 3 && string(bytes.TrimRight(name, "\x00")) == "GNU" {
+			return append([]byte(nil), desc...)
+		}
+		data = rest[align(namesz)+align(descsz):]
+	}
+	return nil
+}
+
+// object is the symbol table and line table of one ELF file.
+type object struct {
+	path  string
+	funcs []*Func // sorted by Addr
+	lines []lineEntry
+}
+
+type lineEntry struct {
+	addr uint64
+	file string
+	line int
+}
+
+func loadObject(path string, f *elf.File) (*object, error) {
+	syms, err := f.Symbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, fmt.Errorf("%s: reading .symtab: %w", path, err)
+	}
+	if len(syms) == 0 {
+		syms, err = f.DynamicSymbols()
+		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+			return nil, fmt.Errorf("%s: reading .dynsym: %w", path, err)
+		}
+	}
+	o := &object{path: path}
+	seen := map[uint64]int{}
+	for _, sym := range syms {
+		if elf.ST_TYPE(sym.Info) != elf.STT_FUNC && elf.ST_TYPE(sym.Info) != elf.STT_GNU_IFUNC {
+			continue
+		}
+		if sym.Section == elf.SHN_UNDEF || sym.Value == 0 {
+			continue
+		}
+		// Several names at one address (aliases): prefer a global, then the longest size.
+		if i, ok := seen[sym.Value]; ok {
+			prev := o.funcs[i]
+			if elf.ST_BIND(sym.Info) == elf.STB_GLOBAL && prev.Size <= sym.Size {
+				prev.Raw, prev.Name, prev.Size = sym.Name, demangle.Filter(sym.Name), sym.Size
+			}
+			continue
+		}
+		seen[sym.Value] = len(o.funcs)
+		o.funcs = append(o.funcs, &Func{
+			Name:   demangle.Filter(sym.Name),
+			Raw:    sym.Name,
+			Module: path,
+			Addr:   sym.Value,
+			Size:   sym.Size,
+		})
+	}
+	sort.Slice(o.funcs, func(i, j int) bool { return o.funcs[i].Addr < o.funcs[j].Addr })
+	if d, err := f.DWARF(); err == nil {
+		o.lines = readLines(d)
+		for _, fn := range o.funcs {
+			if le, ok := o.line(fn.Addr); ok {
+				fn.File, fn.Line = le.file, le.line
+			}
+		}
+	}
+	return o, nil
+}
+
+// lookup returns the function containing vaddr: the last symbol starting at or before it,
+// if vaddr is inside its size (symbols of size 0 extend to the next symbol).
+func (o *object) lookup(vaddr uint64) *Func {
+	i := sort.Search(len(o.funcs), func(i int) bool { return o.funcs[i].Addr > vaddr }) - 1
+	if i < 0 {
+		return nil
+	}
+	fn := o.funcs[i]
+	if fn.Size > 0 && vaddr >= fn.Addr+fn.Size {
+		return nil
+	}
+	return fn
+}
+
+// readLines collects the statement rows of every line table, sorted by address.
+func readLines(d *dwarf.Data) []lineEntry {
+	var out []lineEntry
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := d.LineReader(e)
+		if err == nil && lr != nil {
+			var le dwarf.LineEntry
+			for lr.Next(&le) == nil {
+				if le.EndSequence || le.File == nil {
+					continue
+				}
+				out = append(out, lineEntry{addr: le.Address, file: le.File.Name, line: le.Line})
+			}
+		}
+		r.SkipChildren()
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+	return out
+}
+
+// line returns the first row at exactly addr, else the last row before it.
+func (o *object) line(addr uint64) (lineEntry, bool) {
+	i := sort.Search(len(o.lines), func(i int) bool { return o.lines[i].addr >= addr })
+	if i < len(o.lines) && o.lines[i].addr == addr {
+		return o.lines[i], true
+	}
+	if i > 0 {
+		return o.lines[i-1], true
+	}
+	return lineEntry{}, false
+}
+
+// ShortFile returns the base name of a source path, for compact output.
+func ShortFile(p string) string { return filepath.Base(p) }

@@ -1,0 +1,192 @@
+// Package tracefile is the in-memory model of an ftkit trace (header, memory map,
+// threads and their event streams, lost-event counts) and the reader of the trace file
+// format described in docs/trace-format.md.
+package tracefile
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Tracer names as they appear in trace headers and FTRACE_TRACER.
+const (
+	TracerFunction      = "function"
+	TracerFunctionGraph = "function_graph"
+)
+
+// Kind is the kind of an event.
+type Kind uint8
+
+const (
+	// Call is a function-tracer event: IP was called from Parent.
+	Call Kind = iota + 1
+	// Entry is a function-graph entry of IP.
+	Entry
+	// Exit is a function-graph return from IP.
+	Exit
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Call:
+		return "call"
+	case Entry:
+		return "entry"
+	case Exit:
+		return "exit"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Event is one record of a thread's stream. TS is in nanoseconds on the trace's clock
+// (see Header.StartNS). IP is the address of the function's call site (its start, or
+// start+4 after an endbr64). Parent is the caller's return address (Call events).
+// Depth is the graph depth the runtime recorded, or -1 when unknown.
+type Event struct {
+	Kind   Kind
+	Flags  uint16 // FlagUnwound
+	Depth  int32
+	TS     uint64
+	IP     uint64
+	Parent uint64
+}
+
+// FlagUnwound marks an Exit of a frame left without returning (longjmp, C++ exception,
+// pthread_exit); its TS is when the runtime noticed.
+const FlagUnwound = 1
+
+// Header flags (docs/trace-format.md).
+const (
+	FlagComplete = 1 << iota
+	FlagAbnormal
+	FlagSnapshot
+	FlagLost
+)
+
+// Header holds the trace-wide facts.
+type Header struct {
+	Version    uint32
+	Flags      uint32   // FlagComplete, FlagAbnormal, FlagSnapshot, FlagLost
+	Signal     int      // fatal signal when FlagAbnormal
+	GraphDepth int      // FTRACE_GRAPH_DEPTH at start (0: none)
+	Tracer     string   // TracerFunction or TracerFunctionGraph
+	PID        int      // traced process
+	Command    []string // argv of the traced process, when recorded
+	StartNS    uint64   // timestamp (trace clock, ns) of the start of tracing
+	EndNS      uint64   // timestamp at which the trace was written
+	WallStart  int64    // wall-clock time of StartNS, ns since the Unix epoch (0: unknown)
+	Clock      string   // clock source, e.g. "tsc" or "clock_gettime"
+	ClockHz    uint64   // ticks per second of the raw clock (informational)
+	Reason     string   // why the trace was written (live, exit, signal, snapshot, shutdown)
+	// Warnings are problems the reader tolerated (truncated chunk, unknown chunk, ...).
+	Warnings []string
+}
+
+// Mapping is one loaded ELF object. An address A inside [Start, End) corresponds to the
+// virtual address A - Bias in the object's file.
+type Mapping struct {
+	Start, End uint64
+	Bias       uint64
+	Path       string
+	BuildID    []byte
+	Flags      uint8 // MapMain, MapVDSO, MapLate
+}
+
+// Mapping flags.
+const (
+	MapMain = 1 << iota
+	MapVDSO
+	MapLate
+)
+
+// Contains reports whether addr lies inside the mapping.
+func (m *Mapping) Contains(addr uint64) bool { return addr >= m.Start && addr < m.End }
+
+// Thread is one thread's event stream.
+type Thread struct {
+	TID    int
+	Name   string
+	Events []Event
+	// Lost counts events the runtime dropped (buffer full).
+	Lost uint64
+	// LostDepth counts graph frames not recorded because the shadow stack was full or
+	// the depth limit was reached.
+	LostDepth uint64
+	// Flags are the chunk's flags (ThreadExited, ThreadFull).
+	Flags uint32
+}
+
+// Thread flags.
+const (
+	ThreadExited = 1 << iota
+	ThreadFull
+)
+
+// Trace is a whole trace.
+type Trace struct {
+	Header  Header
+	Maps    []Mapping
+	Threads []*Thread
+}
+
+// Mapping returns the mapping containing addr, or nil.
+func (t *Trace) Mapping(addr uint64) *Mapping {
+	for i := range t.Maps {
+		if t.Maps[i].Contains(addr) {
+			return &t.Maps[i]
+		}
+	}
+	return nil
+}
+
+// Thread returns the thread with the given id, or nil.
+func (t *Trace) Thread(tid int) *Thread {
+	for _, th := range t.Threads {
+		if th.TID == tid {
+			return th
+		}
+	}
+	return nil
+}
+
+// Counts sums events of each kind and lost events over all threads.
+func (t *Trace) Counts() (calls, entries, exits, lost, lostDepth uint64) {
+	for _, th := range t.Threads {
+		for i := range th.Events {
+			switch th.Events[i].Kind {
+			case Call:
+				calls++
+			case Entry:
+				entries++
+			case Exit:
+				exits++
+			}
+		}
+		lost += th.Lost
+		lostDepth += th.LostDepth
+	}
+	return
+}
+
+// SortThreads orders threads by id (the reader does this; tests building traces by hand
+// may call it).
+func (t *Trace) SortThreads() {
+	sort.SliceStable(t.Threads, func(i, j int) bool { return t.Threads[i].TID < t.Threads[j].TID })
+}
+
+// TimeRange returns the first and last event timestamps over all threads.
+func (t *Trace) TimeRange() (first, last uint64, ok bool) {
+	for _, th := range t.Threads {
+		for i := range th.Events {
+			ts := th.Events[i].TS
+			if !ok || ts < first {
+				first = ts
+			}
+			if !ok || ts > last {
+				last = ts
+			}
+			ok = true
+		}
+	}
+	return
+}

@@ -1,0 +1,314 @@
+package tracefile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+// Layout constants of format version 1 (docs/trace-format.md).
+const (
+	Magic          = "FTKITTRC"
+	Version1       = 1
+	HeaderSize     = 256
+	ChunkHdrSize   = 16
+	RecordSize     = 32
+	ChunkMaps      = 1
+	ChunkThread    = 2
+	ChunkCmdline   = 3
+	mapsHdrSize    = 24
+	threadHdrSize  = 64
+	mapEntryFixed  = 32
+	ClockTSC       = 1
+	ClockMonotonic = 2
+	recFunc        = 1
+	recEntry       = 2
+	recExit        = 3
+)
+
+var le = binary.LittleEndian
+
+// Open reads the trace file at path. Errors name the file.
+func Open(path string) (*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	t, err := Read(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Read decodes a trace of the given size from r.
+func Read(r io.ReaderAt, size int64) (*Trace, error) {
+	if size < HeaderSize {
+		return nil, fmt.Errorf("not an ftkit trace: %d bytes, shorter than the %d-byte header", size, HeaderSize)
+	}
+	h := make([]byte, HeaderSize)
+	if _, err := r.ReadAt(h, 0); err != nil {
+		return nil, fmt.Errorf("reading header: %w", err)
+	}
+	if string(h[:8]) != Magic {
+		return nil, fmt.Errorf("not an ftkit trace (magic %q, want %q)", printable(h[:8]), Magic)
+	}
+	t := &Trace{}
+	hd := &t.Header
+	hd.Version = le.Uint32(h[8:])
+	if hd.Version != Version1 {
+		return nil, fmt.Errorf("trace format version %d not supported (this ftrace reads version %d)", hd.Version, Version1)
+	}
+	hdrSize := int64(le.Uint32(h[12:]))
+	if hdrSize < HeaderSize || hdrSize > size {
+		return nil, fmt.Errorf("bad header_size %d (file is %d bytes)", hdrSize, size)
+	}
+	hd.Flags = le.Uint32(h[16:])
+	hd.PID = int(le.Uint32(h[20:]))
+	hd.Signal = int(le.Uint32(h[24:]))
+	clock := le.Uint32(h[28:])
+	nsPerTick := math.Float64frombits(le.Uint64(h[32:]))
+	refTicks := le.Uint64(h[40:])
+	refMono := le.Uint64(h[48:])
+	refReal := le.Uint64(h[56:])
+	startTicks := le.Uint64(h[64:])
+	endTicks := le.Uint64(h[72:])
+	tracer := le.Uint32(h[80:])
+	reason := le.Uint32(h[84:])
+	recSize := le.Uint32(h[88:])
+	hd.GraphDepth = int(le.Uint32(h[92:]))
+	hd.ClockHz = le.Uint64(h[96:])
+	switch clock {
+	case ClockTSC:
+		hd.Clock = "tsc"
+	case ClockMonotonic:
+		hd.Clock = "clock_gettime"
+	default:
+		return nil, fmt.Errorf("unknown clock %d in header", clock)
+	}
+	if math.IsNaN(nsPerTick) || math.IsInf(nsPerTick, 0) || nsPerTick <= 0 || nsPerTick > 1e6 {
+		return nil, fmt.Errorf("bad ns_per_tick %v in header", nsPerTick)
+	}
+	if recSize != RecordSize {
+		return nil, fmt.Errorf("record_size %d not supported (want %d)", recSize, RecordSize)
+	}
+	switch tracer {
+	case 0:
+		hd.Tracer = "nop"
+	case 1:
+		hd.Tracer = TracerFunction
+	case 2:
+		hd.Tracer = TracerFunctionGraph
+	default:
+		hd.Tracer = fmt.Sprintf("tracer(%d)", tracer)
+	}
+	reasons := []string{"live (not finalised)", "exit", "fatal signal", "snapshot", "shutdown"}
+	if int(reason) < len(reasons) {
+		hd.Reason = reasons[reason]
+	} else {
+		hd.Reason = fmt.Sprintf("reason(%d)", reason)
+	}
+	conv := func(ticks uint64) uint64 {
+		d := float64(int64(ticks-refTicks)) * nsPerTick
+		v := float64(refMono) + d
+		if v < 0 {
+			return 0
+		}
+		return uint64(math.Round(v))
+	}
+	hd.StartNS = conv(startTicks)
+	if endTicks != 0 {
+		hd.EndNS = conv(endTicks)
+	}
+	if refReal != 0 {
+		hd.WallStart = int64(hd.StartNS + (refReal - refMono))
+	}
+
+	off := hdrSize
+	var ch [threadHdrSize]byte
+	for off+ChunkHdrSize <= size {
+		if _, err := r.ReadAt(ch[:ChunkHdrSize], off); err != nil {
+			return nil, fmt.Errorf("chunk at offset %d: %w", off, err)
+		}
+		typ := le.Uint32(ch[0:])
+		chHdr := int64(le.Uint32(ch[4:]))
+		csize := le.Uint64(ch[8:])
+		if typ == 0 && csize == 0 {
+			break
+		}
+		if csize%8 != 0 || csize < ChunkHdrSize || csize > uint64(size-off) || chHdr < ChunkHdrSize || uint64(chHdr) > csize {
+			// A live file's last chunk may not be complete yet: keep what was read.
+			if hd.Flags&FlagComplete == 0 {
+				hd.Warnings = append(hd.Warnings, fmt.Sprintf("chunk at offset %d: bad size %d (header %d); trace not finalised, ignoring the rest", off, csize, chHdr))
+				break
+			}
+			return nil, fmt.Errorf("chunk at offset %d: bad size %d (header size %d, %d bytes left)", off, csize, chHdr, size-off)
+		}
+		end := off + int64(csize)
+		var err error
+		switch typ {
+		case ChunkCmdline:
+			err = readCmdline(r, t, off+chHdr, end)
+		case ChunkMaps:
+			err = readMaps(r, t, off, chHdr, end)
+		case ChunkThread:
+			err = readThread(r, t, off, chHdr, end, conv)
+		default:
+			hd.Warnings = append(hd.Warnings, fmt.Sprintf("chunk at offset %d: unknown type %d skipped", off, typ))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("chunk at offset %d: %w", off, err)
+		}
+		off = end
+	}
+	t.SortThreads()
+	return t, nil
+}
+
+func printable(b []byte) string {
+	return string(bytes.Map(func(r rune) rune {
+		if r < 32 || r > 126 {
+			return '.'
+		}
+		return r
+	}, b))
+}
+
+func readAt(r io.ReaderAt, from, to int64) ([]byte, error) {
+	b := make([]byte, to-from)
+	if _, err := r.ReadAt(b, from); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func readCmdline(r io.ReaderAt, t *Trace, from, to int64) error {
+	b, err := readAt(r, from, to)
+	if err != nil {
+		return fmt.Errorf("cmdline: %w", err)
+	}
+	b = bytes.TrimRight(b, "\x00")
+	t.Header.Command = nil
+	if len(b) == 0 {
+		return nil
+	}
+	for _, a := range bytes.Split(b, []byte{0}) {
+		t.Header.Command = append(t.Header.Command, string(a))
+	}
+	return nil
+}
+
+func readMaps(r io.ReaderAt, t *Trace, off, hdr, end int64) error {
+	if hdr < mapsHdrSize {
+		return fmt.Errorf("maps: header size %d < %d", hdr, mapsHdrSize)
+	}
+	b, err := readAt(r, off, end)
+	if err != nil {
+		return fmt.Errorf("maps: %w", err)
+	}
+	count := le.Uint32(b[16:])
+	var maps []Mapping
+	p := b[hdr:]
+	for i := uint32(0); i < count; i++ {
+		if len(p) < mapEntryFixed {
+			return fmt.Errorf("maps: entry %d of %d: truncated", i, count)
+		}
+		esize := le.Uint32(p)
+		plen := int(le.Uint16(p[4:]))
+		blen := int(p[6])
+		if esize%8 != 0 || uint64(esize) > uint64(len(p)) || mapEntryFixed+plen+blen > int(esize) {
+			return fmt.Errorf("maps: entry %d of %d: bad size %d (path %d, build-id %d bytes, %d left)", i, count, esize, plen, blen, len(p))
+		}
+		m := Mapping{
+			Flags: p[7],
+			Start: le.Uint64(p[8:]),
+			End:   le.Uint64(p[16:]),
+			Bias:  le.Uint64(p[24:]),
+		}
+		if blen > 0 {
+			m.BuildID = append([]byte(nil), p[mapEntryFixed:mapEntryFixed+blen]...)
+		}
+		m.Path = string(p[mapEntryFixed+blen : mapEntryFixed+blen+plen])
+		if m.End < m.Start {
+			return fmt.Errorf("maps: entry %d (%s): end 0x%x before start 0x%x", i, m.Path, m.End, m.Start)
+		}
+		maps = append(maps, m)
+		p = p[esize:]
+	}
+	// The last MAPS chunk is the most complete.
+	t.Maps = maps
+	return nil
+}
+
+func readThread(r io.ReaderAt, t *Trace, off, hdr, end int64, conv func(uint64) uint64) error {
+	if hdr < threadHdrSize {
+		return fmt.Errorf("thread: header size %d < %d", hdr, threadHdrSize)
+	}
+	h, err := readAt(r, off, off+threadHdrSize)
+	if err != nil {
+		return fmt.Errorf("thread: %w", err)
+	}
+	th := &Thread{
+		TID:       int(le.Uint32(h[16:])),
+		Flags:     le.Uint32(h[20:]),
+		Lost:      le.Uint64(h[32:]),
+		LostDepth: le.Uint64(h[40:]),
+		Name:      string(bytes.TrimRight(h[48:64], "\x00")),
+	}
+	nrec := le.Uint64(h[24:])
+	room := uint64(end-off-hdr) / RecordSize
+	if nrec > room {
+		if t.Header.Flags&FlagComplete != 0 {
+			return fmt.Errorf("thread %d: %d records do not fit in the chunk (room for %d)", th.TID, nrec, room)
+		}
+		t.Header.Warnings = append(t.Header.Warnings, fmt.Sprintf("thread %d: %d records claimed, room for %d (trace not finalised)", th.TID, nrec, room))
+		nrec = room
+	}
+	th.Events = make([]Event, 0, nrec)
+	const batch = 4096
+	buf := make([]byte, batch*RecordSize)
+	pos := off + hdr
+	for left := nrec; left > 0; {
+		n := left
+		if n > batch {
+			n = batch
+		}
+		b := buf[:n*RecordSize]
+		if _, err := r.ReadAt(b, pos); err != nil {
+			return fmt.Errorf("thread %d: reading records: %w", th.TID, err)
+		}
+		for i := uint64(0); i < n; i++ {
+			rec := b[i*RecordSize:]
+			ev := Event{
+				TS:    conv(le.Uint64(rec)),
+				IP:    le.Uint64(rec[8:]),
+				Depth: int32(le.Uint32(rec[24:])),
+				Flags: le.Uint16(rec[30:]),
+			}
+			aux := le.Uint64(rec[16:])
+			switch typ := le.Uint16(rec[28:]); typ {
+			case recFunc:
+				ev.Kind, ev.Parent = Call, aux
+			case recEntry:
+				ev.Kind, ev.Parent = Entry, aux
+			case recExit:
+				ev.Kind = Exit
+			default:
+				return fmt.Errorf("thread %d: record %d: unknown type %d", th.TID, nrec-left+i, typ)
+			}
+			th.Events = append(th.Events, ev)
+		}
+		left -= n
+		pos += int64(n * RecordSize)
+	}
+	t.Threads = append(t.Threads, th)
+	return nil
+}

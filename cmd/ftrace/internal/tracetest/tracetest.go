@@ -1,0 +1,196 @@
+// Package tracetest builds traces from a small text language, for the tests of the
+// ftrace command's packages:
+//
+//	tracer function_graph        # or function
+//	pid 42
+//	cmd ./prog arg
+//	start 1000                   # header start timestamp (ns)
+//	map 0x400000 0x401000 0 /path/to/elf [buildid-hex]
+//	thread 101 main              # following events belong to thread 101, named main
+//	lost 3                       # events lost by the current thread
+//	lostdepth 2                  # graph frames not recorded by the current thread
+//	> 1000 main                  # entry of main at t=1000 ns
+//	< 2000 main                  # exit
+//	c 1500 foo main              # function-tracer call of foo from main
+//
+// Functions are names: Parse asks a resolver for their address, or, without one, gives
+// each name a made-up address that Lookup maps back. A name written as 0x... is used as
+// an address directly.
+package tracetest
+
+import (
+	"bufio"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+)
+
+// Resolver maps a function name to a runtime address.
+type Resolver func(name string) (uint64, error)
+
+// Names assigns made-up addresses to names and resolves them back.
+type Names struct {
+	addr  map[string]uint64
+	funcs map[uint64]*symbolize.Func
+}
+
+// NewNames returns an empty table.
+func NewNames() *Names {
+	return &Names{addr: map[string]uint64{}, funcs: map[uint64]*symbolize.Func{}}
+}
+
+const fakeBase = 0x7f0000001000
+
+// Resolve gives name an address (stable for the table's lifetime).
+func (n *Names) Resolve(name string) (uint64, error) {
+	if a, ok := n.addr[name]; ok {
+		return a, nil
+	}
+	a := fakeBase + uint64(len(n.addr))*0x100
+	n.addr[name] = a
+	n.funcs[a] = &symbolize.Func{Name: name, Raw: name, Module: "test", Addr: a, Size: 0x100}
+	return a, nil
+}
+
+// Lookup maps an address back to its Func (addresses inside a name's 0x100 bytes count).
+func (n *Names) Lookup(addr uint64) *symbolize.Func {
+	if f, ok := n.funcs[addr&^0xff]; ok {
+		return f
+	}
+	f := &symbolize.Func{Name: fmt.Sprintf("0x%x", addr), Addr: addr, Unknown: true}
+	n.funcs[addr] = f
+	return f
+}
+
+// Parse builds a trace from text.
+func Parse(text string, resolve Resolver) (*tracefile.Trace, error) {
+	tr := &tracefile.Trace{Header: tracefile.Header{Version: 1, Tracer: tracefile.TracerFunctionGraph}}
+	var cur *tracefile.Thread
+	addr := func(name string) (uint64, error) {
+		if strings.HasPrefix(name, "0x") {
+			return strconv.ParseUint(name[2:], 16, 64)
+		}
+		if resolve == nil {
+			return 0, fmt.Errorf("no resolver for %q", name)
+		}
+		return resolve(name)
+	}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		line := sc.Text()
+		if i := strings.Index(line, "#"); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		bad := func(err error) error { return fmt.Errorf("line %d %q: %w", lineNo, sc.Text(), err) }
+		need := func(n int) error {
+			if len(f) < n {
+				return bad(fmt.Errorf("want %d fields", n))
+			}
+			return nil
+		}
+		num := func(s string) uint64 {
+			v, err := strconv.ParseUint(s, 0, 64)
+			if err != nil {
+				panic(bad(err))
+			}
+			return v
+		}
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					err = r.(error)
+				}
+			}()
+			switch f[0] {
+			case "tracer":
+				if err = need(2); err == nil {
+					tr.Header.Tracer = f[1]
+				}
+			case "pid":
+				if err = need(2); err == nil {
+					tr.Header.PID = int(num(f[1]))
+				}
+			case "cmd":
+				tr.Header.Command = f[1:]
+			case "start":
+				if err = need(2); err == nil {
+					tr.Header.StartNS = num(f[1])
+				}
+			case "map":
+				if err = need(5); err == nil {
+					m := tracefile.Mapping{Start: num(f[1]), End: num(f[2]), Bias: num(f[3]), Path: f[4]}
+					if len(f) > 5 {
+						if _, e := fmt.Sscanf(f[5], "%x", &m.BuildID); e != nil {
+							panic(bad(e))
+						}
+					}
+					tr.Maps = append(tr.Maps, m)
+				}
+			case "thread":
+				if err = need(2); err == nil {
+					cur = &tracefile.Thread{TID: int(num(f[1]))}
+					if len(f) > 2 {
+						cur.Name = strings.Join(f[2:], " ")
+					}
+					tr.Threads = append(tr.Threads, cur)
+				}
+			case "lost", "lostdepth", ">", "<", "c":
+				if cur == nil {
+					err = bad(fmt.Errorf("no thread yet"))
+					return
+				}
+				switch f[0] {
+				case "lost":
+					if err = need(2); err == nil {
+						cur.Lost = num(f[1])
+					}
+				case "lostdepth":
+					if err = need(2); err == nil {
+						cur.LostDepth = num(f[1])
+					}
+				default:
+					if err = need(3); err != nil {
+						return
+					}
+					ev := tracefile.Event{TS: num(f[1]), Depth: -1}
+					if ev.IP, err = addr(f[2]); err != nil {
+						err = bad(err)
+						return
+					}
+					switch f[0] {
+					case ">":
+						ev.Kind = tracefile.Entry
+					case "<":
+						ev.Kind = tracefile.Exit
+					case "c":
+						ev.Kind = tracefile.Call
+						if len(f) > 3 {
+							if ev.Parent, err = addr(f[3]); err != nil {
+								err = bad(err)
+								return
+							}
+							ev.Parent += 0x10 // a return address, inside the caller
+						}
+					}
+					cur.Events = append(cur.Events, ev)
+				}
+			default:
+				err = bad(fmt.Errorf("unknown directive"))
+			}
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return tr, sc.Err()
+}
