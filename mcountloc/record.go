@@ -25,11 +25,11 @@ func (s ObjSite) String() string {
 
 // Result is what Record found and did.
 type Result struct {
-	Sites      []ObjSite   // recorded sites, by section index and offset
-	Unrecorded []ObjSite   // calls in executable sections whose names are not recorded
-	Problems   []string // hook relocations that are not a recognised call: reported, not recorded
-	Note       string   // why the file was left unchanged, when it was
-	Out        []byte   // new file contents; nil when unchanged
+	Sites      []ObjSite // recorded sites, by section index and offset
+	Unrecorded []ObjSite // calls in executable sections whose names are not recorded
+	Problems   []string  // hook relocations that are not a recognised call: reported, not recorded
+	Note       string    // why the file was left unchanged, when it was
+	Out        []byte    // new file contents; nil when unchanged
 }
 
 // Record finds the call sites in the ELF relocatable object data and returns the object
