@@ -1,0 +1,850 @@
+// SPDX-License-Identifier: MIT
+/*
+ * poke.c - batched cross-modification of code under running threads.
+ *
+ * For a batch of sites (docs/live-patching.md has the full argument):
+ *   0. bytes of new that a thread may run after the first new instruction and that lie in
+ *      the free displacement byte of an old nop (nop6 -> "e8 rel32 90") are written;
+ *   1. an int3 is written on the first byte of every site; all cores are serialised;
+ *   2. the tails (bytes 1..len-1) are written; all cores are serialised;
+ *   3. the first bytes are written; all cores are serialised.
+ * A thread that reaches a site meanwhile traps; the SIGTRAP handler finds the site in the
+ * published batch (lock-free binary search) and emulates its new instruction.  A trap that
+ * is handled only after the batch is over finds no int3 any more and re-executes the site.
+ * Other breakpoints are passed to the previous SIGTRAP disposition.
+ *
+ * Code is written through /proc/self/mem (pages stay r-x throughout: the kernel writes
+ * through its own mapping of the page, breaking copy-on-write as a debugger's poke does), or,
+ * where that is not allowed, by making the pages rwx for the duration of the batch.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "poke.h"
+
+/* ---- reporting ------------------------------------------------------------------------ */
+
+static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void report(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (write(2, buf, n) < 0)
+		return;
+}
+
+static void hex(char *out, const unsigned char *b, unsigned len)
+{
+	static const char d[] = "0123456789abcdef";
+	unsigned i;
+
+	for (i = 0; i < len; i++) {
+		*out++ = d[b[i] >> 4];
+		*out++ = d[b[i] & 15];
+		*out++ = i + 1 < len ? ' ' : 0;
+	}
+	if (!len)
+		*out = 0;
+}
+
+/* ---- locks and fork ------------------------------------------------------------------- */
+
+static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fork_held_api;
+
+int ftrt_lock(void)
+{
+	if (ftrt_cb_depth > 0)
+		return pthread_mutex_trylock(&api_lock) ? -EBUSY : 0;
+	pthread_mutex_lock(&api_lock);
+	return 0;
+}
+
+void ftrt_unlock(void)
+{
+	pthread_mutex_unlock(&api_lock);
+}
+
+/* ---- the published batch (read by the SIGTRAP handler) ------------------------------- */
+
+struct batch {
+	const struct ftrt_poke_site *sites;
+	size_t n;
+};
+
+static struct batch the_batch;
+static struct batch *_Atomic live_batch;
+static atomic_uint batch_seq;		/* odd while a batch is live */
+static atomic_int trap_users;		/* handlers currently looking at live_batch */
+
+static const struct ftrt_poke_site *find_site(const struct batch *b, uintptr_t addr)
+{
+	size_t lo = 0, hi = b->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->sites[mid].addr == addr)
+			return &b->sites[mid];
+		if (b->sites[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* ---- SIGTRAP ------------------------------------------------------------------------ */
+
+static struct sigaction prev_trap[2];
+static atomic_int prev_trap_idx;
+static atomic_int trap_installed;
+
+static void trap_chain(int sig, siginfo_t *si, void *uc)
+{
+	const struct sigaction *prev = &prev_trap[atomic_load(&prev_trap_idx)];
+
+	if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
+		prev->sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (!(prev->sa_flags & SA_SIGINFO) && prev->sa_handler != SIG_DFL &&
+	    prev->sa_handler != SIG_IGN) {
+		prev->sa_handler(sig);
+		return;
+	}
+	if (prev->sa_handler == SIG_IGN && si->si_code != SI_KERNEL)
+		return;
+	/*
+	 * Default action (an int3 cannot be ignored either).  Re-execute the breakpoint with the
+	 * default disposition so the core dump / parent sees the original state.
+	 */
+	signal(SIGTRAP, SIG_DFL);
+	if (si->si_code == SI_KERNEL &&
+	    *(volatile unsigned char *)(ftrt_arch_pc(uc) - 1) == FTRT_ARCH_BREAKPOINT) {
+		ftrt_arch_set_pc(uc, ftrt_arch_pc(uc) - 1);
+		return;
+	}
+	raise(SIGTRAP);
+}
+
+static void trap_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved_errno = errno;
+
+	if (si->si_code == SI_KERNEL) {
+		uintptr_t addr = ftrt_arch_pc(uc) - 1;
+
+		for (;;) {
+			unsigned seq = atomic_load(&batch_seq);
+			const struct ftrt_poke_site *s = NULL;
+			struct batch *b;
+			unsigned char byte;
+
+			atomic_fetch_add(&trap_users, 1);
+			b = atomic_load(&live_batch);
+			if (b)
+				s = find_site(b, addr);
+			if (s) {
+				ftrt_arch_emulate(s, uc);
+				atomic_fetch_sub(&trap_users, 1);
+				errno = saved_errno;
+				return;
+			}
+			atomic_fetch_sub(&trap_users, 1);
+			byte = __atomic_load_n((unsigned char *)addr, __ATOMIC_SEQ_CST);
+			if (byte != FTRT_ARCH_BREAKPOINT) {
+				/* Our int3, replaced since by the finished instruction: run that. */
+				ftrt_arch_set_pc(uc, addr);
+				errno = saved_errno;
+				return;
+			}
+			if (atomic_load(&batch_seq) == seq)
+				break;	/* no batch came or went: not ours */
+		}
+	}
+	errno = saved_errno;
+	trap_chain(sig, si, uc);
+}
+
+/* Install (or re-install, if the program replaced it) the SIGTRAP handler. */
+static int trap_install(void)
+{
+	struct sigaction cur, sa;
+	int idx;
+
+	if (sigaction(SIGTRAP, NULL, &cur))
+		return -errno;
+	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == trap_handler)
+		return 0;
+	idx = !atomic_load(&prev_trap_idx);
+	prev_trap[idx] = cur;
+	atomic_store(&prev_trap_idx, idx);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = trap_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTRAP, &sa, NULL))
+		return -errno;
+	atomic_store(&trap_installed, 1);
+	return 0;
+}
+
+/* ---- writing code ---------------------------------------------------------------------- */
+
+enum method { M_UNSET, M_PROCMEM, M_MPROTECT };
+static enum method method;
+static int mem_fd = -1;
+static pid_t mem_pid;
+
+const char *ftrt_poke_method(void)
+{
+	return method == M_PROCMEM ? "procmem" : method == M_MPROTECT ? "mprotect" : "unset";
+}
+
+static int mem_open(void)
+{
+	pid_t pid = getpid();
+
+	/* The descriptor names the address space it was opened in: reopen after fork/clone. */
+	if (mem_fd >= 0 && mem_pid == pid)
+		return 0;
+	if (mem_fd >= 0)
+		close(mem_fd);
+	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (mem_fd < 0)
+		return -errno;
+	mem_pid = pid;
+	return 0;
+}
+
+static int mem_pwrite(const void *buf, size_t len, uintptr_t addr)
+{
+	while (len) {
+		ssize_t w = pwrite(mem_fd, buf, len, (off_t)addr);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		buf = (const char *)buf + w;
+		addr += w;
+		len -= w;
+	}
+	return 0;
+}
+
+static int mem_pread(void *buf, size_t len, uintptr_t addr)
+{
+	while (len) {
+		ssize_t r = pread(mem_fd, buf, len, (off_t)addr);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		buf = (char *)buf + r;
+		addr += r;
+		len -= r;
+	}
+	return 0;
+}
+
+/* Choose the method once: FTRT_POKE=procmem|mprotect, else procmem if it works. */
+static int method_init(void)
+{
+	const char *env = getenv("FTRT_POKE");
+	unsigned char probe;
+	uintptr_t at = (uintptr_t)&ftrt_arch_pc;
+
+	if (method != M_UNSET)
+		return method == M_PROCMEM ? mem_open() : 0;
+	if (env && !strcmp(env, "mprotect")) {
+		method = M_MPROTECT;
+		return 0;
+	}
+	/* Probe: rewrite one byte of our own (r-x) text with its current value. */
+	if (mem_open() == 0 && mem_pread(&probe, 1, at) == 0 && mem_pwrite(&probe, 1, at) == 0) {
+		method = M_PROCMEM;
+		return 0;
+	}
+	if (env && !strcmp(env, "procmem")) {
+		report("ftrt: cannot write code through /proc/self/mem: %s", strerror(errno));
+		return -EPERM;
+	}
+	method = M_MPROTECT;
+	return 0;
+}
+
+/* --- mprotect method: which pages are r-x and must be made writable for the batch */
+
+struct mapping {
+	uintptr_t start, end;
+	int prot;
+};
+
+static struct mapping *maps;
+static size_t nmaps, capmaps;
+
+static int maps_read(void)
+{
+	static char *buf;
+	static size_t cap;
+	size_t len = 0;
+	char *line;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t r;
+
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap ? cap * 2 : 65536);
+
+			if (!nb) {
+				close(fd);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 65536;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			close(fd);
+			return -errno;
+		}
+		if (!r)
+			break;
+		len += r;
+	}
+	close(fd);
+	buf[len] = 0;
+	nmaps = 0;
+	for (line = buf; *line; ) {
+		char *nl = strchr(line, '\n'), *p;
+		struct mapping m;
+
+		if (nl)
+			*nl = 0;
+		m.start = strtoul(line, &p, 16);
+		m.end = strtoul(p + 1, &p, 16);
+		p++;
+		m.prot = (p[0] == 'r' ? PROT_READ : 0) | (p[1] == 'w' ? PROT_WRITE : 0) |
+			 (p[2] == 'x' ? PROT_EXEC : 0);
+		if (nmaps == capmaps) {
+			struct mapping *nm = realloc(maps, (capmaps ? capmaps * 2 : 256) * sizeof(*nm));
+
+			if (!nm)
+				return -ENOMEM;
+			maps = nm;
+			capmaps = capmaps ? capmaps * 2 : 256;
+		}
+		maps[nmaps++] = m;
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	return 0;
+}
+
+/* ---- the batch ------------------------------------------------------------------------- */
+
+struct work {
+	struct ftrt_poke_site s;
+	const unsigned char *old;
+	size_t idx;
+	int change;
+};
+
+struct span {
+	uintptr_t start;
+	size_t len, off;
+	int dirty;
+};
+
+/* Page runs made writable by the mprotect method, to be restored to r-x. */
+struct run {
+	uintptr_t start, end;
+};
+
+static struct work *work;
+static size_t capwork;
+static struct ftrt_poke_site *sites;
+static size_t capsites;
+static struct span *spans;
+static size_t nspans, capspans;
+static unsigned char *img;
+static size_t capimg;
+static struct run *runs;
+static size_t nruns, capruns;
+
+#define SPAN_GAP 1024		/* merge sites closer than this into one write */
+#define SPAN_MAX (1u << 20)
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t nc = *cap ? *cap : 64;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	while (nc < need)
+		nc *= 2;
+	np = realloc(*p, nc * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+static int work_cmp(const void *a, const void *b)
+{
+	uintptr_t x = ((const struct work *)a)->s.addr, y = ((const struct work *)b)->s.addr;
+
+	return x < y ? -1 : x > y;
+}
+
+static void refuse(const struct work *w, const char *why, const unsigned char *found)
+{
+	char o[32], n[32], f[32];
+
+	hex(o, w->old, w->s.len);
+	hex(n, w->s.new, w->s.len);
+	if (found) {
+		hex(f, found, w->s.len);
+		report("ftrt: refusing to patch site %#lx: found bytes [%s], expected [%s] (new [%s])",
+		       (unsigned long)w->s.addr, f, o, n);
+	} else {
+		report("ftrt: refusing to patch site %#lx: %s (old [%s], new [%s])",
+		       (unsigned long)w->s.addr, why, o, n);
+	}
+}
+
+/* Split sorted work into spans and read their current contents into img. */
+static int read_spans(size_t n, size_t *bad)
+{
+	size_t i, total = 0;
+	int err;
+
+	nspans = 0;
+	for (i = 0; i < n; i++) {
+		uintptr_t a = work[i].s.addr, e = a + work[i].s.len;
+		struct span *sp = nspans ? &spans[nspans - 1] : NULL;
+
+		if (sp && a <= sp->start + sp->len + SPAN_GAP && e - sp->start <= SPAN_MAX) {
+			total += e - (sp->start + sp->len);
+			sp->len = e - sp->start;
+			continue;
+		}
+		if ((err = grow((void **)&spans, &capspans, nspans + 1, sizeof(*spans))))
+			return err;
+		spans[nspans++] = (struct span){ a, e - a, total, 0 };
+		total += e - a;
+	}
+	if ((err = grow((void **)&img, &capimg, total, 1)))
+		return err;
+	for (i = 0; i < nspans; i++) {
+		struct span *sp = &spans[i];
+
+		if (method == M_PROCMEM) {
+			err = mem_pread(img + sp->off, sp->len, sp->start);
+			if (err) {
+				size_t j;
+
+				/* Name the first unreadable site. */
+				for (j = 0; j < n; j++) {
+					unsigned char tmp[8];
+
+					if (work[j].s.addr < sp->start ||
+					    work[j].s.addr >= sp->start + sp->len)
+						continue;
+					if (mem_pread(tmp, work[j].s.len, work[j].s.addr)) {
+						*bad = work[j].idx;
+						refuse(&work[j], "site is not mapped", NULL);
+						return -EINVAL;
+					}
+				}
+				return err;
+			}
+		} else {
+			memcpy(img + sp->off, (const void *)sp->start, sp->len);
+		}
+	}
+	return 0;
+}
+
+/* mprotect method: check every span lies in executable memory; collect r-x page runs. */
+static int prepare_mprotect(size_t n, size_t *bad)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	size_t i, m = 0;
+	int err;
+
+	if ((err = maps_read()))
+		return err;
+	nruns = 0;
+	for (i = 0; i < n; i++) {
+		uintptr_t a = work[i].s.addr & ~(pg - 1);
+		uintptr_t e = (work[i].s.addr + work[i].s.len + pg - 1) & ~(pg - 1);
+
+		while (a < e) {
+			uintptr_t pe;
+
+			while (m < nmaps && maps[m].end <= a)
+				m++;
+			if (m == nmaps || maps[m].start > a || !(maps[m].prot & PROT_EXEC) ||
+			    !(maps[m].prot & PROT_READ)) {
+				*bad = work[i].idx;
+				refuse(&work[i], "site is not in readable executable memory", NULL);
+				return -EINVAL;
+			}
+			pe = maps[m].end < e ? maps[m].end : e;
+			if (!(maps[m].prot & PROT_WRITE)) {
+				if (nruns && runs[nruns - 1].end >= a) {
+					if (runs[nruns - 1].end < pe)
+						runs[nruns - 1].end = pe;
+				} else {
+					if ((err = grow((void **)&runs, &capruns, nruns + 1,
+							sizeof(*runs))))
+						return err;
+					runs[nruns++] = (struct run){ a, pe };
+				}
+			}
+			a = pe;
+		}
+	}
+	return 0;
+}
+
+static int protect_runs(int prot)
+{
+	size_t i;
+
+	for (i = 0; i < nruns; i++) {
+		if (mprotect((void *)runs[i].start, runs[i].end - runs[i].start, prot)) {
+			int err = -errno;
+
+			if (prot & PROT_WRITE) {
+				report("ftrt: cannot make code writable (mprotect rwx %#lx-%#lx: %s)%s",
+				       (unsigned long)runs[i].start, (unsigned long)runs[i].end,
+				       strerror(-err),
+				       err == -EACCES ? "; the system forbids writable executable "
+				       "memory (SELinux execmem/execmod, PaX MPROTECT?)" : "");
+				while (i--)
+					mprotect((void *)runs[i].start,
+						 runs[i].end - runs[i].start,
+						 PROT_READ | PROT_EXEC);
+			}
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Find the span holding addr (spans are sorted). */
+static struct span *span_of(uintptr_t addr)
+{
+	size_t lo = 0, hi = nspans;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < spans[mid].start)
+			hi = mid;
+		else if (addr >= spans[mid].start + spans[mid].len)
+			lo = mid + 1;
+		else
+			return &spans[mid];
+	}
+	return NULL;	/* unreachable: every site is in a span */
+}
+
+static void put(uintptr_t addr, const unsigned char *b, size_t len)
+{
+	struct span *sp = span_of(addr);
+
+	if (memcmp(img + sp->off + (addr - sp->start), b, len)) {
+		memcpy(img + sp->off + (addr - sp->start), b, len);
+		sp->dirty = 1;
+	}
+}
+
+static int flush(void)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < nspans; i++) {
+		struct span *sp = &spans[i];
+
+		if (!sp->dirty)
+			continue;
+		sp->dirty = 0;
+		if (method == M_PROCMEM) {
+			if ((err = mem_pwrite(img + sp->off, sp->len, sp->start)))
+				return err;
+		} else {
+			/* Only the changed bytes need storing, but equal bytes are harmless. */
+			unsigned char *dst = (unsigned char *)sp->start;
+			size_t k;
+
+			for (k = 0; k < sp->len; k++)
+				if (dst[k] != img[sp->off + k])
+					__atomic_store_n(&dst[k], img[sp->off + k],
+							 __ATOMIC_RELAXED);
+		}
+	}
+	return 0;
+}
+
+enum phase { PH_EARLY, PH_INT3, PH_TAIL, PH_HEAD, PH_UNDO_TAIL, PH_UNDO_HEAD };
+
+static int phase(size_t nw, enum phase ph)
+{
+	static const unsigned char bp = FTRT_ARCH_BREAKPOINT;
+	size_t i;
+
+	for (i = 0; i < nw; i++) {
+		const struct work *w = &work[i];
+
+		if (!w->change)
+			continue;
+		switch (ph) {
+		case PH_EARLY:
+			if (w->s.early)
+				put(w->s.addr + w->s.early, w->s.new + w->s.early,
+				    w->s.len - w->s.early);
+			break;
+		case PH_INT3:
+			put(w->s.addr, &bp, 1);
+			break;
+		case PH_TAIL:
+			put(w->s.addr + 1, w->s.new + 1, w->s.len - 1);
+			break;
+		case PH_HEAD:
+			put(w->s.addr, w->s.new, 1);
+			break;
+		case PH_UNDO_TAIL:
+			put(w->s.addr + 1, w->old + 1, w->s.len - 1);
+			break;
+		case PH_UNDO_HEAD:
+			put(w->s.addr, w->old, 1);
+			break;
+		}
+	}
+	return flush();
+}
+
+static int any_dirty_after(size_t nw, enum phase ph)
+{
+	size_t i;
+
+	for (i = 0; i < nw; i++)
+		if (work[i].change && ph == PH_TAIL && work[i].s.len > 1 &&
+		    memcmp(work[i].old + 1, work[i].s.new + 1, work[i].s.len - 1))
+			return 1;
+	return 0;
+}
+
+/* Runs with patch_lock held and the batch published. */
+static int apply(size_t nw)
+{
+	int err, early = 0;
+	size_t i;
+
+	for (i = 0; i < nw; i++)
+		early |= work[i].change && work[i].s.early;
+	/*
+	 * Early bytes need no serialisation of their own: an old nop reads the same with either
+	 * value, and a thread can only run them after trapping on the int3 written later by
+	 * this thread (stores are seen in order, the trap serialises).
+	 */
+	if (early && (err = phase(nw, PH_EARLY)))
+		goto undo;
+	if ((err = phase(nw, PH_INT3)))
+		goto undo;
+	if ((err = ftrt_sync_cores()))
+		goto undo;
+	if (any_dirty_after(nw, PH_TAIL)) {
+		if ((err = phase(nw, PH_TAIL)))
+			goto undo;
+		if ((err = ftrt_sync_cores()))
+			goto undo;
+	}
+	if ((err = phase(nw, PH_HEAD)))
+		goto undo;
+	return ftrt_sync_cores();
+undo:
+	/* Put the old instructions back (an int3 stays until its tail is old again). */
+	report("ftrt: writing code failed (%s); restoring the old instructions", strerror(-err));
+	if (phase(nw, PH_UNDO_TAIL) || ftrt_sync_cores() || phase(nw, PH_UNDO_HEAD) ||
+	    ftrt_sync_cores()) {
+		report("ftrt: cannot restore code after a failed write; aborting");
+		abort();
+	}
+	return err;
+}
+
+int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad)
+{
+	size_t i, nchange = 0, dummy;
+	int err, sorted = 1;
+
+	if (!bad)
+		bad = &dummy;
+	*bad = 0;
+	if (n && !p)
+		return -EINVAL;
+	pthread_mutex_lock(&patch_lock);
+	if ((err = method_init()))
+		goto out;
+	if ((err = grow((void **)&work, &capwork, n, sizeof(*work))))
+		goto out;
+	for (i = 0; i < n; i++) {
+		struct work *w = &work[i];
+		const char *why = NULL;
+		unsigned early = 0;
+
+		memset(w, 0, sizeof(*w));
+		w->s.addr = (uintptr_t)p[i].addr;
+		w->s.len = p[i].len;
+		w->old = p[i].old;
+		w->idx = i;
+		if (p[i].len >= 1 && p[i].len <= 8)
+			memcpy(w->s.new, p[i].new, p[i].len);
+		if (ftrt_arch_check(p[i].old, p[i].new, p[i].len, &early, &why)) {
+			*bad = i;
+			refuse(w, why, NULL);
+			err = -EINVAL;
+			goto out;
+		}
+		w->s.early = early;
+		w->change = memcmp(p[i].old, p[i].new, p[i].len) != 0;
+		nchange += w->change;
+		if (i && w->s.addr < work[i - 1].s.addr)
+			sorted = 0;
+	}
+	if (!sorted)
+		qsort(work, n, sizeof(*work), work_cmp);
+	for (i = 1; i < n; i++) {
+		if (work[i - 1].s.addr + work[i - 1].s.len > work[i].s.addr) {
+			*bad = work[i].idx;
+			refuse(&work[i], "overlaps another site of the batch", NULL);
+			err = -EINVAL;
+			goto out;
+		}
+	}
+	if (method == M_MPROTECT && (err = prepare_mprotect(n, bad)))
+		goto out;
+	if ((err = read_spans(n, bad)))
+		goto out;
+	for (i = 0; i < n; i++) {
+		const struct span *sp = span_of(work[i].s.addr);
+		const unsigned char *cur = img + sp->off + (work[i].s.addr - sp->start);
+
+		if (memcmp(cur, work[i].old, work[i].s.len)) {
+			*bad = work[i].idx;
+			refuse(&work[i], NULL, cur);
+			err = -EINVAL;
+			goto out;
+		}
+	}
+	if (!nchange)
+		goto out;
+
+	/* Publish the changing sites for the trap handler, sorted by address. */
+	if ((err = grow((void **)&sites, &capsites, nchange, sizeof(*sites))))
+		goto out;
+	nchange = 0;
+	for (i = 0; i < n; i++)
+		if (work[i].change)
+			sites[nchange++] = work[i].s;
+	if ((err = trap_install()))
+		goto out;
+	the_batch.sites = sites;
+	the_batch.n = nchange;
+	atomic_fetch_add(&batch_seq, 1);
+	atomic_store(&live_batch, &the_batch);
+
+	if (method == M_MPROTECT)
+		err = protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC);
+	if (!err) {
+		err = apply(n);
+		if (method == M_MPROTECT && protect_runs(PROT_READ | PROT_EXEC)) {
+			report("ftrt: cannot make code read-only again: %s; aborting",
+			       strerror(errno));
+			abort();
+		}
+	}
+
+	/* Unpublish, then wait until no handler still reads the batch. */
+	atomic_store(&live_batch, NULL);
+	atomic_fetch_add(&batch_seq, 1);
+	while (atomic_load(&trap_users))
+		sched_yield();
+out:
+	pthread_mutex_unlock(&patch_lock);
+	return err;
+}
+
+/* ---- fork -------------------------------------------------------------------------- */
+
+static void fork_prepare(void)
+{
+	fork_held_api = ftrt_lock() == 0;
+	pthread_mutex_lock(&patch_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&patch_lock);
+	if (fork_held_api)
+		ftrt_unlock();
+}
+
+static void fork_child(void)
+{
+	/* The child has one thread: nobody else can be inside a handler or a batch. */
+	atomic_store(&trap_users, 0);
+	atomic_store(&live_batch, NULL);
+	if (mem_fd >= 0) {
+		close(mem_fd);
+		mem_fd = -1;
+	}
+	ftrt_sync_atfork_child();
+	pthread_mutex_unlock(&patch_lock);
+	if (fork_held_api)
+		ftrt_unlock();
+	else
+		pthread_mutex_init(&api_lock, NULL);	/* held by a thread the child lacks */
+}
+
+__attribute__((constructor)) static void poke_init(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}

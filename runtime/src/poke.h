@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * poke.h - live patching of code under running threads (ftkit runtime).
+ *
+ * Owned by the live-patching work (issue 5); used by the runtime core (issue 4).
+ * Design and guarantees: docs/live-patching.md.
+ *
+ * Three services:
+ *
+ *  1. ftrt_text_poke_batch(): change a batch of call sites while other threads run them
+ *     (int3 + serialise protocol, SIGTRAP emulation, pages never left writable).
+ *  2. ftrt_synchronize(): quiescence before freeing a trampoline / ops (RCU-tasks-like,
+ *     no cooperation from program threads needed).  It relies on two things the core
+ *     provides:
+ *       - every code range whose execution means "inside tracing" (cloned trampolines,
+ *         the shared ftrace_caller / ftrace_regs_caller, the list function and any
+ *         wrapper that runs before ftrt_cb_enter()) is registered with
+ *         ftrt_sync_range_add();
+ *       - every call of a callback (ops->func) is bracketed by ftrt_cb_enter() /
+ *         ftrt_cb_exit() on the calling thread (the recursion-guard wrapper is the natural
+ *         place; the list function does it once around its walk).
+ *  3. ftrt_lock()/ftrt_unlock(): the one mutex that serialises the API (register,
+ *     unregister, filters, dlopen hooks) and fork().
+ *
+ * Lock order: ftrt_lock() → internal patch lock.  ftrt_text_poke_batch() and
+ * ftrt_synchronize() may be called with or without ftrt_lock() held.
+ */
+#ifndef FTRT_POKE_H
+#define FTRT_POKE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One site to change.  len is 1..8; old/new hold len bytes. */
+struct ftrt_poke {
+	void *addr;
+	unsigned char old[8];
+	unsigned char new[8];
+	unsigned char len;
+};
+
+/*
+ * Change every site of the batch from old to new.
+ *
+ * First compares every site's current bytes with old; on any mismatch (or on a transition
+ * that cannot be done safely, see below) nothing is written, *bad (if not NULL) is set to
+ * the index of the offending entry, a line naming the address is written to stderr, and
+ * -EINVAL is returned.  Otherwise all sites are switched so that a thread executing any of
+ * them concurrently sees either the old or the new instruction, never a torn one.
+ * Entries may come in any order (ascending address is fastest); they must not overlap.
+ * Entries whose old equals new are skipped.
+ *
+ * Supported instructions (x86-64): e8 rel32 (call), e9 rel32 (jmp), 67 e8 rel32,
+ * ff 15 rel32 (call through memory), 0f 1f 44 00 00 (nop5), 66 0f 1f 44 00 00 (nop6),
+ * 90 (nop).  old and new are sequences of these covering len bytes.  A thread may be
+ * stopped at any instruction boundary inside old (e.g. returned from a call at site+5 to the
+ * 90 of "e8 rel32 90"); such a boundary must stay a boundary of new with unchanged bytes
+ * after it.  Hence "66 0f 1f 44 00 00" -> "e8 rel32 90" is allowed (one-time conversion:
+ * the return address is site+5 and byte 5 becomes 90 and stays), while
+ * "e8 rel32 90" -> "66 0f 1f 44 00 00" is refused; toggle "e8 rel32" <-> "0f 1f 44 00 00"
+ * on the first five bytes instead.
+ *
+ * Cost: three serialisations of all cores per batch (membarrier SYNC_CORE), not per site.
+ * Returns 0 or -errno (-EINVAL bad entry, -ENOMEM, -EACCES/-EPERM when the system forbids
+ * writing code, -EIO when writing failed).  Must not be called from a signal handler or a
+ * callback.
+ */
+int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad);
+
+/*
+ * Return once no thread can still be executing code reached through sites or trampolines
+ * that were unpatched before this call: every other thread of the process has been seen
+ * outside every registered range and outside callbacks (ftrt_cb_depth == 0).  Threads are
+ * interrupted with a real-time signal; they need not cooperate.  A thread parked inside a
+ * callback keeps this waiting.
+ *
+ * Returns 0, or -EDEADLK when called from inside a callback on this thread (it would wait
+ * for itself).  Must not be called from a signal handler.
+ */
+int ftrt_synchronize(void);
+
+/*
+ * Code ranges whose execution counts as "inside tracing" for ftrt_synchronize(): the
+ * handler treats a thread whose interrupted PC lies in [start, start+len) as not quiescent.
+ * Register a trampoline before any site can reach it; unregister it after the
+ * ftrt_synchronize() that follows the unpatch, just before freeing it.
+ * Returns 0, -EINVAL, -ENOSPC (more than FTRT_SYNC_MAX_RANGES live ranges).
+ * Call with ftrt_lock() held (or otherwise serialised); reading is lock-free.
+ */
+#define FTRT_SYNC_MAX_RANGES 4096
+int ftrt_sync_range_add(const void *start, size_t len);
+int ftrt_sync_range_del(const void *start);
+
+/*
+ * Per-thread callback depth (initial-exec TLS: no lazy allocation, async-signal-safe).
+ * Raise it before a callback (or the list walk) can run and lower it after; assembly can
+ * use "movq ftrt_cb_depth@gottpoff(%rip), %rax; incl %fs:(%rax)".
+ * The compiler barriers keep the increment before the call in program order; the signal
+ * handler that reads it runs on the same thread, so no CPU fence is needed.
+ */
+extern __thread int ftrt_cb_depth __attribute__((tls_model("initial-exec")));
+
+static inline void ftrt_cb_enter(void)
+{
+	ftrt_cb_depth++;
+	__asm__ __volatile__("" ::: "memory");
+}
+
+static inline void ftrt_cb_exit(void)
+{
+	__asm__ __volatile__("" ::: "memory");
+	ftrt_cb_depth--;
+}
+
+/*
+ * The API mutex.  ftrt_lock() returns 0, or -EBUSY when called from inside a callback
+ * (ftrt_cb_depth > 0) and the lock is held by someone else: waiting could deadlock against
+ * an unregister that waits in ftrt_synchronize() for this very callback to finish.
+ * Taken across fork() (pthread_atfork), so a child never sees a half-done update.
+ */
+int ftrt_lock(void);
+void ftrt_unlock(void);
+
+/* ---- runtime-internal (poke*.c, sync*.c) ---------------------------------------------- */
+
+/* What the trap handler needs of one site, sorted by address; read lock-free. */
+struct ftrt_poke_site {
+	uintptr_t addr;
+	unsigned char new[8];
+	unsigned char len;
+	unsigned char early;	/* bytes [early, len) are written before the int3 (0: none) */
+};
+
+/*
+ * Architecture interface (poke_x86_64.c).
+ *
+ * ftrt_arch_check(): validate one transition; returns 0 and sets *early (0 or the offset
+ * from which bytes of new may and must be written before the breakpoint), or -EINVAL with
+ * a static reason in *why.
+ * ftrt_arch_emulate(): make the interrupted context (ucontext_t *) execute the first
+ * instruction of site->new at site->addr.  Async-signal-safe.
+ */
+int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
+		    unsigned *early, const char **why);
+void ftrt_arch_emulate(const struct ftrt_poke_site *site, void *uc);
+uintptr_t ftrt_arch_pc(const void *uc);
+void ftrt_arch_set_pc(void *uc, uintptr_t pc);
+uintptr_t ftrt_arch_sp(const void *uc);
+#define FTRT_ARCH_BREAKPOINT 0xcc
+
+/* Serialise all cores of the process (sync.c); used between patch phases. */
+int ftrt_sync_cores(void);
+/* Which serialisation is in use: "membarrier-sync-core", "membarrier", "signals". */
+const char *ftrt_sync_cores_method(void);
+/* Which code writing method is in use: "procmem" or "mprotect". */
+const char *ftrt_poke_method(void);
+/* Is pc inside a registered range?  Async-signal-safe. */
+int ftrt_sync_in_range(uintptr_t pc);
+/* Reset state in a fork child (called from the atfork child handler). */
+void ftrt_sync_atfork_child(void);
+
+#endif /* FTRT_POKE_H */
