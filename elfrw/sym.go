@@ -154,7 +154,7 @@ func (f *File) AddLocalSymbols(syms []Symbol) ([]uint32, error) {
 			continue
 		}
 		switch s.Type {
-		case elf.SHT_REL, elf.SHT_RELA, elf.SHT_GROUP, elf.SHT_SYMTAB_SHNDX:
+		case elf.SHT_REL, elf.SHT_RELA, elf.SHT_GROUP, elf.SHT_SYMTAB_SHNDX, shtLLVMAddrsig:
 		default:
 			if s.Flags&elf.SHF_LINK_ORDER == 0 {
 				return nil, fmt.Errorf("section %s (type %v) refers to the symbol table and cannot be renumbered", s.Name, s.Type)
@@ -246,11 +246,59 @@ func (f *File) AddLocalSymbols(syms []Symbol) ([]uint32, error) {
 		}
 	}
 	for _, s := range f.Sections {
-		if s.Type == elf.SHT_GROUP && int(s.Link) == symtab.Index {
+		if int(s.Link) != symtab.Index {
+			continue
+		}
+		switch s.Type {
+		case elf.SHT_GROUP:
 			s.Info = renum(s.Info)
+		case shtLLVMAddrsig:
+			if err := f.renumberAddrsig(s, renum); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return idx, nil
+}
+
+// shtLLVMAddrsig is clang's address-significance table: ULEB128 symbol indices.
+const shtLLVMAddrsig elf.SectionType = 0x6fff4c03
+
+func (f *File) renumberAddrsig(s *Section, renum func(uint32) uint32) error {
+	d := f.SectionData(s)
+	var out []byte
+	for i := 0; i < len(d); {
+		var v uint64
+		var shift uint
+		for {
+			if i >= len(d) || shift > 35 {
+				return formatErr("%s: bad ULEB128 at %d", s.Name, i)
+			}
+			b := d[i]
+			i++
+			v |= uint64(b&0x7f) << shift
+			shift += 7
+			if b&0x80 == 0 {
+				break
+			}
+		}
+		if v > 0xffffffff {
+			return formatErr("%s: symbol index %d", s.Name, v)
+		}
+		n := renum(uint32(v))
+		for {
+			b := byte(n & 0x7f)
+			n >>= 7
+			if n != 0 {
+				out = append(out, b|0x80)
+				continue
+			}
+			out = append(out, b)
+			break
+		}
+	}
+	f.SetData(s, out)
+	return nil
 }
 
 // Reloc is one relocation. Addend is zero for SHT_REL sections (the addend is in place).
