@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// The committed files must be what the generator writes.
+func TestGeneratedFilesUpToDate(t *testing.T) {
+	for name, want := range Files() {
+		got, err := os.ReadFile(filepath.Join("..", "runtime", "src", name))
+		if err != nil {
+			t.Fatalf("reading committed %s: %v", name, err)
+		}
+		if !bytes.Equal(got, []byte(want)) {
+			t.Errorf("runtime/src/%s differs from trampgen's output: run go generate ./trampgen", name)
+		}
+	}
+}
+
+type template struct {
+	start, opPtr, call, end string
+}
+
+var templates = []template{
+	{"ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end"},
+	{"ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call", "ftrace_regs_caller_end"},
+}
+
+func assemble(t *testing.T) (text []byte, syms map[string]uint64) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "t.S")
+	if err := os.WriteFile(src, []byte(Assembly()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	obj := filepath.Join(dir, "t.o")
+	if out, err := exec.Command("gcc", "-c", src, "-o", obj).CombinedOutput(); err != nil {
+		t.Fatalf("assembling the template: %v\n%s", err, out)
+	}
+	f, err := elf.Open(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sec := f.Section(".text")
+	if sec == nil {
+		t.Fatal("no .text")
+	}
+	text, err = sec.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms = map[string]uint64{}
+	for _, s := range ss {
+		if int(s.Section) < len(f.Sections) && f.Sections[s.Section] == sec {
+			syms[s.Name] = s.Value
+		}
+	}
+	return text, syms
+}
+
+// stackDelta is how an instruction moves %rsp (negative = grows), and whether it is
+// one we understand; any other write to %rsp fails the test.
+func stackDelta(t *testing.T, in x86asm.Inst) int {
+	rsp := func(a x86asm.Arg) bool { r, ok := a.(x86asm.Reg); return ok && r == x86asm.RSP }
+	switch in.Op {
+	case x86asm.PUSH, x86asm.PUSHFQ:
+		return -8
+	case x86asm.POP, x86asm.POPFQ:
+		return 8
+	case x86asm.SUB, x86asm.ADD:
+		if rsp(in.Args[0]) {
+			imm, ok := in.Args[1].(x86asm.Imm)
+			if !ok {
+				t.Fatalf("non-immediate stack adjustment %v", in)
+			}
+			if in.Op == x86asm.SUB {
+				return -int(imm)
+			}
+			return int(imm)
+		}
+	case x86asm.LEA:
+		if rsp(in.Args[0]) {
+			m := in.Args[1].(x86asm.Mem)
+			if m.Base != x86asm.RSP || m.Index != 0 {
+				t.Fatalf("unexpected lea into rsp: %v", in)
+			}
+			return int(int32(m.Disp))
+		}
+	case x86asm.MOV:
+		if rsp(in.Args[0]) {
+			t.Fatalf("unexpected mov into rsp: %v", in)
+		}
+	}
+	return 0
+}
+
+func TestTemplatesDecode(t *testing.T) {
+	text, syms := assemble(t)
+	for _, tp := range templates {
+		t.Run(tp.start, func(t *testing.T) {
+			for _, n := range []string{tp.start, tp.opPtr, tp.call, tp.end} {
+				if _, ok := syms[n]; !ok {
+					t.Fatalf("symbol %s missing", n)
+				}
+			}
+			start, end := syms[tp.start], syms[tp.end]
+			boundaries := map[uint64]bool{}
+			depth := 0 // bytes pushed since entry; %rsp % 16 == 0 on entry
+			sawCall := false
+			pc := start
+			for pc < end {
+				in, err := x86asm.Decode(text[pc:], 64)
+				if err != nil {
+					t.Fatalf("decode at %#x: %v", pc, err)
+				}
+				boundaries[pc] = true
+				if in.Op == x86asm.RET {
+					t.Fatalf("return at %#x before the end marker", pc)
+				}
+				if in.Op == x86asm.CALL {
+					if pc != syms[tp.call] {
+						t.Errorf("unexpected call at %#x", pc)
+					}
+					if depth%16 != 0 {
+						t.Errorf("stack misaligned at the call: %d bytes pushed", depth)
+					}
+					sawCall = true
+				}
+				depth -= stackDelta(t, in)
+				pc += uint64(in.Len)
+			}
+			if pc != end {
+				t.Fatalf("end marker %#x is not at an instruction boundary (reached %#x)", end, pc)
+			}
+			if !sawCall {
+				t.Error("no call between start and end")
+			}
+			if depth != 0 {
+				t.Errorf("stack not balanced at the end marker: %d bytes", depth)
+			}
+			for _, n := range []string{tp.opPtr, tp.call} {
+				if !boundaries[syms[n]] {
+					t.Errorf("%s (%#x) is not at an instruction boundary", n, syms[n])
+				}
+			}
+			op := text[syms[tp.opPtr]:]
+			if !bytes.Equal(op[:3], []byte{0x48, 0x8b, 0x15}) {
+				t.Errorf("op_ptr is % x, want 48 8b 15 rel32", op[:7])
+			}
+			if text[syms[tp.call]] != 0xe8 {
+				t.Errorf("call marker is % x, want e8 rel32", text[syms[tp.call]:syms[tp.call]+5])
+			}
+			in, err := x86asm.Decode(text[end:], 64)
+			if err != nil || in.Op != x86asm.RET {
+				t.Errorf("instruction at the end marker is %v (%v), want ret", in, err)
+			}
+		})
+	}
+	for _, n := range []string{"ftrace_stub", "__fentry__"} {
+		if text[syms[n]] != 0xc3 {
+			t.Errorf("%s is % x, want a plain ret", n, text[syms[n]])
+		}
+	}
+}
+
+// The generated header and the assembly agree on the frame.
+func TestHeaderOffsets(t *testing.T) {
+	if FrameSize%16 != 0 {
+		t.Fatalf("frame size %d not a multiple of 16", FrameSize)
+	}
+	if RegOff("flags") != regsBase+regsBytes-8 || len(RegFields)*8 != regsBytes {
+		t.Fatalf("register fields do not fill the register area")
+	}
+	if xmmBase%16 != 0 {
+		t.Fatalf("xmm area at %d is not 16-byte aligned", xmmBase)
+	}
+}
