@@ -394,6 +394,15 @@ func (l *Linked) FuncAt(addr uint64) (string, uint64, bool) {
 	return "", 0, false
 }
 
+// after names the function symbol ending before addr, for messages.
+func (l *Linked) after(addr uint64) string {
+	i := sort.Search(len(l.funcs), func(i int) bool { return l.funcs[i].addr > addr }) - 1
+	if i < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (after %s, which ends at %#x)", l.funcs[i].name, l.funcs[i].addr+l.funcs[i].size)
+}
+
 // code returns the bytes from addr to the end of the executable section holding it.
 func (l *Linked) code(addr uint64) ([]byte, bool) {
 	i := sort.Search(len(l.exec), func(i int) bool { return l.exec[i].Addr > addr }) - 1
@@ -487,7 +496,7 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 	if !l.Stripped {
 		name, at, ok := l.FuncAt(s.Addr)
 		if !ok {
-			s.Err = fmt.Errorf("site %#x is not inside any function (overridden weak function or discarded code)", s.Addr)
+			s.Err = fmt.Errorf("site %#x is not inside any function%s (code of an overridden weak function, or discarded code)", s.Addr, l.after(s.Addr))
 			return
 		}
 		s.Func, s.FuncAt = name, at

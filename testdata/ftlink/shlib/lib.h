@@ -1,0 +1,2 @@
+int lib_calc(int x);
+int lib_helper(int x);
