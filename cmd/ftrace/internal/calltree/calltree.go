@@ -67,7 +67,7 @@ type Thread struct {
 	// Unmatched counts exits without a recorded entry (the call began before tracing).
 	Unmatched int
 	// Unclosed counts calls still open when the stream ended.
-	Unclosed   int
+	Unclosed    int
 	First, Last uint64
 }
 

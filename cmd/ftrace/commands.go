@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/flame"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/graph"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/pprof"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/report"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/urfave/cli/v2"
+)
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "per-function statistics: calls, total, self, average, min, max",
+		ArgsUsage: "[TRACE]",
+		Flags: []cli.Flag{
+			inputFlag(),
+			&cli.StringFlag{Name: "sort", Aliases: []string{"s"}, Value: "total", Usage: "sort by " + strings.Join(report.SortKeys, ", ")},
+			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "print at most this many functions (0: all)"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
+			&cli.BoolFlag{Name: "per-thread", Aliases: []string{"T"}, Usage: "one row per thread and function"},
+			tidFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			format := c.String("format")
+			if format != "text" && format != "json" {
+				return fmt.Errorf("report: unknown format %q (want text or json)", format)
+			}
+			if c.Int("limit") < 0 {
+				return fmt.Errorf("report: --limit must not be negative")
+			}
+			f, _, err := loadForest(c)
+			if err != nil {
+				return err
+			}
+			stats, err := report.Compute(f, report.Options{
+				PerThread: c.Bool("per-thread"), TIDs: c.IntSlice("tid"),
+				Sort: c.String("sort"), Limit: c.Int("limit"),
+			})
+			if err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			if format == "json" {
+				return report.WriteJSON(c.App.Writer, f, stats)
+			}
+			return report.WriteText(c.App.Writer, f, stats, c.Bool("per-thread"))
+		},
+	}
+}
+
+func graphCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "graph",
+		Aliases:   []string{"replay"},
+		Usage:     "indented call graph with durations, per thread (like the kernel's function_graph)",
+		ArgsUsage: "[TRACE]",
+		Flags: []cli.Flag{
+			inputFlag(),
+			tidFlag(),
+			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "show calls down to this depth (0: all)"},
+			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "at most this many lines per thread (0: all)"},
+			&cli.BoolFlag{Name: "time", Usage: "show each line's time (µs since the trace start)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Int("depth") < 0 || c.Int("limit") < 0 {
+				return fmt.Errorf("graph: --depth and --limit must not be negative")
+			}
+			f, _, err := loadForest(c)
+			if err != nil {
+				return err
+			}
+			w := bufio.NewWriter(c.App.Writer)
+			if err := graph.Write(w, f, graph.Options{TIDs: c.IntSlice("tid"), Depth: c.Int("depth"), Limit: c.Int("limit"), Time: c.Bool("time")}); err != nil {
+				return err
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func dumpCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "dump",
+		Usage:     "write the trace as Chrome/Perfetto trace-event JSON (--chrome) or as raw events",
+		ArgsUsage: "[TRACE]",
+		Flags: []cli.Flag{
+			inputFlag(),
+			&cli.BoolFlag{Name: "chrome", Usage: "Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default stdout)"},
+		},
+		Action: func(c *cli.Context) error {
+			f, tr, err := loadForest(c)
+			if err != nil {
+				return err
+			}
+			w, done, err := outputFile(c, c.String("output"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("chrome") {
+				err = chrome.Write(w, f)
+			} else {
+				err = dumpRaw(w, tr)
+			}
+			if cerr := done(); err == nil {
+				err = cerr
+			}
+			return err
+		},
+	}
+}
+
+// dumpRaw prints every record: time, thread, kind, depth, ip and its symbol.
+func dumpRaw(w0 interface{ Write([]byte) (int, error) }, tr *tracefile.Trace) error {
+	w := bufio.NewWriter(w0)
+	sym := symbolize.New(tr.Maps)
+	fmt.Fprintf(w, "# %12s %7s %-5s %5s %18s  %s\n", "TIME(ns)", "TID", "KIND", "DEPTH", "IP", "FUNCTION")
+	for _, th := range tr.Threads {
+		for _, ev := range th.Events {
+			extra := ""
+			if ev.Kind == tracefile.Call && ev.Parent != 0 {
+				extra = " <- " + sym.Lookup(ev.Parent).Name
+			}
+			if ev.Flags&tracefile.FlagUnwound != 0 {
+				extra += " (unwound)"
+			}
+			fmt.Fprintf(w, "%14d %7d %-5s %5d %#18x  %s%s\n", ev.TS-tr.Header.StartNS, th.TID, ev.Kind, ev.Depth, ev.IP, sym.Lookup(ev.IP).Name, extra)
+		}
+	}
+	return w.Flush()
+}
+
+func pprofCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "pprof",
+		Usage:     "write a pprof profile (calls and self time per call stack) for go tool pprof",
+		ArgsUsage: "[TRACE]",
+		Flags: []cli.Flag{
+			inputFlag(),
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "ftrace.pb.gz", Usage: "profile file (- for stdout)"},
+		},
+		Action: func(c *cli.Context) error {
+			f, _, err := loadForest(c)
+			if err != nil {
+				return err
+			}
+			w, done, err := outputFile(c, c.String("output"))
+			if err != nil {
+				return err
+			}
+			err = pprof.Write(w, f)
+			if cerr := done(); err == nil {
+				err = cerr
+			}
+			return err
+		},
+	}
+}
+
+func flameCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "flame",
+		Usage:     "flame graph: a self-contained SVG, or folded stacks (--folded)",
+		ArgsUsage: "[TRACE]",
+		Flags: []cli.Flag{
+			inputFlag(),
+			&cli.BoolFlag{Name: "folded", Usage: "write folded stacks (frame;frame;... value) instead of SVG"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default flame.svg, or stdout with --folded)"},
+			&cli.BoolFlag{Name: "by-thread", Usage: "one tower per thread"},
+			&cli.StringFlag{Name: "title", Usage: "SVG title"},
+			&cli.IntFlag{Name: "width", Value: 1200, Usage: "SVG width in pixels"},
+			tidFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			f, _, err := loadForest(c)
+			if err != nil {
+				return err
+			}
+			stacks := flame.Fold(f, flame.Options{TIDs: c.IntSlice("tid"), ByThread: c.Bool("by-thread")})
+			out := c.String("output")
+			if out == "" && !c.Bool("folded") {
+				out = "flame.svg"
+			}
+			w, done, err := outputFile(c, out)
+			if err != nil {
+				return err
+			}
+			if c.Bool("folded") {
+				err = flame.WriteFolded(w, stacks)
+			} else {
+				unit := "ns"
+				if f.Header.Tracer == tracefile.TracerFunction {
+					unit = "calls"
+				}
+				title := c.String("title")
+				if title == "" {
+					title = "ftrace flame graph"
+					if len(f.Header.Command) > 0 {
+						title += ": " + filepath.Base(f.Header.Command[0])
+					}
+				}
+				err = flame.WriteSVG(w, stacks, flame.SVGOptions{Title: title, Width: c.Int("width"), Unit: unit})
+			}
+			if cerr := done(); err == nil {
+				err = cerr
+			}
+			return err
+		},
+	}
+}
+
+func infoCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "info",
+		Usage:     "trace header, threads, event counts, lost events and memory map",
+		ArgsUsage: "[TRACE]",
+		Flags:     []cli.Flag{inputFlag()},
+		Action: func(c *cli.Context) error {
+			path, err := inputPath(c)
+			if err != nil {
+				return err
+			}
+			tr, err := tracefile.Open(path)
+			if err != nil {
+				return err
+			}
+			return writeInfo(c, path, tr)
+		},
+	}
+}
+
+func writeInfo(c *cli.Context, path string, tr *tracefile.Trace) error {
+	w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	h := tr.Header
+	fmt.Fprintf(w, "file:\t%s\n", path)
+	fmt.Fprintf(w, "format version:\t%d\n", h.Version)
+	fmt.Fprintf(w, "tracer:\t%s\n", h.Tracer)
+	fmt.Fprintf(w, "pid:\t%d\n", h.PID)
+	if len(h.Command) > 0 {
+		fmt.Fprintf(w, "command:\t%s\n", strings.Join(h.Command, " "))
+	}
+	var flags []string
+	for i, n := range []string{"complete", "abnormal", "snapshot", "lost"} {
+		if h.Flags&(1<<i) != 0 {
+			flags = append(flags, n)
+		}
+	}
+	fmt.Fprintf(w, "flags:\t%s\n", strings.Join(flags, ","))
+	fmt.Fprintf(w, "written because:\t%s\n", h.Reason)
+	if h.Signal != 0 {
+		fmt.Fprintf(w, "signal:\t%d\n", h.Signal)
+	}
+	fmt.Fprintf(w, "clock:\t%s", h.Clock)
+	if h.ClockHz != 0 {
+		fmt.Fprintf(w, " (%d Hz)", h.ClockHz)
+	}
+	fmt.Fprintln(w)
+	if h.WallStart != 0 {
+		fmt.Fprintf(w, "started:\t%s\n", time.Unix(0, h.WallStart).UTC().Format(time.RFC3339Nano))
+	}
+	if h.EndNS > h.StartNS {
+		fmt.Fprintf(w, "duration:\t%s\n", report.Dur(h.EndNS-h.StartNS))
+	}
+	if h.GraphDepth > 0 {
+		fmt.Fprintf(w, "graph depth limit:\t%d\n", h.GraphDepth)
+	}
+	calls, entries, exits, lost, lostDepth := tr.Counts()
+	fmt.Fprintf(w, "events:\t%d (%d calls, %d entries, %d exits)\n", calls+entries+exits, calls, entries, exits)
+	fmt.Fprintf(w, "lost events:\t%d\n", lost)
+	fmt.Fprintf(w, "frames over depth:\t%d\n", lostDepth)
+	fmt.Fprintf(w, "threads:\t%d\n", len(tr.Threads))
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.App.Writer)
+	w = tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "TID\tNAME\tEVENTS\tLOST\tOVER DEPTH\tFLAGS\t\n")
+	for _, th := range tr.Threads {
+		var fl []string
+		if th.Flags&tracefile.ThreadExited != 0 {
+			fl = append(fl, "exited")
+		}
+		if th.Flags&tracefile.ThreadFull != 0 {
+			fl = append(fl, "full")
+		}
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%s\t\n", th.TID, th.Name, len(th.Events), th.Lost, th.LostDepth, strings.Join(fl, ","))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.App.Writer)
+	w = tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "START\tEND\tBIAS\tBUILD-ID\tPATH\n")
+	for _, m := range tr.Maps {
+		p := m.Path
+		if m.Flags&tracefile.MapMain != 0 {
+			p += " (main)"
+		}
+		if m.Flags&tracefile.MapVDSO != 0 {
+			p += " (vdso)"
+		}
+		if m.Flags&tracefile.MapLate != 0 {
+			p += " (dlopen)"
+		}
+		id := hex.EncodeToString(m.BuildID)
+		if id == "" {
+			id = "-"
+		}
+		fmt.Fprintf(w, "%#x\t%#x\t%#x\t%s\t%s\n", m.Start, m.End, m.Bias, id, p)
+	}
+	for _, warn := range h.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/urfave/cli/v2"
+)
+
+const defaultTrace = "ftrace.dat"
+
+// inputFlag is the trace file flag shared by the reading commands; a positional argument
+// works too.
+func inputFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "trace file to read", Value: defaultTrace}
+}
+
+func tidFlag() *cli.IntSliceFlag {
+	return &cli.IntSliceFlag{Name: "tid", Usage: "only these threads (repeat or comma-separate)"}
+}
+
+// inputPath is the positional argument, else --input.
+func inputPath(c *cli.Context) (string, error) {
+	switch c.NArg() {
+	case 0:
+		return c.String("input"), nil
+	case 1:
+		return c.Args().First(), nil
+	}
+	return "", fmt.Errorf("%s: too many arguments %q (want at most one trace file)", c.Command.Name, c.Args().Slice())
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressThreshold is the event count above which conversions show progress.
+const progressThreshold = 1 << 20
+
+// loadForest reads and symbolises a trace, warning on stderr about symbol problems.
+func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
+	path, err := inputPath(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := tracefile.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	stderr := c.App.ErrWriter
+	for _, w := range tr.Header.Warnings {
+		fmt.Fprintf(stderr, "ftrace: warning: %s: %s\n", path, w)
+	}
+	sym := symbolize.New(tr.Maps)
+	var progress calltree.Progress
+	calls, entries, exits, _, _ := tr.Counts()
+	if isTerminal(stderr) && calls+entries+exits > progressThreshold {
+		last := time.Now()
+		progress = func(done, total int) {
+			if done < total && time.Since(last) < 200*time.Millisecond {
+				return
+			}
+			last = time.Now()
+			fmt.Fprintf(stderr, "\rftrace: %s: %d/%d events (%d%%)", path, done, total, done*100/max(total, 1))
+			if done == total {
+				fmt.Fprintln(stderr)
+			}
+		}
+	}
+	f := calltree.Build(tr, sym.Lookup, progress)
+	for _, w := range sym.Warnings() {
+		fmt.Fprintf(stderr, "ftrace: warning: %s\n", w)
+	}
+	return f, tr, nil
+}
+
+// outputFile opens -o's file (stdout for "" or "-"); the returned close commits it.
+func outputFile(c *cli.Context, name string) (io.Writer, func() error, error) {
+	if name == "" || name == "-" {
+		return c.App.Writer, func() error { return nil }, nil
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() error {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+		return nil
+	}, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}

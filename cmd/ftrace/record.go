@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/urfave/cli/v2"
+)
+
+func recordCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "record",
+		Usage:     "run a program with tracing on and write its trace",
+		ArgsUsage: "[flags] -- PROG [ARGS...]",
+		Description: "Runs PROG (linked with libftrt) with FTRACE_TRACER, FTRACE_FILTER, FTRACE_NOTRACE,\n" +
+			"FTRACE_GRAPH_DEPTH, FTRACE_OUTPUT and FTRACE_BUFFER_KB set from the flags, and exits with\n" +
+			"the program's exit status.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "tracer", Aliases: []string{"t"}, Value: tracefile.TracerFunctionGraph, Usage: "function or function_graph"},
+			&cli.StringSliceFlag{Name: "filter", Aliases: []string{"F"}, Usage: "trace only functions matching these globs (`!glob` removes)"},
+			&cli.StringSliceFlag{Name: "notrace", Aliases: []string{"N"}, Usage: "never trace functions matching these globs"},
+			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "maximum graph depth (0: unlimited)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: defaultTrace, Usage: "trace file (%p: pid)"},
+			&cli.IntFlag{Name: "buffer-kb", Aliases: []string{"b"}, Usage: "per-thread buffer size in KiB (0: runtime default, 16384)"},
+			&cli.StringFlag{Name: "clock", Usage: "tsc or mono (default: runtime's choice)"},
+			&cli.BoolFlag{Name: "control", Usage: "also serve the live-control socket (FTRACE_CONTROL=1)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
+		},
+		Action: doRecord,
+	}
+}
+
+func doRecord(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return errors.New("record: no program given (usage: ftrace record [flags] -- PROG [ARGS...])")
+	}
+	tracer := c.String("tracer")
+	switch tracer {
+	case tracefile.TracerFunction, tracefile.TracerFunctionGraph, "nop":
+	default:
+		return fmt.Errorf("record: unknown tracer %q (want function or function_graph)", tracer)
+	}
+	if c.Int("depth") < 0 || c.Int("buffer-kb") < 0 {
+		return errors.New("record: --depth and --buffer-kb must not be negative")
+	}
+	out := c.String("output")
+	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
+	if f := c.StringSlice("filter"); len(f) > 0 {
+		env = append(env, "FTRACE_FILTER="+strings.Join(f, ","))
+	}
+	if f := c.StringSlice("notrace"); len(f) > 0 {
+		env = append(env, "FTRACE_NOTRACE="+strings.Join(f, ","))
+	}
+	if d := c.Int("depth"); d > 0 {
+		env = append(env, "FTRACE_GRAPH_DEPTH="+strconv.Itoa(d))
+	}
+	if b := c.Int("buffer-kb"); b > 0 {
+		env = append(env, "FTRACE_BUFFER_KB="+strconv.Itoa(b))
+	}
+	if cl := c.String("clock"); cl != "" {
+		env = append(env, "FTRACE_CLOCK="+cl)
+	}
+	if c.Bool("control") {
+		env = append(env, "FTRACE_CONTROL=1")
+	}
+	// A stale trace would be mistaken for this run's.
+	if !strings.Contains(out, "%p") {
+		if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("record: removing old %s: %w", out, err)
+		}
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(withoutFtraceEnv(os.Environ()), env...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
+	// The terminal's ^C goes to the program; ftrace waits for it to finish.
+	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
+	defer signal.Reset(syscall.SIGINT, syscall.SIGQUIT)
+	start := time.Now()
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return fmt.Errorf("record: %w", err)
+		}
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	}
+	if !c.Bool("quiet") && tracer != "nop" {
+		summarise(c, out, cmd.Process.Pid, time.Since(start))
+	}
+	if code != 0 {
+		return exitError{code}
+	}
+	return nil
+}
+
+func withoutFtraceEnv(env []string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, "FTRACE_") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// summarise tells where the trace went (or why there is none).
+func summarise(c *cli.Context, out string, pid int, d time.Duration) {
+	stderr := c.App.ErrWriter
+	path := strings.ReplaceAll(out, "%p", strconv.Itoa(pid))
+	tr, err := tracefile.Open(path)
+	if err != nil {
+		part := fmt.Sprintf("%s.%d.part", path, pid)
+		if _, perr := os.Stat(part); perr == nil {
+			fmt.Fprintf(stderr, "ftrace: the program ended without finalising its trace; partial trace in %s\n", part)
+			return
+		}
+		if os.IsNotExist(err) {
+			fmt.Fprintf(stderr, "ftrace: no trace written to %s (is the program linked with libftrt and built with ftlink?)\n", path)
+			return
+		}
+		fmt.Fprintf(stderr, "ftrace: %v\n", err)
+		return
+	}
+	calls, entries, exits, lost, lostDepth := tr.Counts()
+	fmt.Fprintf(stderr, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), calls+entries+exits)
+	if lost+lostDepth > 0 {
+		fmt.Fprintf(stderr, ", %d lost, %d frames over depth", lost, lostDepth)
+	}
+	fmt.Fprintf(stderr, " (%.2fs)\n", d.Seconds())
+}
+
+func liveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "live",
+		Usage:     "control a running traced process",
+		ArgsUsage: "PID COMMAND [ARG]",
+		Description: "Commands: status, enable, disable, tracer function|function_graph|nop, filter GLOBS,\n" +
+			"notrace GLOBS, depth N, snapshot [PATH], finish. The process must run with FTRACE_TRACER\n" +
+			"or FTRACE_CONTROL=1 set (ftrace record --control).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "socket", Usage: "control socket path (default: found from the pid)"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long"},
+		},
+		Action: doLive,
+	}
+}
+
+var liveCommands = map[string]int{ // command → max args
+	"status": 0, "enable": 0, "disable": 0, "tracer": 1, "filter": 1, "notrace": 1,
+	"depth": 1, "snapshot": 1, "finish": 0,
+}
+
+func doLive(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) < 2 {
+		return errors.New("live: usage: ftrace live PID COMMAND [ARG]")
+	}
+	pid, err := strconv.Atoi(args[0])
+	if err != nil || pid <= 0 {
+		return fmt.Errorf("live: bad pid %q", args[0])
+	}
+	cmd, rest := args[1], args[2:]
+	maxArgs, ok := liveCommands[cmd]
+	if !ok {
+		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, depth, snapshot or finish)", cmd)
+	}
+	if len(rest) > maxArgs {
+		return fmt.Errorf("live: %s takes at most %d argument(s)", cmd, maxArgs)
+	}
+	switch cmd {
+	case "tracer", "depth":
+		if len(rest) != 1 {
+			return fmt.Errorf("live: %s needs an argument", cmd)
+		}
+	case "snapshot":
+		if len(rest) == 1 {
+			if abs, err := filepath.Abs(rest[0]); err == nil {
+				rest[0] = abs // the process may run in another directory
+			}
+		}
+	}
+	req := strings.Join(append([]string{cmd}, rest...), " ")
+	if strings.ContainsAny(req, "\n\r") || len(req) > 4095 {
+		return errors.New("live: request must be one line of at most 4095 bytes")
+	}
+	sock := c.String("socket")
+	if sock == "" {
+		sock, err = findSocket(pid)
+		if err != nil {
+			return err
+		}
+	}
+	conn, err := net.DialTimeout("unix", sock, c.Duration("timeout"))
+	if err != nil {
+		return fmt.Errorf("live: connecting to process %d at %s: %w", pid, sock, err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(c.Duration("timeout")))
+	if _, err := fmt.Fprintf(conn, "%s\n", req); err != nil {
+		return fmt.Errorf("live: sending %q: %w", req, err)
+	}
+	resp, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("live: reading the reply to %q: %w", req, err)
+	}
+	resp = strings.TrimRight(resp, "\n")
+	switch {
+	case resp == "ok":
+		return nil
+	case strings.HasPrefix(resp, "ok "):
+		fmt.Fprintln(c.App.Writer, resp[3:])
+		return nil
+	case strings.HasPrefix(resp, "error"):
+		return fmt.Errorf("live: process %d refused %q: %s", pid, req, strings.TrimSpace(strings.TrimPrefix(resp, "error")))
+	}
+	return fmt.Errorf("live: unexpected reply %q", resp)
+}
+
+// findSocket returns the first existing control socket path of pid, in the runtime's order.
+func findSocket(pid int) (string, error) {
+	var cands []string
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		cands = append(cands, filepath.Join(d, fmt.Sprintf("ftkit-%d.sock", pid)))
+	}
+	cands = append(cands, filepath.Join("/tmp", fmt.Sprintf("ftkit-%d", os.Getuid()), fmt.Sprintf("ftkit-%d.sock", pid)))
+	for _, p := range cands {
+		if st, err := os.Stat(p); err == nil && st.Mode()&os.ModeSocket != 0 {
+			return p, nil
+		}
+	}
+	if err := syscall.Kill(pid, 0); err != nil && errors.Is(err, syscall.ESRCH) {
+		return "", fmt.Errorf("live: no process %d", pid)
+	}
+	return "", fmt.Errorf("live: process %d has no control socket (looked for %s); run it with FTRACE_TRACER or FTRACE_CONTROL=1 set", pid, strings.Join(cands, ", "))
+}
