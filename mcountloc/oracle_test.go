@@ -1,0 +1,141 @@
+package mcountloc_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+// oracleC has global, static, weak and inlined functions, a function in -ffunction-sections'
+// special .text.unlikely/.text.startup sections and one in a custom executable section that
+// recordmcount does not record.
+const oracleC = `
+#include <stdlib.h>
+extern int ext(int);
+static int counter;
+static __attribute__((noinline)) int st(int x) { counter += x; return counter * 3; }
+static inline int inl(int x) { return x + 1; }
+__attribute__((weak)) int wk(int x) { return x * 2 + st(x); }
+__attribute__((cold, noinline)) void cold_fn(int x) { if (x == 12345) abort(); }
+__attribute__((section(".ftkit_custom"), noinline)) int custom(int x) { return x ^ 0x55; }
+int glob(int x) { if (x < 0) cold_fn(x); return st(x) + wk(inl(x)) + custom(x); }
+int rec(int n) { return n <= 0 ? 0 : rec(n - 1) + glob(n); }
+int ext(int x) { return x; }
+int main(int argc, char **argv) { (void)argv; return rec(argc) == 42; }
+`
+
+// TestOracle compiles the same source with and without gcc's -mrecord-mcount and compares
+// the sites per object (section, offset) and after linking (resolved addresses).
+func TestOracle(t *testing.T) {
+	testenv.Need(t, "gcc", "readelf")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"t.c": oracleC, "stub.c": hookStub})
+	testenv.Run(t, dir, "gcc", "-O2", "-fPIC", "-c", "stub.c", "-o", "stub.o")
+	n := 0
+	for _, mode := range []string{"-pg -mfentry", "-pg"} {
+		for _, opt := range []string{"-O0", "-O2", "-Os"} {
+			for _, pic := range []string{"", "-fPIC", "-fno-pie"} {
+				for _, extra := range []string{"", "-ffunction-sections", "-fcf-protection"} {
+					if mode == "-pg" && (opt == "-O0" || extra == "-fcf-protection") {
+						continue // plain -pg: a smaller matrix keeps the test fast
+					}
+					flags := strings.Fields(strings.Join([]string{mode, opt, pic, extra}, " "))
+					n++
+					name := strings.ReplaceAll(strings.Join(flags, ""), "-", "_")
+					base, pic := fmt.Sprintf("c%d", n), pic
+					t.Run(name, func(t *testing.T) {
+						t.Parallel()
+						oracleCase(t, dir, base, flags, pic)
+					})
+				}
+			}
+		}
+	}
+}
+
+func oracleCase(t *testing.T, dir, base string, flags []string, pic string) {
+	ours, theirs := base+".o", base+"-gcc.o"
+	testenv.Run(t, dir, "gcc", append(append([]string{}, flags...), "-c", "t.c", "-o", ours)...)
+	testenv.Run(t, dir, "gcc", append(append([]string{}, flags...), "-mrecord-mcount", "-c", "t.c", "-o", theirs)...)
+	want := gccSites(t, mustRead(t, filepath.Join(dir, theirs)))
+
+	res := record(t, filepath.Join(dir, ours))
+	got := ourSites(t, mustRead(t, filepath.Join(dir, ours)))
+	if got.String() != want.onlyRecorded().String() {
+		t.Fatalf("per-object sites differ\nrecordmcount: %v\ngcc:          %v", got, want.onlyRecorded())
+	}
+	if len(res.Unrecorded) != 1 || res.Unrecorded[0].Section != ".ftkit_custom" || res.Unrecorded[0].Func != "custom" {
+		t.Errorf("unrecorded sites %v, want the one in .ftkit_custom", res.Unrecorded)
+	}
+	if got.count() < 6 {
+		t.Errorf("only %d sites: %v", got.count(), got)
+	}
+	// Running again changes nothing.
+	again := record(t, filepath.Join(dir, ours))
+	if again.Out != nil || !strings.Contains(again.Note, "already") {
+		t.Errorf("second run: changed=%v note %q", again.Out != nil, again.Note)
+	}
+
+	// Link both the same way and compare resolved sites (by function + offset).
+	link := []string{"-pie"}
+	if pic == "-fno-pie" {
+		link = []string{"-no-pie"}
+	}
+	var plain []string
+	for i, l := range [][]string{link, append(link, "-Wl,--gc-sections")} {
+		pOurs := filepath.Join(dir, fmt.Sprintf("%s-prog%d", base, i))
+		r := testenv.Exec(t, dir, "gcc", append(append([]string{}, l...), ours, "stub.o", "-o", pOurs)...)
+		if r.Code != 0 || r.Stderr != "" {
+			t.Fatalf("link %v: exit %d: %s", l, r.Code, r.Stderr)
+		}
+		checkNoTextrel(t, pOurs)
+		var gotL []string
+		for _, s := range checkLinkedCalls(t, pOurs) {
+			gotL = append(gotL, s.name)
+		}
+		sortStrings(gotL)
+		if i == 0 {
+			// gcc's table has no SHF_LINK_ORDER: --gc-sections would drop all of it, so
+			// compare with gcc only in the plain link.
+			pTheirs := filepath.Join(dir, base+"-gccprog")
+			r := testenv.Exec(t, dir, "gcc", append(append([]string{}, l...), theirs, "stub.o", "-o", pTheirs)...)
+			if r.Code != 0 {
+				t.Fatalf("linking gcc's object: %s", r.Stderr)
+			}
+			var wantL []string
+			for _, s := range linkedTable(t, pTheirs, true) {
+				if !strings.HasPrefix(s.name, "custom+") {
+					wantL = append(wantL, s.name)
+				}
+			}
+			sortStrings(wantL)
+			if strings.Join(gotL, " ") != strings.Join(wantL, " ") {
+				t.Errorf("linked %v: sites differ\nrecordmcount: %v\ngcc:          %v", l, gotL, wantL)
+			}
+			plain = gotL
+			continue
+		}
+		// --gc-sections: ext is the only unreferenced function; with -ffunction-sections
+		// its section and its table part are collected, the rest stays.
+		var want []string
+		for _, s := range plain {
+			if !strings.HasPrefix(s, "ext+") || !strings.Contains(strings.Join(flags, " "), "-ffunction-sections") {
+				want = append(want, s)
+			}
+		}
+		if strings.Join(gotL, " ") != strings.Join(want, " ") {
+			t.Errorf("--gc-sections: sites\n%v\nwant\n%v", gotL, want)
+		}
+	}
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
