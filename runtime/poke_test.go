@@ -1,0 +1,139 @@
+// Tests of the live-patching engine (runtime/src/poke*.c, sync.c): they build the C test
+// program runtime/tests/poke_test.c with gcc (plain, ASan+UBSan, TSan) and run its modes
+// with a time limit.  See docs/live-patching.md.
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+// pokeSources are the engine's sources; every test program links them directly, so these
+// tests do not depend on the rest of the runtime.
+var pokeSources = []string{"src/poke.c", "src/poke_x86_64.c", "src/sync.c"}
+
+// buildC compiles a test program of runtime/tests with the engine into dir.
+func buildC(t *testing.T, dir, name string, srcs []string, flags ...string) string {
+	t.Helper()
+	testenv.Need(t, "gcc")
+	root := filepath.Join(testenv.Root(), "runtime")
+	out := filepath.Join(dir, name)
+	args := append([]string{"-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", out}, flags...)
+	for _, s := range append(append([]string{}, pokeSources...), srcs...) {
+		args = append(args, filepath.Join(root, s))
+	}
+	cmd := exec.Command("gcc", args...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	return out
+}
+
+// runC runs a test program with a time limit and extra environment; it fails the test on a
+// non-zero exit, a signal or the time limit, and returns stdout.
+func runC(t *testing.T, limit time.Duration, env []string, prog string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v %v: no result within %v (hang?)\nstdout:\n%s\nstderr:\n%s", filepath.Base(prog), args, env, limit, so.String(), se.String())
+	}
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("%s %v %v: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(prog), args, env, ee, so.String(), se.String())
+		}
+		t.Fatal(err)
+	}
+	return so.String()
+}
+
+func wantLines(t *testing.T, out string, prefixes ...string) {
+	t.Helper()
+	for _, p := range prefixes {
+		if !strings.Contains(out, p) {
+			t.Errorf("output lacks %q:\n%s", p, out)
+		}
+	}
+}
+
+var pokeTestSrcs = []string{"tests/poke_test.c", "tests/poke_funcs.S"}
+
+// TestPoke runs every mode of the engine test with each way of writing code and of
+// serialising cores.
+func TestPoke(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "poke_test", pokeTestSrcs, "-O2")
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want []string
+	}{
+		{"toggle", nil, []string{"toggle", "3000", "4"}, []string{"ok toggle: batches=3000 threads=4", "method=procmem"}},
+		{"toggle-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"toggle", "2000", "4"}, []string{"ok toggle: batches=2000", "method=mprotect"}},
+		{"toggle-membarrier", []string{"FTRT_SYNC_CORES=membarrier"}, []string{"toggle", "1000", "4"}, []string{"ok toggle", "cores=membarrier\n"}},
+		{"toggle-signal-serialise", []string{"FTRT_SYNC_CORES=signals"}, []string{"toggle", "200", "4"}, []string{"ok toggle", "cores=signals"}},
+		{"signals", nil, []string{"signals", "2000", "4"}, []string{"ok toggle: batches=2000"}},
+		{"fork", nil, []string{"fork", "800", "3"}, []string{"ok toggle: batches=800", "forks="}},
+		{"fork-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"fork", "400", "3"}, []string{"ok toggle", "forks="}},
+		{"refuse", nil, []string{"refuse"}, []string{"ok refuse"}},
+		{"refuse-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"refuse"}, []string{"ok refuse"}},
+		{"sync", nil, []string{"sync"}, []string{"ok sync idle", "ok sync callback:", "ok sync from a callback: -EDEADLK", "ok sync trampoline:", "ok sync callback-signals-blocked:"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := runC(t, 2*time.Minute, c.env, prog, c.args...)
+			wantLines(t, out, c.want...)
+			if strings.Contains(out, "signals") && c.args[0] == "signals" && strings.Contains(out, "signal-calls=0 ") {
+				t.Errorf("no function was called from a signal handler:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestPokeSanitizers runs the engine test under ASan+UBSan and TSan.  TSan runs signal
+// handlers with every signal blocked, so a handler reaching a breakpoint would be killed by
+// the kernel (see docs/live-patching.md): the signals mode is not run under TSan.
+func TestPokeSanitizers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	dir := t.TempDir()
+	for _, san := range []struct {
+		name  string
+		flags []string
+		env   []string
+		modes [][]string
+	}{
+		{"asan-ubsan", []string{"-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"},
+			[]string{"ASAN_OPTIONS=detect_leaks=1", "UBSAN_OPTIONS=halt_on_error=1"},
+			[][]string{{"toggle", "500", "4"}, {"signals", "300", "4"}, {"fork", "100", "2"}, {"refuse"}, {"sync"}}},
+		{"tsan", []string{"-O1", "-fsanitize=thread"}, []string{"TSAN_OPTIONS=halt_on_error=1"},
+			[][]string{{"toggle", "300", "4"}, {"fork", "60", "2"}, {"refuse"}, {"sync"}}},
+	} {
+		t.Run(san.name, func(t *testing.T) {
+			prog := buildC(t, dir, "poke_test_"+san.name, pokeTestSrcs, san.flags...)
+			for _, m := range san.modes {
+				out := runC(t, 3*time.Minute, san.env, prog, m...)
+				if !strings.Contains(out, "ok ") {
+					t.Errorf("%v: no ok line:\n%s", m, out)
+				}
+			}
+		})
+	}
+}

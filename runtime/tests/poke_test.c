@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: MIT
+/*
+ * poke_test.c - tests of the live-patching engine (runtime/src/poke*.c, sync.c).
+ *
+ *   poke_test toggle BATCHES THREADS   threads call every function of poke_funcs.S while
+ *                                      one thread switches their sites call <-> nop
+ *   poke_test signals BATCHES THREADS  the same, and the callers are interrupted by signals
+ *                                      whose handler calls the functions too
+ *   poke_test fork BATCHES THREADS     the same, and the main thread forks; each child checks
+ *                                      its code and patches it itself
+ *   poke_test refuse                   wrong old bytes / unsafe transitions change nothing
+ *   poke_test sync                     ftrt_synchronize() waits for a parked callback,
+ *                                      a thread spinning in a trampoline, and a thread that
+ *                                      blocks every signal; refuses from a callback
+ *
+ * Counting cannot miss calls: every function counts its calls after the site (pk_calls),
+ * the site's target counts hits (pk_hits); hits <= calls always, and in quiet periods
+ * hits grow exactly with calls while enabled and not at all while disabled.
+ * Prints "ok ..." lines; exits non-zero with "FAIL: ..." on any failure.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/poke.h"
+
+#ifndef NFUNC
+#define NFUNC 256
+#endif
+
+extern unsigned char pk_base[], pk_end[], pk_park_fn[], pk_tramp[], pk_tramp_end[];
+extern void pk_stub(void);
+extern void *pk_stub_ptr;
+extern volatile int pk_tramp_hold, pk_tramp_in;
+extern volatile uint64_t pk_calls[NFUNC], pk_hits[NFUNC];
+
+#define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+static const unsigned offs[4] = { 0, 61, 59, 62 };
+static const unsigned char NOP5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+static const unsigned char NOP6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+static unsigned char *site(int i) { return pk_base + 128 * i + offs[i % 4]; }
+typedef void (*fn_t)(void);
+static fn_t fn(int i) { return (fn_t)(void *)site(i); }
+
+static void put_rel(unsigned char *b, uintptr_t from_end, uintptr_t to)
+{
+	int32_t rel = (int32_t)(to - from_end);
+
+	memcpy(b, &rel, 4);
+}
+
+/* The instructions a site can hold. */
+enum form { F_NOP5, F_CALL5, F_NOP6, F_CALL5_90, F_NOP5_90, F_CALL67, F_CALLFF, F_BAD };
+
+static void encode(int i, enum form f, unsigned char out[8], unsigned *len)
+{
+	uintptr_t s = (uintptr_t)site(i);
+
+	memset(out, 0, 8);
+	switch (f) {
+	case F_NOP5: memcpy(out, NOP5, 5); *len = 5; break;
+	case F_CALL5: out[0] = 0xe8; put_rel(out + 1, s + 5, (uintptr_t)pk_stub); *len = 5; break;
+	case F_NOP6: memcpy(out, NOP6, 6); *len = 6; break;
+	case F_CALL5_90: encode(i, F_CALL5, out, len); out[5] = 0x90; *len = 6; break;
+	case F_NOP5_90: memcpy(out, NOP5, 5); out[5] = 0x90; *len = 6; break;
+	case F_CALL67: out[0] = 0x67; out[1] = 0xe8; put_rel(out + 2, s + 6, (uintptr_t)pk_stub);
+		*len = 6; break;
+	case F_CALLFF: out[0] = 0xff; out[1] = 0x15; put_rel(out + 2, s + 6, (uintptr_t)&pk_stub_ptr);
+		*len = 6; break;
+	default: *len = 0;
+	}
+}
+
+/* What a site holds now (reads the code). */
+static enum form current(int i)
+{
+	static const enum form cand[] = { F_CALL5_90, F_NOP5_90, F_NOP6, F_CALL67, F_CALLFF,
+					  F_NOP5, F_CALL5 };
+	unsigned char b[8];
+	unsigned len, k;
+
+	for (k = 0; k < sizeof(cand) / sizeof(cand[0]); k++) {
+		encode(i, cand[k], b, &len);
+		if ((i % 4 < 2) != (len == 5))
+			continue;
+		if (!memcmp(site(i), b, len))
+			return cand[k];
+	}
+	return F_BAD;
+}
+
+static int enabled_form(enum form f)
+{
+	return f == F_CALL5 || f == F_CALL5_90 || f == F_CALL67 || f == F_CALLFF;
+}
+
+static unsigned rnd(unsigned *s) { *s = *s * 1103515245u + 12345u; return *s >> 8; }
+
+/*
+ * Next form for site i, enabling or disabling it.  Types 0/1 toggle 5 bytes; type 2 is
+ * converted once nop6 -> e8 rel32 90, then toggles with len 5 or 6; type 3 alternates
+ * nop6 <-> 67 e8 / ff 15.
+ */
+static int make(int i, int enable, struct ftrt_poke *p, unsigned *r)
+{
+	enum form cur = current(i), next;
+	unsigned l1, l2;
+
+	if (cur == F_BAD)
+		FAIL("site %d holds unknown bytes", i);
+	if (enabled_form(cur) == enable)
+		return 0;
+	switch (i % 4) {
+	case 0: case 1: next = enable ? F_CALL5 : F_NOP5; break;
+	case 2:
+		if (cur == F_NOP6) { next = F_CALL5_90; break; }
+		if (rnd(r) & 1) {	/* the 5-byte view of the converted site */
+			encode(i, cur, p->old, &l1);
+			encode(i, enable ? F_CALL5_90 : F_NOP5_90, p->new, &l2);
+			p->addr = site(i);
+			p->len = 5;
+			return 1;
+		}
+		next = enable ? F_CALL5_90 : F_NOP5_90;
+		break;
+	default: next = enable ? ((rnd(r) & 1) ? F_CALL67 : F_CALLFF) : F_NOP6; break;
+	}
+	encode(i, cur, p->old, &l1);
+	encode(i, next, p->new, &l2);
+	if (l1 != l2)
+		FAIL("internal: length mismatch");
+	p->addr = site(i);
+	p->len = (unsigned char)l1;
+	return 1;
+}
+
+/* Switch the given sites (mask NULL: all) on or off in one batch. */
+static void switch_sites(const unsigned char *mask, int enable, unsigned *r)
+{
+	static struct ftrt_poke p[NFUNC];
+	size_t n = 0, bad = 0;
+	int i, err;
+
+	for (i = 0; i < NFUNC; i++)
+		if ((!mask || mask[i]) && make(i, enable, &p[n], r))
+			n++;
+	err = ftrt_text_poke_batch(p, n, &bad);
+	if (err)
+		FAIL("ftrt_text_poke_batch(%zu sites): %d (bad %zu)", n, err, bad);
+}
+
+/* ---- threads calling the functions ------------------------------------------------- */
+
+static atomic_int stop;
+static atomic_long total_calls;
+static int with_signals;
+static pthread_t workers[64];
+static _Atomic pid_t worker_tid[64];
+static int nworkers;
+
+static void call_all(unsigned start)
+{
+	int i;
+
+	for (i = 0; i < NFUNC; i++)
+		fn((start + i) % NFUNC)();
+}
+
+static void *worker(void *arg)
+{
+	long id = (long)arg;
+	long calls = 0;
+
+	worker_tid[id] = (pid_t)syscall(SYS_gettid);
+	while (!atomic_load(&stop)) {
+		call_all((unsigned)id * 7);
+		calls += NFUNC;
+	}
+	atomic_fetch_add(&total_calls, calls);
+	return NULL;
+}
+
+static atomic_long sig_calls;
+
+static void on_usr1(int sig)
+{
+	int i;
+
+	(void)sig;
+	for (i = 0; i < 16; i++)
+		fn((i * 37) % NFUNC)();
+	atomic_fetch_add(&sig_calls, 16);
+}
+
+static void *signaller(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		int k;
+
+		for (k = 0; k < nworkers; k++)
+			if (worker_tid[k])
+				syscall(SYS_tgkill, getpid(), worker_tid[k], SIGUSR1);
+		usleep(200);
+	}
+	return NULL;
+}
+
+static void check_sum(const char *when)
+{
+	int i;
+
+	for (i = 0; i < NFUNC; i++)
+		if (pk_hits[i] > pk_calls[i])
+			FAIL("%s: function %d hit %lu times but called %lu times", when, i,
+			     (unsigned long)pk_hits[i], (unsigned long)pk_calls[i]);
+}
+
+/* Quiet period: only this thread calls; enabled sites count exactly, disabled not at all. */
+static void check_exact(const char *when)
+{
+	uint64_t h0[NFUNC], c0[NFUNC];
+	int i, k;
+
+	for (i = 0; i < NFUNC; i++) {
+		h0[i] = pk_hits[i];
+		c0[i] = pk_calls[i];
+	}
+	for (k = 0; k < 3; k++)
+		call_all(0);
+	for (i = 0; i < NFUNC; i++) {
+		uint64_t dc = pk_calls[i] - c0[i], dh = pk_hits[i] - h0[i];
+		int en = enabled_form(current(i));
+
+		if (dc != 3 || dh != (en ? 3u : 0u))
+			FAIL("%s: function %d (%s) calls +%lu hits +%lu", when, i,
+			     en ? "enabled" : "disabled", (unsigned long)dc, (unsigned long)dh);
+	}
+}
+
+static void fork_child_check(unsigned r)
+{
+	int i;
+
+	/* The parent's patch lock was held across fork: every site is whole. */
+	for (i = 0; i < NFUNC; i++)
+		if (current(i) == F_BAD)
+			FAIL("child: site %d torn", i);
+	check_exact("child before patching");
+	switch_sites(NULL, 1, &r);	/* through the child's own /proc/self/mem */
+	check_exact("child after enabling");
+	switch_sites(NULL, 0, &r);
+	check_exact("child after disabling");
+	_exit(0);
+}
+
+static void run_toggle(int batches, int nthreads, int mode_signals, int mode_fork)
+{
+	unsigned char mask[NFUNC];
+	pthread_t sig_thread;
+	unsigned r = 12345;
+	long b;
+	int i, forks = 0;
+
+	nworkers = nthreads;
+	with_signals = mode_signals;
+	if (mode_signals) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_usr1;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGUSR1, &sa, NULL);
+	}
+	for (i = 0; i < nthreads; i++)
+		pthread_create(&workers[i], NULL, worker, (void *)(long)i);
+	if (mode_signals)
+		pthread_create(&sig_thread, NULL, signaller, NULL);
+
+	for (b = 0; b < batches; b++) {
+		int en = (int)(b & 1), k;
+
+		switch (b % 3) {
+		case 0:		/* every site */
+			switch_sites(NULL, en, &r);
+			break;
+		case 1:		/* a random subset */
+			for (k = 0; k < NFUNC; k++)
+				mask[k] = rnd(&r) & 1;
+			switch_sites(mask, en, &r);
+			break;
+		default:	/* one site */
+			memset(mask, 0, sizeof(mask));
+			mask[rnd(&r) % NFUNC] = 1;
+			switch_sites(mask, en, &r);
+			break;
+		}
+		if (mode_fork && b % (batches / 40 + 1) == 0) {
+			pid_t pid = fork();
+			int st;
+
+			if (pid < 0)
+				FAIL("fork: %s", strerror(errno));
+			if (pid == 0)
+				fork_child_check(r);
+			if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+				FAIL("fork child %d: status %#x", (int)pid, st);
+			forks++;
+		}
+	}
+	atomic_store(&stop, 1);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(workers[i], NULL);
+	if (mode_signals)
+		pthread_join(sig_thread, NULL);
+	check_sum("after toggling");
+	for (i = 0; i < NFUNC; i++)
+		if (current(i) == F_BAD)
+			FAIL("site %d torn at the end", i);
+	check_exact("final state");
+	switch_sites(NULL, 1, &r);
+	check_exact("all enabled");
+	switch_sites(NULL, 0, &r);
+	check_exact("all disabled");
+	printf("ok toggle: batches=%ld threads=%d calls=%ld signal-calls=%ld forks=%d method=%s cores=%s\n",
+	       b, nthreads, atomic_load(&total_calls), atomic_load(&sig_calls), forks,
+	       ftrt_poke_method(), ftrt_sync_cores_method());
+}
+
+/* ---- refusals ------------------------------------------------------------------------ */
+
+static void run_refuse(void)
+{
+	struct ftrt_poke p[3];
+	unsigned char before[3][8];
+	unsigned r = 1, len;
+	size_t bad = 99;
+	int err, k;
+
+	for (k = 0; k < 3; k++)
+		if (!make(k, 1, &p[k], &r))
+			FAIL("site %d not disabled at start", k);
+	for (k = 0; k < 3; k++)
+		memcpy(before[k], site(k), 8);
+	p[1].old[4] ^= 0x01;		/* wrong expectation (a nop5 with another displacement) */
+	err = ftrt_text_poke_batch(p, 3, &bad);
+	if (err != -EINVAL || bad != 1)
+		FAIL("mismatch: got %d bad %zu, want -EINVAL bad 1", err, bad);
+	for (k = 0; k < 3; k++)
+		if (memcmp(before[k], site(k), 8))
+			FAIL("mismatch: site %d changed although the batch was refused", k);
+
+	/* Convert site 2 (type 2) once, then the unsafe way back must be refused. */
+	make(2, 1, &p[0], &r);
+	if (ftrt_text_poke_batch(p, 1, &bad))
+		FAIL("converting nop6 -> e8 rel32 90");
+	encode(2, F_CALL5_90, p[0].old, &len);
+	encode(2, F_NOP6, p[0].new, &len);
+	p[0].addr = site(2);
+	p[0].len = 6;
+	err = ftrt_text_poke_batch(p, 1, &bad);
+	if (err != -EINVAL || bad != 0 || current(2) != F_CALL5_90)
+		FAIL("e8 rel32 90 -> nop6 must be refused (got %d)", err);
+
+	/* Unknown instructions and overlapping entries are refused. */
+	memcpy(p[0].old, site(0), 5);
+	memset(p[0].new, 0x90, 5);
+	p[0].new[0] = 0xc3;
+	p[0].addr = site(0);
+	p[0].len = 5;
+	if (ftrt_text_poke_batch(p, 1, &bad) != -EINVAL)
+		FAIL("ret as new instruction must be refused");
+	make(0, 1, &p[0], &r);
+	p[1] = p[0];
+	p[1].addr = site(0) + 2;
+	if (ftrt_text_poke_batch(p, 2, &bad) != -EINVAL)
+		FAIL("overlapping sites must be refused");
+	if (current(0) != F_NOP5)
+		FAIL("site 0 changed by a refused batch");
+	/* Unmapped address: reported, not a crash. */
+	make(0, 1, &p[0], &r);
+	p[0].addr = (void *)16;
+	bad = 99;
+	if (ftrt_text_poke_batch(p, 1, &bad) != -EINVAL || bad != 0)
+		FAIL("unmapped site must be refused");
+	/* Back to the start state. */
+	make(2, 0, &p[0], &r);
+	if (ftrt_text_poke_batch(p, 1, &bad))
+		FAIL("disabling site 2");
+	printf("ok refuse\n");
+}
+
+/* ---- quiescence ------------------------------------------------------------------------ */
+
+static atomic_int cb_parked, cb_release, cb_edeadlk = 1;
+
+void pk_wrapper(void);
+void pk_wrapper(void)
+{
+	ftrt_cb_enter();
+	if (ftrt_synchronize() != -EDEADLK)
+		atomic_store(&cb_edeadlk, 0);
+	atomic_store(&cb_parked, 1);
+	while (!atomic_load(&cb_release))
+		usleep(100);	/* a syscall: the thread sleeps inside the callback */
+	ftrt_cb_exit();
+}
+
+static void set_park(int enable)
+{
+	struct ftrt_poke p;
+	size_t bad;
+
+	p.addr = pk_park_fn;
+	p.len = 5;
+	memcpy(enable ? p.old : p.new, NOP5, 5);
+	(enable ? p.new : p.old)[0] = 0xe8;
+	put_rel((enable ? p.new : p.old) + 1, (uintptr_t)pk_park_fn + 5, (uintptr_t)pk_tramp);
+	if (ftrt_text_poke_batch(&p, 1, &bad))
+		FAIL("patching pk_park_fn");
+}
+
+static atomic_int sync_done;
+static struct timespec sync_end;
+
+static void *syncer(void *arg)
+{
+	int err;
+
+	(void)arg;
+	err = ftrt_synchronize();
+	clock_gettime(CLOCK_MONOTONIC, &sync_end);
+	if (err)
+		FAIL("ftrt_synchronize: %d", err);
+	atomic_store(&sync_done, 1);
+	return NULL;
+}
+
+static void *parker(void *arg)
+{
+	if (arg) {		/* block every signal: only the /proc fallback can see us */
+		sigset_t all;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, NULL);
+	}
+	((fn_t)(void *)pk_park_fn)();
+	return NULL;
+}
+
+static double ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1e3 + (now.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+static void sleep_ms(double ms)
+{
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (ms_since(&t0) < ms)
+		usleep(1000);
+}
+
+/* Park a thread (in a callback or in the trampoline), unpatch, check synchronize waits. */
+static void sync_case(const char *name, int in_tramp, int block_signals)
+{
+	pthread_t t, s;
+	struct timespec released;
+	double waited;
+
+	atomic_store(&cb_parked, 0);
+	atomic_store(&cb_release, 0);
+	atomic_store(&sync_done, 0);
+	pk_tramp_in = 0;
+	pk_tramp_hold = in_tramp;
+	set_park(1);
+	pthread_create(&t, NULL, parker, block_signals ? (void *)1 : NULL);
+	while (in_tramp ? !pk_tramp_in : !atomic_load(&cb_parked))
+		usleep(100);
+	set_park(0);		/* no new thread can enter now */
+	pthread_create(&s, NULL, syncer, NULL);
+	sleep_ms(200);		/* the sync signal interrupts sleeps: loop on the clock */
+	if (atomic_load(&sync_done))
+		FAIL("sync %s: ftrt_synchronize returned while a thread was inside", name);
+	clock_gettime(CLOCK_MONOTONIC, &released);
+	pk_tramp_hold = 0;
+	atomic_store(&cb_release, 1);
+	pthread_join(s, NULL);
+	pthread_join(t, NULL);
+	waited = ms_since(&released) - ms_since(&sync_end);
+	if (!atomic_load(&sync_done) || waited < 0)
+		FAIL("sync %s: returned before the release", name);
+	printf("ok sync %s: waited while inside, returned %.2f ms after the release\n", name,
+	       waited);
+}
+
+static void *blocked_idle(void *arg)
+{
+	sigset_t all;
+	int *fds = arg;
+	char c;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (read(fds[0], &c, 1) < 0)
+		return NULL;
+	return NULL;
+}
+
+static void *idle_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void run_sync(void)
+{
+	struct timespec t0;
+	pthread_t idle[4], bl;
+	int fds[2], i;
+
+	if (ftrt_sync_range_add(pk_tramp, (size_t)(pk_tramp_end - pk_tramp)))
+		FAIL("ftrt_sync_range_add");
+	/* No thread inside: returns promptly even with idle threads (blocked in syscalls). */
+	for (i = 0; i < 4; i++)
+		pthread_create(&idle[i], NULL, idle_thread, NULL);
+	if (pipe(fds))
+		FAIL("pipe");
+	pthread_create(&bl, NULL, blocked_idle, fds);
+	sleep_ms(20);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (ftrt_synchronize())
+		FAIL("ftrt_synchronize with idle threads");
+	printf("ok sync idle: 5 idle threads (one blocking all signals) took %.2f ms\n",
+	       ms_since(&t0));
+
+	sync_case("callback", 0, 0);
+	if (!atomic_load(&cb_edeadlk))
+		FAIL("ftrt_synchronize inside a callback did not return -EDEADLK");
+	printf("ok sync from a callback: -EDEADLK\n");
+	sync_case("trampoline", 1, 0);
+	sync_case("callback-signals-blocked", 0, 1);
+
+	if (write(fds[1], "x", 1) != 1)
+		FAIL("write");
+	pthread_join(bl, NULL);
+	for (i = 0; i < 4; i++)
+		pthread_cancel(idle[i]);
+	for (i = 0; i < 4; i++)
+		pthread_join(idle[i], NULL);
+	if (ftrt_sync_range_del(pk_tramp))
+		FAIL("ftrt_sync_range_del");
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "toggle";
+	int batches = argc > 2 ? atoi(argv[2]) : 2000;
+	int threads = argc > 3 ? atoi(argv[3]) : 4;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (threads < 1 || threads > 64)
+		FAIL("threads must be 1..64");
+	if (!strcmp(mode, "toggle"))
+		run_toggle(batches, threads, 0, 0);
+	else if (!strcmp(mode, "signals"))
+		run_toggle(batches, threads, 1, 0);
+	else if (!strcmp(mode, "fork"))
+		run_toggle(batches, threads, 0, 1);
+	else if (!strcmp(mode, "refuse"))
+		run_refuse();
+	else if (!strcmp(mode, "sync"))
+		run_sync();
+	else
+		FAIL("unknown mode %s", mode);
+	return 0;
+}
