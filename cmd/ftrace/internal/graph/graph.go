@@ -109,7 +109,7 @@ func writeGraph(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options
 	if o.Time {
 		ew.printf("#   TIME (us)  ")
 	}
-	ew.printf("#  TID   DURATION        FUNCTION CALLS\n")
+	ew.printf("#%6s %14s |  %s\n", "TID", "DURATION", "FUNCTION CALLS")
 	lines := 0
 	tid := fmt.Sprintf("%6d)", t.TID)
 	line := func(ts uint64, dur, text string) bool {

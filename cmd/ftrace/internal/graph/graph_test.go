@@ -1,0 +1,85 @@
+package graph
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
+)
+
+func TestWrite(t *testing.T) {
+	f := tracetest.Forest(t, tracetest.Sample+"thread 102 late\n> 3000 a\n> 3010 b\n< 4000 a\nlost 2\n")
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"all", Options{TIDs: []int{100, 101}}, `# thread 100 (main)
+#   TID       DURATION |  FUNCTION CALLS
+   100)                |  main() {
+   100)                |    foo() {
+   100)       0.100 us |      bar();
+   100)       0.400 us |    } /* foo */
+   100)       0.050 us |    bar();
+   100)       1.000 us |  } /* main */
+
+# thread 101 (worker)
+#   TID       DURATION |  FUNCTION CALLS
+   101)                |  work() {
+   101)                |    fib() {
+   101)       0.020 us |      fib();
+   101)       0.100 us |    } /* fib */
+   101)       0.700 us |  } /* work */
+`},
+		{"depth and limit", Options{TIDs: []int{100}, Depth: 2, Limit: 3}, `# thread 100 (main)
+#   TID       DURATION |  FUNCTION CALLS
+   100)                |  main() {
+   100)       0.400 us |    foo();
+   100)       0.050 us |    bar();
+# ... output limited to 3 lines (thread 100 has 4 calls)
+`},
+		{"unwound, lost, time", Options{TIDs: []int{102}, Time: true}, `# thread 102 (late)
+#   TIME (us)  #   TID       DURATION |  FUNCTION CALLS
+        2.000     102)                |  a() {
+        2.010     102)       0.990 us |    b(); /* unfinished */
+        3.000     102)       1.000 us |  } /* a */
+# thread 102: 2 events lost, 0 frames not recorded (depth), 0 returns without entry
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Write(&b, f, tt.o); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tt.want {
+				t.Errorf("got:\n%s\nwant:\n%s", b.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestWriteCalls(t *testing.T) {
+	f := tracetest.Forest(t, "tracer function\nstart 0\nthread 5 t\nc 1000 foo main\nc 2500 bar foo\nc 3000 baz\n")
+	var b bytes.Buffer
+	if err := Write(&b, f, Options{Limit: 2}); err != nil {
+		t.Fatal(err)
+	}
+	want := `# thread 5 (t)
+#   TIME (us)   FUNCTION <- CALLER
+        0.000   foo <- main
+        1.500   bar <- foo
+# ... 1 more calls
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestMarker(t *testing.T) {
+	for ns, want := range map[uint64]byte{10_000: ' ', 10_001: '+', 100_001: '!', 1_000_001: '#', 10_000_001: '*', 100_000_001: '@', 1_000_000_001: '$'} {
+		if got := Marker(ns); got != want {
+			t.Errorf("Marker(%d) = %q, want %q", ns, got, want)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package pprof
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
+	"github.com/google/pprof/profile"
+)
+
+func stacks(p *profile.Profile) string {
+	var out []string
+	for _, s := range p.Sample {
+		var names []string
+		for _, l := range s.Location {
+			names = append(names, l.Line[0].Function.Name)
+		}
+		vals := []string{}
+		for _, v := range s.Value {
+			vals = append(vals, itoa(uint64(v)))
+		}
+		out = append(out, strings.Join(names, "<")+"="+strings.Join(vals, ","))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+func TestBuild(t *testing.T) {
+	f := tracetest.Forest(t, tracetest.Sample)
+	var b bytes.Buffer
+	if err := Write(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	want := "bar<foo<main=1,100 bar<main=1,50 fib<fib<work=1,20 fib<work=1,80 foo<main=1,300 main=1,550 work=1,600"
+	if got := stacks(p); got != want {
+		t.Errorf("\n got %s\nwant %s", got, want)
+	}
+	if p.SampleType[1].Type != "time" || p.SampleType[1].Unit != "nanoseconds" || p.DefaultSampleType != "time" {
+		t.Errorf("sample types %v", p.SampleType)
+	}
+}
+
+func TestFunctionTrace(t *testing.T) {
+	f := tracetest.Forest(t, "tracer function\nthread 1\nc 1 a main\nc 2 a main\nc 3 b\n")
+	p := Build(f)
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	if got := stacks(p); got != "a<main=2 b=1" {
+		t.Errorf("got %s", got)
+	}
+}
+
+// TestGoToolPprof checks that `go tool pprof -top` reads the profile and shows the
+// functions with their self times.
+func TestGoToolPprof(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not in PATH")
+	}
+	f := tracetest.Forest(t, tracetest.Sample)
+	path := filepath.Join(t.TempDir(), "p.pb.gz")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(out, f); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	cmd := exec.Command(goBin, "tool", "pprof", "-top", "-nodecount=10", path)
+	cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+t.TempDir())
+	res, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v\n%s", err, res)
+	}
+	text := string(res)
+	for _, w := range []string{"Type: time", "work", "main", "foo", "bar", "fib"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("pprof -top output lacks %q:\n%s", w, text)
+		}
+	}
+	// work has the most self time (600 of 1700 ns).
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "flat%") {
+			if i+1 >= len(lines) || !strings.HasSuffix(strings.TrimSpace(lines[i+1]), "work") || !strings.Contains(lines[i+1], "600ns") {
+				t.Errorf("first row is not work with 600ns:\n%s", text)
+			}
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
+)
+
+func row(s *Stat) string {
+	return fmt.Sprintf("%s:%d/%d/%d/%d/%d/%d", s.Name, s.Calls, s.Total, s.Self, s.Avg, s.Min, s.Max)
+}
+
+func TestCompute(t *testing.T) {
+	f := tracetest.Forest(t, tracetest.Sample)
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		// fib: outer call 1300-1400 (100), inner 1310-1330 (20): total counts the
+		// outermost only; self 80+20; avg (100+20)/2.
+		{"total", Options{}, "main:1/1000/550/1000/1000/1000 work:1/700/600/700/700/700 foo:1/400/300/400/400/400 bar:2/150/150/75/50/100 fib:2/100/100/60/20/100"},
+		{"calls limit", Options{Sort: "calls", Limit: 2}, "bar:2/150/150/75/50/100 fib:2/100/100/60/20/100"},
+		{"self", Options{Sort: "self", Limit: 1}, "work:1/700/600/700/700/700"},
+		{"min", Options{Sort: "min", Limit: 2}, "main:1/1000/550/1000/1000/1000 work:1/700/600/700/700/700"},
+		{"name", Options{Sort: "name"}, "bar:2/150/150/75/50/100 fib:2/100/100/60/20/100 foo:1/400/300/400/400/400 main:1/1000/550/1000/1000/1000 work:1/700/600/700/700/700"},
+		{"tid", Options{TIDs: []int{101}, Sort: "avg"}, "work:1/700/600/700/700/700 fib:2/100/100/60/20/100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stats, err := Compute(f, tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range stats {
+				got = append(got, row(s))
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("\n got %s\nwant %s", g, tt.want)
+			}
+		})
+	}
+	if _, err := Compute(f, Options{Sort: "bogus"}); err == nil || !strings.Contains(err.Error(), "unknown sort key") {
+		t.Errorf("bogus sort: %v", err)
+	}
+}
+
+func TestPerThread(t *testing.T) {
+	f := tracetest.Forest(t, tracetest.Sample+"thread 102\n> 5000 bar\n< 5010 bar\n")
+	stats, err := Compute(f, Options{PerThread: true, Sort: "name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range stats {
+		if s.Name == "bar" {
+			got = append(got, fmt.Sprintf("%d:%d", s.TID, s.Calls))
+		}
+	}
+	if g := strings.Join(got, " "); g != "100:2 102:1" {
+		t.Errorf("bar per thread: %s", g)
+	}
+}
+
+func TestJSONAndText(t *testing.T) {
+	f := tracetest.Forest(t, tracetest.Sample)
+	stats, _ := Compute(f, Options{})
+	var b bytes.Buffer
+	if err := WriteJSON(&b, f, stats); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tracer    string
+		PID       int
+		Functions []struct {
+			Name                                 string
+			Calls                                uint64
+			TotalNS, SelfNS, AvgNS, MinNS, MaxNS uint64
+		}
+	}
+	dec := json.NewDecoder(&b)
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Tracer != "function_graph" || doc.PID != 42 || len(doc.Functions) != 5 || doc.Functions[0].Name != "main" || doc.Functions[3].Calls != 2 {
+		t.Errorf("json %+v", doc)
+	}
+	b.Reset()
+	if err := WriteText(&b, f, stats, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 6 || !strings.Contains(lines[0], "CALLS") || !strings.Contains(lines[0], "SELF") ||
+		!strings.HasSuffix(lines[4], "  bar") || !strings.Contains(lines[4], " 2  ") {
+		t.Errorf("text:\n%s", b.String())
+	}
+	// Function traces: calls only.
+	ff := tracetest.Forest(t, "tracer function\nthread 1\nc 1 a\nc 2 a\nc 3 b\n")
+	st, _ := Compute(ff, Options{Sort: "calls"})
+	b.Reset()
+	WriteText(&b, ff, st, false)
+	if got := b.String(); strings.Contains(got, "TOTAL") || !strings.Contains(got, "2  a\n") || !strings.Contains(got, "1  b\n") {
+		t.Errorf("function trace text:\n%s", got)
+	}
+}
+
+func TestDur(t *testing.T) {
+	for ns, want := range map[uint64]string{0: "0 ns", 9999: "9999 ns", 12345: "12.345 us", 12_345_678: "12.346 ms", 12_345_678_901: "12.346 s"} {
+		if got := Dur(ns); got != want {
+			t.Errorf("Dur(%d) = %q, want %q", ns, got, want)
+		}
+	}
+}
