@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ftkit tracers: the function and function_graph tracers writing trace files
+ * (format and controls: docs/trace-format.md).
+ *
+ * Normally driven by the FTRACE_* environment variables at start-up and by
+ * the live-control socket; this API does the same from the program itself.
+ * Not async-signal-safe (they register ops and write files). Return 0 or a
+ * negative errno.
+ */
+#ifndef FTRACE_TRACE_H
+#define FTRACE_TRACE_H
+
+#include <stddef.h>
+
+enum ftrace_tracer {
+	FTRACE_TRACER_NOP = 0,
+	FTRACE_TRACER_FUNCTION = 1,
+	FTRACE_TRACER_FUNCTION_GRAPH = 2,
+};
+
+struct ftrace_trace_config {
+	enum ftrace_tracer tracer;
+	const char *filter;		/* comma-separated globs, NULL/"" = all */
+	const char *notrace;		/* comma-separated globs */
+	unsigned int graph_depth;	/* 0 = unlimited */
+	const char *output;		/* NULL = "ftrace.dat"; "%p" → pid */
+	size_t buffer_kb;		/* per thread; 0 = 16384 */
+	int control;			/* also start the control socket */
+};
+
+/* Open the trace file and start the tracer (-EBUSY if already started). */
+int ftrace_trace_start(const struct ftrace_trace_config *cfg);
+/* Switch tracer / filters / depth while running. */
+int ftrace_trace_set_tracer(enum ftrace_tracer tracer);
+int ftrace_trace_set_filter(const char *globs);
+int ftrace_trace_set_notrace(const char *globs);
+int ftrace_trace_set_depth(unsigned int depth);
+/* Stop / resume recording (ops unregistered / registered again). */
+int ftrace_trace_enable(int on);
+/* Write a snapshot; path NULL = "<output>.snap.<n>"; the name used goes to out. */
+int ftrace_trace_snapshot(const char *path, char *out, size_t outlen);
+/* Stop tracing and finalise the trace file now. */
+int ftrace_trace_finish(void);
+
+#endif

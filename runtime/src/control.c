@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Live control: a unix stream socket served by a background thread.
+ *
+ * Path: $XDG_RUNTIME_DIR/ftkit-<pid>.sock, else /tmp/ftkit-<uid>/ftkit-<pid>.sock
+ * (directory 0700, must be ours). Socket mode 0600, and every connection's
+ * peer uid (SO_PEERCRED) must be ours or root. One request line, one response
+ * line (docs/trace-format.md).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <ftrace_trace.h>
+
+#include "control.h"
+#include "trace_internal.h"
+
+static char sock_path[108];
+static int sock_fd = -1;
+
+static int make_path(void)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	char dir[80];
+
+	if (xdg && *xdg && strlen(xdg) < 80 && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_uid == getuid() && access(xdg, W_OK) == 0) {
+		snprintf(sock_path, sizeof(sock_path), "%s/ftkit-%d.sock", xdg, (int)getpid());
+		return 0;
+	}
+	snprintf(dir, sizeof(dir), "/tmp/ftkit-%u", (unsigned)getuid());
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st) != 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077)) {
+		fprintf(stderr, "ftkit: %s is not a private directory of this user; no control socket\n",
+			dir);
+		return -EPERM;
+	}
+	snprintf(sock_path, sizeof(sock_path), "%s/ftkit-%d.sock", dir, (int)getpid());
+	return 0;
+}
+
+static void reply(int fd, const char *s)
+{
+	size_t n = strlen(s);
+
+	while (n) {
+		ssize_t w = write(fd, s, n);
+
+		if (w <= 0) {
+			if (w < 0 && errno == EINTR)
+				continue;
+			return;
+		}
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static void result(int fd, int err, const char *okmsg)
+{
+	char buf[PATH_MAX + 64];
+
+	if (err)
+		snprintf(buf, sizeof(buf), "error %s\n", strerror(-err));
+	else if (okmsg && *okmsg)
+		snprintf(buf, sizeof(buf), "ok %s\n", okmsg);
+	else
+		snprintf(buf, sizeof(buf), "ok\n");
+	reply(fd, buf);
+}
+
+static void handle(int fd, char *line)
+{
+	char *arg = strchr(line, ' ');
+	char out[PATH_MAX + 32];
+
+	if (arg) {
+		*arg++ = 0;
+		while (*arg == ' ')
+			arg++;
+	} else {
+		arg = line + strlen(line);
+	}
+	if (!strcmp(line, "status")) {
+		ft_trace_status(out, sizeof(out));
+		result(fd, 0, out);
+	} else if (!strcmp(line, "enable")) {
+		result(fd, ftrace_trace_enable(1), NULL);
+	} else if (!strcmp(line, "disable")) {
+		result(fd, ftrace_trace_enable(0), NULL);
+	} else if (!strcmp(line, "tracer")) {
+		if (!strcmp(arg, "function"))
+			result(fd, ftrace_trace_set_tracer(FTRACE_TRACER_FUNCTION), NULL);
+		else if (!strcmp(arg, "function_graph"))
+			result(fd, ftrace_trace_set_tracer(FTRACE_TRACER_FUNCTION_GRAPH), NULL);
+		else if (!strcmp(arg, "nop"))
+			result(fd, ftrace_trace_set_tracer(FTRACE_TRACER_NOP), NULL);
+		else
+			reply(fd, "error unknown tracer (function, function_graph, nop)\n");
+	} else if (!strcmp(line, "filter")) {
+		result(fd, ftrace_trace_set_filter(arg), NULL);
+	} else if (!strcmp(line, "notrace")) {
+		result(fd, ftrace_trace_set_notrace(arg), NULL);
+	} else if (!strcmp(line, "depth")) {
+		char *end;
+		unsigned long v = strtoul(arg, &end, 10);
+
+		if (!*arg || *end)
+			reply(fd, "error depth needs a number\n");
+		else
+			result(fd, ftrace_trace_set_depth((unsigned int)v), NULL);
+	} else if (!strcmp(line, "snapshot")) {
+		int err = ftrace_trace_snapshot(*arg ? arg : NULL, out, sizeof(out));
+
+		result(fd, err, out);
+	} else if (!strcmp(line, "finish")) {
+		result(fd, ftrace_trace_finish(), NULL);
+	} else {
+		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, depth, snapshot, finish)\n");
+	}
+}
+
+static void serve(int fd)
+{
+	char buf[4097];
+	size_t have = 0;
+
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *nl;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		have += (size_t)n;
+		buf[have] = 0;
+		while ((nl = memchr(buf, '\n', have))) {
+			*nl = 0;
+			if (nl > buf && nl[-1] == '\r')
+				nl[-1] = 0;
+			handle(fd, buf);
+			have -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, have);
+			buf[have] = 0;
+		}
+		if (have == sizeof(buf) - 1) {
+			reply(fd, "error line too long\n");
+			return;
+		}
+	}
+}
+
+static void *control_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		int c = accept4(sock_fd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return NULL;
+		}
+		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 &&
+		    (cr.uid == getuid() || cr.uid == 0))
+			serve(c);
+		else
+			reply(c, "error permission denied\n");
+		close(c);
+	}
+}
+
+int ft_control_start(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t th;
+	int fd, err;
+
+	if (sock_fd >= 0)
+		return 0;
+	err = make_path();
+	if (err)
+		return err;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ft_strlcpy(sa.sun_path, sock_path, sizeof(sa.sun_path));
+	unlink(sock_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(sock_path, 0600) != 0 ||
+	    listen(fd, 4) != 0) {
+		err = -errno;
+		fprintf(stderr, "ftkit: control socket %s: %s\n", sock_path, strerror(-err));
+		close(fd);
+		unlink(sock_path);
+		sock_path[0] = 0;
+		return err;
+	}
+	sock_fd = fd;
+	/* the server thread takes none of the program's signals */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = -pthread_create(&th, &attr, control_thread, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(fd);
+		sock_fd = -1;
+		ft_control_unlink();
+		return err;
+	}
+	pthread_setname_np(th, "ftkit-control");
+	return 0;
+}
+
+void ft_control_unlink(void)
+{
+	if (sock_path[0]) {
+		unlink(sock_path);
+		sock_path[0] = 0;
+	}
+}
+
+/* The child of a fork has no server thread and must not remove the parent's socket. */
+void ft_control_forked(void)
+{
+	if (sock_fd >= 0)
+		close(sock_fd);
+	sock_fd = -1;
+	sock_path[0] = 0;
+}

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Function graph: return hooking with a per-thread shadow stack (kernel fgraph
+ * model, see fgraph_api.h in ftrace.h).
+ *
+ * Each graph user registers its own ftrace_ops (its filters) whose callback is
+ * fgraph_entry(). At a traced function's entry, the return-address slot is the
+ * stack pointer the trampoline saw (ftrace_regs_get_stack_pointer). The entry
+ * hook pushes {real return address, slot, ip, time, users} and writes
+ * return_to_handler into the slot. When the function returns there,
+ * fgraph_return() pops the frame, runs the users' return callbacks and hands
+ * back the real return address.
+ *
+ * Frames that are left without returning are detected and closed as
+ * "unwound":
+ *  - longjmp/siglongjmp: at the next entry, frames whose slot is below the new
+ *    slot are dead (the stack has been cut back above them); at a return,
+ *    every frame pushed after the returning one is dead;
+ *  - C++ exceptions: __cxa_throw/__cxa_rethrow put every real return address
+ *    back (the unwinder reads them), __cxa_begin_catch closes the frames below
+ *    the catching one and re-hooks the survivors (fgraph_interpose.c);
+ *  - pthread_exit: all frames are restored and closed before the real one runs.
+ * Tail calls need nothing: the callee's slot holds return_to_handler, which
+ * is saved as its "real" return address, so both frames return in turn.
+ *
+ * A thread whose shadow stack is full stops hooking deeper calls (counted in
+ * the trace's lost_depth); nothing is lost above.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "trace_internal.h"
+
+#define SHADOW_BYTES (FGRAPH_SHADOW_DEPTH * sizeof(struct fgraph_frame))
+
+struct fgraph_user {
+	struct fgraph_ops *gops;
+	uint32_t epoch;			/* fgraph_epoch when registered */
+};
+
+static struct fgraph_user fgraph_users[FGRAPH_MAX_USERS];
+static uint32_t fgraph_epoch;
+static pthread_mutex_t fgraph_mu = PTHREAD_MUTEX_INITIALIZER;
+
+unsigned long long ftrace_graph_clock(void)
+{
+	return ft_clock_read();
+}
+
+static struct fgraph_frame *shadow_get(struct ft_thread *t)
+{
+	void *p;
+
+	if (likely(t->shadow))
+		return t->shadow;
+	if (t->shadow_failed)
+		return NULL;
+	p = mmap(NULL, SHADOW_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		t->shadow_failed = 1;
+		return NULL;
+	}
+	t->depth = 0;
+	t->shadow = p;
+	return p;
+}
+
+/* Run the return callbacks of frame f (already popped; depth = its index). */
+static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, uint64_t now)
+{
+	struct ftrace_graph_ret r = {
+		.func = f->ip,
+		.depth = depth,
+		.flags = flags,
+		.calltime = f->calltime,
+		.rettime = now,
+		.retaddr = f->ret,
+	};
+	uint32_t users = f->users;
+
+	while (users) {
+		int i = __builtin_ctz(users);
+		struct fgraph_ops *g;
+
+		users &= users - 1;
+		g = __atomic_load_n(&fgraph_users[i].gops, __ATOMIC_ACQUIRE);
+		if (g && fgraph_users[i].epoch <= f->epoch && g->retfunc)
+			g->retfunc(&r, g);
+	}
+}
+
+/* Pop frames above index keep (exclusive) as unwound, most recent first. */
+static void pop_unwound(struct ft_thread *t, int keep, int restore)
+{
+	uint64_t now = ft_clock_read();
+
+	while (t->depth > keep) {
+		int d = t->depth - 1;
+		struct fgraph_frame f = t->shadow[d];
+
+		if (restore && *f.slot == (unsigned long)return_to_handler)
+			*f.slot = f.ret;
+		t->depth = d;
+		barrier();
+		frame_close(&f, d, FGRAPH_RET_UNWOUND, now);
+	}
+	t->last_slot = NULL;
+}
+
+/* Is addr on this thread's alternate signal stack while we are running on it? */
+static int on_altstack(unsigned long addr)
+{
+	stack_t ss;
+
+	if (sigaltstack(NULL, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK))
+		return 0;
+	return addr >= (unsigned long)ss.ss_sp && addr < (unsigned long)ss.ss_sp + ss.ss_size;
+}
+
+/*
+ * Frames whose slot is below the slot of a new call are dead: the stack was
+ * cut back above them (longjmp). A frame at the very same slot is dead too
+ * unless the slot still holds return_to_handler (a tail call from it). A
+ * signal handler on an alternate stack is the one exception: its frames may
+ * be above the interrupted ones.
+ */
+static void drop_stale(struct ft_thread *t, unsigned long *slot)
+{
+	int d = t->depth, alt = -1;
+
+	while (d > 0) {
+		struct fgraph_frame *f = &t->shadow[d - 1];
+
+		if (f->slot > slot)
+			break;
+		if (f->slot == slot && *slot == (unsigned long)return_to_handler)
+			break;
+		if (f->slot < slot) {
+			if (alt < 0)
+				alt = on_altstack((unsigned long)slot);
+			if (alt && !on_altstack((unsigned long)f->slot))
+				break;
+		}
+		d--;
+	}
+	if (d < t->depth)
+		pop_unwound(t, d, 0);
+}
+
+static void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			 struct ftrace_regs *fregs)
+{
+	struct fgraph_ops *gops = op->private;
+	struct ft_thread *t = &ft_cur;
+	unsigned long *slot = (unsigned long *)ftrace_regs_get_stack_pointer(fregs);
+	struct ftrace_graph_ent e;
+	struct fgraph_frame *f;
+	int idx = gops->idx, d;
+
+	if (unlikely(idx < 0 || t->paused))
+		return;
+	if (unlikely(!shadow_get(t)))
+		return;
+	(void)parent_ip;
+
+	/* another graph user of the same call: join its frame */
+	if (t->last_slot == slot && t->last_ip == ip && t->depth > 0 &&
+	    *slot == (unsigned long)return_to_handler) {
+		f = &t->shadow[t->depth - 1];
+		e.func = ip;
+		e.depth = t->depth - 1;
+		e.calltime = f->calltime;
+		e.retaddr = f->ret;
+		if (gops->entryfunc(&e, gops))
+			f->users |= 1u << idx;
+		return;
+	}
+	if (t->depth > 0)
+		drop_stale(t, slot);
+	d = t->depth;
+	if (unlikely(d >= FGRAPH_SHADOW_DEPTH)) {
+		ft_note_lost_depth();
+		return;
+	}
+	e.func = ip;
+	e.depth = d;
+	e.calltime = ft_clock_read();
+	e.retaddr = *slot;
+	if (!gops->entryfunc(&e, gops))
+		return;
+	f = &t->shadow[d];
+	f->ret = *slot;
+	f->slot = slot;
+	f->ip = ip;
+	f->calltime = e.calltime;
+	f->users = 1u << idx;
+	f->epoch = __atomic_load_n(&fgraph_epoch, __ATOMIC_RELAXED);
+	barrier();
+	t->depth = d + 1;
+	barrier();
+	*slot = (unsigned long)return_to_handler;
+	t->last_slot = slot;
+	t->last_ip = ip;
+}
+
+/*
+ * Called by return_to_handler with the stack pointer after the traced
+ * function's `ret`: its slot is sp - 8. Returns where to continue.
+ */
+unsigned long fgraph_return(unsigned long sp)
+{
+	struct ft_thread *t = &ft_cur;
+	unsigned long *slot = (unsigned long *)sp - 1;
+	struct fgraph_frame f;
+	uint64_t now = ft_clock_read();
+	int d;
+
+	/* the most recent frame of this slot; anything pushed after it is dead */
+	for (d = t->depth - 1; d >= 0; d--)
+		if (t->shadow[d].slot == slot)
+			break;
+	if (unlikely(d < 0)) {
+		ft_msg("fatal: return_to_handler without a shadow-stack frame", NULL);
+		abort();
+	}
+	if (d < t->depth - 1)
+		pop_unwound(t, d + 1, 0);
+	f = t->shadow[d];
+	t->depth = d;
+	t->last_slot = NULL;
+	barrier();
+	frame_close(&f, d, 0, now);
+	return f.ret;
+}
+
+/* Put every real return address back (an exception is about to be thrown). */
+void fgraph_unhook_all(void)
+{
+	struct ft_thread *t = &ft_cur;
+
+	for (int d = t->depth - 1; d >= 0; d--) {
+		struct fgraph_frame *f = &t->shadow[d];
+
+		if (*f->slot == (unsigned long)return_to_handler)
+			*f->slot = f->ret;
+	}
+	t->last_slot = NULL;
+}
+
+/*
+ * An exception was caught in the frame whose CFA is cfa: frames below it are
+ * gone (close them as unwound), the others are hooked again.
+ */
+void fgraph_rehook_live(unsigned long cfa)
+{
+	struct ft_thread *t = &ft_cur;
+	int d = t->depth;
+
+	while (d > 0 && (unsigned long)t->shadow[d - 1].slot < cfa)
+		d--;
+	if (d < t->depth)
+		pop_unwound(t, d, 0);
+	for (d = 0; d < t->depth; d++) {
+		struct fgraph_frame *f = &t->shadow[d];
+
+		/* a frame whose slot holds something else was re-used: leave it */
+		if (*f->slot == f->ret)
+			*f->slot = (unsigned long)return_to_handler;
+	}
+}
+
+/* The thread is about to unwind completely (pthread_exit). */
+void fgraph_unwind_all(void)
+{
+	struct ft_thread *t = &ft_cur;
+
+	if (t->shadow)
+		pop_unwound(t, 0, 1);
+}
+
+/* Thread exit: free the shadow stack if no frame is hooked any more. */
+void fgraph_thread_release(void)
+{
+	struct ft_thread *t = &ft_cur;
+
+	if (t->shadow && t->depth == 0) {
+		munmap(t->shadow, SHADOW_BYTES);
+		t->shadow = NULL;
+	}
+}
+
+int register_ftrace_graph(struct fgraph_ops *gops)
+{
+	int i, err;
+
+	if (!gops || !gops->entryfunc)
+		return -EINVAL;
+	pthread_mutex_lock(&fgraph_mu);
+	for (i = 0; i < FGRAPH_MAX_USERS; i++)
+		if (fgraph_users[i].gops == gops) {
+			pthread_mutex_unlock(&fgraph_mu);
+			return -EBUSY;
+		}
+	for (i = 0; i < FGRAPH_MAX_USERS; i++)
+		if (!fgraph_users[i].gops)
+			break;
+	if (i == FGRAPH_MAX_USERS) {
+		pthread_mutex_unlock(&fgraph_mu);
+		return -EBUSY;
+	}
+	fgraph_users[i].epoch = __atomic_add_fetch(&fgraph_epoch, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&fgraph_users[i].gops, gops, __ATOMIC_RELEASE);
+	gops->idx = i;
+	gops->ops.func = fgraph_entry;
+	gops->ops.private = gops;
+	err = register_ftrace_function(&gops->ops);
+	if (err) {
+		__atomic_store_n(&fgraph_users[i].gops, NULL, __ATOMIC_RELEASE);
+		gops->idx = -1;
+	}
+	pthread_mutex_unlock(&fgraph_mu);
+	return err;
+}
+
+void unregister_ftrace_graph(struct fgraph_ops *gops)
+{
+	int i;
+
+	pthread_mutex_lock(&fgraph_mu);
+	for (i = 0; i < FGRAPH_MAX_USERS; i++)
+		if (fgraph_users[i].gops == gops)
+			break;
+	if (i < FGRAPH_MAX_USERS) {
+		unregister_ftrace_function(&gops->ops);
+		/* frames already hooked still return through the handler: they skip us */
+		__atomic_store_n(&fgraph_users[i].gops, NULL, __ATOMIC_RELEASE);
+		gops->idx = -1;
+	}
+	pthread_mutex_unlock(&fgraph_mu);
+}

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The function and function_graph tracers: ordinary ftrace_ops / fgraph_ops
+ * users that record into the per-thread buffers of trace_buf.c, the
+ * FTRACE_* start-up controls, and the write-out at exit and on fatal signals.
+ *
+ * Hot paths (trace_func, trace_graph_ent, trace_graph_ret): one TLS state
+ * check, one clock read, a 32-byte store and a release store of the count. No
+ * locks, no system calls, no allocation (except the first event of a thread,
+ * see ft_thread_buf()).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ftrace_trace.h>
+
+#include "control.h"
+#include "trace_buf.h"
+#include "trace_internal.h"
+
+static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+	int started;
+	int enabled;			/* ops registered */
+	enum ftrace_tracer tracer;
+	unsigned int depth;
+	char *filter, *notrace;
+	int registered;			/* which tracer's ops are registered */
+} tr;
+
+/* ---- function tracer ---- */
+
+static inline struct ft_thread *thread_buf(void)
+{
+	struct ft_thread *t = &ft_cur;
+
+	if (likely(t->state == FT_THREAD_LIVE))
+		return t;
+	return ft_thread_buf();
+}
+
+static void trace_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+		       struct ftrace_regs *fregs)
+{
+	struct ft_thread *t = thread_buf();
+	struct ftkit_rec *r;
+
+	(void)op;
+	(void)fregs;
+	if (unlikely(!t) || unlikely(!(r = ft_rec_reserve(t))))
+		return;
+	r->ts = ft_clock_read();
+	r->ip = ip;
+	r->aux = parent_ip;
+	r->depth = 0;
+	r->type = FTKIT_REC_FUNC;
+	r->flags = 0;
+	ft_rec_commit(t);
+}
+
+static struct ftrace_ops trace_fops = { .func = trace_func };
+
+/* ---- function_graph tracer ---- */
+
+static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
+{
+	struct ft_thread *t;
+	struct ftkit_rec *r;
+
+	(void)gops;
+	if (unlikely(tr.depth && (unsigned int)e->depth >= tr.depth)) {
+		ft_note_lost_depth();
+		return 0;
+	}
+	t = thread_buf();
+	if (unlikely(!t))
+		return 0;
+	/* keep room for the exits of every recorded frame still open */
+	if (unlikely(t->head + t->open + 2 > t->cap)) {
+		t->chunk->lost++;
+		t->chunk->flags |= FTKIT_T_FULL;
+		return 0;
+	}
+	r = &t->recs[t->head++];
+	barrier();
+	r->ts = e->calltime;
+	r->ip = e->func;
+	r->aux = e->retaddr;
+	r->depth = (uint32_t)e->depth;
+	r->type = FTKIT_REC_ENTRY;
+	r->flags = 0;
+	t->open++;
+	ft_rec_commit(t);
+	return 1;
+}
+
+static void trace_graph_ret(struct ftrace_graph_ret *e, struct fgraph_ops *gops)
+{
+	struct ft_thread *t = &ft_cur;
+	struct ftkit_rec *r;
+
+	(void)gops;
+	/* no buffer, or an entry recorded before fork (in the parent's file) */
+	if (unlikely(t->state != FT_THREAD_LIVE || !t->open ||
+		     e->calltime < ft_sess.hdr.start_ticks))
+		return;
+	r = ft_rec_reserve(t);
+	if (unlikely(!r))
+		return;
+	r->ts = e->rettime;
+	r->ip = e->func;
+	r->aux = e->calltime;
+	r->depth = (uint32_t)e->depth;
+	r->type = FTKIT_REC_EXIT;
+	r->flags = (e->flags & FGRAPH_RET_UNWOUND) ? FTKIT_REC_UNWOUND : 0;
+	t->open--;
+	ft_rec_commit(t);
+}
+
+static struct fgraph_ops trace_gops = {
+	.entryfunc = trace_graph_ent,
+	.retfunc = trace_graph_ret,
+	.idx = -1,
+};
+
+/* ---- ops management (under trace_mu) ---- */
+
+static int set_globs(struct ftrace_ops *ops, const char *globs, int notrace)
+{
+	char buf[4096];
+	int err = 0, first = 1;
+	const char *p = globs ? globs : "";
+
+	do {
+		const char *e = strchr(p, ',');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+
+		while (n && (*p == ' ' || *p == '\t'))
+			p++, n--;
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\n'))
+			n--;
+		if (n >= sizeof(buf))
+			return -EINVAL;
+		memcpy(buf, p, n);
+		buf[n] = 0;
+		if (n || first) {
+			int r = notrace ? ftrace_set_notrace(ops, n ? (unsigned char *)buf : NULL, (int)n, first)
+					: ftrace_set_filter(ops, n ? (unsigned char *)buf : NULL, (int)n, first);
+
+			if (r && n) {
+				fprintf(stderr, "ftkit: %s '%s': %s\n", notrace ? "notrace" : "filter", buf,
+					strerror(-r));
+				if (!err)
+					err = r;
+			}
+			first = 0;
+		}
+		p = e ? e + 1 : NULL;
+	} while (p);
+	return err;
+}
+
+static void ops_unregister(void)
+{
+	if (tr.registered == FTRACE_TRACER_FUNCTION)
+		unregister_ftrace_function(&trace_fops);
+	else if (tr.registered == FTRACE_TRACER_FUNCTION_GRAPH)
+		unregister_ftrace_graph(&trace_gops);
+	tr.registered = FTRACE_TRACER_NOP;
+}
+
+/* Make the registered ops match tr (tracer, filters, enabled). */
+static int ops_apply(void)
+{
+	int err = 0, e2;
+
+	ops_unregister();
+	err = set_globs(&trace_fops, tr.filter, 0);
+	e2 = set_globs(&trace_fops, tr.notrace, 1);
+	err = err ? err : e2;
+	e2 = set_globs(&trace_gops.ops, tr.filter, 0);
+	err = err ? err : e2;
+	e2 = set_globs(&trace_gops.ops, tr.notrace, 1);
+	err = err ? err : e2;
+	if (!tr.enabled || tr.tracer == FTRACE_TRACER_NOP)
+		return err;
+	if (tr.tracer == FTRACE_TRACER_FUNCTION)
+		e2 = register_ftrace_function(&trace_fops);
+	else
+		e2 = register_ftrace_graph(&trace_gops);
+	if (e2) {
+		fprintf(stderr, "ftkit: cannot register the %s tracer: %s\n",
+			tr.tracer == FTRACE_TRACER_FUNCTION ? "function" : "function_graph",
+			strerror(-e2));
+		return e2;
+	}
+	tr.registered = tr.tracer;
+	return err;
+}
+
+/* ---- fatal signals ---- */
+
+static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+static struct sigaction old_act[65];
+
+static void fatal_handler(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction *old = &old_act[sig];
+
+	if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+		/* the program handles it: not (necessarily) fatal */
+		if (old->sa_flags & SA_SIGINFO)
+			old->sa_sigaction(sig, si, uc);
+		else
+			old->sa_handler(sig);
+		return;
+	}
+	ft_session_finish(FTKIT_R_SIGNAL, sig, 1);
+	ft_control_unlink();
+	sigaction(sig, old, NULL);
+	raise(sig);	/* pending until we return; then the default action */
+}
+
+static void install_fatal_handlers(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fatal_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(fatal_sigs) / sizeof(fatal_sigs[0]); i++)
+		sigaction(fatal_sigs[i], &sa, &old_act[fatal_sigs[i]]);
+}
+
+/* ---- exit, fork ---- */
+
+static void trace_atexit(void)
+{
+	ft_session_finish(FTKIT_R_EXIT, 0, 0);
+	ft_control_unlink();
+}
+
+static void atfork_prepare(void)
+{
+	struct ft_thread *t = &ft_cur;
+
+	/* nothing may be recorded between fork() and the child handler */
+	t->paused = t->state;
+	t->state = FT_THREAD_NOBUF;
+}
+
+static void atfork_parent(void)
+{
+	ft_cur.state = ft_cur.paused;
+}
+
+static void atfork_child(void)
+{
+	ft_cur.state = ft_cur.paused;
+	ft_control_forked();
+	ft_session_forked();
+}
+
+/* ---- API ---- */
+
+static char *dup_or_null(const char *s)
+{
+	return s && *s ? strdup(s) : NULL;
+}
+
+int ftrace_trace_start(const struct ftrace_trace_config *cfg)
+{
+	static int once;
+	size_t kb = cfg->buffer_kb ? cfg->buffer_kb : 16384;
+	int err;
+
+	pthread_mutex_lock(&trace_mu);
+	if (tr.started) {
+		pthread_mutex_unlock(&trace_mu);
+		return -EBUSY;
+	}
+	err = ft_session_open(cfg->output, kb, (uint32_t)cfg->tracer, cfg->graph_depth,
+			      getenv("FTRACE_CLOCK") && !strcmp(getenv("FTRACE_CLOCK"), "mono"), 0);
+	if (err) {
+		pthread_mutex_unlock(&trace_mu);
+		return err;
+	}
+	if (!once) {
+		once = 1;
+		install_fatal_handlers();
+		atexit(trace_atexit);
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	}
+	tr.started = 1;
+	tr.tracer = cfg->tracer;
+	tr.depth = cfg->graph_depth;
+	tr.filter = dup_or_null(cfg->filter);
+	tr.notrace = dup_or_null(cfg->notrace);
+	tr.enabled = cfg->tracer != FTRACE_TRACER_NOP;
+	err = ops_apply();
+	pthread_mutex_unlock(&trace_mu);
+	if (cfg->control)
+		ft_control_start();
+	return err;
+}
+
+int ftrace_trace_set_tracer(enum ftrace_tracer tracer)
+{
+	int err;
+
+	if (tracer > FTRACE_TRACER_FUNCTION_GRAPH)
+		return -EINVAL;
+	pthread_mutex_lock(&trace_mu);
+	tr.tracer = tracer;
+	if (tracer == FTRACE_TRACER_NOP)
+		tr.enabled = 0;
+	else if (!tr.enabled && tr.registered == FTRACE_TRACER_NOP)
+		tr.enabled = 1;
+	err = tr.started ? ops_apply() : -ENODEV;
+	pthread_mutex_unlock(&trace_mu);
+	return err;
+}
+
+static int set_str(char **dst, const char *s)
+{
+	int err;
+
+	pthread_mutex_lock(&trace_mu);
+	free(*dst);
+	*dst = dup_or_null(s);
+	err = tr.started ? ops_apply() : -ENODEV;
+	pthread_mutex_unlock(&trace_mu);
+	return err;
+}
+
+int ftrace_trace_set_filter(const char *globs)
+{
+	return set_str(&tr.filter, globs);
+}
+
+int ftrace_trace_set_notrace(const char *globs)
+{
+	return set_str(&tr.notrace, globs);
+}
+
+int ftrace_trace_set_depth(unsigned int depth)
+{
+	__atomic_store_n(&tr.depth, depth, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int ftrace_trace_enable(int on)
+{
+	int err;
+
+	pthread_mutex_lock(&trace_mu);
+	tr.enabled = !!on;
+	err = tr.started ? ops_apply() : -ENODEV;
+	pthread_mutex_unlock(&trace_mu);
+	return err;
+}
+
+int ftrace_trace_snapshot(const char *path, char *out, size_t outlen)
+{
+	return ft_session_snapshot(path, out, outlen);
+}
+
+int ftrace_trace_finish(void)
+{
+	int err;
+
+	pthread_mutex_lock(&trace_mu);
+	tr.enabled = 0;
+	if (tr.started)
+		ops_apply();
+	pthread_mutex_unlock(&trace_mu);
+	err = ft_session_finish(FTKIT_R_SHUTDOWN, 0, 0);
+	ft_control_unlink();
+	return err;
+}
+
+/* "status" line for the control socket. */
+void ft_trace_status(char *buf, size_t len)
+{
+	static const char *const names[] = { "nop", "function", "function_graph" };
+	uint64_t lost, threads;
+
+	ft_session_counts(&lost, &threads);
+	pthread_mutex_lock(&trace_mu);
+	snprintf(buf, len, "tracer=%s enabled=%d pid=%d output=%s threads=%llu lost=%llu",
+		 names[tr.tracer], tr.enabled && tr.registered != FTRACE_TRACER_NOP, (int)getpid(),
+		 ft_sess.final, (unsigned long long)threads, (unsigned long long)lost);
+	pthread_mutex_unlock(&trace_mu);
+}
+
+/* ---- start-up ---- */
+
+static int env_uint(const char *name, unsigned long *v)
+{
+	const char *s = getenv(name);
+	char *end;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	if (errno || *end) {
+		fprintf(stderr, "ftkit: ignoring %s=%s (not a number)\n", name, s);
+		return 0;
+	}
+	return 1;
+}
+
+__attribute__((constructor(65535))) static void trace_init_env(void)
+{
+	const char *tracer = getenv("FTRACE_TRACER");
+	const char *control = getenv("FTRACE_CONTROL");
+	struct ftrace_trace_config cfg = { 0 };
+	unsigned long v;
+
+	cfg.control = control && !strcmp(control, "1");
+	if (tracer && *tracer) {
+		if (!strcmp(tracer, "function")) {
+			cfg.tracer = FTRACE_TRACER_FUNCTION;
+		} else if (!strcmp(tracer, "function_graph")) {
+			cfg.tracer = FTRACE_TRACER_FUNCTION_GRAPH;
+		} else if (!strcmp(tracer, "nop")) {
+			cfg.tracer = FTRACE_TRACER_NOP;
+		} else {
+			fprintf(stderr, "ftkit: FTRACE_TRACER=%s: unknown tracer (function, function_graph, nop); tracing off\n",
+				tracer);
+			return;
+		}
+		cfg.control = cfg.control || !(control && !strcmp(control, "0"));
+	} else if (!cfg.control) {
+		return;
+	}
+	cfg.filter = getenv("FTRACE_FILTER");
+	cfg.notrace = getenv("FTRACE_NOTRACE");
+	cfg.output = getenv("FTRACE_OUTPUT");
+	if (env_uint("FTRACE_GRAPH_DEPTH", &v))
+		cfg.graph_depth = (unsigned int)v;
+	if (env_uint("FTRACE_BUFFER_KB", &v) && v)
+		cfg.buffer_kb = v;
+	ftrace_trace_start(&cfg);
+}

@@ -1,0 +1,721 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The trace file and the per-thread event buffers (docs/trace-format.md).
+ *
+ * Each thread's buffer is a chunk of the trace file mapped MAP_SHARED: records
+ * land in the page cache as they are written, so they survive any end of the
+ * process. A thread gets its chunk on its first event (mmap, no malloc: this
+ * may run in a signal handler); the global spin lock below is taken only then,
+ * never per event. Chunks are fallocate()d so that a full disk makes the
+ * allocation fail (events counted as lost) instead of a later SIGBUS.
+ *
+ * Finalisation (exit, fatal signal, shutdown) uses only async-signal-safe
+ * calls: pwrite, rename, clock_gettime, open/read.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "trace_buf.h"
+#include "trace_internal.h"
+
+#define PAGE 4096UL
+#define ROUND_UP(x, a) (((x) + (a) - 1) & ~((a) - 1))
+
+__thread struct ft_thread ft_cur FT_TLS;
+
+struct ft_session ft_sess = { .fd = -1 };
+
+static volatile int sess_lock;
+static pthread_key_t exit_key;
+static int exit_key_ok;
+
+static int lock_try(int spins)
+{
+	while (__atomic_exchange_n(&sess_lock, 1, __ATOMIC_ACQUIRE)) {
+		if (spins-- == 0)
+			return 0;
+		__builtin_ia32_pause();
+	}
+	return 1;
+}
+
+static void lock_get(void)
+{
+	while (!lock_try(1000))
+		syscall(SYS_sched_yield);
+}
+
+static void lock_put(void)
+{
+	__atomic_store_n(&sess_lock, 0, __ATOMIC_RELEASE);
+}
+
+static int write_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		off += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len, off_t off)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, off);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return n < 0 ? -errno : -EIO;
+		}
+		p += n;
+		off += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* ---- memory map of loaded objects ---- */
+
+struct maps_build {
+	char *buf;
+	size_t len, cap;
+	uint32_t count;
+	int oom;
+};
+
+static void mb_put(struct maps_build *mb, const void *p, size_t n)
+{
+	if (mb->oom)
+		return;
+	if (mb->len + n > mb->cap) {
+		size_t cap = mb->cap ? mb->cap * 2 : 16384;
+		char *nb;
+
+		while (cap < mb->len + n)
+			cap *= 2;
+		nb = realloc(mb->buf, cap);
+		if (!nb) {
+			mb->oom = 1;
+			return;
+		}
+		mb->buf = nb;
+		mb->cap = cap;
+	}
+	memcpy(mb->buf + mb->len, p, n);
+	mb->len += n;
+}
+
+static int maps_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct maps_build *mb = arg;
+	struct ftkit_map_entry e = { 0 };
+	unsigned char bid[255];
+	char path[PATH_MAX];
+	unsigned long lo = ~0UL, hi = 0;
+	size_t bidlen = 0, plen;
+	static const char zero[8];
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD) {
+			unsigned long a = info->dlpi_addr + ph->p_vaddr;
+
+			if (a < lo)
+				lo = a;
+			if (a + ph->p_memsz > hi)
+				hi = a + ph->p_memsz;
+		} else if (ph->p_type == PT_NOTE && !bidlen) {
+			const char *n = (const char *)(info->dlpi_addr + ph->p_vaddr);
+			const char *end = n + ph->p_memsz;
+
+			while (n + sizeof(ElfW(Nhdr)) <= end) {
+				const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)n;
+				const char *name = n + sizeof(*nh);
+				const char *desc = name + ROUND_UP(nh->n_namesz, 4UL);
+
+				if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+				    !memcmp(name, "GNU", 4) && nh->n_descsz <= sizeof(bid) &&
+				    desc + nh->n_descsz <= end) {
+					bidlen = nh->n_descsz;
+					memcpy(bid, desc, bidlen);
+					break;
+				}
+				n = desc + ROUND_UP(nh->n_descsz, 4UL);
+			}
+		}
+	}
+	if (!hi)
+		return 0;
+	if (mb->count == 0 && (!info->dlpi_name || !info->dlpi_name[0])) {
+		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+		path[n > 0 ? n : 0] = 0;
+		e.flags |= FTKIT_MAP_MAIN;
+	} else {
+		ft_strlcpy(path, info->dlpi_name ? info->dlpi_name : "", sizeof(path));
+	}
+	if (info->dlpi_addr && getauxval(AT_SYSINFO_EHDR) == lo)
+		e.flags |= FTKIT_MAP_VDSO;
+	plen = strlen(path);
+	if (plen > 65535)
+		plen = 65535;
+	e.entry_size = (uint32_t)ROUND_UP(sizeof(e) + bidlen + plen, 8UL);
+	e.path_len = (uint16_t)plen;
+	e.build_id_len = (uint8_t)bidlen;
+	e.start = lo;
+	e.end = hi;
+	e.bias = info->dlpi_addr;
+	if (ft_sess.maps_startup_done && !ft_known_at_startup(lo))
+		e.flags |= FTKIT_MAP_DLOPEN;
+	mb_put(mb, &e, sizeof(e));
+	mb_put(mb, bid, bidlen);
+	mb_put(mb, path, plen);
+	mb_put(mb, zero, e.entry_size - sizeof(e) - bidlen - plen);
+	mb->count++;
+	return 0;
+}
+
+/* Start addresses of the objects present at start-up (for FTKIT_MAP_DLOPEN). */
+static unsigned long startup_objs[256];
+static int nstartup_objs;
+
+int ft_known_at_startup(unsigned long start)
+{
+	for (int i = 0; i < nstartup_objs; i++)
+		if (startup_objs[i] == start)
+			return 1;
+	return 0;
+}
+
+/*
+ * Build a MAPS chunk image (not async-signal-safe: dl_iterate_phdr, malloc).
+ * pad_to: if non-zero, pad the chunk so that it ends at a multiple of it when
+ * it starts at offset `at`. The previous image is kept for the signal path.
+ */
+int ft_maps_build(uint64_t at, unsigned long pad_to)
+{
+	struct maps_build mb = { 0 };
+	struct ftkit_maps_chunk h = { { FTKIT_CHUNK_MAPS, sizeof(h), 0 }, 0, 0 };
+
+	mb_put(&mb, &h, sizeof(h));
+	dl_iterate_phdr(maps_cb, &mb);
+	if (pad_to) {
+		static const char zero[PAGE];
+		size_t end = ROUND_UP(at + mb.len, pad_to);
+
+		mb_put(&mb, zero, end - at - mb.len);
+	}
+	if (mb.oom) {
+		free(mb.buf);
+		return -ENOMEM;
+	}
+	((struct ftkit_maps_chunk *)mb.buf)->count = mb.count;
+	((struct ftkit_maps_chunk *)mb.buf)->c.size = mb.len;
+	if (!ft_sess.maps_startup_done) {
+		const char *p = mb.buf + sizeof(h);
+
+		for (uint32_t i = 0; i < mb.count && nstartup_objs < 256; i++) {
+			const struct ftkit_map_entry *e = (const void *)p;
+
+			startup_objs[nstartup_objs++] = e->start;
+			p += e->entry_size;
+		}
+	}
+	/* publish; the old image may be in use by a signal handler: leak it */
+	__atomic_store_n(&ft_sess.maps_len, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&ft_sess.maps, mb.buf, __ATOMIC_RELEASE);
+	__atomic_store_n(&ft_sess.maps_len, mb.len, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ---- session ---- */
+
+static void expand_output(const char *in, char *out, size_t size, const char *suffix)
+{
+	char pid[24];
+	size_t o = 0;
+
+	ft_utoa(pid, (unsigned long)getpid());
+	for (const char *p = in; *p && o + 24 < size; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			o += ft_strlcpy(out + o, pid, size - o);
+			p++;
+		} else {
+			out[o++] = *p;
+		}
+	}
+	out[o] = 0;
+	if (suffix && o + strlen(suffix) + 1 < size)
+		strcat(out, suffix);
+}
+
+static void thread_key_dtor(void *v)
+{
+	(void)v;
+	ft_thread_exit();
+}
+
+/*
+ * Open the trace file for this process: header, CMDLINE, MAPS (padded so that
+ * thread chunks start page-aligned). fork_child: name it after the parent's
+ * output with ".<pid>" appended.
+ */
+int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t depth,
+		    int force_mono, int fork_child)
+{
+	struct ft_session *s = &ft_sess;
+	struct ftkit_file_header *h = &s->hdr;
+	char cmd[8192];
+	struct ftkit_chunk cc;
+	ssize_t cn = 0;
+	int fd, err;
+
+	if (!fork_child) {
+		expand_output(output && *output ? output : "ftrace.dat", s->final, sizeof(s->final), NULL);
+	} else {
+		char sfx[32] = ".";
+
+		ft_utoa(sfx + 1, (unsigned long)getpid());
+		if (strlen(s->final) + strlen(sfx) + 1 < sizeof(s->final))
+			strcat(s->final, sfx);
+	}
+	if (snprintf(s->part, sizeof(s->part), "%s.%d.part", s->final, (int)getpid()) >=
+	    (int)sizeof(s->part))
+		return -ENAMETOOLONG;
+	fd = open(s->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		ft_msg("cannot create trace file ", s->part);
+		return err;
+	}
+	if (!exit_key_ok && pthread_key_create(&exit_key, thread_key_dtor) == 0)
+		exit_key_ok = 1;
+
+	if (!fork_child)
+		ft_clock_init(force_mono, &s->clk);
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, FTKIT_TRACE_MAGIC, 8);
+	h->version = FTKIT_TRACE_VERSION;
+	h->header_size = sizeof(*h);
+	h->pid = (uint32_t)getpid();
+	h->clock = (uint32_t)s->clk.source;
+	h->ns_per_tick = s->clk.ns_per_tick;
+	h->ref_ticks = s->clk.ref_ticks;
+	h->ref_mono_ns = s->clk.ref_mono_ns;
+	h->ref_real_ns = s->clk.ref_real_ns;
+	h->start_ticks = ft_clock_read();
+	h->tracer = tracer;
+	h->record_size = sizeof(struct ftkit_rec);
+	h->graph_depth = depth;
+	h->tsc_hz = s->clk.tsc_hz;
+
+	s->end = sizeof(*h);
+	/* CMDLINE */
+	int cfd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (cfd >= 0) {
+		cn = read(cfd, cmd, sizeof(cmd));
+		close(cfd);
+		if (cn < 0)
+			cn = 0;
+	}
+	cc.type = FTKIT_CHUNK_CMDLINE;
+	cc.hdr_size = sizeof(cc);
+	cc.size = ROUND_UP(sizeof(cc) + (size_t)cn, 8UL);
+	memset(cmd + cn, 0, (size_t)(cc.size - sizeof(cc) - (size_t)cn));
+	err = write_all(fd, h, sizeof(*h), 0);
+	if (!err)
+		err = write_all(fd, &cc, sizeof(cc), (off_t)s->end);
+	if (!err)
+		err = write_all(fd, cmd, cc.size - sizeof(cc), (off_t)(s->end + sizeof(cc)));
+	s->end += cc.size;
+	if (!err)
+		err = ft_maps_build(s->end, PAGE);
+	s->maps_startup_done = 1;
+	if (!err)
+		err = write_all(fd, s->maps, s->maps_len, (off_t)s->end);
+	if (err) {
+		ft_msg("cannot write trace file ", s->part);
+		close(fd);
+		unlink(s->part);
+		return err;
+	}
+	s->end += s->maps_len;
+	s->chunk_bytes = ROUND_UP(buf_kb * 1024 + sizeof(struct ftkit_thread_chunk), PAGE);
+	s->fd = fd;
+	s->nreg = 0;
+	s->lost_exited = 0;
+	s->gen++;
+	__atomic_store_n(&s->state, FT_SESS_LIVE, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void read_comm(pid_t tid, char name[16])
+{
+	char path[64] = "/proc/self/task/";
+	char buf[17];
+	ssize_t n;
+	int fd;
+
+	strcpy(ft_utoa(path + strlen(path), (unsigned long)tid), "/comm");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, 16);
+	close(fd);
+	if (n <= 0)
+		return;
+	if (buf[n - 1] == '\n')
+		n--;
+	memset(name, 0, 16);
+	memcpy(name, buf, (size_t)n);
+}
+
+/* Slow path of the first event of a thread. Async-signal-safe. */
+struct ft_thread *ft_thread_buf(void)
+{
+	struct ft_thread *t = &ft_cur;
+	struct ft_session *s = &ft_sess;
+	struct ftkit_thread_chunk *c;
+	uint64_t off;
+	void *p;
+
+	if (t->state == FT_THREAD_LIVE && t->gen == s->gen)
+		return t;
+	if (t->busy || t->state == FT_THREAD_DEAD ||
+	    __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE) {
+		__atomic_fetch_add(&s->hdr.lost_nobuf, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	if (t->state == FT_THREAD_NOBUF && t->gen == s->gen) {
+		__atomic_fetch_add(&s->hdr.lost_nobuf, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	t->busy = 1;
+	barrier();
+	lock_get();
+	off = s->end;
+	if (s->state != FT_SESS_LIVE || fallocate(s->fd, 0, (off_t)off, (off_t)s->chunk_bytes) != 0) {
+		if (s->state == FT_SESS_LIVE && (errno == EOPNOTSUPP || errno == ENOSYS) &&
+		    ftruncate(s->fd, (off_t)(off + s->chunk_bytes)) == 0)
+			goto map;
+		lock_put();
+		goto fail;
+	}
+map:
+	p = mmap(NULL, s->chunk_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t)off);
+	if (p == MAP_FAILED) {
+		lock_put();
+		goto fail;
+	}
+	c = p;
+	c->c.type = FTKIT_CHUNK_THREAD;
+	c->c.hdr_size = sizeof(*c);
+	c->c.size = s->chunk_bytes;
+	c->tid = (uint32_t)syscall(SYS_gettid);
+	prctl(PR_GET_NAME, c->name);
+	s->end = off + s->chunk_bytes;
+	lock_put();
+
+	t->chunk = c;
+	t->recs = (struct ftkit_rec *)(c + 1);
+	t->cap = (s->chunk_bytes - sizeof(*c)) / sizeof(struct ftkit_rec);
+	t->head = 0;
+	t->open = 0;
+	t->gen = s->gen;
+	t->reg = __atomic_fetch_add(&s->nreg, 1, __ATOMIC_RELAXED);
+	if (t->reg < FT_MAX_REG)
+		__atomic_store_n(&s->reg[t->reg], c, __ATOMIC_RELEASE);
+	barrier();
+	t->state = FT_THREAD_LIVE;
+	if (exit_key_ok)
+		pthread_setspecific(exit_key, (void *)1);
+	t->busy = 0;
+	return t;
+fail:
+	t->state = FT_THREAD_NOBUF;
+	t->gen = s->gen;
+	t->busy = 0;
+	__atomic_fetch_add(&s->hdr.lost_nobuf, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+void ft_note_lost_depth(void)
+{
+	struct ft_thread *t = &ft_cur;
+
+	if (t->state == FT_THREAD_LIVE && t->gen == ft_sess.gen)
+		t->chunk->lost_depth++;
+}
+
+/* Thread-exit hook (pthread key destructor): the chunk stays in the file. */
+void ft_thread_exit(void)
+{
+	struct ft_thread *t = &ft_cur;
+	struct ft_session *s = &ft_sess;
+
+	if (t->state == FT_THREAD_LIVE && t->gen == s->gen) {
+		struct ftkit_thread_chunk *c = t->chunk;
+
+		t->state = FT_THREAD_DEAD;
+		barrier();
+		read_comm((pid_t)c->tid, c->name);
+		c->flags |= FTKIT_T_EXITED;
+		__atomic_fetch_add(&s->lost_exited, c->lost + c->lost_depth, __ATOMIC_RELAXED);
+		if (t->reg < FT_MAX_REG)
+			__atomic_store_n(&s->reg[t->reg], NULL, __ATOMIC_RELEASE);
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE)
+			munmap(c, s->chunk_bytes);
+		t->chunk = NULL;
+		t->recs = NULL;
+		t->cap = 0;
+	}
+	t->state = FT_THREAD_DEAD;
+	fgraph_thread_release();
+}
+
+/* Sum of lost events and frames over all threads; number of threads. */
+void ft_session_counts(uint64_t *lost, uint64_t *threads)
+{
+	struct ft_session *s = &ft_sess;
+	uint64_t n = __atomic_load_n(&s->nreg, __ATOMIC_ACQUIRE);
+	uint64_t l = __atomic_load_n(&s->lost_exited, __ATOMIC_RELAXED) + s->hdr.lost_nobuf;
+
+	for (uint64_t i = 0; i < n && i < FT_MAX_REG; i++) {
+		struct ftkit_thread_chunk *c = __atomic_load_n(&s->reg[i], __ATOMIC_ACQUIRE);
+
+		if (c)
+			l += c->lost + c->lost_depth;
+	}
+	*lost = l;
+	*threads = n;
+}
+
+/*
+ * Finalise the trace file: header, last MAPS chunk, rename to the output name.
+ * in_signal: only async-signal-safe calls (the MAPS image from the last build).
+ */
+int ft_session_finish(int reason, int sig, int in_signal)
+{
+	struct ft_session *s = &ft_sess;
+	struct ftkit_file_header *h = &s->hdr;
+	uint64_t lost, nthr;
+	int locked, err = 0;
+
+	if (!__atomic_compare_exchange_n(&s->state, &(int){ FT_SESS_LIVE }, FT_SESS_DONE, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return -EALREADY;
+	if (!in_signal)
+		ft_maps_build(0, 0);
+	/* a signal may have interrupted a chunk allocation on this very thread */
+	locked = in_signal ? lock_try(1 << 20) : (lock_get(), 1);
+
+	ft_clock_recalibrate(&s->clk);
+	h->ns_per_tick = s->clk.ns_per_tick;
+	h->tsc_hz = s->clk.tsc_hz;
+	h->end_ticks = ft_clock_read();
+	h->reason = (uint32_t)reason;
+	h->signal = (uint32_t)sig;
+	h->flags |= FTKIT_F_COMPLETE;
+	if (reason == FTKIT_R_SIGNAL)
+		h->flags |= FTKIT_F_ABNORMAL;
+	ft_session_counts(&lost, &nthr);
+	if (lost)
+		h->flags |= FTKIT_F_LOST;
+	for (uint64_t i = 0; i < nthr && i < FT_MAX_REG; i++) {
+		struct ftkit_thread_chunk *c = __atomic_load_n(&s->reg[i], __ATOMIC_ACQUIRE);
+
+		if (c)
+			read_comm((pid_t)c->tid, c->name);
+	}
+	if (locked) {
+		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
+		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
+
+		if (m && ml) {
+			struct ftkit_maps_chunk mh;
+
+			memcpy(&mh, m, sizeof(mh));
+			mh.c.size = ml;
+			err = write_all(s->fd, &mh, sizeof(mh), (off_t)s->end);
+			if (!err)
+				err = write_all(s->fd, m + sizeof(mh), ml - sizeof(mh),
+						(off_t)(s->end + sizeof(mh)));
+			if (!err)
+				s->end += ml;
+		}
+	}
+	if (!err)
+		err = write_all(s->fd, h, sizeof(*h), 0);
+	if (locked)
+		lock_put();
+	if (!err && rename(s->part, s->final) != 0)
+		err = -errno;
+	if (err)
+		ft_msg("cannot finalise trace file ", s->part);
+	return err;
+}
+
+/* ---- snapshots ---- */
+
+static int copy_range(int in, int out, uint64_t from, uint64_t len, uint64_t to)
+{
+	static char buf[65536];
+	int err;
+
+	while (len) {
+		size_t n = len < sizeof(buf) ? (size_t)len : sizeof(buf);
+
+		err = read_all(in, buf, n, (off_t)from);
+		if (!err)
+			err = write_all(out, buf, n, (off_t)to);
+		if (err)
+			return err;
+		from += n;
+		to += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static pthread_mutex_t snap_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned snap_seq;
+
+/* Write a compact copy of the trace as it is now. path NULL → <output>.snap.<n>. */
+int ft_session_snapshot(const char *path, char *out, size_t outlen)
+{
+	struct ft_session *s = &ft_sess;
+	struct ftkit_file_header h;
+	char final[PATH_MAX + 32], tmp[PATH_MAX + 64];
+	uint64_t end, off, o = sizeof(h), lost, nthr;
+	int fd, err = 0;
+
+	if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE)
+		return -ENODEV;
+	pthread_mutex_lock(&snap_mu);
+	if (path && *path)
+		ft_strlcpy(final, path, sizeof(final));
+	else if (snprintf(final, sizeof(final), "%s.snap.%u", s->final, ++snap_seq) >=
+		 (int)sizeof(final))
+		err = -ENAMETOOLONG;
+	if (!err && snprintf(tmp, sizeof(tmp), "%s.tmp.%d", final, (int)getpid()) >= (int)sizeof(tmp))
+		err = -ENAMETOOLONG;
+	if (err)
+		goto out;
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	ft_maps_build(0, 0);
+	lock_get();
+	end = s->end;
+	lock_put();
+
+	for (off = sizeof(h); off < end && !err;) {
+		struct ftkit_thread_chunk c;
+
+		err = read_all(s->fd, &c, sizeof(c), (off_t)off);
+		if (err || c.c.type == FTKIT_CHUNK_END || c.c.size < sizeof(c.c))
+			break;
+		if (c.c.type == FTKIT_CHUNK_THREAD) {
+			/* pread sees the shared mapping: nrec is the thread's current count */
+			uint64_t n = c.nrec;
+			uint64_t bytes = sizeof(c) + n * sizeof(struct ftkit_rec);
+
+			c.c.size = bytes;
+			err = write_all(fd, &c, sizeof(c), (off_t)o);
+			if (!err)
+				err = copy_range(s->fd, fd, off + sizeof(c), bytes - sizeof(c),
+						 o + sizeof(c));
+			o += bytes;
+		} else if (c.c.type == FTKIT_CHUNK_CMDLINE) {
+			err = copy_range(s->fd, fd, off, c.c.size, o);
+			o += c.c.size;
+		}
+		off += c.c.size;
+	}
+	if (!err) {
+		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
+		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
+
+		err = write_all(fd, m, ml, (off_t)o);
+	}
+	h = s->hdr;
+	h.end_ticks = ft_clock_read();
+	h.flags |= FTKIT_F_COMPLETE | FTKIT_F_SNAPSHOT;
+	h.reason = FTKIT_R_SNAPSHOT;
+	ft_session_counts(&lost, &nthr);
+	if (lost)
+		h.flags |= FTKIT_F_LOST;
+	if (!err)
+		err = write_all(fd, &h, sizeof(h), 0);
+	close(fd);
+	if (!err && rename(tmp, final) != 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	else if (out)
+		ft_strlcpy(out, final, outlen);
+out:
+	pthread_mutex_unlock(&snap_mu);
+	return err;
+}
+
+/*
+ * fork child: the parent's chunks are shared mappings of the parent's file;
+ * forget them (never write to them again) and start this process's own file.
+ */
+void ft_session_forked(void)
+{
+	struct ft_session *s = &ft_sess;
+	struct ft_thread *t = &ft_cur;
+
+	sess_lock = 0;
+	if (t->state == FT_THREAD_LIVE && t->chunk)
+		munmap(t->chunk, s->chunk_bytes);
+	t->chunk = NULL;
+	t->recs = NULL;
+	t->cap = t->head = 0;
+	t->state = FT_THREAD_NEW;
+	t->open = 0;
+	if (s->state != FT_SESS_LIVE)
+		return;
+	close(s->fd);
+	s->fd = -1;
+	s->state = FT_SESS_OFF;
+	for (int i = 0; i < FT_MAX_REG; i++)
+		s->reg[i] = NULL;
+	ft_session_open(NULL, (s->chunk_bytes - sizeof(struct ftkit_thread_chunk)) / 1024,
+			s->hdr.tracer, s->hdr.graph_depth, 0, 1);
+}

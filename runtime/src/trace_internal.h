@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared state of the tracers (trace*.c) and the function graph (fgraph*.c).
+ * Everything here is per thread (initial-exec TLS) or global; nothing on the
+ * hot path takes a lock, allocates with malloc or makes a system call.
+ */
+#ifndef FTKIT_TRACE_INTERNAL_H
+#define FTKIT_TRACE_INTERNAL_H
+
+#include <stdint.h>
+#include <ftrace.h>
+#ifndef FGRAPH_MAX_USERS
+#include "fgraph_api.h"
+#endif
+
+#include "clock.h"
+#include "trace_format.h"
+
+#define FT_TLS __attribute__((tls_model("initial-exec")))
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+#define barrier()	__asm__ volatile("" ::: "memory")
+
+/* One shadow-stack frame. */
+struct fgraph_frame {
+	unsigned long ret;		/* real return address */
+	unsigned long *slot;		/* where it lives on the stack */
+	unsigned long ip;
+	uint64_t calltime;
+	uint32_t users;			/* graph users that accepted the call */
+	uint32_t epoch;			/* fgraph_epoch at entry */
+};
+
+enum {
+	FT_THREAD_NEW = 0,	/* no buffer yet */
+	FT_THREAD_LIVE,		/* recording into chunk */
+	FT_THREAD_NOBUF,	/* allocation failed or tracing finished: drop */
+	FT_THREAD_DEAD,		/* thread-exit destructor ran */
+};
+
+struct ft_thread {
+	/* event buffer (a chunk of the trace file, mapped shared) */
+	struct ftkit_thread_chunk *chunk;
+	struct ftkit_rec *recs;
+	uint64_t head;		/* next record index */
+	uint64_t cap;		/* records that fit */
+	uint32_t state;		/* FT_THREAD_* */
+	uint32_t busy;		/* allocation in progress (signal re-entry) */
+	uint32_t paused;	/* fork in progress */
+	uint32_t open;		/* graph entries recorded and not yet exited */
+	uint32_t gen;		/* session generation the chunk belongs to */
+	uint64_t reg;		/* index in ft_sess.reg */
+
+	/* function graph shadow stack */
+	struct fgraph_frame *shadow;
+	int depth;
+	int shadow_failed;
+	unsigned long *last_slot;	/* last frame pushed (same call, other user) */
+	unsigned long last_ip;
+};
+
+extern __thread struct ft_thread ft_cur FT_TLS;
+
+/* trace_buf.c */
+struct ft_thread *ft_thread_buf(void);	/* allocates on first use; NULL → drop */
+void ft_note_lost_depth(void);
+void ft_thread_exit(void);
+
+static inline struct ftkit_rec *ft_rec_reserve(struct ft_thread *t)
+{
+	uint64_t n = t->head;
+
+	if (unlikely(n >= t->cap)) {
+		t->chunk->lost++;
+		t->chunk->flags |= FTKIT_T_FULL;
+		return 0;
+	}
+	t->head = n + 1;
+	barrier();
+	return &t->recs[n];
+}
+
+static inline void ft_rec_commit(struct ft_thread *t)
+{
+	barrier();
+	__atomic_store_n(&t->chunk->nrec, t->head, __ATOMIC_RELEASE);
+}
+
+/* fgraph.c */
+void fgraph_unhook_all(void);
+void fgraph_rehook_live(unsigned long cfa);
+void fgraph_unwind_all(void);
+void fgraph_thread_release(void);
+extern void return_to_handler(void);
+
+/* trace.c */
+void ft_trace_atfork_prepare(void);
+void ft_trace_atfork_parent(void);
+void ft_trace_atfork_child(void);
+
+/* async-signal-safe helpers (trace_util.c) */
+void ft_msg(const char *a, const char *b);
+size_t ft_strlcpy(char *dst, const char *src, size_t size);
+char *ft_utoa(char *p, unsigned long v);
+
+#endif

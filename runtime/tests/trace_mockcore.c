@@ -1,0 +1,98 @@
+/*
+ * A minimal stand-in for the runtime core, used only by the tracer tests while
+ * the real core (issue 4) is not in the tree: __fentry__ stays a real call (no
+ * patching) and dispatches to every registered ops whose filter matches the
+ * function's name (dladdr: link with -rdynamic). Non-PIE only (e8 sites).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <string.h>
+
+#include <ftrace.h>
+
+struct ftrace_regs {
+	unsigned long sp;
+};
+
+unsigned long ftrace_regs_get_stack_pointer(struct ftrace_regs *fregs)
+{
+	return fregs->sp;
+}
+
+static struct ftrace_ops *ops_list;
+static __thread int in_cb __attribute__((tls_model("initial-exec")));
+
+int register_ftrace_function(struct ftrace_ops *ops)
+{
+	ops->next = ops_list;
+	__atomic_store_n(&ops_list, ops, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int unregister_ftrace_function(struct ftrace_ops *ops)
+{
+	for (struct ftrace_ops **p = &ops_list; *p; p = &(*p)->next)
+		if (*p == ops) {
+			*p = ops->next;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int ftrace_set_filter(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
+{
+	if (reset)
+		ops->filter[0] = 0;
+	if (buf && len > 0 && len < (int)sizeof(ops->filter))
+		memcpy(ops->filter, buf, (size_t)len), ops->filter[len] = 0;
+	return 0;
+}
+
+int ftrace_set_notrace(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
+{
+	(void)ops, (void)buf, (void)len, (void)reset;
+	return 0;
+}
+
+void mock_dispatch(unsigned long ret, unsigned long sp)
+{
+	struct ftrace_regs fr = { sp };
+	unsigned long ip = ret - 5, parent = *(unsigned long *)sp;
+
+	if (in_cb)
+		return;
+	in_cb = 1;
+	for (struct ftrace_ops *o = __atomic_load_n(&ops_list, __ATOMIC_ACQUIRE); o; o = o->next) {
+		if (o->filter[0]) {
+			Dl_info di;
+
+			if (!dladdr((void *)ip, &di) || !di.dli_sname ||
+			    fnmatch(o->filter, di.dli_sname, 0) != 0)
+				continue;
+		}
+		o->func(ip, parent, o, &fr);
+	}
+	in_cb = 0;
+}
+
+__asm__(
+	"	.text\n"
+	"	.globl __fentry__\n"
+	"	.type __fentry__, @function\n"
+	"__fentry__:\n"
+	"	pushq %rbp\n"
+	"	movq %rsp, %rbp\n"
+	"	pushq %rdi\n pushq %rsi\n pushq %rdx\n pushq %rcx\n"
+	"	pushq %r8\n pushq %r9\n pushq %rax\n pushq %r10\n"
+	"	andq $-16, %rsp\n"
+	"	movq 8(%rbp), %rdi\n"
+	"	leaq 16(%rbp), %rsi\n"
+	"	call mock_dispatch\n"
+	"	leaq -64(%rbp), %rsp\n"
+	"	popq %r10\n popq %rax\n popq %r9\n popq %r8\n"
+	"	popq %rcx\n popq %rdx\n popq %rsi\n popq %rdi\n"
+	"	popq %rbp\n"
+	"	ret\n"
+	"	.size __fentry__, .-__fentry__\n");
