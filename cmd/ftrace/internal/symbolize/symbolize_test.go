@@ -1,0 +1,174 @@
+package symbolize
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+const csrc = `#include <stdio.h>
+__attribute__((noinline)) int alpha(int x)
+{
+	return x * 3;
+}
+
+__attribute__((noinline)) static int gamma_(int x)
+{
+	return alpha(x) + 1;
+}
+
+int main(int argc, char **argv)
+{
+	(void)argv;
+	printf("%d\n", gamma_(argc));
+	return 0;
+}
+`
+
+const cxxsrc = `namespace ns {
+struct Foo {
+	int bar(int x);
+};
+__attribute__((noinline)) int Foo::bar(int x) { return x + 1; }
+}
+int main() { ns::Foo f; return f.bar(1) - 2; }
+`
+
+const bias = 0x555555554000
+
+// build compiles src and returns the program and a mapping of it at bias.
+func build(t *testing.T, compiler, name, src string, flags ...string) (string, tracefile.Mapping) {
+	t.Helper()
+	testenv.Need(t, compiler)
+	dir := t.TempDir()
+	ext := ".c"
+	if compiler == "g++" {
+		ext = ".cc"
+	}
+	srcPath := filepath.Join(dir, name+ext)
+	if err := os.WriteFile(srcPath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, name)
+	testenv.Run(t, dir, compiler, append(append([]string{}, flags...), "-Wl,--build-id", "-o", prog, srcPath)...)
+	f, err := elf.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	id, err := BuildID(f)
+	if err != nil || len(id) == 0 {
+		t.Fatalf("build-id: %v %x", err, id)
+	}
+	m := tracefile.Mapping{Path: prog, Bias: bias, BuildID: id, Start: ^uint64(0)}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			m.Start = min(m.Start, bias+p.Vaddr)
+			m.End = max(m.End, bias+p.Vaddr+p.Memsz)
+		}
+	}
+	return prog, m
+}
+
+func symAddr(t *testing.T, prog, name string) (uint64, uint64) {
+	t.Helper()
+	f, err := elf.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name == name {
+			return s.Value, s.Size
+		}
+	}
+	t.Fatalf("%s: no symbol %s", prog, name)
+	return 0, 0
+}
+
+func TestLookupC(t *testing.T) {
+	prog, m := build(t, "gcc", "symc", csrc, "-g", "-O1", "-fcf-protection", "-pie", "-fpie")
+	s := New([]tracefile.Mapping{m})
+	alpha, size := symAddr(t, prog, "alpha")
+	gamma, _ := symAddr(t, prog, "gamma_")
+	tests := []struct {
+		addr uint64
+		name string
+		line int
+	}{
+		{bias + alpha, "alpha", 3},
+		{bias + alpha + 4, "alpha", 3}, // fentry site after endbr64
+		{bias + alpha + size - 1, "alpha", 3},
+		{bias + gamma + 4, "gamma_", 8},
+	}
+	for _, tt := range tests {
+		f := s.Lookup(tt.addr)
+		if f.Name != tt.name || f.Line != tt.line || filepath.Base(f.File) != "symc.c" || f.Unknown || f.Module != prog {
+			t.Errorf("Lookup(%#x) = %+v, want %s at symc.c:%d", tt.addr, f, tt.name, tt.line)
+		}
+	}
+	if s.Lookup(bias+alpha) != s.Lookup(bias+alpha+4) {
+		t.Error("one function resolved to two Funcs")
+	}
+	out := s.Lookup(0x1000)
+	if !out.Unknown || out.Name != "0x1000" {
+		t.Errorf("unmapped address: %+v", out)
+	}
+	if len(s.Warnings()) != 0 {
+		t.Errorf("warnings: %v", s.Warnings())
+	}
+}
+
+func TestLookupCXX(t *testing.T) {
+	prog, m := build(t, "g++", "symcc", cxxsrc, "-O1", "-pie", "-fpie")
+	s := New([]tracefile.Mapping{m})
+	bar, _ := symAddr(t, prog, "_ZN2ns3Foo3barEi")
+	f := s.Lookup(bias + bar)
+	if f.Name != "ns::Foo::bar(int)" || f.Raw != "_ZN2ns3Foo3barEi" || f.File != "" {
+		t.Errorf("got %+v", f)
+	}
+}
+
+func TestStrippedAndMismatch(t *testing.T) {
+	prog, m := build(t, "gcc", "syms", csrc, "-O1", "-pie", "-fpie")
+	alpha, _ := symAddr(t, prog, "alpha")
+	stripped := prog + ".stripped"
+	testenv.Run(t, "", "strip", "-o", stripped, prog)
+	ms := m
+	ms.Path = stripped
+	s := New([]tracefile.Mapping{ms})
+	f := s.Lookup(bias + alpha + 4)
+	if !f.Unknown || f.Name != fmt.Sprintf("0x%x", alpha+4) || f.Module != stripped {
+		t.Errorf("stripped: %+v", f)
+	}
+
+	mm := m
+	mm.BuildID = []byte{1, 2, 3}
+	s = New([]tracefile.Mapping{mm})
+	if f := s.Lookup(bias + alpha); !f.Unknown {
+		t.Errorf("mismatched build-id resolved: %+v", f)
+	}
+	if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], "does not match") || !strings.Contains(w[0], prog) {
+		t.Errorf("warnings %v", w)
+	}
+
+	mg := m
+	mg.Path = filepath.Join(t.TempDir(), "gone")
+	s = New([]tracefile.Mapping{mg})
+	if f := s.Lookup(bias + alpha); !f.Unknown {
+		t.Errorf("missing file resolved: %+v", f)
+	}
+	if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], "gone") {
+		t.Errorf("warnings %v", w)
+	}
+}
