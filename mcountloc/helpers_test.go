@@ -138,6 +138,19 @@ func ourSites(t testing.TB, data []byte) siteMap {
 			}
 		}
 	}
+	var xindex []byte
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_SYMTAB_SHNDX {
+			xindex, _ = s.Data()
+		}
+	}
+	symSection := func(i uint32) int {
+		sec := syms[i-1].Section
+		if sec == elf.SHN_XINDEX && int(4*i+4) <= len(xindex) {
+			return int(binary.LittleEndian.Uint32(xindex[4*i:]))
+		}
+		return int(sec)
+	}
 	m := siteMap{}
 	seen := map[int]bool{}
 	for i, s := range f.Sections {
@@ -177,7 +190,7 @@ func ourSites(t testing.TB, data []byte) siteMap {
 		var offs []uint64
 		for k, r := range rs {
 			sym := syms[r.Sym-1]
-			if r.Off != uint64(8*k) || elf.R_X86_64(r.Type) != elf.R_X86_64_PC32 || elf.ST_TYPE(sym.Info) != elf.STT_SECTION || int(sym.Section) != int(s.Link) {
+			if r.Off != uint64(8*k) || elf.R_X86_64(r.Type) != elf.R_X86_64_PC32 || elf.ST_TYPE(sym.Info) != elf.STT_SECTION || symSection(r.Sym) != int(s.Link) {
 				t.Fatalf("%s entry %d: relocation %+v against %+v", text.Name, k, r, sym)
 			}
 			e := mcountloc.DecodeEntry(d[8*k:], binary.LittleEndian)
@@ -366,3 +379,12 @@ const hookStub = `
 void __fentry__(void) {}
 void mcount(void) {}
 `
+
+// readelfClean runs readelf -a -W and fails on any warning or error.
+func readelfClean(t testing.TB, path string) {
+	t.Helper()
+	r := testenv.Exec(t, "", "readelf", "-a", "-W", path)
+	if r.Code != 0 || r.Stderr != "" || strings.Contains(r.Stdout, "Warning") {
+		t.Fatalf("readelf -a %s: exit %d\n%s", path, r.Code, r.Stderr)
+	}
+}
