@@ -121,6 +121,9 @@ const (
 	dtRELR   elf.DynTag = 36
 )
 
+// recoverPanics makes OpenLinked turn a panic into ErrBadFile.
+var recoverPanics = true
+
 // fentryNames are the profiling hooks a recorded site may call.
 var fentryNames = map[string]bool{"__fentry__": true, "mcount": true, "_mcount": true}
 
@@ -132,7 +135,11 @@ func OpenLinked(data []byte, progress func(done, total int)) (l *Linked, err err
 		return nil, ErrNotELF
 	}
 	defer func() {
-		// debug/elf is robust, but guard against any slip on hostile input.
+		// debug/elf is robust, but guard against any slip on hostile input. The fuzz test
+		// turns this off so that a panic is found rather than hidden.
+		if !recoverPanics {
+			return
+		}
 		if r := recover(); r != nil {
 			l, err = nil, fmt.Errorf("%w: %v", ErrBadFile, r)
 		}

@@ -1,0 +1,87 @@
+package mcountloc
+
+import (
+	"bytes"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzLinked feeds the linked-file reader, the site checker and the rewriter with mutated
+// linked binaries. The binaries are real ones built here (the crafted table as PIE and
+// ET_EXEC, a gcc-style relocated table with RELA and RELR, a C program built with
+// -pg -mfentry -mrecord-mcount); the fuzzer picks one, overwrites its table with table
+// (when not empty) and patches the bytes at patchOff. Inputs stay small, so mutation and
+// minimisation are fast. Without gcc only raw inputs are tried.
+func FuzzLinked(f *testing.F) {
+	var files [][]byte
+	if _, err := exec.LookPath("gcc"); err == nil {
+		dir := f.TempDir()
+		paths := []string{
+			gccBuild(f, dir, "crafted", craftedAsm),
+			gccBuild(f, dir, "crafted-exec", craftedAsm, "-no-pie"),
+			gccBuild(f, dir, "gcctab", gccTableAsm),
+			gccBuild(f, dir, "gcctab-relr", gccTableAsm, "-Wl,-z,pack-relative-relocs"),
+		}
+		c := filepath.Join(dir, "c.c")
+		if err := os.WriteFile(c, []byte("int f(int x){return x+1;}\nint main(void){return f(-1);}\n"), 0o644); err != nil {
+			f.Fatal(err)
+		}
+		prog := filepath.Join(dir, "cprog")
+		if out, err := exec.Command("gcc", "-O2", "-pg", "-mfentry", "-mrecord-mcount", "-o", prog, c).CombinedOutput(); err != nil {
+			f.Fatalf("gcc: %v\n%s", err, out)
+		}
+		paths = append(paths, prog)
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			files = append(files, b)
+		}
+	}
+	for i, b := range files {
+		f.Add(uint8(i), []byte(nil), uint32(0), []byte(nil))
+		if l, err := OpenLinked(b, nil); err == nil {
+			tab := append([]byte(nil), b[l.TableOff:l.TableOff+l.TableSize]...)
+			f.Add(uint8(i), tab, uint32(l.TableOff), []byte{0xff, 0x15})
+			f.Add(uint8(i), []byte(nil), uint32(0x20), []byte{0, 0, 0, 0, 0x80})
+		}
+	}
+	f.Add(uint8(255), []byte("\x7fELF\x02\x01\x01"), uint32(0), []byte{0x7f})
+	recoverPanics = false
+	f.Fuzz(func(t *testing.T, seed uint8, table []byte, patchOff uint32, patch []byte) {
+		var file []byte
+		if int(seed) < len(files) {
+			file = append([]byte(nil), files[seed]...)
+		} else {
+			file = append([]byte(nil), table...) // raw input
+			table = nil
+		}
+		if len(table) > 0 {
+			if ef, err := elf.NewFile(bytes.NewReader(file)); err == nil {
+				if s := ef.Section(TableSection); s != nil && s.Offset < uint64(len(file)) {
+					copy(file[s.Offset:], table[:min(uint64(len(table)), s.Size)])
+				}
+			}
+		}
+		if len(file) > 0 && len(patch) > 0 {
+			copy(file[int(patchOff)%len(file):], patch)
+		}
+		orig := append([]byte(nil), file...)
+		l, err := OpenLinked(file, nil)
+		if err != nil {
+			return
+		}
+		out, err := l.Rewrite()
+		if err == nil && len(out) != len(file) {
+			t.Fatalf("rewrite changed the size from %d to %d", len(file), len(out))
+		}
+		l.CheckProcessed()
+		if !bytes.Equal(orig, file) {
+			t.Fatal("input modified")
+		}
+	})
+}
