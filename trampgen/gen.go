@@ -83,8 +83,13 @@ func (a *asm) common(prefix, callLabel string, full int) {
 	a.label(prefix + "_op_ptr")
 	a.l("movq ftrace_template_op(%%rip), %%rdx") // 48 8b 15 rel32, re-pointed in clones
 	a.l("movq %%rsp, %%rcx")                     // struct ftrace_regs *
+	// Inside a callback from here: ftrt_synchronize() waits for threads with a
+	// non-zero depth (local-exec TLS: position-independent bytes, so clones work;
+	// libftrt.a is linked into the executable).
+	a.l("incl %%fs:ftrt_cb_depth@tpoff")
 	a.label(callLabel)
 	a.l("call ftrace_stub") // e8 rel32, patched in clones
+	a.l("decl %%fs:ftrt_cb_depth@tpoff")
 }
 
 func (a *asm) fn(name string) {

@@ -42,8 +42,10 @@ ftrace_caller:
 ftrace_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	movq %rsp, %rcx
+	incl %fs:ftrt_cb_depth@tpoff
 ftrace_call:
 	call ftrace_stub
+	decl %fs:ftrt_cb_depth@tpoff
 	movaps 160(%rsp), %xmm0
 	movaps 176(%rsp), %xmm1
 	movaps 192(%rsp), %xmm2
@@ -103,8 +105,10 @@ ftrace_regs_caller:
 ftrace_regs_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	movq %rsp, %rcx
+	incl %fs:ftrt_cb_depth@tpoff
 ftrace_regs_call:
 	call ftrace_stub
+	decl %fs:ftrt_cb_depth@tpoff
 	movq 120(%rsp), %rax
 	movq %rax, 288(%rsp)
 	movaps 160(%rsp), %xmm0

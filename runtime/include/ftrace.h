@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ftrace.h - the ftkit runtime API: dynamic function tracing for user-space programs,
+ * modelled on the Linux kernel's ftrace (same names and semantics where they apply).
+ *
+ * Build flow: gcc -pg -mfentry -c, recordmcount, link with libftrt.a (into the executable),
+ * ftlink.  See docs/runtime.md for the architecture and the exact semantics.
+ *
+ * Every function returns 0 or a negative errno:
+ *   -EINVAL  bad argument or pattern, ops already (not) registered, flag combination refused
+ *   -EBUSY   a function already has an IPMODIFY ops, or called from inside a callback
+ *   -ENOMEM  out of memory (or no executable memory near the traced code)
+ *   -ENODEV  a filter pattern or address matches no traceable function
+ */
+#ifndef FTRACE_H
+#define FTRACE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ftrace_ops;
+struct ftrace_regs;
+
+/* Mark callbacks (and what they call) in -pg code so they are not traced themselves. */
+#ifndef notrace
+#define notrace __attribute__((no_instrument_function))
+#endif
+
+/*
+ * A callback.  ip is the address of the traced function's call site (the function's first
+ * instruction, after endbr64 when it has one), parent_ip the address its caller returns
+ * to, op the registered ops, fregs the saved registers (see the accessors below).
+ */
+typedef void (*ftrace_func_t)(unsigned long ip, unsigned long parent_ip,
+			      struct ftrace_ops *op, struct ftrace_regs *fregs);
+
+/* ops->flags: set by the user before registering. */
+enum {
+	FTRACE_OPS_FL_ENABLED			= 1UL << 0,	/* set by the runtime while registered */
+	FTRACE_OPS_FL_SAVE_REGS			= 1UL << 1,	/* callback needs every register */
+	FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED	= 1UL << 2,	/* same (always supported here) */
+	FTRACE_OPS_FL_RECURSION			= 1UL << 3,	/* runtime guards against recursion */
+	FTRACE_OPS_FL_IPMODIFY			= 1UL << 4,	/* callback may change the ip */
+	FTRACE_OPS_FL_ALLOC_TRAMP		= 1UL << 5,	/* set by the runtime: own trampolines */
+};
+
+struct ftrt_hash;
+struct ftrt_tramp;
+
+/*
+ * One user of function tracing.  Usable zero-initialised (static or heap) with only func
+ * (and optionally flags, private) set.  The fields after private belong to the runtime.
+ * Do not change func or flags while registered; keep the object alive until
+ * unregister_ftrace_function() has returned.
+ */
+struct ftrace_ops {
+	ftrace_func_t		func;
+	unsigned long		flags;
+	void			*private;
+	/* runtime-private */
+	struct ftrace_ops	*next;
+	struct ftrt_hash	*filter_hash;
+	struct ftrt_hash	*notrace_hash;
+	struct ftrt_tramp	*trampolines;
+	unsigned long		nr_sites;	/* sites currently matched while registered */
+};
+
+/*
+ * Full register frame (x86-64).  Saved by the regs caller (SAVE_REGS ops); the plain
+ * caller fills only the argument registers, rax, r10, ip and sp.
+ * ip is where execution resumes after the callbacks: the return address of the site call
+ * (site + 5).  A SAVE_REGS + IPMODIFY callback may set it (ftrace_regs_set_instruction_
+ * pointer) to another function's address: that function then runs instead of the traced
+ * one, with the same arguments, and returns to the traced function's caller.
+ * sp is the stack pointer at the traced function's entry (it points at parent_ip).
+ */
+struct ftrace_pt_regs {
+	unsigned long r15, r14, r13, r12, rbp, rbx, r11, r10, r9, r8;
+	unsigned long rax, rcx, rdx, rsi, rdi;
+	unsigned long ip, sp;
+	unsigned long full;		/* non-zero: every field is valid (regs caller) */
+	unsigned long reserved;
+	unsigned long flags;
+};
+
+struct ftrace_regs {
+	struct ftrace_pt_regs regs;
+	unsigned char xmm[8][16] __attribute__((aligned(16)));	/* xmm0..xmm7 */
+};
+
+/* The full frame for SAVE_REGS ops, else NULL. */
+static inline struct ftrace_pt_regs *ftrace_get_regs(struct ftrace_regs *fregs)
+{
+	return fregs && fregs->regs.full ? &fregs->regs : (struct ftrace_pt_regs *)0;
+}
+
+/* Integer/pointer argument n (0..5) of the traced function; 0 for other n. */
+static inline unsigned long ftrace_regs_get_argument(struct ftrace_regs *fregs, unsigned n)
+{
+	switch (n) {
+	case 0: return fregs->regs.rdi;
+	case 1: return fregs->regs.rsi;
+	case 2: return fregs->regs.rdx;
+	case 3: return fregs->regs.rcx;
+	case 4: return fregs->regs.r8;
+	case 5: return fregs->regs.r9;
+	}
+	return 0;
+}
+
+static inline void ftrace_regs_set_argument(struct ftrace_regs *fregs, unsigned n,
+					    unsigned long v)
+{
+	switch (n) {
+	case 0: fregs->regs.rdi = v; break;
+	case 1: fregs->regs.rsi = v; break;
+	case 2: fregs->regs.rdx = v; break;
+	case 3: fregs->regs.rcx = v; break;
+	case 4: fregs->regs.r8 = v; break;
+	case 5: fregs->regs.r9 = v; break;
+	}
+}
+
+static inline unsigned long ftrace_regs_get_instruction_pointer(struct ftrace_regs *fregs)
+{
+	return fregs->regs.ip;
+}
+
+/* Only honoured for IPMODIFY ops running through the regs caller. */
+static inline void ftrace_regs_set_instruction_pointer(struct ftrace_regs *fregs,
+						       unsigned long ip)
+{
+	fregs->regs.ip = ip;
+}
+
+static inline unsigned long ftrace_regs_get_stack_pointer(struct ftrace_regs *fregs)
+{
+	return fregs->regs.sp;
+}
+
+/* Address of the slot holding the traced function's return address (== sp). */
+static inline unsigned long *ftrace_regs_get_return_slot(struct ftrace_regs *fregs)
+{
+	return (unsigned long *)fregs->regs.sp;
+}
+
+/* Register / unregister a callback: its sites are patched before these return. */
+int register_ftrace_function(struct ftrace_ops *ops);
+int unregister_ftrace_function(struct ftrace_ops *ops);
+
+/*
+ * Filters (buf is the kernel's unsigned char *; any byte pointer is accepted).  buf holds one or more glob patterns separated by spaces, tabs, newlines or
+ * commas (len bytes, need not be NUL-terminated): `*x`, `x*`, `*a*`, `a*b`, `?`,
+ * `[abc]`, `[a-z]`, `[!a]`; a leading `!` removes the matches instead of adding them.
+ * Names come from the symbol tables of the loaded objects; C++ functions match by mangled
+ * or demangled name.  reset != 0 first empties the list.  An empty filter list traces every
+ * function; the notrace list excludes functions.  Works on registered and unregistered ops.
+ * A pattern that adds nothing → -ENODEV and no change.
+ */
+int ftrace_set_filter(struct ftrace_ops *ops, const void *buf, int len, int reset);
+int ftrace_set_notrace(struct ftrace_ops *ops, const void *buf, int len, int reset);
+/* By address: ip is a site address or the function's entry address. */
+int ftrace_set_filter_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset);
+int ftrace_set_notrace_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset);
+/* Free the filter lists of an unregistered ops (e.g. before freeing a heap ops). */
+void ftrace_free_filter(struct ftrace_ops *ops);
+
+/* Does ops currently match the site at ip (filter and notrace rule)? 1, 0. */
+int ftrace_ops_test(struct ftrace_ops *ops, unsigned long ip);
+
+/* What a site currently does. */
+enum ftrace_site_state {
+	FTRACE_SITE_NOP = 0,		/* disabled */
+	FTRACE_SITE_TRAMP,		/* calls the trampoline of one ops (owner) */
+	FTRACE_SITE_CALLER,		/* calls the shared caller (list function) */
+	FTRACE_SITE_REGS_CALLER,	/* calls the shared regs caller (list function) */
+	FTRACE_SITE_REFUSED,		/* unexpected bytes: never patched */
+};
+
+struct ftrace_func_info {
+	unsigned long		ip;		/* site address */
+	unsigned long		func;		/* function start (0 if no symbol) */
+	const char		*name;		/* function name ("" if no symbol) */
+	const char		*object;	/* file of the loaded object */
+	unsigned int		len;		/* 5 or 6 */
+	unsigned int		nr_ops;		/* registered ops matching it */
+	enum ftrace_site_state	state;
+	unsigned long		target;		/* address the site calls (0 for NOP) */
+	struct ftrace_ops	*owner;		/* ops of the trampoline (TRAMP) */
+};
+
+/*
+ * available_filter_functions: calls fn for every site in address order (objects in load
+ * order) until fn returns non-zero; returns that value, or 0.  The info is valid during the
+ * call only.  Must not register or unregister from fn.
+ */
+int ftrace_for_each_function(int (*fn)(const struct ftrace_func_info *info, void *data),
+			     void *data);
+/* Info of the site at ip (site or function entry address): 0 or -ENODEV. */
+int ftrace_lookup_function(unsigned long ip, struct ftrace_func_info *info);
+/* Print the list (one line per site: address state nr_ops name [object]). */
+int ftrace_print_functions(void *FILE_stream);
+
+/*
+ * Loaded objects: the runtime reads the tables of every object present at start-up, and
+ * notices objects loaded or unloaded since the last call at every API call.  Call this
+ * after dlopen() to enable the new object's sites for the registered ops at once (and
+ * before dlclose() has any chance to be followed by a reload at the same address).
+ * Returns the number of sites known, or -errno.
+ */
+int ftrace_rescan(void);
+/* dlopen() + ftrace_rescan(); dlclose() + ftrace_rescan(). */
+void *ftrace_dlopen(const char *file, int mode);
+int ftrace_dlclose(void *handle);
+
+/* Counters: sites known, sites refused (unexpected bytes), objects with tables. */
+struct ftrace_stats {
+	unsigned long nr_sites, nr_refused, nr_objects, nr_trampolines;
+};
+void ftrace_get_stats(struct ftrace_stats *st);
+
+/* Empty callback (for tests and as a placeholder). */
+void ftrace_stub(void);
+
+/* ---- function graph (tracer work, issue 6) goes below this line ---- */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FTRACE_H */

@@ -1,0 +1,1455 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ftrace_core.c - the runtime core: call-site records of every loaded object, struct
+ * ftrace_ops with filter hashes, the list function, and the dispatch that decides what
+ * each site calls (docs/runtime.md).
+ *
+ * What a site calls (kernel rules): with no matching ops, nothing (a nop); with exactly
+ * one, that ops' own trampoline (a clone of the template near the site); with several, the
+ * shared regs caller if any of them wants registers, else the shared caller; both shared
+ * callers run the list function, which tests each registered ops' hashes.
+ *
+ * Every change of site bytes goes through ftrt_text_poke_batch() (poke.c), one batch per
+ * update, with the bytes the site must hold now; a site holding anything else is refused
+ * and never touched again.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftrt_core.h"
+#include "ftrace_frame.h"
+#include "poke.h"
+
+/* The C view of the frame must match what trampgen generated. */
+_Static_assert(sizeof(struct ftrace_regs) == FTRT_FRAME_SIZE, "frame size");
+_Static_assert(offsetof(struct ftrace_regs, xmm) == FTRT_FRAME_XMM0, "xmm");
+_Static_assert(offsetof(struct ftrace_pt_regs, rdi) == FTRT_FRAME_RDI, "rdi");
+_Static_assert(offsetof(struct ftrace_pt_regs, r15) == FTRT_FRAME_R15, "r15");
+_Static_assert(offsetof(struct ftrace_pt_regs, rax) == FTRT_FRAME_RAX, "rax");
+_Static_assert(offsetof(struct ftrace_pt_regs, ip) == FTRT_FRAME_IP, "ip");
+_Static_assert(offsetof(struct ftrace_pt_regs, sp) == FTRT_FRAME_SP, "sp");
+_Static_assert(offsetof(struct ftrace_pt_regs, full) == FTRT_FRAME_FULL, "full");
+_Static_assert(offsetof(struct ftrace_pt_regs, flags) == FTRT_FRAME_FLAGS, "flags");
+_Static_assert(sizeof(struct ftrt_rec) == 16, "record size");
+
+/* Runtime-internal ops flags. */
+#define FL_REMOVING	(1UL << 30)
+#define FL_REGS		(FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED)
+
+static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+
+static struct ftrt_object *objects;
+static struct ftrace_ops *_Atomic ops_list;
+static int initialized;
+static unsigned long long seen_adds, seen_subs;
+static unsigned long nr_refused;
+
+/* The ops the shared callers pass (their slot); never registered. */
+struct ftrace_ops ftrt_list_ops = { .func = ftrt_list_func };
+
+void ftrt_warn(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (write(2, buf, (size_t)n) < 0)
+		return;
+}
+
+/* ---- hashes of site addresses ---------------------------------------------------------- */
+
+struct ftrt_hash {
+	size_t count, mask;
+	unsigned long e[];
+};
+
+static inline size_t hash_slot(const struct ftrt_hash *h, unsigned long ip)
+{
+	return (size_t)((ip * 0x9E3779B97F4A7C15ull) >> 20) & h->mask;
+}
+
+static inline int hash_has(const struct ftrt_hash *h, unsigned long ip)
+{
+	size_t i;
+
+	if (!h || !h->count)
+		return 0;
+	for (i = hash_slot(h, ip); h->e[i]; i = (i + 1) & h->mask)
+		if (h->e[i] == ip)
+			return 1;
+	return 0;
+}
+
+static struct ftrt_hash *hash_alloc(size_t want)
+{
+	size_t cap = 16;
+	struct ftrt_hash *h;
+
+	while (cap < want * 2)
+		cap *= 2;
+	h = calloc(1, sizeof(*h) + cap * sizeof(unsigned long));
+	if (h)
+		h->mask = cap - 1;
+	return h;
+}
+
+static void hash_put(struct ftrt_hash *h, unsigned long ip)
+{
+	size_t i;
+
+	for (i = hash_slot(h, ip); h->e[i]; i = (i + 1) & h->mask)
+		if (h->e[i] == ip)
+			return;
+	h->e[i] = ip;
+	h->count++;
+}
+
+static int hash_add(struct ftrt_hash **hp, unsigned long ip)
+{
+	struct ftrt_hash *h = *hp, *n;
+	size_t i;
+
+	if ((h->count + 1) * 2 > h->mask + 1) {
+		n = hash_alloc(h->count + 1);
+		if (!n)
+			return -ENOMEM;
+		for (i = 0; i <= h->mask; i++)
+			if (h->e[i])
+				hash_put(n, h->e[i]);
+		free(h);
+		*hp = h = n;
+	}
+	hash_put(h, ip);
+	return 0;
+}
+
+static void hash_del(struct ftrt_hash *h, unsigned long ip)
+{
+	size_t i, j;
+
+	for (i = hash_slot(h, ip); h->e[i]; i = (i + 1) & h->mask)
+		if (h->e[i] == ip)
+			break;
+	if (!h->e[i])
+		return;
+	h->e[i] = 0;
+	h->count--;
+	/* Re-insert the rest of the cluster. */
+	for (j = (i + 1) & h->mask; h->e[j]; j = (j + 1) & h->mask) {
+		unsigned long v = h->e[j];
+
+		h->e[j] = 0;
+		h->count--;
+		hash_put(h, v);
+	}
+}
+
+static struct ftrt_hash *hash_copy(const struct ftrt_hash *o)
+{
+	struct ftrt_hash *h = hash_alloc(o ? o->count : 0);
+	size_t i;
+
+	if (h && o)
+		for (i = 0; i <= o->mask; i++)
+			if (o->e[i])
+				hash_put(h, o->e[i]);
+	return h;
+}
+
+/* The kernel's rule: (filter empty or has ip) and (notrace empty or lacks ip). */
+static inline int hash_match(const struct ftrt_hash *f, const struct ftrt_hash *n,
+			     unsigned long ip)
+{
+	if (f && f->count && !hash_has(f, ip))
+		return 0;
+	if (n && n->count && hash_has(n, ip))
+		return 0;
+	return 1;
+}
+
+static inline int ops_match(struct ftrace_ops *op, unsigned long ip)
+{
+	const struct ftrt_hash *f = __atomic_load_n(&op->filter_hash, __ATOMIC_ACQUIRE);
+	const struct ftrt_hash *n = __atomic_load_n(&op->notrace_hash, __ATOMIC_ACQUIRE);
+
+	return hash_match(f, n, ip);
+}
+
+/* ---- the hot path ---------------------------------------------------------------------- */
+
+/*
+ * Called by a trampoline of an ops with FTRACE_OPS_FL_RECURSION.  The trampoline has
+ * already raised ftrt_cb_depth, so a depth above one means this thread is already inside
+ * a callback: the nested call is not reported to RECURSION ops.
+ */
+void ftrt_recursion_assist(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			   struct ftrace_regs *fregs)
+{
+	if (__builtin_expect(ftrt_cb_depth > 1, 0))
+		return;
+	op->func(ip, parent_ip, op, fregs);
+}
+
+/* Called by the shared callers: every registered ops whose hashes match ip. */
+void ftrt_list_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *unused,
+		    struct ftrace_regs *fregs)
+{
+	struct ftrace_ops *op;
+	int nested = ftrt_cb_depth > 1;
+
+	(void)unused;
+	for (op = atomic_load_explicit(&ops_list, memory_order_acquire); op;
+	     op = __atomic_load_n(&op->next, __ATOMIC_ACQUIRE)) {
+		if ((op->flags & FTRACE_OPS_FL_RECURSION) && nested)
+			continue;
+		if (ops_match(op, ip))
+			op->func(ip, parent_ip, op, fregs);
+	}
+}
+
+/* ---- records ----------------------------------------------------------------------------- */
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct ftrt_rec *x = a, *y = b;
+
+	return x->ip < y->ip ? -1 : x->ip > y->ip;
+}
+
+static struct ftrt_rec *obj_lookup(struct ftrt_object *o, uintptr_t ip)
+{
+	size_t lo = 0, hi = o->nrecs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (o->recs[mid].ip < ip)
+			lo = mid + 1;
+		else if (o->recs[mid].ip > ip)
+			hi = mid;
+		else
+			return &o->recs[mid];
+	}
+	return NULL;
+}
+
+/* First record with ip >= addr. */
+static size_t obj_lower_bound(struct ftrt_object *o, uintptr_t addr)
+{
+	size_t lo = 0, hi = o->nrecs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (o->recs[mid].ip < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct ftrt_rec *rec_lookup(uintptr_t ip, struct ftrt_object **op)
+{
+	struct ftrt_object *o;
+	struct ftrt_rec *r;
+
+	for (o = objects; o; o = o->next) {
+		if (!o->nrecs || ip < o->recs[0].ip || ip > o->recs[o->nrecs - 1].ip)
+			continue;
+		r = obj_lookup(o, ip);
+		if (r) {
+			if (op)
+				*op = o;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+/* A site address, or a function entry whose site follows an endbr64. */
+static struct ftrt_rec *rec_find(uintptr_t ip, struct ftrt_object **op)
+{
+	struct ftrt_rec *r = rec_lookup(ip, op);
+
+	if (!r && ip && !memcmp((const void *)ip, endbr64, 4))
+		r = rec_lookup(ip + 4, op);
+	return r;
+}
+
+/* ---- loading the tables ------------------------------------------------------------------ */
+
+struct seg { uintptr_t lo, hi; };
+
+static int in_exec(const struct ftrt_object *o, uintptr_t a, size_t len)
+{
+	const ElfW(Phdr) *ph = o->phdr;
+	unsigned i;
+
+	for (i = 0; i < o->phnum; i++) {
+		uintptr_t lo = o->bias + ph[i].p_vaddr;
+
+		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && a >= lo &&
+		    a + len <= lo + ph[i].p_filesz)
+			return 1;
+	}
+	return 0;
+}
+
+static int in_load(const struct ftrt_object *o, uintptr_t a, size_t len)
+{
+	const ElfW(Phdr) *ph = o->phdr;
+	unsigned i;
+
+	for (i = 0; i < o->phnum; i++) {
+		uintptr_t lo = o->bias + ph[i].p_vaddr;
+
+		if (ph[i].p_type == PT_LOAD && a >= lo && a + len >= a &&
+		    a + len <= lo + ph[i].p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+static void refuse_site(struct ftrt_object *o, uintptr_t ip, const char *why)
+{
+	const unsigned char *b = (const unsigned char *)ip;
+
+	nr_refused++;
+	if (in_exec(o, ip, 6))
+		ftrt_warn("ftrt: %s: site %#lx refused (%s): bytes %02x %02x %02x %02x %02x %02x",
+			  o->path, (unsigned long)ip, why, b[0], b[1], b[2], b[3], b[4], b[5]);
+	else
+		ftrt_warn("ftrt: %s: site %#lx refused (%s)", o->path, (unsigned long)ip, why);
+}
+
+/*
+ * A table not processed by ftlink (recordmcount's 0xF7CA entries, or gcc -mrecord-mcount
+ * absolute addresses): the sites may still be calls to __fentry__; check each and turn the
+ * calls into nops of the same length, then sort.
+ */
+static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t n)
+{
+	struct ftrt_poke *pk;
+	struct ftrt_rec **pr;
+	size_t i, np = 0, nr = 0, bad, w;
+	int ret = 0;
+
+	pk = malloc(n * sizeof(*pk));
+	pr = malloc(n * sizeof(*pr));
+	if (!pk || !pr) {
+		free(pk);
+		free(pr);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		const unsigned char *e = tab + 8 * i;
+		uint64_t v;
+		uint16_t magic;
+		int32_t rel;
+		uintptr_t ip;
+		unsigned kind = 0, len;
+		const unsigned char *b;
+		struct ftrt_rec *r;
+
+		memcpy(&v, e, 8);
+		if (!v)
+			continue;
+		memcpy(&magic, e + 6, 2);
+		if (magic == 0xF7CA || magic == 0xF7CB) {
+			memcpy(&rel, e, 4);
+			ip = (uintptr_t)e + (intptr_t)rel;
+			kind = e[5];
+		} else if (!(v >> 48)) {
+			ip = (uintptr_t)v;	/* gcc: absolute, relocated by the loader */
+		} else {
+			ftrt_warn("ftrt: %s: __mcount_loc entry %zu is not a known format", o->path, i);
+			nr_refused++;
+			continue;
+		}
+		if (!in_exec(o, ip, 6)) {
+			refuse_site(o, ip, "not in executable code");
+			continue;
+		}
+		b = (const unsigned char *)ip;
+		if (b[0] == 0xe8 && (kind == 0 || kind == 1))
+			len = 5;
+		else if (b[0] == 0xff && b[1] == 0x15 && (kind == 0 || kind == 2))
+			len = 6;
+		else if (b[0] == 0x67 && b[1] == 0xe8 && (kind == 0 || kind == 3))
+			len = 6;
+		else if (!memcmp(b, nop5, 5))
+			len = 5, kind = 0xff;
+		else if (!memcmp(b, nop6, 6))
+			len = 6, kind = 0xff;
+		else {
+			refuse_site(o, ip, "not a call to __fentry__ nor a nop");
+			continue;
+		}
+		r = &o->recs[nr++];
+		r->ip = ip;
+		r->rel = 0;
+		r->flags = len == 6 ? REC_LEN6 | REC_NOP6 : 0;
+		if (kind == 0xff)
+			continue;
+		pk[np].addr = (void *)ip;
+		memcpy(pk[np].old, b, len);
+		memcpy(pk[np].new, len == 6 ? nop6 : nop5, len);
+		pk[np].len = (unsigned char)len;
+		pr[np] = r;
+		np++;
+	}
+	while (np) {
+		ret = ftrt_text_poke_batch(pk, np, &bad);
+		if (ret != -EINVAL || bad >= np)
+			break;
+		pr[bad]->flags |= REC_REFUSED;
+		nr_refused++;
+		memmove(pk + bad, pk + bad + 1, (np - bad - 1) * sizeof(*pk));
+		memmove(pr + bad, pr + bad + 1, (np - bad - 1) * sizeof(*pr));
+		np--;
+	}
+	if (ret) {
+		ftrt_warn("ftrt: %s: cannot nop the call sites (%s): tracing disabled for it",
+			  o->path, strerror(-ret));
+		nr = 0;
+	}
+	free(pk);
+	free(pr);
+	qsort(o->recs, nr, sizeof(*o->recs), rec_cmp);
+	for (i = 0, w = 0; i < nr; i++)
+		if (!w || o->recs[w - 1].ip != o->recs[i].ip)
+			o->recs[w++] = o->recs[i];
+	o->nrecs = w;
+	return 0;
+}
+
+static int load_table(struct ftrt_object *o)
+{
+	const ElfW(Phdr) *ph = o->phdr;
+	const unsigned char *tab;
+	uintptr_t addr;
+	size_t size, n, i, nr = 0;
+	unsigned j;
+	uint16_t magic = 0;
+	int ret, sorted = 1;
+
+	o->lo = ~(uintptr_t)0;
+	o->hi = 0;
+	for (j = 0; j < o->phnum; j++) {
+		if (ph[j].p_type != PT_LOAD)
+			continue;
+		if (o->bias + ph[j].p_vaddr < o->lo)
+			o->lo = o->bias + ph[j].p_vaddr;
+		if (o->bias + ph[j].p_vaddr + ph[j].p_memsz > o->hi)
+			o->hi = o->bias + ph[j].p_vaddr + ph[j].p_memsz;
+	}
+	ret = ftrt_elf_find_table(o->path, &addr, &size);
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
+	tab = (const unsigned char *)(o->bias + addr);
+	if (!size || !in_load(o, (uintptr_t)tab, size)) {
+		ftrt_warn("ftrt: %s: __mcount_loc is not inside a loaded segment: ignored", o->path);
+		return -EINVAL;
+	}
+	n = size / 8;
+	o->recs = malloc(n * sizeof(*o->recs));
+	if (!o->recs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint64_t v;
+
+		memcpy(&v, tab + 8 * i, 8);
+		if (v) {
+			memcpy(&magic, tab + 8 * i + 6, 2);
+			break;
+		}
+	}
+	if (magic != 0xF7CB) {
+		o->table_format = magic == 0xF7CA ? FTRT_TABLE_RECORDED : FTRT_TABLE_GCC;
+		return load_unlinked(o, tab, n);
+	}
+	/* ftlink'ed: sorted, unique, nops; read the records straight through. */
+	o->table_format = FTRT_TABLE_LINKED;
+	for (i = 0; i < n; i++) {
+		const unsigned char *e = tab + 8 * i;
+		int32_t rel;
+		uintptr_t ip;
+		uint16_t m;
+		struct ftrt_rec *r;
+
+		memcpy(&m, e + 6, 2);
+		if (m != 0xF7CB)
+			continue;	/* empty slot */
+		memcpy(&rel, e, 4);
+		ip = (uintptr_t)e + (intptr_t)rel;
+		if ((e[4] != 5 && e[4] != 6) || !in_exec(o, ip, e[4])) {
+			refuse_site(o, ip, "bad table entry");
+			continue;
+		}
+		r = &o->recs[nr];
+		if (nr && r[-1].ip >= ip)
+			sorted = 0;
+		r->ip = ip;
+		r->rel = 0;
+		r->flags = e[4] == 6 ? REC_LEN6 | REC_NOP6 : 0;
+		nr++;
+	}
+	o->nrecs = nr;
+	if (!sorted) {
+		size_t w = 0;
+
+		qsort(o->recs, nr, sizeof(*o->recs), rec_cmp);
+		for (i = 0; i < nr; i++)
+			if (!w || o->recs[w - 1].ip != o->recs[i].ip)
+				o->recs[w++] = o->recs[i];
+		o->nrecs = w;
+	}
+	return 0;
+}
+
+/* ---- trampolines of an ops, shared callers ---------------------------------------------- */
+
+static struct ftrt_tramp *ops_tramp(struct ftrace_ops *op, struct ftrt_arena *a)
+{
+	struct ftrt_tramp *t;
+	ftrace_func_t fn;
+
+	for (t = op->trampolines; t; t = t->next)
+		if (t->arena == a)
+			return t;
+	fn = (op->flags & FTRACE_OPS_FL_RECURSION) ? ftrt_recursion_assist : op->func;
+	t = ftrt_tramp_create(a, op, fn, !!(op->flags & FL_REGS));
+	if (t) {
+		t->next = op->trampolines;
+		op->trampolines = t;
+	}
+	return t;
+}
+
+static struct ftrt_tramp *shared_caller(struct ftrt_arena *a, int regs)
+{
+	struct ftrt_tramp **tp = regs ? &a->regs_caller : &a->caller;
+
+	if (!*tp)
+		*tp = ftrt_tramp_create(a, &ftrt_list_ops, ftrt_list_func, regs);
+	return *tp;
+}
+
+/* ---- updates ---------------------------------------------------------------------------- */
+
+/* Where a record should point now (0: nop), or -errno. */
+static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *target)
+{
+	unsigned cnt = r->flags & REC_COUNT_MASK;
+	struct ftrace_ops *op, *one = NULL;
+	struct ftrt_tramp *t = NULL;
+	int regs = 0;
+
+	*target = 0;
+	if (!cnt)
+		return 0;
+	if (!o->arena) {
+		o->arena = ftrt_arena_for(o->lo, o->hi);
+		if (!o->arena)
+			return -ENOMEM;
+	}
+	for (op = atomic_load(&ops_list); op; op = op->next) {
+		if ((op->flags & FL_REMOVING) || !ops_match(op, r->ip))
+			continue;
+		one = op;
+		if (op->flags & FL_REGS)
+			regs = 1;
+	}
+	if (cnt == 1 && one)
+		t = ops_tramp(one, o->arena);
+	if (!t)
+		t = shared_caller(o->arena, regs);
+	if (!t)
+		return -ENOMEM;
+	*target = (uintptr_t)t->code;
+	return 0;
+}
+
+static size_t nr_dirty(void)
+{
+	struct ftrt_object *o;
+	size_t i, n = 0;
+
+	for (o = objects; o; o = o->next)
+		for (i = 0; i < o->nrecs; i++)
+			if (o->recs[i].flags & REC_DIRTY)
+				n++;
+	return n;
+}
+
+/* Patch every dirty record to its target, in one batch. */
+static int patch_dirty(void)
+{
+	size_t n = nr_dirty(), np = 0, i, bad;
+	struct ftrt_poke *pk;
+	struct ftrt_rec **pr;
+	struct ftrt_object *o;
+	int ret = 0;
+
+	if (!n)
+		return 0;
+	pk = malloc(n * sizeof(*pk));
+	pr = malloc(n * sizeof(*pr));
+	if (!pk || !pr) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (o = objects; o; o = o->next) {
+		for (i = 0; i < o->nrecs; i++) {
+			struct ftrt_rec *r = &o->recs[i];
+			struct ftrt_poke *p = &pk[np];
+			uintptr_t target;
+			long d;
+
+			if (!(r->flags & REC_DIRTY))
+				continue;
+			ret = (int)rec_target(o, r, &target);
+			if (ret)
+				goto out;
+			d = target ? (long)(target - (r->ip + 5)) : 0;
+			if (d != (long)(int32_t)d) {
+				ret = -ENOMEM;	/* trampoline out of reach: cannot happen */
+				goto out;
+			}
+			p->addr = (void *)r->ip;
+			if (r->flags & REC_NOP6) {
+				if (!target)
+					continue;
+				memcpy(p->old, nop6, 6);
+				p->new[0] = 0xe8;
+				memcpy(p->new + 1, &(int32_t){ (int32_t)d }, 4);
+				p->new[5] = 0x90;
+				p->len = 6;
+			} else {
+				if (r->flags & REC_CALL) {
+					p->old[0] = 0xe8;
+					memcpy(p->old + 1, &r->rel, 4);
+				} else {
+					memcpy(p->old, nop5, 5);
+				}
+				if (target) {
+					p->new[0] = 0xe8;
+					memcpy(p->new + 1, &(int32_t){ (int32_t)d }, 4);
+				} else {
+					memcpy(p->new, nop5, 5);
+				}
+				p->len = 5;
+				if (!memcmp(p->old, p->new, 5))
+					continue;
+			}
+			pr[np++] = r;
+		}
+	}
+	while (np) {
+		ret = ftrt_text_poke_batch(pk, np, &bad);
+		if (ret != -EINVAL || bad >= np)
+			break;
+		pr[bad]->flags |= REC_REFUSED;
+		nr_refused++;
+		memmove(pk + bad, pk + bad + 1, (np - bad - 1) * sizeof(*pk));
+		memmove(pr + bad, pr + bad + 1, (np - bad - 1) * sizeof(*pr));
+		np--;
+	}
+	if (ret)
+		goto out;
+	for (i = 0; i < np; i++) {
+		struct ftrt_rec *r = pr[i];
+
+		r->flags &= ~REC_NOP6;
+		if (pk[i].new[0] == 0xe8) {
+			r->flags |= REC_CALL;
+			memcpy(&r->rel, pk[i].new + 1, 4);
+		} else {
+			r->flags &= ~REC_CALL;
+			r->rel = 0;
+		}
+	}
+out:
+	for (o = objects; o; o = o->next)
+		for (i = 0; i < o->nrecs; i++)
+			o->recs[i].flags &= ~REC_DIRTY;
+	free(pk);
+	free(pr);
+	return ret;
+}
+
+static void adjust_counts(struct ftrace_ops *x, int old_en, const struct ftrt_hash *of,
+			  const struct ftrt_hash *on, int new_en, const struct ftrt_hash *nf,
+			  const struct ftrt_hash *nn)
+{
+	struct ftrt_object *o;
+	size_t i;
+
+	for (o = objects; o; o = o->next) {
+		for (i = 0; i < o->nrecs; i++) {
+			struct ftrt_rec *r = &o->recs[i];
+			int om, nm;
+
+			if (r->flags & REC_REFUSED)
+				continue;
+			om = old_en && hash_match(of, on, r->ip);
+			nm = new_en && hash_match(nf, nn, r->ip);
+			if (om == nm)
+				continue;
+			if (nm) {
+				r->flags++;
+				x->nr_sites++;
+			} else {
+				r->flags--;
+				x->nr_sites--;
+			}
+			r->flags |= REC_DIRTY;
+		}
+	}
+}
+
+/* Is any site that x newly matches already matched by another IPMODIFY ops? */
+static int ipmodify_conflict(struct ftrace_ops *x, int old_en, const struct ftrt_hash *of,
+			     const struct ftrt_hash *on, const struct ftrt_hash *nf,
+			     const struct ftrt_hash *nn)
+{
+	struct ftrt_object *o;
+	struct ftrace_ops *op;
+	size_t i;
+
+	if (!(x->flags & FTRACE_OPS_FL_IPMODIFY))
+		return 0;
+	for (op = atomic_load(&ops_list); op; op = op->next) {
+		if (op == x || !(op->flags & FTRACE_OPS_FL_IPMODIFY) || (op->flags & FL_REMOVING))
+			continue;
+		for (o = objects; o; o = o->next)
+			for (i = 0; i < o->nrecs; i++) {
+				uintptr_t ip = o->recs[i].ip;
+
+				if (hash_match(nf, nn, ip) && !(old_en && hash_match(of, on, ip)) &&
+				    ops_match(op, ip))
+					return 1;
+			}
+	}
+	return 0;
+}
+
+/*
+ * x changes from (old_en, old hashes) to (new_en, new hashes); the new state is already
+ * published (list membership, FL_REMOVING, hash pointers).  Moves the affected sites.
+ */
+static int update(struct ftrace_ops *x, int old_en, const struct ftrt_hash *of,
+		  const struct ftrt_hash *on, int new_en, const struct ftrt_hash *nf,
+		  const struct ftrt_hash *nn)
+{
+	int ret;
+
+	adjust_counts(x, old_en, of, on, new_en, nf, nn);
+	ret = patch_dirty();
+	if (ret)
+		adjust_counts(x, new_en, nf, nn, old_en, of, on);
+	return ret;
+}
+
+static void free_trampolines(struct ftrace_ops *ops)
+{
+	struct ftrt_tramp *t, *n;
+
+	for (t = ops->trampolines; t; t = n) {
+		n = t->next;
+		ftrt_tramp_free(t);
+	}
+	ops->trampolines = NULL;
+}
+
+static void list_remove(struct ftrace_ops *ops)
+{
+	struct ftrace_ops *_Atomic *pp = &ops_list;
+	struct ftrace_ops *p;
+
+	for (p = atomic_load(pp); p; pp = (struct ftrace_ops *_Atomic *)&p->next, p = atomic_load(pp))
+		if (p == ops) {
+			atomic_store_explicit(pp, ops->next, memory_order_release);
+			return;
+		}
+}
+
+/* ---- objects ---------------------------------------------------------------------------- */
+
+struct found {
+	const char *name;
+	uintptr_t bias;
+	const void *phdr;
+	unsigned phnum;
+};
+
+struct scan {
+	struct found *v;
+	size_t n, cap;
+	unsigned long long adds, subs;
+	int err;
+};
+
+static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct scan *s = data;
+
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		s->adds = info->dlpi_adds;
+		s->subs = info->dlpi_subs;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 32;
+		struct found *v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v) {
+			s->err = -ENOMEM;
+			return 1;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n].name = info->dlpi_name ? info->dlpi_name : "";
+	s->v[s->n].bias = info->dlpi_addr;
+	s->v[s->n].phdr = info->dlpi_phdr;
+	s->v[s->n].phnum = info->dlpi_phnum;
+	s->n++;
+	return 0;
+}
+
+static int counters_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	unsigned long long *c = data;
+
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		c[0] = info->dlpi_adds;
+		c[1] = info->dlpi_subs;
+	}
+	return 1;
+}
+
+static void object_free(struct ftrt_object *o)
+{
+	ftrt_syms_free(o->syms);
+	free(o->recs);
+	free(o->name);
+	free(o->path);
+	free(o);
+}
+
+/* Do the recorded states of o's sites match memory?  (A reloaded object does not.) */
+static int object_intact(struct ftrt_object *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->nrecs; i++) {
+		const struct ftrt_rec *r = &o->recs[i];
+		const unsigned char *b = (const unsigned char *)r->ip;
+
+		if (r->flags & REC_REFUSED)
+			continue;
+		if (r->flags & REC_NOP6) {
+			if (memcmp(b, nop6, 6))
+				return 0;
+		} else if (r->flags & REC_CALL) {
+			if (b[0] != 0xe8 || memcmp(b + 1, &r->rel, 4))
+				return 0;
+		} else if (memcmp(b, nop5, 5)) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Bring the object list up to date with the loader's; enable new objects' sites. */
+static int rescan(void)
+{
+	struct scan s = { 0 };
+	struct ftrt_object *o, **pp, *added = NULL, **tail;
+	int subs_changed, any_new = 0;
+	size_t i, j;
+
+	dl_iterate_phdr(scan_cb, &s);
+	if (s.err) {
+		free(s.v);
+		return s.err;
+	}
+	subs_changed = s.subs != seen_subs;
+	for (o = objects; o; o = o->next)
+		o->seen = 0;
+	for (i = 0; i < s.n; i++) {
+		struct found *f = &s.v[i];
+
+		for (o = objects; o; o = o->next)
+			if (!o->seen && o->bias == f->bias && o->phdr == f->phdr &&
+			    !strcmp(o->name, f->name))
+				break;
+		if (o && subs_changed && i > 0 && !object_intact(o))
+			o = NULL;	/* unloaded and reloaded at the same place */
+		if (o) {
+			o->seen = 1;
+			continue;
+		}
+		o = calloc(1, sizeof(*o));
+		if (!o)
+			continue;
+		o->name = strdup(f->name);
+		o->path = strdup(i == 0 && !f->name[0] ? "/proc/self/exe" : f->name);
+		o->bias = f->bias;
+		o->phdr = f->phdr;
+		o->phnum = f->phnum;
+		o->seen = 2;
+		if (!o->name || !o->path || (f->name[0] == 0 && i > 0)) {
+			object_free(o);
+			continue;
+		}
+		load_table(o);
+		o->next = added;
+		added = o;
+	}
+	/* Drop objects that are gone (their code is unmapped: nothing to unpatch). */
+	for (pp = &objects; (o = *pp);) {
+		if (!o->seen) {
+			*pp = o->next;
+			object_free(o);
+		} else {
+			pp = &o->next;
+		}
+	}
+	/* Append the new ones in load order. */
+	for (tail = &objects; *tail; tail = &(*tail)->next)
+		;
+	{
+		struct ftrt_object *rev = NULL, *n;
+
+		for (o = added; o; o = n) {
+			n = o->next;
+			o->next = rev;
+			rev = o;
+		}
+		*tail = rev;
+	}
+	seen_adds = s.adds;
+	seen_subs = s.subs;
+	free(s.v);
+	/* Enable the new objects' sites for the registered ops. */
+	for (o = objects; o; o = o->next) {
+		if (o->seen != 2)
+			continue;
+		for (j = 0; j < o->nrecs; j++) {
+			struct ftrt_rec *r = &o->recs[j];
+			struct ftrace_ops *op;
+
+			if (r->flags & REC_REFUSED)
+				continue;
+			for (op = atomic_load(&ops_list); op; op = op->next)
+				if (!(op->flags & FL_REMOVING) && ops_match(op, r->ip)) {
+					r->flags++;
+					op->nr_sites++;
+				}
+			if (r->flags & REC_COUNT_MASK) {
+				r->flags |= REC_DIRTY;
+				any_new = 1;
+			}
+		}
+	}
+	return any_new ? patch_dirty() : 0;
+}
+
+static void check_objects(void)
+{
+	unsigned long long c[2] = { seen_adds, seen_subs };
+
+	dl_iterate_phdr(counters_cb, c);
+	if (c[0] != seen_adds || c[1] != seen_subs)
+		rescan();
+}
+
+static void ensure_init(void)
+{
+	if (!initialized) {
+		initialized = 1;
+		rescan();
+	}
+}
+
+__attribute__((constructor(101))) static void ftrt_init(void)
+{
+	if (ftrt_lock())
+		return;
+	ensure_init();
+	ftrt_unlock();
+}
+
+/* Lock the API, load what is missing.  0 or -EBUSY (inside a callback). */
+static int api_enter(void)
+{
+	int ret;
+
+	if (ftrt_cb_depth > 0)
+		return -EBUSY;
+	ret = ftrt_lock();
+	if (ret)
+		return ret;
+	ensure_init();
+	check_objects();
+	return 0;
+}
+
+/* ---- API: ops ----------------------------------------------------------------------------- */
+
+int register_ftrace_function(struct ftrace_ops *ops)
+{
+	int ret;
+
+	if (!ops || !ops->func)
+		return -EINVAL;
+	if ((ops->flags & FTRACE_OPS_FL_IPMODIFY) && !(ops->flags & FL_REGS))
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	if (ops->flags & FTRACE_OPS_FL_ENABLED) {
+		ret = -EBUSY;
+		goto out;
+	}
+	if (ipmodify_conflict(ops, 0, NULL, NULL, ops->filter_hash, ops->notrace_hash)) {
+		ret = -EBUSY;
+		goto out;
+	}
+	ops->flags &= ~FL_REMOVING;
+	ops->nr_sites = 0;
+	ops->next = atomic_load(&ops_list);
+	atomic_store_explicit(&ops_list, ops, memory_order_release);
+	ops->flags |= FTRACE_OPS_FL_ENABLED | FTRACE_OPS_FL_ALLOC_TRAMP;
+	ret = update(ops, 0, NULL, NULL, 1, ops->filter_hash, ops->notrace_hash);
+	if (ret) {
+		list_remove(ops);
+		ftrt_synchronize();
+		free_trampolines(ops);
+		ops->flags &= ~(FTRACE_OPS_FL_ENABLED | FTRACE_OPS_FL_ALLOC_TRAMP);
+	}
+out:
+	ftrt_unlock();
+	return ret;
+}
+
+int unregister_ftrace_function(struct ftrace_ops *ops)
+{
+	int ret;
+
+	if (!ops)
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	if (!(ops->flags & FTRACE_OPS_FL_ENABLED)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ops->flags |= FL_REMOVING;
+	ret = update(ops, 1, ops->filter_hash, ops->notrace_hash, 0, NULL, NULL);
+	if (ret) {
+		ops->flags &= ~FL_REMOVING;
+		goto out;
+	}
+	list_remove(ops);
+	ftrt_synchronize();	/* nobody runs its trampolines or is in the list walk */
+	free_trampolines(ops);
+	ops->flags &= ~(FTRACE_OPS_FL_ENABLED | FTRACE_OPS_FL_ALLOC_TRAMP | FL_REMOVING);
+out:
+	ftrt_unlock();
+	return ret;
+}
+
+/* ---- API: filters ------------------------------------------------------------------------ */
+
+static struct ftrt_syms *obj_syms(struct ftrt_object *o)
+{
+	if (!o->syms)
+		o->syms = ftrt_elf_load_syms(o->path, o->bias);
+	return o->syms;
+}
+
+static int valid_glob(const char *p)
+{
+	for (; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+		} else if (*p == '[') {
+			const char *q = p + 1;
+
+			if (*q == '!' || *q == '^')
+				q++;
+			if (*q == ']')
+				q++;
+			while (*q && *q != ']')
+				q++;
+			if (!*q)
+				return 0;
+			p = q;
+		}
+	}
+	return 1;
+}
+
+/* Add (or remove) every site of the functions matching pat; number of sites matched. */
+static long glob_apply(struct ftrt_hash **hp, const char *pat, int remove)
+{
+	struct ftrt_object *o;
+	long matched = 0;
+	size_t i, k;
+
+	for (o = objects; o; o = o->next) {
+		struct ftrt_syms *s;
+
+		if (!o->nrecs)
+			continue;
+		s = obj_syms(o);
+		if (!s)
+			return -ENOMEM;
+		for (i = 0; i < s->n; i++) {
+			const struct ftrt_sym *y = &s->v[i];
+			uintptr_t end = y->addr + (y->size ? y->size : 5);
+
+			if (fnmatch(pat, y->name, 0) &&
+			    (!y->demangled || fnmatch(pat, y->demangled, 0)))
+				continue;
+			for (k = obj_lower_bound(o, y->addr); k < o->nrecs && o->recs[k].ip < end; k++) {
+				if (o->recs[k].flags & REC_REFUSED)
+					continue;
+				matched++;
+				if (remove)
+					hash_del(*hp, o->recs[k].ip);
+				else if (hash_add(hp, o->recs[k].ip))
+					return -ENOMEM;
+			}
+		}
+	}
+	return matched;
+}
+
+/* Install a new filter or notrace hash on ops (and move its sites when registered). */
+static int set_hash(struct ftrace_ops *ops, int notrace, struct ftrt_hash *nh)
+{
+	struct ftrt_hash **slot = notrace ? &ops->notrace_hash : &ops->filter_hash;
+	struct ftrt_hash *old = *slot;
+	const struct ftrt_hash *of = ops->filter_hash, *on = ops->notrace_hash;
+	int ret;
+
+	if (!(ops->flags & FTRACE_OPS_FL_ENABLED)) {
+		*slot = nh;
+		free(old);
+		return 0;
+	}
+	if (ipmodify_conflict(ops, 1, of, on, notrace ? of : nh, notrace ? nh : on))
+		return -EBUSY;
+	__atomic_store_n(slot, nh, __ATOMIC_RELEASE);
+	ret = update(ops, 1, of, on, 1, ops->filter_hash, ops->notrace_hash);
+	if (ret) {
+		__atomic_store_n(slot, old, __ATOMIC_RELEASE);
+		ftrt_synchronize();
+		free(nh);
+		return ret;
+	}
+	ftrt_synchronize();	/* no list walk still reads the old hash */
+	free(old);
+	return 0;
+}
+
+static int set_regex(struct ftrace_ops *ops, const void *buf, int len, int reset, int notrace)
+{
+	struct ftrt_hash *nh;
+	char *copy = NULL, *tok, *save = NULL;
+	int ret;
+
+	if (!ops || len < 0 || (len && !buf))
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	nh = reset ? hash_alloc(0) : hash_copy(notrace ? ops->notrace_hash : ops->filter_hash);
+	if (!nh) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (buf && len) {
+		copy = strndup(buf, (size_t)len);
+		if (!copy) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		for (tok = strtok_r(copy, " \t\n,", &save); tok; tok = strtok_r(NULL, " \t\n,", &save)) {
+			int remove = tok[0] == '!';
+			const char *pat = tok + remove;
+			long m;
+
+			if (!*pat || !valid_glob(pat)) {
+				ret = -EINVAL;
+				goto fail;
+			}
+			m = glob_apply(&nh, pat, remove);
+			if (m < 0) {
+				ret = (int)m;
+				goto fail;
+			}
+			if (!m && !remove) {
+				ret = -ENODEV;
+				goto fail;
+			}
+		}
+	}
+	ret = set_hash(ops, notrace, nh);
+	if (ret)
+		goto out;	/* set_hash freed nh */
+	goto out;
+fail:
+	free(nh);
+out:
+	free(copy);
+	ftrt_unlock();
+	return ret;
+}
+
+int ftrace_set_filter(struct ftrace_ops *ops, const void *buf, int len, int reset)
+{
+	return set_regex(ops, buf, len, reset, 0);
+}
+
+int ftrace_set_notrace(struct ftrace_ops *ops, const void *buf, int len, int reset)
+{
+	return set_regex(ops, buf, len, reset, 1);
+}
+
+static int set_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset, int notrace)
+{
+	struct ftrt_hash *nh;
+	struct ftrt_rec *r;
+	int ret;
+
+	if (!ops)
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	r = ip ? rec_find(ip, NULL) : NULL;
+	if (ip && (!r || (r->flags & REC_REFUSED))) {
+		ret = -ENODEV;
+		goto out;
+	}
+	nh = reset ? hash_alloc(0) : hash_copy(notrace ? ops->notrace_hash : ops->filter_hash);
+	if (!nh) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (r) {
+		if (remove)
+			hash_del(nh, r->ip);
+		else if (hash_add(&nh, r->ip)) {
+			free(nh);
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	ret = set_hash(ops, notrace, nh);
+out:
+	ftrt_unlock();
+	return ret;
+}
+
+int ftrace_set_filter_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset)
+{
+	return set_ip(ops, ip, remove, reset, 0);
+}
+
+int ftrace_set_notrace_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset)
+{
+	return set_ip(ops, ip, remove, reset, 1);
+}
+
+void ftrace_free_filter(struct ftrace_ops *ops)
+{
+	if (!ops || (ops->flags & FTRACE_OPS_FL_ENABLED))
+		return;
+	free(ops->filter_hash);
+	free(ops->notrace_hash);
+	ops->filter_hash = ops->notrace_hash = NULL;
+}
+
+int ftrace_ops_test(struct ftrace_ops *ops, unsigned long ip)
+{
+	struct ftrt_rec *r;
+
+	if (!ops)
+		return 0;
+	if (ftrt_lock())
+		return 0;
+	ensure_init();
+	r = rec_find(ip, NULL);
+	ftrt_unlock();
+	return r ? ops_match(ops, r->ip) : 0;
+}
+
+/* ---- API: listing, objects, stats --------------------------------------------------------- */
+
+static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_func_info *fi)
+{
+	const struct ftrt_sym *y = ftrt_syms_lookup(obj_syms(o), r->ip);
+	struct ftrace_ops *op;
+	struct ftrt_tramp *t;
+
+	memset(fi, 0, sizeof(*fi));
+	fi->ip = r->ip;
+	fi->func = y ? y->addr : 0;
+	fi->name = y ? (y->demangled ? y->demangled : y->name) : "";
+	fi->object = o->path;
+	fi->len = (r->flags & REC_LEN6) ? 6 : 5;
+	fi->nr_ops = r->flags & REC_COUNT_MASK;
+	if (r->flags & REC_REFUSED) {
+		fi->state = FTRACE_SITE_REFUSED;
+		return;
+	}
+	if (!(r->flags & REC_CALL)) {
+		fi->state = FTRACE_SITE_NOP;
+		return;
+	}
+	fi->target = r->ip + 5 + (long)r->rel;
+	if (o->arena && o->arena->caller && fi->target == (uintptr_t)o->arena->caller->code) {
+		fi->state = FTRACE_SITE_CALLER;
+		return;
+	}
+	if (o->arena && o->arena->regs_caller &&
+	    fi->target == (uintptr_t)o->arena->regs_caller->code) {
+		fi->state = FTRACE_SITE_REGS_CALLER;
+		return;
+	}
+	fi->state = FTRACE_SITE_TRAMP;
+	for (op = atomic_load(&ops_list); op; op = op->next)
+		for (t = op->trampolines; t; t = t->next)
+			if ((uintptr_t)t->code == fi->target)
+				fi->owner = op;
+}
+
+int ftrace_for_each_function(int (*fn)(const struct ftrace_func_info *, void *), void *data)
+{
+	struct ftrace_func_info fi;
+	struct ftrt_object *o;
+	size_t i;
+	int ret = api_enter();
+
+	if (ret)
+		return ret;
+	for (o = objects; o && !ret; o = o->next)
+		for (i = 0; i < o->nrecs && !ret; i++) {
+			rec_info(o, &o->recs[i], &fi);
+			ret = fn(&fi, data);
+		}
+	ftrt_unlock();
+	return ret;
+}
+
+int ftrace_lookup_function(unsigned long ip, struct ftrace_func_info *info)
+{
+	struct ftrt_object *o;
+	struct ftrt_rec *r;
+	int ret = api_enter();
+
+	if (ret)
+		return ret;
+	r = rec_find(ip, &o);
+	if (r)
+		rec_info(o, r, info);
+	ftrt_unlock();
+	return r ? 0 : -ENODEV;
+}
+
+static const char *state_name(enum ftrace_site_state s)
+{
+	static const char *const n[] = { "nop", "tramp", "caller", "regs_caller", "refused" };
+
+	return (unsigned)s < 5 ? n[s] : "?";
+}
+
+static int print_one(const struct ftrace_func_info *fi, void *data)
+{
+	fprintf(data, "%#lx %s %u %s [%s]\n", fi->ip, state_name(fi->state), fi->nr_ops,
+		fi->name[0] ? fi->name : "?", fi->object);
+	return 0;
+}
+
+int ftrace_print_functions(void *stream)
+{
+	return ftrace_for_each_function(print_one, stream ? stream : stdout);
+}
+
+int ftrace_rescan(void)
+{
+	struct ftrt_object *o;
+	long n = 0;
+	int ret = api_enter();
+
+	if (ret)
+		return ret;
+	ret = rescan();
+	for (o = objects; o; o = o->next)
+		n += (long)o->nrecs;
+	ftrt_unlock();
+	return ret ? ret : (int)n;
+}
+
+void *ftrace_dlopen(const char *file, int mode)
+{
+	void *h = dlopen(file, mode);
+
+	if (h)
+		ftrace_rescan();
+	return h;
+}
+
+int ftrace_dlclose(void *handle)
+{
+	int ret = dlclose(handle);
+
+	ftrace_rescan();
+	return ret;
+}
+
+void ftrace_get_stats(struct ftrace_stats *st)
+{
+	struct ftrt_object *o;
+
+	memset(st, 0, sizeof(*st));
+	if (ftrt_lock())
+		return;
+	ensure_init();
+	for (o = objects; o; o = o->next) {
+		st->nr_sites += o->nrecs;
+		if (o->table_format != FTRT_TABLE_NONE)
+			st->nr_objects++;
+	}
+	st->nr_refused = nr_refused;
+	st->nr_trampolines = ftrt_nr_trampolines;
+	ftrt_unlock();
+}

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ftrace_elf.c - what the runtime reads from the files of loaded objects: the location
+ * of the __mcount_loc table (section headers are not loaded into memory) and the symbol
+ * tables used to match filter patterns.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftrt_core.h"
+
+static int read_at(int fd, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Read the ELF header and section headers of an open file; *shdr is malloc'ed. */
+static int read_shdrs(int fd, Elf64_Ehdr *eh, Elf64_Shdr **shdr, size_t *shnum)
+{
+	Elf64_Shdr first;
+	size_t n;
+
+	if (read_at(fd, eh, sizeof(*eh), 0))
+		return -EIO;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_machine != EM_X86_64 || eh->e_shentsize != sizeof(Elf64_Shdr) || !eh->e_shoff)
+		return -EINVAL;
+	n = eh->e_shnum;
+	if (!n) {
+		if (read_at(fd, &first, sizeof(first), (off_t)eh->e_shoff))
+			return -EIO;
+		n = first.sh_size;
+	}
+	if (!n || n > (1u << 20))
+		return -EINVAL;
+	*shdr = malloc(n * sizeof(Elf64_Shdr));
+	if (!*shdr)
+		return -ENOMEM;
+	if (read_at(fd, *shdr, n * sizeof(Elf64_Shdr), (off_t)eh->e_shoff)) {
+		free(*shdr);
+		return -EIO;
+	}
+	*shnum = n;
+	return 0;
+}
+
+static char *read_section(int fd, const Elf64_Shdr *sh)
+{
+	char *p;
+
+	if (sh->sh_type == SHT_NOBITS || sh->sh_size > (1ul << 31))
+		return NULL;
+	p = malloc(sh->sh_size + 1);
+	if (!p)
+		return NULL;
+	if (read_at(fd, p, sh->sh_size, (off_t)sh->sh_offset)) {
+		free(p);
+		return NULL;
+	}
+	p[sh->sh_size] = 0;
+	return p;
+}
+
+/*
+ * Find the __mcount_loc section of path: its link-time address and size.
+ * Returns 0, -ENOENT when there is none, or -errno.
+ */
+int ftrt_elf_find_table(const char *path, uintptr_t *addr, size_t *size)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL;
+	size_t shnum, i, strndx;
+	char *names = NULL;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = read_shdrs(fd, &eh, &sh, &shnum);
+	if (ret)
+		goto out;
+	strndx = eh.e_shstrndx == SHN_XINDEX ? sh[0].sh_link : eh.e_shstrndx;
+	ret = -EINVAL;
+	if (strndx >= shnum)
+		goto out;
+	names = read_section(fd, &sh[strndx]);
+	if (!names)
+		goto out;
+	ret = -ENOENT;
+	for (i = 1; i < shnum; i++) {
+		if (sh[i].sh_name >= sh[strndx].sh_size)
+			continue;
+		if (!strcmp(names + sh[i].sh_name, "__mcount_loc") &&
+		    (sh[i].sh_flags & SHF_ALLOC) && sh[i].sh_type == SHT_PROGBITS) {
+			*addr = sh[i].sh_addr;
+			*size = sh[i].sh_size;
+			ret = 0;
+			break;
+		}
+	}
+out:
+	free(names);
+	free(sh);
+	close(fd);
+	return ret;
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct ftrt_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+/*
+ * Load the function symbols of path (.symtab, else .dynsym), sorted by address, with
+ * demangled names for C++ symbols when the process has __cxa_demangle (libstdc++).
+ */
+struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
+{
+	struct ftrt_syms *s = calloc(1, sizeof(*s));
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL;
+	Elf64_Sym *st = NULL;
+	size_t shnum, i, nsym, pick = 0, nz = 0;
+	demangle_fn demangle;
+	int fd;
+
+	if (!s)
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return s;	/* no file (vdso): no names */
+	if (read_shdrs(fd, &eh, &sh, &shnum))
+		goto out;
+	for (i = 1; i < shnum; i++)
+		if (sh[i].sh_type == SHT_SYMTAB)
+			pick = i;
+	if (!pick)
+		for (i = 1; i < shnum; i++)
+			if (sh[i].sh_type == SHT_DYNSYM)
+				pick = i;
+	if (!pick || sh[pick].sh_link >= shnum || sh[pick].sh_entsize != sizeof(Elf64_Sym))
+		goto out;
+	st = (Elf64_Sym *)read_section(fd, &sh[pick]);
+	s->strtab = read_section(fd, &sh[sh[pick].sh_link]);
+	if (!st || !s->strtab)
+		goto out;
+	nsym = sh[pick].sh_size / sizeof(Elf64_Sym);
+	s->v = malloc(nsym * sizeof(*s->v));
+	if (!s->v)
+		goto out;
+	for (i = 1; i < nsym; i++) {
+		unsigned type = ELF64_ST_TYPE(st[i].st_info);
+
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || st[i].st_shndx == SHN_UNDEF ||
+		    !st[i].st_value || st[i].st_name >= sh[sh[pick].sh_link].sh_size)
+			continue;
+		s->v[s->n].addr = bias + st[i].st_value;
+		s->v[s->n].size = st[i].st_size;
+		s->v[s->n].name = s->strtab + st[i].st_name;
+		s->v[s->n].demangled = NULL;
+		if (s->v[s->n].name[0] == '_' && s->v[s->n].name[1] == 'Z')
+			nz++;
+		s->n++;
+	}
+	qsort(s->v, s->n, sizeof(*s->v), sym_cmp);
+	demangle = (demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	if (nz && demangle) {
+		s->demangled = calloc(nz, sizeof(char *));
+		for (i = 0; s->demangled && i < s->n; i++) {
+			int status = 0;
+			char *d;
+
+			if (strncmp(s->v[i].name, "_Z", 2))
+				continue;
+			d = demangle(s->v[i].name, NULL, NULL, &status);
+			if (d && !status && s->ndemangled < nz) {
+				s->demangled[s->ndemangled++] = d;
+				s->v[i].demangled = d;
+			} else {
+				free(d);
+			}
+		}
+	}
+out:
+	free(st);
+	free(sh);
+	close(fd);
+	return s;
+}
+
+void ftrt_syms_free(struct ftrt_syms *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->ndemangled; i++)
+		free(s->demangled[i]);
+	free(s->demangled);
+	free(s->v);
+	free(s->strtab);
+	free(s);
+}
+
+/* The function symbol containing addr (the closest one at or below it), or NULL. */
+const struct ftrt_sym *ftrt_syms_lookup(const struct ftrt_syms *s, uintptr_t addr)
+{
+	size_t lo = 0, hi;
+	const struct ftrt_sym *best;
+
+	if (!s || !s->n)
+		return NULL;
+	hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->v[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	best = &s->v[lo - 1];
+	/* Prefer a sized symbol that covers addr among aliases at the same address. */
+	while (best > s->v && best[-1].addr == best->addr && !best->size)
+		best--;
+	if (best->size && addr >= best->addr + best->size)
+		return NULL;
+	return best;
+}
