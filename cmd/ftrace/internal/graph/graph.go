@@ -107,9 +107,10 @@ func writeCalls(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options
 
 func writeGraph(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options) {
 	if o.Time {
-		ew.printf("#   TIME (us)  ")
+		ew.printf("#%12s  %6s %14s |  %s\n", "TIME (us)", "TID", "DURATION", "FUNCTION CALLS")
+	} else {
+		ew.printf("#%6s %14s |  %s\n", "TID", "DURATION", "FUNCTION CALLS")
 	}
-	ew.printf("#%6s %14s |  %s\n", "TID", "DURATION", "FUNCTION CALLS")
 	lines := 0
 	tid := fmt.Sprintf("%6d)", t.TID)
 	line := func(ts uint64, dur, text string) bool {

@@ -39,7 +39,7 @@ func TestWrite(t *testing.T) {
 # ... output limited to 3 lines (thread 100 has 4 calls)
 `},
 		{"unwound, lost, time", Options{TIDs: []int{102}, Time: true}, `# thread 102 (late)
-#   TIME (us)  #   TID       DURATION |  FUNCTION CALLS
+#   TIME (us)     TID       DURATION |  FUNCTION CALLS
         2.000     102)                |  a() {
         2.010     102)       0.990 us |    b(); /* unfinished */
         3.000     102)       1.000 us |  } /* a */

@@ -1,0 +1,108 @@
+package chrome
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Validate checks a trace-event JSON document as the viewers need it: the object form
+// with a traceEvents array; every event has name, ph, pid and tid; "X" and "i" events a
+// non-negative ts, "X" events a non-negative dur and, per thread, proper nesting (in
+// file order each lies inside the enclosing open one); metadata events an args.name; and
+// every thread with events a thread_name. It returns the number of events per phase.
+func Validate(data []byte) (map[string]int, error) {
+	var doc struct {
+		TraceEvents     []map[string]any `json:"traceEvents"`
+		DisplayTimeUnit string           `json:"displayTimeUnit"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if doc.TraceEvents == nil {
+		return nil, fmt.Errorf("no traceEvents array")
+	}
+	if doc.DisplayTimeUnit != "" && doc.DisplayTimeUnit != "ns" && doc.DisplayTimeUnit != "ms" {
+		return nil, fmt.Errorf("displayTimeUnit %q", doc.DisplayTimeUnit)
+	}
+	num := func(e map[string]any, k string) (float64, error) {
+		n, ok := e[k].(json.Number)
+		if !ok {
+			return 0, fmt.Errorf("event %v: %s is not a number", e, k)
+		}
+		return n.Float64()
+	}
+	counts := map[string]int{}
+	named := map[float64]bool{}
+	used := map[float64]bool{}
+	type span struct{ start, end float64 }
+	open := map[float64][]span{}
+	for _, e := range doc.TraceEvents {
+		ph, _ := e["ph"].(string)
+		name, _ := e["name"].(string)
+		if name == "" || ph == "" {
+			return nil, fmt.Errorf("event without name or ph: %v", e)
+		}
+		if _, err := num(e, "pid"); err != nil {
+			return nil, err
+		}
+		tid, err := num(e, "tid")
+		if err != nil {
+			return nil, err
+		}
+		counts[ph]++
+		switch ph {
+		case "M":
+			if name == "thread_name" {
+				named[tid] = true
+			}
+			args, _ := e["args"].(map[string]any)
+			if s, _ := args["name"].(string); s == "" {
+				return nil, fmt.Errorf("metadata event without args.name: %v", e)
+			}
+		case "X":
+			ts, err := num(e, "ts")
+			if err != nil {
+				return nil, err
+			}
+			dur, err := num(e, "dur")
+			if err != nil {
+				return nil, err
+			}
+			if ts < 0 || dur < 0 {
+				return nil, fmt.Errorf("negative ts or dur: %v", e)
+			}
+			used[tid] = true
+			st := open[tid]
+			for len(st) > 0 && (ts > st[len(st)-1].end || (ts == st[len(st)-1].end && dur > 0)) {
+				st = st[:len(st)-1]
+			}
+			if len(st) > 0 && (ts < st[len(st)-1].start || ts+dur > st[len(st)-1].end+1e-6) {
+				return nil, fmt.Errorf("event %v is not inside its enclosing event [%v, %v]", e, st[len(st)-1].start, st[len(st)-1].end)
+			}
+			open[tid] = append(st, span{ts, ts + dur})
+		case "i", "I":
+			ts, err := num(e, "ts")
+			if err != nil {
+				return nil, err
+			}
+			if ts < 0 {
+				return nil, fmt.Errorf("negative ts: %v", e)
+			}
+			used[tid] = true
+			if s, _ := e["s"].(string); s != "" && s != "t" && s != "p" && s != "g" {
+				return nil, fmt.Errorf("instant event scope %q", s)
+			}
+		default:
+			return nil, fmt.Errorf("unexpected phase %q", ph)
+		}
+	}
+	for tid := range used {
+		if !named[tid] {
+			return nil, fmt.Errorf("thread %v has no thread_name", tid)
+		}
+	}
+	return counts, nil
+}
