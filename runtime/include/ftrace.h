@@ -25,9 +25,7 @@ struct ftrace_ops;
 struct ftrace_regs;
 
 /* Mark callbacks (and what they call) in -pg code so they are not traced themselves. */
-#ifndef notrace
-#define notrace __attribute__((no_instrument_function))
-#endif
+#define ftrace_notrace __attribute__((no_instrument_function))
 
 /*
  * A callback.  ip is the address of the traced function's call site (the function's first

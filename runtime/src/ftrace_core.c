@@ -1152,9 +1152,9 @@ static long glob_apply(struct ftrt_hash **hp, const char *pat, int remove)
 }
 
 /* Install a new filter or notrace hash on ops (and move its sites when registered). */
-static int set_hash(struct ftrace_ops *ops, int notrace, struct ftrt_hash *nh)
+static int set_hash(struct ftrace_ops *ops, int is_notrace, struct ftrt_hash *nh)
 {
-	struct ftrt_hash **slot = notrace ? &ops->notrace_hash : &ops->filter_hash;
+	struct ftrt_hash **slot = is_notrace ? &ops->notrace_hash : &ops->filter_hash;
 	struct ftrt_hash *old = *slot;
 	const struct ftrt_hash *of = ops->filter_hash, *on = ops->notrace_hash;
 	int ret;
@@ -1164,7 +1164,7 @@ static int set_hash(struct ftrace_ops *ops, int notrace, struct ftrt_hash *nh)
 		free(old);
 		return 0;
 	}
-	if (ipmodify_conflict(ops, 1, of, on, notrace ? of : nh, notrace ? nh : on))
+	if (ipmodify_conflict(ops, 1, of, on, is_notrace ? of : nh, is_notrace ? nh : on))
 		return -EBUSY;
 	__atomic_store_n(slot, nh, __ATOMIC_RELEASE);
 	ret = update(ops, 1, of, on, 1, ops->filter_hash, ops->notrace_hash);
@@ -1179,7 +1179,7 @@ static int set_hash(struct ftrace_ops *ops, int notrace, struct ftrt_hash *nh)
 	return 0;
 }
 
-static int set_regex(struct ftrace_ops *ops, const void *buf, int len, int reset, int notrace)
+static int set_regex(struct ftrace_ops *ops, const void *buf, int len, int reset, int is_notrace)
 {
 	struct ftrt_hash *nh;
 	char *copy = NULL, *tok, *save = NULL;
@@ -1190,7 +1190,7 @@ static int set_regex(struct ftrace_ops *ops, const void *buf, int len, int reset
 	ret = api_enter();
 	if (ret)
 		return ret;
-	nh = reset ? hash_alloc(0) : hash_copy(notrace ? ops->notrace_hash : ops->filter_hash);
+	nh = reset ? hash_alloc(0) : hash_copy(is_notrace ? ops->notrace_hash : ops->filter_hash);
 	if (!nh) {
 		ret = -ENOMEM;
 		goto out;
@@ -1221,7 +1221,7 @@ static int set_regex(struct ftrace_ops *ops, const void *buf, int len, int reset
 			}
 		}
 	}
-	ret = set_hash(ops, notrace, nh);
+	ret = set_hash(ops, is_notrace, nh);
 	if (ret)
 		goto out;	/* set_hash freed nh */
 	goto out;
@@ -1243,7 +1243,7 @@ int ftrace_set_notrace(struct ftrace_ops *ops, const void *buf, int len, int res
 	return set_regex(ops, buf, len, reset, 1);
 }
 
-static int set_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset, int notrace)
+static int set_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int reset, int is_notrace)
 {
 	struct ftrt_hash *nh;
 	struct ftrt_rec *r;
@@ -1259,7 +1259,7 @@ static int set_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int rese
 		ret = -ENODEV;
 		goto out;
 	}
-	nh = reset ? hash_alloc(0) : hash_copy(notrace ? ops->notrace_hash : ops->filter_hash);
+	nh = reset ? hash_alloc(0) : hash_copy(is_notrace ? ops->notrace_hash : ops->filter_hash);
 	if (!nh) {
 		ret = -ENOMEM;
 		goto out;
@@ -1273,7 +1273,7 @@ static int set_ip(struct ftrace_ops *ops, unsigned long ip, int remove, int rese
 			goto out;
 		}
 	}
-	ret = set_hash(ops, notrace, nh);
+	ret = set_hash(ops, is_notrace, nh);
 out:
 	ftrt_unlock();
 	return ret;
