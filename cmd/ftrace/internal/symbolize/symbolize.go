@@ -209,6 +209,7 @@ type object struct {
 
 type lineEntry struct {
 	addr uint64
+	end  uint64 // end of the row's sequence: the row covers nothing at or after it
 	file string
 	line int
 }
@@ -292,12 +293,21 @@ func readLines(d *dwarf.Data) []lineEntry {
 		lr, err := d.LineReader(e)
 		if err == nil && lr != nil {
 			var le dwarf.LineEntry
+			seq := len(out)
 			for lr.Next(&le) == nil {
-				if le.EndSequence || le.File == nil {
+				if le.EndSequence {
+					for k := seq; k < len(out); k++ {
+						out[k].end = le.Address
+					}
+					seq = len(out)
+					continue
+				}
+				if le.File == nil {
 					continue
 				}
 				out = append(out, lineEntry{addr: le.Address, file: le.File.Name, line: le.Line})
 			}
+			out = out[:seq] // rows of an unterminated sequence have no known end
 		}
 		r.SkipChildren()
 	}
@@ -305,13 +315,14 @@ func readLines(d *dwarf.Data) []lineEntry {
 	return out
 }
 
-// line returns the first row at exactly addr, else the last row before it.
+// line returns the first row at exactly addr, else the last row before it if its
+// sequence covers addr (objects without DWARF linked with ones that have it).
 func (o *object) line(addr uint64) (lineEntry, bool) {
 	i := sort.Search(len(o.lines), func(i int) bool { return o.lines[i].addr >= addr })
 	if i < len(o.lines) && o.lines[i].addr == addr {
 		return o.lines[i], true
 	}
-	if i > 0 {
+	if i > 0 && addr < o.lines[i-1].end {
 		return o.lines[i-1], true
 	}
 	return lineEntry{}, false

@@ -172,3 +172,25 @@ func TestStrippedAndMismatch(t *testing.T) {
 		t.Errorf("warnings %v", w)
 	}
 }
+
+// A function from an object without DWARF, linked after one with DWARF, gets no
+// file:line (rather than the last line of the other object's table).
+func TestNoLineOutsideSequences(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.c"), []byte("int withdebug(int x) { return x + 1; }\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.c"), []byte("int withdebug(int);\nint nodebug(int x) { return withdebug(x) * 2; }\nint main(void) { return nodebug(1) - 4; }\n"), 0o644)
+	testenv.Run(t, dir, "gcc", "-O1", "-g", "-c", "a.c")
+	testenv.Run(t, dir, "gcc", "-O1", "-c", "b.c")
+	testenv.Run(t, dir, "gcc", "-o", "prog", "a.o", "b.o")
+	prog := filepath.Join(dir, "prog")
+	s := New([]tracefile.Mapping{{Path: prog, Start: 0, End: 1 << 40}})
+	wd, _ := symAddr(t, prog, "withdebug")
+	nd, _ := symAddr(t, prog, "nodebug")
+	if f := s.Lookup(wd); f.Name != "withdebug" || filepath.Base(f.File) != "a.c" || f.Line != 1 {
+		t.Errorf("withdebug: %+v", f)
+	}
+	if f := s.Lookup(nd); f.Name != "nodebug" || f.File != "" || f.Line != 0 {
+		t.Errorf("nodebug: %+v", f)
+	}
+}
