@@ -1,7 +1,7 @@
 // Tests of the live-patching engine (runtime/src/poke*.c, sync.c): they build the C test
 // program runtime/tests/poke_test.c with gcc (plain, ASan+UBSan, TSan) and run its modes
 // with a time limit.  See docs/live-patching.md.
-package runtime_test
+package ftrt_test
 
 import (
 	"bytes"

@@ -392,12 +392,16 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 			refuse_site(o, ip, "not in executable code");
 			continue;
 		}
+		/*
+		 * recordmcount's kind is the form in the object file; the linker may have
+		 * relaxed ff 15 into 67 e8 since: only the length must agree.
+		 */
 		b = (const unsigned char *)ip;
-		if (b[0] == 0xe8 && (kind == 0 || kind == 1))
+		if (b[0] == 0xe8 && (kind == 0 || e[4] == 5))
 			len = 5;
-		else if (b[0] == 0xff && b[1] == 0x15 && (kind == 0 || kind == 2))
+		else if (b[0] == 0xff && b[1] == 0x15 && (kind == 0 || e[4] == 6))
 			len = 6;
-		else if (b[0] == 0x67 && b[1] == 0xe8 && (kind == 0 || kind == 3))
+		else if (b[0] == 0x67 && b[1] == 0xe8 && (kind == 0 || e[4] == 6))
 			len = 6;
 		else if (!memcmp(b, nop5, 5))
 			len = 5, kind = 0xff;

@@ -1,0 +1,140 @@
+package ftrt
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+// prog describes how to build one test program.
+type prog struct {
+	srcs     []string // under testdata/runtime
+	cxx      bool
+	pie      bool
+	ftlink   bool     // run ftlink on the result (else the runtime nops the sites at load)
+	gccTable bool     // gcc -mrecord-mcount tables instead of recordmcount (non-PIE only)
+	san      bool     // ASan + UBSan, runtime included
+	extraLD  []string // extra link arguments
+}
+
+func srcDir() string { return filepath.Join(testenv.Root(), "testdata", "runtime") }
+
+var (
+	sanOnce sync.Once
+	sanLib  string
+	sanErr  string
+)
+
+// sanitizedRuntime builds libftrt.a with ASan and UBSan into a temporary build directory.
+func sanitizedRuntime(t *testing.T) string {
+	t.Helper()
+	sanOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ftrt-san-")
+		if err != nil {
+			sanErr = err.Error()
+			return
+		}
+		r := testenv.Exec(t, filepath.Join(testenv.Root(), "runtime"), "make", "-s", "BUILD="+dir,
+			"CFLAGS=-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all")
+		if r.Code != 0 {
+			sanErr = r.Stdout + r.Stderr
+			return
+		}
+		sanLib = filepath.Join(dir, "lib")
+	})
+	if sanErr != "" {
+		t.Fatalf("building the sanitized runtime: %s", sanErr)
+	}
+	return sanLib
+}
+
+// build compiles, records, links and ftlinks a test program into dir; returns its path.
+func build(t *testing.T, dir, name string, p prog) string {
+	t.Helper()
+	testenv.Need(t, "gcc")
+	lib, inc := testenv.Runtime(t)
+	cc := "gcc"
+	if p.cxx {
+		testenv.Need(t, "g++")
+		cc = "g++"
+	}
+	cflags := []string{"-O2", "-g", "-pg", "-mfentry", "-Wall", "-Wextra", "-Werror", "-I" + inc, "-I" + srcDir()}
+	if !p.cxx {
+		cflags = append(cflags, "-std=gnu11")
+	}
+	var ldflags []string
+	if !p.pie {
+		cflags = append(cflags, "-fno-pie")
+		ldflags = append(ldflags, "-no-pie")
+	}
+	if p.gccTable {
+		cflags = append(cflags, "-mrecord-mcount")
+	}
+	if p.san {
+		san := []string{"-fsanitize=address,undefined", "-fno-sanitize-recover=all"}
+		cflags = append(cflags, san...)
+		ldflags = append(ldflags, san...)
+		lib = sanitizedRuntime(t)
+	}
+	var objs []string
+	for _, s := range p.srcs {
+		obj := filepath.Join(dir, name+"-"+strings.TrimSuffix(s, filepath.Ext(s))+".o")
+		args := append(append([]string{}, cflags...), "-c", filepath.Join(srcDir(), s), "-o", obj)
+		testenv.Run(t, dir, cc, args...)
+		if !p.gccTable {
+			testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+		}
+		objs = append(objs, obj)
+	}
+	out := filepath.Join(dir, name)
+	args := append(append(append([]string{}, ldflags...), objs...), "-o", out, "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	args = append(args, p.extraLD...)
+	testenv.Run(t, dir, cc, args...)
+	if p.ftlink {
+		testenv.Run(t, dir, testenv.Tool(t, "ftlink"), out)
+	}
+	return out
+}
+
+// runOK runs a self-checking test program and requires "ok" and exit 0.
+func runOK(t *testing.T, dir, path string, args ...string) string {
+	t.Helper()
+	r := testenv.Exec(t, dir, path, args...)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
+		t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", filepath.Base(path), r.Code, r.Stdout, r.Stderr)
+	}
+	return r.Stdout
+}
+
+type variant struct {
+	name string
+	p    prog
+}
+
+// variants of a C program: PIE and non-PIE through the full flow, without ftlink (sites
+// nopped at load), with gcc's own tables, and under the sanitizers.
+func variants(srcs ...string) []variant {
+	return []variant{
+		{"pie", prog{srcs: srcs, pie: true, ftlink: true}},
+		{"nopie", prog{srcs: srcs, ftlink: true}},
+		{"pie-unlinked", prog{srcs: srcs, pie: true}},
+		{"nopie-gcc-table", prog{srcs: srcs, gccTable: true}},
+		{"pie-asan-ubsan", prog{srcs: srcs, pie: true, ftlink: true, san: true}},
+	}
+}
+
+func runVariants(t *testing.T, srcs ...string) {
+	for _, v := range variants(srcs...) {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			runOK(t, dir, build(t, dir, "prog", v.p))
+		})
+	}
+}
+
+// The kernel's self-test scenario and the trampoline transitions.
+func TestSelftest(t *testing.T) { runVariants(t, "selftest.c") }

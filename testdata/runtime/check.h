@@ -1,0 +1,130 @@
+/*
+ * check.h - helpers of the runtime's C test programs: checks that report and count
+ * failures, and decoding of what a call site really calls (site bytes, trampoline op slot
+ * and call target), independent of the runtime's own bookkeeping.
+ */
+#ifndef CHECK_H
+#define CHECK_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <ftrace.h>
+
+static int failures;
+
+#define CHECK(cond) do { if (!(cond)) { failures++; \
+	fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); if (_a != _b) { \
+	failures++; fprintf(stderr, "%s:%d: FAIL: %s == %lld, want %s == %lld\n", __FILE__, \
+	__LINE__, #a, _a, #b, _b); } } while (0)
+
+#define NOINLINE __attribute__((noinline))
+#define CB ftrace_notrace
+
+/* Template symbols (ftrace_x86_64.S) and runtime internals the tests decode against. */
+extern const unsigned char ftrace_caller[], ftrace_caller_op_ptr[], ftrace_call[],
+	ftrace_regs_caller[], ftrace_regs_caller_op_ptr[], ftrace_regs_call[];
+extern struct ftrace_ops ftrt_list_ops;
+void ftrt_list_func(unsigned long, unsigned long, struct ftrace_ops *, struct ftrace_regs *);
+void ftrt_recursion_assist(unsigned long, unsigned long, struct ftrace_ops *,
+			   struct ftrace_regs *);
+
+static CB int32_t rd32(const unsigned char *p)
+{
+	int32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* Follow an e8 rel32 (and the trampoline's "jmp *0(%rip)" stub if it leads there). */
+static CB uintptr_t call_dest(const unsigned char *insn)
+{
+	uintptr_t d;
+
+	if (insn[0] != 0xe8)
+		return 0;
+	d = (uintptr_t)insn + 5 + rd32(insn + 1);
+	if (((unsigned char *)d)[0] == 0xff && ((unsigned char *)d)[1] == 0x25 && !rd32((unsigned char *)d + 2))
+		memcpy(&d, (unsigned char *)d + 6, 8);
+	return d;
+}
+
+struct decoded {
+	uintptr_t site, target;		/* what the site calls (0: nop) */
+	int regs;			/* target is a clone of the regs caller */
+	struct ftrace_ops *slot;	/* the ops its op_ptr instruction loads */
+	uintptr_t func;			/* what its call instruction calls */
+	int len;
+};
+
+/* Decode the site of function fn from memory. */
+static CB struct decoded decode(void *fn)
+{
+	struct decoded d = { 0 };
+	struct ftrace_func_info fi;
+	const unsigned char *s, *t;
+	size_t op_off, call_off;
+
+	if (ftrace_lookup_function((unsigned long)fn, &fi)) {
+		fprintf(stderr, "no site for %p\n", fn);
+		return d;
+	}
+	d.site = fi.ip;
+	s = (const unsigned char *)fi.ip;
+	d.len = fi.len;
+	if (s[0] != 0xe8)
+		return d;
+	d.target = (uintptr_t)s + 5 + rd32(s + 1);
+	t = (const unsigned char *)d.target;
+	d.regs = !memcmp(t, ftrace_regs_caller, 16);
+	if (!d.regs && memcmp(t, ftrace_caller, 16))
+		return d;
+	op_off = (size_t)((d.regs ? ftrace_regs_caller_op_ptr : ftrace_caller_op_ptr) -
+			  (d.regs ? ftrace_regs_caller : ftrace_caller));
+	call_off = (size_t)((d.regs ? ftrace_regs_call : ftrace_call) -
+			    (d.regs ? ftrace_regs_caller : ftrace_caller));
+	if (t[op_off] != 0x48 || t[op_off + 1] != 0x8b || t[op_off + 2] != 0x15)
+		return d;
+	memcpy(&d.slot, t + op_off + 7 + rd32(t + op_off + 3), sizeof(d.slot));
+	d.func = call_dest(t + call_off);
+	return d;
+}
+
+/* fn's site is a nop of its length. */
+static CB int is_nop(void *fn)
+{
+	struct decoded d = decode(fn);
+	const unsigned char *s = (const unsigned char *)d.site;
+
+	if (!s)
+		return 0;
+	if (d.len == 5)
+		return !memcmp(s, "\x0f\x1f\x44\x00\x00", 5);
+	return !memcmp(s, "\x66\x0f\x1f\x44\x00\x00", 6) || !memcmp(s, "\x0f\x1f\x44\x00\x00\x90", 6);
+}
+
+/* fn's site calls ops' own trampoline, which passes ops and calls its callback. */
+static CB int calls_tramp_of(void *fn, struct ftrace_ops *ops)
+{
+	struct decoded d = decode(fn);
+	uintptr_t want = (ops->flags & FTRACE_OPS_FL_RECURSION) ?
+		(uintptr_t)ftrt_recursion_assist : (uintptr_t)ops->func;
+
+	return d.target && d.slot == ops && d.func == want &&
+	       d.regs == !!(ops->flags & (FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED));
+}
+
+/* fn's site calls a shared caller running the list function. */
+static CB int calls_list(void *fn, int regs)
+{
+	struct decoded d = decode(fn);
+
+	return d.target && d.slot == &ftrt_list_ops && d.func == (uintptr_t)ftrt_list_func &&
+	       d.regs == regs;
+}
+
+#define DONE() do { if (failures) { fprintf(stderr, "%d failure(s)\n", failures); return 1; } \
+	printf("ok\n"); return 0; } while (0)
+
+#endif
