@@ -83,7 +83,10 @@ static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, u
 		.retaddr = f->ret,
 	};
 	uint32_t users = f->users;
+	struct ft_thread *t = &ft_cur;
 
+	t->in_ret++;
+	barrier();
 	while (users) {
 		int i = __builtin_ctz(users);
 		struct fgraph_ops *g;
@@ -93,6 +96,8 @@ static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, u
 		if (g && fgraph_users[i].epoch <= f->epoch && g->retfunc)
 			g->retfunc(&r, g);
 	}
+	barrier();
+	t->in_ret--;
 }
 
 /* Pop frames above index keep (exclusive) as unwound, most recent first. */
@@ -163,7 +168,7 @@ static void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrac
 	struct fgraph_frame *f;
 	int idx = gops->idx, d;
 
-	if (unlikely(idx < 0 || t->paused))
+	if (unlikely(idx < 0 || t->in_ret))
 		return;
 	if (unlikely(!shadow_get(t)))
 		return;

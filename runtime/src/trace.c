@@ -253,18 +253,18 @@ static void atfork_prepare(void)
 	struct ft_thread *t = &ft_cur;
 
 	/* nothing may be recorded between fork() and the child handler */
-	t->paused = t->state;
+	t->saved_state = t->state;
 	t->state = FT_THREAD_NOBUF;
 }
 
 static void atfork_parent(void)
 {
-	ft_cur.state = ft_cur.paused;
+	ft_cur.state = ft_cur.saved_state;
 }
 
 static void atfork_child(void)
 {
-	ft_cur.state = ft_cur.paused;
+	ft_cur.state = ft_cur.saved_state;
 	ft_control_forked();
 	ft_session_forked();
 }

@@ -46,7 +46,7 @@ struct ft_thread {
 	uint64_t cap;		/* records that fit */
 	uint32_t state;		/* FT_THREAD_* */
 	uint32_t busy;		/* allocation in progress (signal re-entry) */
-	uint32_t paused;	/* fork in progress */
+	uint32_t saved_state;	/* state before fork() (the fork window records nothing) */
 	uint32_t open;		/* graph entries recorded and not yet exited */
 	uint32_t gen;		/* session generation the chunk belongs to */
 	uint64_t reg;		/* index in ft_sess.reg */
@@ -55,6 +55,7 @@ struct ft_thread {
 	struct fgraph_frame *shadow;
 	int depth;
 	int shadow_failed;
+	int in_ret;		/* running return callbacks: calls they make are not graphed */
 	unsigned long *last_slot;	/* last frame pushed (same call, other user) */
 	unsigned long last_ip;
 };

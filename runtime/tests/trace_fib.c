@@ -2,7 +2,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int fib(int n)
+/* keep every call a call: no inlining, no tail-recursion-into-loop at -O2 */
+__attribute__((noinline, optimize("no-optimize-sibling-calls"))) int fib(int n)
 {
 	return n < 2 ? n : fib(n - 1) + fib(n - 2);
 }

@@ -1,0 +1,67 @@
+/* Signal handlers nesting on traced frames, fork, tail calls, deep recursion,
+   and the ways a program can end (argv[1]: exit, segv, abort, _exit). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+volatile long sink;
+
+__attribute__((noinline)) void leaf(long i) { sink += i; }
+static void on_usr2(int sig) { leaf(sig); leaf(sig); }
+__attribute__((noinline)) void sigframe(void) { leaf(1); raise(SIGUSR2); leaf(2); }
+
+__attribute__((noinline)) long tail_b(long x) { leaf(x); return x + 1; }
+__attribute__((noinline)) long tail_a(long x) { leaf(x); return tail_b(x * 2); }
+
+__attribute__((noinline)) long recurse(long n)
+{
+	volatile char pad[32];
+
+	pad[0] = (char)n;
+	if (!n)
+		return 0;
+	return recurse(n - 1) + 1 + pad[0] - (char)n;
+}
+
+__attribute__((noinline)) int forker(void)
+{
+	pid_t p = fork();
+	int st;
+
+	if (p == 0) {
+		leaf(100);
+		leaf(101);
+		fflush(stdout);
+		exit(3);
+	}
+	leaf(200);
+	waitpid(p, &st, 0);
+	return WEXITSTATUS(st);
+}
+
+__attribute__((noinline)) void crash(const char *how)
+{
+	leaf(7);
+	if (!strcmp(how, "segv"))
+		*(volatile int *)16 = 1;
+	if (!strcmp(how, "abort"))
+		abort();
+	if (!strcmp(how, "_exit"))
+		_exit(5);
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGUSR2, on_usr2);
+	sigframe();
+	long t = tail_a(5);
+	long r = recurse(argc > 2 ? atol(argv[2]) : 10000);
+	int child = forker();
+	printf("tail=%ld recurse=%ld child=%d\n", t, r, child);
+	fflush(stdout);
+	crash(argc > 1 ? argv[1] : "exit");
+	return 0;
+}

@@ -1,0 +1,698 @@
+// Tests of the tracers (runtime/src/trace*.c, fgraph*.c, control.c, clock.c): they build
+// the C programs runtime/tests/trace_*.c with `gcc -pg -mfentry`, run them with the
+// FTRACE_* controls, and check the trace files they write (docs/trace-format.md) with the
+// small reader below: exact call counts, balanced graphs, unwound frames, lost counts,
+// abnormal endings, the live-control socket. Each program's output must be the same
+// with and without tracing.
+//
+// The programs are linked with the tracer sources and a minimal stand-in for the core
+// (tests/trace_mockcore.c: __fentry__ stays a call that dispatches to the registered
+// ops), so these tests exercise the tracers alone.
+package ftrt_test
+
+import (
+	"bufio"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+var traceSources = []string{
+	"src/clock.c", "src/trace_buf.c", "src/trace.c", "src/trace_util.c", "src/fgraph.c",
+	"src/fgraph_x86_64.S", "src/fgraph_interpose.c", "src/control.c", "tests/trace_mockcore.c",
+}
+
+var (
+	trLibOnce sync.Once
+	trLib     string
+	trLibErr  error
+)
+
+// trLibrary compiles the tracers and the mock core into an archive (once per test run).
+func trLibrary(t *testing.T) string {
+	t.Helper()
+	testenv.Need(t, "gcc", "g++", "ar")
+	trLibOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ftkit-tracer-")
+		if err != nil {
+			trLibErr = err
+			return
+		}
+		root := filepath.Join(testenv.Root(), "runtime")
+		var objs []string
+		for _, s := range traceSources {
+			obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(s), filepath.Ext(s))+".o")
+			cmd := exec.Command("gcc", "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror",
+				"-I", filepath.Join(root, "tests", "trace_mock"), "-I", filepath.Join(root, "include"),
+				"-c", filepath.Join(root, s), "-o", obj)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				trLibErr = fmt.Errorf("compiling %s: %v\n%s", s, err, out)
+				return
+			}
+			objs = append(objs, obj)
+		}
+		trLib = filepath.Join(dir, "libtrmock.a")
+		if out, err := exec.Command("ar", append([]string{"rcs", trLib}, objs...)...).CombinedOutput(); err != nil {
+			trLibErr = fmt.Errorf("ar: %v\n%s", err, out)
+		}
+	})
+	if trLibErr != nil {
+		t.Fatal(trLibErr)
+	}
+	return trLib
+}
+
+// trBuild builds runtime/tests/<src> into dir with the traced flow.
+func trBuild(t *testing.T, dir, src string) string {
+	t.Helper()
+	lib := trLibrary(t)
+	root := filepath.Join(testenv.Root(), "runtime")
+	cc := "gcc"
+	if strings.HasSuffix(src, ".cc") {
+		cc = "g++"
+	}
+	name := strings.TrimSuffix(src, filepath.Ext(src))
+	obj := filepath.Join(dir, name+".o")
+	prog := filepath.Join(dir, name)
+	testenv.Run(t, dir, cc, "-O2", "-g", "-pg", "-mfentry", "-fno-pie",
+		"-I", filepath.Join(root, "tests", "trace_mock"), "-c", filepath.Join(root, "tests", src), "-o", obj)
+	testenv.Run(t, dir, cc, "-no-pie", "-rdynamic", obj, "-Wl,--whole-archive", lib,
+		"-Wl,--no-whole-archive", "-pthread", "-o", prog)
+	return prog
+}
+
+// trRun runs prog with the environment additions; it returns stdout and the wait status.
+func trRun(t *testing.T, dir, prog string, env []string, args ...string) (string, syscall.WaitStatus) {
+	t.Helper()
+	cmd := exec.Command(prog, args...)
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), env...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("%s: %v", prog, err)
+		}
+	}
+	if errb.Len() > 0 {
+		t.Logf("%s stderr:\n%s", filepath.Base(prog), errb.String())
+	}
+	return out.String(), cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+func trCleanEnv() []string {
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "FTRACE_") {
+			env = append(env, e)
+		}
+	}
+	return env
+}
+
+// ---- a small reader of the trace format (independent of cmd/ftrace's) ----
+
+type trRec struct {
+	TS, IP, Aux uint64
+	Depth       uint32
+	Type, Flags uint16
+}
+
+type trThread struct {
+	TID, Flags      uint32
+	Lost, LostDepth uint64
+	Name            string
+	Recs            []trRec
+}
+
+type trMap struct {
+	Start, End, Bias uint64
+	Flags            uint8
+	Path             string
+	BuildID          []byte
+}
+
+type trTrace struct {
+	Flags, PID, Signal, Clock, Reason, Tracer uint32
+	NsPerTick                                 float64
+	LostNoBuf                                 uint64
+	Cmdline                                   []string
+	Maps                                      []trMap
+	Threads                                   []*trThread
+}
+
+func trRead(t *testing.T, path string) *trTrace {
+	t.Helper()
+	d, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	if len(d) < 256 || string(d[:8]) != "FTKITTRC" || le.Uint32(d[8:]) != 1 {
+		t.Fatalf("%s: not a version-1 trace", path)
+	}
+	tr := &trTrace{
+		Flags: le.Uint32(d[16:]), PID: le.Uint32(d[20:]), Signal: le.Uint32(d[24:]),
+		Clock: le.Uint32(d[28:]), NsPerTick: math.Float64frombits(le.Uint64(d[32:])),
+		Tracer: le.Uint32(d[80:]), Reason: le.Uint32(d[84:]), LostNoBuf: le.Uint64(d[104:]),
+	}
+	if rs := le.Uint32(d[88:]); rs != 32 {
+		t.Fatalf("record_size %d", rs)
+	}
+	off := uint64(le.Uint32(d[12:]))
+	for off+16 <= uint64(len(d)) {
+		typ, size := le.Uint32(d[off:]), le.Uint64(d[off+8:])
+		if typ == 0 && size == 0 {
+			break
+		}
+		if size < 16 || off+size > uint64(len(d)) {
+			t.Fatalf("%s: chunk at %d: bad size %d", path, off, size)
+		}
+		c := d[off : off+size]
+		switch typ {
+		case 1:
+			tr.Maps = nil // the last MAPS chunk is the most complete
+			n := le.Uint32(c[16:])
+			o := uint64(24)
+			for i := uint32(0); i < n; i++ {
+				es := uint64(le.Uint32(c[o:]))
+				pl, bl := uint64(le.Uint16(c[o+4:])), uint64(c[o+6])
+				m := trMap{Flags: c[o+7], Start: le.Uint64(c[o+8:]), End: le.Uint64(c[o+16:]), Bias: le.Uint64(c[o+24:])}
+				m.BuildID = append([]byte(nil), c[o+32:o+32+bl]...)
+				m.Path = string(c[o+32+bl : o+32+bl+pl])
+				tr.Maps = append(tr.Maps, m)
+				o += es
+			}
+		case 2:
+			th := &trThread{TID: le.Uint32(c[16:]), Flags: le.Uint32(c[20:]), Lost: le.Uint64(c[32:]),
+				LostDepth: le.Uint64(c[40:]), Name: strings.TrimRight(string(c[48:64]), "\x00")}
+			n := le.Uint64(c[24:])
+			if 64+n*32 > size {
+				t.Fatalf("%s: thread %d: %d records do not fit in %d bytes", path, th.TID, n, size)
+			}
+			for i := uint64(0); i < n; i++ {
+				r := c[64+32*i:]
+				th.Recs = append(th.Recs, trRec{TS: le.Uint64(r), IP: le.Uint64(r[8:]), Aux: le.Uint64(r[16:]),
+					Depth: le.Uint32(r[24:]), Type: le.Uint16(r[28:]), Flags: le.Uint16(r[30:])})
+			}
+			tr.Threads = append(tr.Threads, th)
+		case 3:
+			tr.Cmdline = strings.Split(strings.TrimRight(string(c[16:]), "\x00"), "\x00")
+		}
+		off += size
+	}
+	sort.Slice(tr.Threads, func(i, j int) bool { return tr.Threads[i].TID < tr.Threads[j].TID })
+	return tr
+}
+
+// trSyms maps run-time addresses of the main program to symbol names.
+type trSyms struct {
+	bias uint64
+	syms []elf.Symbol
+}
+
+func trSymbols(t *testing.T, tr *trTrace, prog string) *trSyms {
+	t.Helper()
+	var bias uint64
+	found := false
+	for _, m := range tr.Maps {
+		if m.Flags&1 != 0 {
+			bias, found = m.Bias, true
+			if m.Path != prog {
+				t.Errorf("main map path %q, want %q", m.Path, prog)
+			}
+			if len(m.BuildID) == 0 {
+				t.Errorf("main map has no build-id")
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no main-program entry in the memory map: %+v", tr.Maps)
+	}
+	f, err := elf.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fn []elf.Symbol
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			fn = append(fn, s)
+		}
+	}
+	return &trSyms{bias: bias, syms: fn}
+}
+
+func (s *trSyms) name(addr uint64) string {
+	a := addr - s.bias
+	for _, sym := range s.syms {
+		if a >= sym.Value && a < sym.Value+sym.Size {
+			return sym.Name
+		}
+	}
+	return fmt.Sprintf("%#x", addr)
+}
+
+// trGraph checks a thread's graph stream: time never goes back, every exit closes the most
+// recent open entry (same ip, aux = the entry's time). It returns the entries per function,
+// the exits flagged unwound per function and the frames left open at the end.
+func trGraph(t *testing.T, th *trThread, s *trSyms) (entries, unwound map[string]int, open int) {
+	t.Helper()
+	entries, unwound = map[string]int{}, map[string]int{}
+	type fr struct{ ip, ts uint64 }
+	var stack []fr
+	var last uint64
+	for i, r := range th.Recs {
+		if r.TS < last {
+			t.Errorf("tid %d rec %d: time goes back", th.TID, i)
+		}
+		last = r.TS
+		switch r.Type {
+		case 2:
+			if int(r.Depth) < len(stack) {
+				t.Errorf("tid %d rec %d: entry depth %d below %d open frames", th.TID, i, r.Depth, len(stack))
+			}
+			stack = append(stack, fr{r.IP, r.TS})
+			entries[s.name(r.IP)]++
+		case 3:
+			if len(stack) == 0 {
+				t.Fatalf("tid %d rec %d: exit of %s without an entry", th.TID, i, s.name(r.IP))
+			}
+			top := stack[len(stack)-1]
+			if top.ip != r.IP || top.ts != r.Aux {
+				t.Fatalf("tid %d rec %d: exit of %s closes %s", th.TID, i, s.name(r.IP), s.name(top.ip))
+			}
+			if r.Flags&1 != 0 {
+				unwound[s.name(r.IP)]++
+			}
+			stack = stack[:len(stack)-1]
+		default:
+			t.Errorf("tid %d rec %d: type %d in a graph trace", th.TID, i, r.Type)
+		}
+	}
+	return entries, unwound, len(stack)
+}
+
+func trCheckComplete(t *testing.T, tr *trTrace, reason uint32) {
+	t.Helper()
+	if tr.Flags&1 == 0 || tr.Reason != reason {
+		t.Errorf("flags %#x reason %d, want COMPLETE and reason %d", tr.Flags, tr.Reason, reason)
+	}
+	if tr.NsPerTick <= 0 || tr.NsPerTick > 10 {
+		t.Errorf("ns_per_tick %v", tr.NsPerTick)
+	}
+}
+
+// ---- tests ----
+
+func TestTracerFunctionFib(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fib.c")
+	plain, _ := trRun(t, dir, prog, nil, "20")
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function"}, "20")
+	if out != plain || ws.ExitStatus() != 0 {
+		t.Fatalf("traced output %q (status %v), plain %q", out, ws, plain)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat")) // the default output
+	trCheckComplete(t, tr, 1)
+	if len(tr.Cmdline) != 2 || tr.Cmdline[1] != "20" {
+		t.Errorf("cmdline %q", tr.Cmdline)
+	}
+	s := trSymbols(t, tr, prog)
+	if len(tr.Threads) != 1 {
+		t.Fatalf("%d threads", len(tr.Threads))
+	}
+	counts := map[string]int{}
+	for _, r := range tr.Threads[0].Recs {
+		if r.Type != 1 {
+			t.Fatalf("record type %d in a function trace", r.Type)
+		}
+		counts[s.name(r.IP)]++
+		if s.name(r.IP) == "fib" {
+			if caller := s.name(r.Aux); caller != "fib" && caller != "main" {
+				t.Errorf("fib called from %s", caller)
+			}
+		}
+	}
+	if counts["fib"] != 21891 || counts["main"] != 1 {
+		t.Errorf("counts %v, want fib 21891 and main 1", counts)
+	}
+}
+
+func TestTracerGraphFib(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fib.c")
+	out, _ := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=fib.%p.dat"}, "20")
+	if out != "fib(20) = 6765\n" {
+		t.Fatalf("output %q", out)
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "fib.*.dat"))
+	if len(m) != 1 {
+		t.Fatalf("trace files %v", m)
+	}
+	tr := trRead(t, m[0])
+	if fmt.Sprintf("fib.%d.dat", tr.PID) != filepath.Base(m[0]) {
+		t.Errorf("%s: pid %d", m[0], tr.PID)
+	}
+	trCheckComplete(t, tr, 1)
+	s := trSymbols(t, tr, prog)
+	ent, unw, open := trGraph(t, tr.Threads[0], s)
+	if ent["fib"] != 21891 || ent["main"] != 1 || len(unw) != 0 || open != 0 {
+		t.Errorf("entries %v unwound %v open %d", ent, unw, open)
+	}
+	// durations: main encloses everything
+	recs := tr.Threads[0].Recs
+	last := recs[len(recs)-1]
+	if s.name(last.IP) != "main" || last.Type != 3 || last.TS-last.Aux == 0 {
+		t.Errorf("last record %+v", last)
+	}
+}
+
+func TestTracerGraphDepthFilter(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fib.c")
+	trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_GRAPH_DEPTH=3"}, "10")
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	s := trSymbols(t, tr, prog)
+	ent, _, open := trGraph(t, tr.Threads[0], s)
+	// depth 0 main, 1 fib(10), 2 fib(9) fib(8): 1+1+2 frames recorded; fib(10) makes 177 calls
+	if ent["main"] != 1 || ent["fib"] != 3 || open != 0 {
+		t.Errorf("entries %v open %d", ent, open)
+	}
+	if got := tr.Threads[0].LostDepth; got != 177-3 {
+		t.Errorf("lost_depth %d, want %d", got, 177-3)
+	}
+
+	trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_FILTER=main", "FTRACE_OUTPUT=f.dat"}, "10")
+	tr = trRead(t, filepath.Join(dir, "f.dat"))
+	ent, _, _ = trGraph(t, tr.Threads[0], s)
+	if len(ent) != 1 || ent["main"] != 1 {
+		t.Errorf("filter main: entries %v", ent)
+	}
+}
+
+func TestTracerBufferFull(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fib.c")
+	// 64 KiB: 2046 records; the graph keeps room for the exits of open frames
+	trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_BUFFER_KB=64"}, "20")
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	th := tr.Threads[0]
+	ent, _, open := trGraph(t, th, trSymbols(t, tr, prog))
+	if open != 0 || th.Flags&2 == 0 || tr.Flags&8 == 0 {
+		t.Errorf("open %d thread flags %#x file flags %#x", open, th.Flags, tr.Flags)
+	}
+	if got := uint64(ent["fib"]+ent["main"]) + th.Lost; got != 21892 {
+		t.Errorf("recorded %d + lost %d = %d calls, want 21892", ent["fib"]+ent["main"], th.Lost, got)
+	}
+	trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_BUFFER_KB=64", "FTRACE_OUTPUT=f.dat"}, "20")
+	tr = trRead(t, filepath.Join(dir, "f.dat"))
+	if th := tr.Threads[0]; uint64(len(th.Recs))+th.Lost != 21892 {
+		t.Errorf("function: %d records + %d lost, want 21892", len(th.Recs), th.Lost)
+	}
+}
+
+// The control-flow cases: output unchanged, graphs balanced, frames left without a return
+// closed as unwound.
+func TestTracerGraphControlFlow(t *testing.T) {
+	cases := []struct {
+		src     string
+		args    []string
+		threads int
+		unwound map[string]int // per function, all threads
+		entries map[string]int
+	}{
+		{src: "trace_longjmp.c", threads: 1,
+			// c3 jumps for odd i (5x): c3 c2 c1 unwound; the SIGUSR1 handler siglongjmps (3x)
+			unwound: map[string]int{"c1": 5, "c2": 5, "c3": 5, "s1": 3, "s2": 3, "on_usr1": 3},
+			entries: map[string]int{"c1": 10, "after": 13, "run": 1}},
+		{src: "trace_cxx.cc", threads: 1,
+			// 4 throws: thrower and mid unwound to rethrower's catch, rethrower to outer's
+			unwound: map[string]int{"_Z7throweri": 4, "_Z3midi": 4, "_Z9rethroweri": 4},
+			entries: map[string]int{"_Z5outeri": 10, "_Z9lib_throwv": 1}},
+		{src: "trace_threads.c", threads: 5,
+			// worker 0 leaves with pthread_exit from deep3
+			unwound: map[string]int{"deep1": 1, "deep2": 1, "deep3": 1, "worker": 1},
+			entries: map[string]int{"work": 1000 + 2000 + 3000 + 4000 + 1, "worker": 4}},
+		{src: "trace_misc.c", args: []string{"exit", "10000"}, threads: 1,
+			unwound: map[string]int{},
+			entries: map[string]int{"on_usr2": 1, "tail_a": 1, "tail_b": 1, "forker": 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.src, func(t *testing.T) {
+			dir := t.TempDir()
+			prog := trBuild(t, dir, tc.src)
+			plain, pws := trRun(t, dir, prog, nil, tc.args...)
+			out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph"}, tc.args...)
+			if out != plain || ws != pws {
+				t.Fatalf("traced: %q %v; plain: %q %v", out, ws, plain, pws)
+			}
+			tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+			trCheckComplete(t, tr, 1)
+			s := trSymbols(t, tr, prog)
+			if len(tr.Threads) != tc.threads {
+				t.Fatalf("%d threads, want %d", len(tr.Threads), tc.threads)
+			}
+			allEnt, allUnw := map[string]int{}, map[string]int{}
+			for _, th := range tr.Threads {
+				ent, unw, open := trGraph(t, th, s)
+				if open != 0 {
+					t.Errorf("tid %d: %d frames open at the end", th.TID, open)
+				}
+				for k, v := range ent {
+					allEnt[k] += v
+				}
+				for k, v := range unw {
+					allUnw[k] += v
+				}
+			}
+			for k, v := range tc.entries {
+				if allEnt[k] != v {
+					t.Errorf("entries of %s: %d, want %d", k, allEnt[k], v)
+				}
+			}
+			if fmt.Sprint(allUnw) != fmt.Sprint(tc.unwound) {
+				t.Errorf("unwound %v, want %v", allUnw, tc.unwound)
+			}
+			switch tc.src {
+			case "trace_threads.c":
+				names := map[string]bool{}
+				for _, th := range tr.Threads {
+					names[th.Name] = true
+					if th.TID != tr.PID && th.Flags&1 == 0 {
+						t.Errorf("thread %d not marked exited", th.TID)
+					}
+				}
+				for i := 0; i < 4; i++ {
+					if !names[fmt.Sprintf("worker-%d", i)] {
+						t.Errorf("thread names %v lack worker-%d", names, i)
+					}
+				}
+			case "trace_misc.c":
+				th := tr.Threads[0]
+				// 10001 recursive calls: the shadow stack holds 4096 frames
+				if uint64(allEnt["recurse"])+th.LostDepth != 10001 || th.LostDepth == 0 {
+					t.Errorf("recurse: %d recorded + %d lost_depth, want 10001", allEnt["recurse"], th.LostDepth)
+				}
+				// the fork child wrote its own file with its own calls
+				m, _ := filepath.Glob(filepath.Join(dir, "ftrace.dat.*"))
+				if len(m) != 1 {
+					t.Fatalf("child trace files: %v", m)
+				}
+				ct := trRead(t, m[0])
+				trCheckComplete(t, ct, 1)
+				if ct.PID == tr.PID || len(ct.Threads) != 1 {
+					t.Fatalf("child trace pid %d threads %d", ct.PID, len(ct.Threads))
+				}
+				ent, _, open := trGraph(t, ct.Threads[0], s)
+				if ent["leaf"] != 2 || len(ent) != 1 || open != 0 {
+					t.Errorf("child entries %v open %d", ent, open)
+				}
+			}
+		})
+	}
+}
+
+// Abnormal endings: fatal signals finalise the file (flag, signal number) and the process
+// still dies of the signal; _exit leaves the live .part file with everything recorded.
+func TestTracerAbnormalExit(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_misc.c")
+	for _, tc := range []struct {
+		how string
+		sig syscall.Signal
+	}{{"segv", syscall.SIGSEGV}, {"abort", syscall.SIGABRT}, {"_exit", 0}} {
+		out := "t-" + strings.TrimPrefix(tc.how, "_") + ".dat"
+		_, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + out}, tc.how, "100")
+		var tr *trTrace
+		if tc.sig != 0 {
+			if !ws.Signaled() || ws.Signal() != tc.sig {
+				t.Errorf("%s: status %v, want death by %v", tc.how, ws, tc.sig)
+			}
+			tr = trRead(t, filepath.Join(dir, out))
+			if tr.Flags&3 != 3 || tr.Signal != uint32(tc.sig) || tr.Reason != 2 {
+				t.Errorf("%s: flags %#x signal %d reason %d", tc.how, tr.Flags, tr.Signal, tr.Reason)
+			}
+		} else {
+			if ws.ExitStatus() != 5 {
+				t.Errorf("_exit: status %v", ws)
+			}
+			if _, err := os.Stat(filepath.Join(dir, out)); err == nil {
+				t.Errorf("_exit: %s finalised", out)
+			}
+			m, _ := filepath.Glob(filepath.Join(dir, out+".*.part"))
+			if len(m) != 1 {
+				t.Fatalf("_exit: part files %v", m)
+			}
+			tr = trRead(t, m[0])
+			if tr.Flags&1 != 0 || tr.Reason != 0 {
+				t.Errorf("_exit: flags %#x reason %d", tr.Flags, tr.Reason)
+			}
+		}
+		s := trSymbols(t, tr, prog)
+		ent, _, open := trGraph(t, tr.Threads[0], s)
+		// main and crash were running
+		if open != 2 || ent["crash"] != 1 || ent["recurse"] != 101 {
+			t.Errorf("%s: entries %v open %d", tc.how, ent, open)
+		}
+	}
+}
+
+func TestTracerGraphUsers(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_users.c")
+	out, ws := trRun(t, dir, prog, nil)
+	want := "a: ent=3 ret=3 bad=0\nb: ent=5 ret=5 bad=0 depth=0\nc: ent=25 ret=25 bad=0\n"
+	if out != want || ws.ExitStatus() != 0 {
+		t.Errorf("got %q (%v), want %q", out, ws, want)
+	}
+}
+
+// Live control through the unix socket: status, disable/enable, tracer switch, snapshot,
+// finish; the socket is private to the user and removed at the end.
+func TestTracerLiveControl(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	run := t.TempDir()
+	cmd := exec.Command(prog)
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "XDG_RUNTIME_DIR="+run)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	rd := bufio.NewReader(stdout)
+	expect := func(want string) {
+		t.Helper()
+		line, err := rd.ReadString('\n')
+		if err != nil || line != want+"\n" {
+			t.Fatalf("program said %q (%v), want %q", line, err, want)
+		}
+	}
+	expect("ready")
+	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", cmd.Process.Pid))
+	var conn net.Conn
+	for i := 0; ; i++ {
+		var err error
+		if conn, err = net.Dial("unix", sock); err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("control socket: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer conn.Close()
+	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0600 {
+		t.Errorf("socket mode: %v %v", st.Mode(), err)
+	}
+	cr := bufio.NewReader(conn)
+	ask := func(req string) string {
+		t.Helper()
+		fmt.Fprintf(conn, "%s\n", req)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		line, err := cr.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s: %v", req, err)
+		}
+		return strings.TrimSuffix(line, "\n")
+	}
+	call := func(n int) { fmt.Fprintf(stdin, "call %d\n", n); expect("done") }
+
+	if r := ask("status"); !strings.HasPrefix(r, "ok tracer=function enabled=1 pid=") {
+		t.Errorf("status: %q", r)
+	}
+	call(10)
+	if r := ask("disable"); r != "ok" {
+		t.Errorf("disable: %q", r)
+	}
+	call(100) // not recorded
+	if r := ask("enable"); r != "ok" {
+		t.Errorf("enable: %q", r)
+	}
+	call(20)
+	snap := filepath.Join(dir, "snap.dat")
+	if r := ask("snapshot " + snap); r != "ok "+snap {
+		t.Errorf("snapshot: %q", r)
+	}
+	if r := ask("tracer function_graph"); r != "ok" {
+		t.Errorf("tracer: %q", r)
+	}
+	call(5)
+	if r := ask("bogus"); !strings.HasPrefix(r, "error unknown command") {
+		t.Errorf("bogus: %q", r)
+	}
+	if r := ask("finish"); r != "ok" {
+		t.Errorf("finish: %q", r)
+	}
+	fmt.Fprintf(stdin, "quit\n")
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Errorf("socket still there: %v", err)
+	}
+
+	count := func(tr *trTrace) map[string]int {
+		s := trSymbols(t, tr, prog)
+		c := map[string]int{}
+		for _, th := range tr.Threads {
+			for _, r := range th.Recs {
+				c[fmt.Sprintf("%s/%d", s.name(r.IP), r.Type)]++
+			}
+		}
+		return c
+	}
+	st := trRead(t, snap)
+	if st.Flags&(1|4) != 5 || st.Reason != 3 {
+		t.Errorf("snapshot flags %#x reason %d", st.Flags, st.Reason)
+	}
+	if c := count(st); c["tick/1"] != 30 || c["calls/1"] != 2 {
+		t.Errorf("snapshot counts %v, want 30 ticks in 2 calls", c)
+	}
+	ft := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	trCheckComplete(t, ft, 4)
+	if c := count(ft); c["tick/1"] != 30 || c["tick/2"] != 5 || c["tick/3"] != 5 || c["calls/2"] != 1 {
+		t.Errorf("final counts %v", c)
+	}
+}
