@@ -1,0 +1,221 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+// End-to-end tests: C programs built through the real flow (gcc -pg -mfentry →
+// recordmcount → link with libftrt.a → ftlink), recorded with `ftrace record` and read
+// back with the other commands.
+
+// buildTraced compiles src (a C file's text) into dir/name through the ftkit flow.
+func buildTraced(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	testenv.Need(t, "gcc")
+	lib, inc := testenv.Runtime(t)
+	c := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	obj := filepath.Join(dir, name+".o")
+	prog := filepath.Join(dir, name)
+	// -fno-optimize-sibling-calls: gcc -O2 otherwise turns fib's second recursive call
+	// into a loop, and there are fewer calls to count.
+	testenv.Run(t, dir, "gcc", "-O2", "-g", "-pthread", "-pg", "-mfentry", "-fno-optimize-sibling-calls", "-I"+inc, "-c", c, "-o", obj)
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+	testenv.Run(t, dir, "gcc", "-pthread", "-o", prog, obj, "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), prog)
+	return prog
+}
+
+type reportJSON struct {
+	Tracer    string
+	Functions []struct {
+		Name    string
+		Calls   uint64
+		TotalNS uint64 `json:"total_ns"`
+		Partial uint64
+	}
+}
+
+func reportCalls(t *testing.T, dir string, args ...string) (reportJSON, map[string]uint64) {
+	t.Helper()
+	out := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), append([]string{"report", "--format", "json"}, args...)...)
+	var r reportJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report json: %v\n%s", err, out)
+	}
+	calls := map[string]uint64{}
+	for _, f := range r.Functions {
+		calls[f.Name] += f.Calls
+		if f.Partial != 0 {
+			t.Errorf("%s: %d unfinished calls", f.Name, f.Partial)
+		}
+	}
+	return r, calls
+}
+
+const fibSrc = `#include <stdio.h>
+__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+int main(void) { printf("fib(20) = %d\n", fib(20)); return 0; }
+`
+
+func TestE2EFib(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "fib", fibSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	plain := testenv.Run(t, dir, prog)
+	for _, tracer := range []string{"function_graph", "function"} {
+		t.Run(tracer, func(t *testing.T) {
+			out := testenv.Run(t, dir, ftrace, "record", "-t", tracer, "-o", tracer+".dat", "--", prog)
+			if out != plain || out != "fib(20) = 6765\n" {
+				t.Errorf("traced output %q, plain %q", out, plain)
+			}
+			r, calls := reportCalls(t, dir, tracer+".dat")
+			if r.Tracer != tracer {
+				t.Errorf("tracer %q", r.Tracer)
+			}
+			if calls["fib"] != 21891 || calls["main"] != 1 || len(calls) != 2 {
+				t.Errorf("calls %v, want fib 21891, main 1", calls)
+			}
+			info := testenv.Run(t, dir, ftrace, "info", tracer+".dat")
+			for _, want := range []string{"tracer:             " + tracer, "flags:              complete", "lost events:        0", prog + " (main)"} {
+				if !strings.Contains(info, want) {
+					t.Errorf("info lacks %q:\n%s", want, info)
+				}
+			}
+		})
+	}
+	// The graph: main → fib(20) → fib(19) → ... nests 20 deep (fib(1) at depth 20).
+	graph := testenv.Run(t, dir, ftrace, "graph", "function_graph.dat")
+	if !regexp.MustCompile(`(?m)^ +\d+\) +\|  main\(\) \{$`).MatchString(graph) ||
+		!regexp.MustCompile(`(?m)^ +\d+\) .* us \|  ` + strings.Repeat("  ", 20) + `fib\(\);$`).MatchString(graph) ||
+		regexp.MustCompile(`(?m)^ +\d+\) .* \|  `+strings.Repeat("  ", 21)+`fib`).MatchString(graph) {
+		t.Errorf("graph does not nest fib 20 deep under main:\n%.2000s", graph)
+	}
+	if n := strings.Count(graph, "fib() {") + strings.Count(graph, "fib();"); n != 21891 {
+		t.Errorf("graph shows %d fib calls, want 21891", n)
+	}
+	// Filters: only fib recorded.
+	testenv.Run(t, dir, ftrace, "record", "-F", "fib", "-o", "filtered.dat", "--", prog)
+	if _, calls := reportCalls(t, dir, "filtered.dat"); calls["fib"] != 21891 || len(calls) != 1 {
+		t.Errorf("filtered calls %v", calls)
+	}
+	// notrace fib: only main.
+	testenv.Run(t, dir, ftrace, "record", "-N", "fib", "-o", "notrace.dat", "--", prog)
+	if _, calls := reportCalls(t, dir, "notrace.dat"); calls["main"] != 1 || len(calls) != 1 {
+		t.Errorf("notrace calls %v", calls)
+	}
+	// Every output format reads the real trace.
+	testenv.Run(t, dir, ftrace, "dump", "--chrome", "-o", "t.json", "function_graph.dat")
+	data, err := os.ReadFile(filepath.Join(dir, "t.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := chrome.Validate(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["X"] != 21892 {
+		t.Errorf("chrome: %d X events, want 21892", counts["X"])
+	}
+	testenv.Run(t, dir, ftrace, "pprof", "-o", "p.pb.gz", "function_graph.dat")
+	top := testenv.Run(t, dir, "go", "tool", "pprof", "-top", filepath.Join(dir, "p.pb.gz"))
+	if !regexp.MustCompile(`(?m)^ .*%.*\bfib$`).MatchString(top) || !strings.Contains(top, "Type: time") {
+		t.Errorf("pprof -top:\n%s", top)
+	}
+	folded := testenv.Run(t, dir, ftrace, "flame", "--folded", "function_graph.dat")
+	if !strings.Contains(folded, "main;fib;fib;fib ") {
+		t.Errorf("folded:\n%.500s", folded)
+	}
+}
+
+const treeSrc = `#include <pthread.h>
+#include <stdio.h>
+static volatile int sink;
+__attribute__((noinline)) void leaf(void) { sink++; }
+__attribute__((noinline)) void a(void) { leaf(); leaf(); }
+__attribute__((noinline)) void b(void) { a(); }
+__attribute__((noinline)) void *thread_main(void *p) { b(); leaf(); return p; }
+int main(void)
+{
+	pthread_t t;
+	b();
+	a();
+	if (pthread_create(&t, NULL, thread_main, NULL) || pthread_join(t, NULL))
+		return 1;
+	printf("sink %d\n", sink);
+	return 0;
+}
+`
+
+// TestE2ECallTree checks the exact call tree of each thread in `ftrace graph`.
+func TestE2ECallTree(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "tree", treeSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	out := testenv.Run(t, dir, ftrace, "record", "--", prog)
+	if out != "sink 7\n" {
+		t.Errorf("output %q", out)
+	}
+	graph := testenv.Run(t, dir, ftrace, "graph")
+	// Keep the FUNCTION column of each thread.
+	var threads []string
+	var cur []string
+	for _, l := range strings.Split(graph, "\n") {
+		if strings.HasPrefix(l, "# thread") && len(cur) > 0 {
+			threads = append(threads, strings.Join(cur, "\n"))
+			cur = nil
+		}
+		if i := strings.Index(l, "|  "); i >= 0 && !strings.HasPrefix(l, "#") {
+			cur = append(cur, l[i+3:])
+		}
+	}
+	threads = append(threads, strings.Join(cur, "\n"))
+	want := []string{
+		`main() {
+  b() {
+    a() {
+      leaf();
+      leaf();
+    } /* a */
+  } /* b */
+  a() {
+    leaf();
+    leaf();
+  } /* a */
+} /* main */`,
+		`thread_main() {
+  b() {
+    a() {
+      leaf();
+      leaf();
+    } /* a */
+  } /* b */
+  leaf();
+} /* thread_main */`,
+	}
+	if len(threads) != 2 || threads[0] != want[0] || threads[1] != want[1] {
+		t.Errorf("graph:\n%s\nwant threads:\n%s\n\n%s", graph, want[0], want[1])
+	}
+	_, calls := reportCalls(t, dir)
+	wantCalls := map[string]uint64{"main": 1, "b": 2, "a": 3, "leaf": 7, "thread_main": 1}
+	for k, v := range wantCalls {
+		if calls[k] != v {
+			t.Errorf("%s: %d calls, want %d (all: %v)", k, calls[k], v, calls)
+		}
+	}
+	// Per thread: the worker thread has 1 call of b.
+	out = testenv.Run(t, dir, ftrace, "report", "--per-thread", "--sort", "name")
+	if !regexp.MustCompile(`(?m)^ +\d+ +1 .* b$`).MatchString(out) {
+		t.Errorf("per-thread report:\n%s", out)
+	}
+}
