@@ -97,7 +97,7 @@ func TestE2EFib(t *testing.T) {
 	// The graph: main → fib(20) → fib(19) → ... nests 20 deep (fib(1) at depth 20).
 	graph := testenv.Run(t, dir, ftrace, "graph", "function_graph.dat")
 	if !regexp.MustCompile(`(?m)^ +\d+\) +\|  main\(\) \{$`).MatchString(graph) ||
-		!regexp.MustCompile(`(?m)^ +\d+\) .* us \|  ` + strings.Repeat("  ", 20) + `fib\(\);$`).MatchString(graph) ||
+		!regexp.MustCompile(`(?m)^ +\d+\) .* us \|  `+strings.Repeat("  ", 20)+`fib\(\);$`).MatchString(graph) ||
 		regexp.MustCompile(`(?m)^ +\d+\) .* \|  `+strings.Repeat("  ", 21)+`fib`).MatchString(graph) {
 		t.Errorf("graph does not nest fib 20 deep under main:\n%.2000s", graph)
 	}
