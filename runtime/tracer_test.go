@@ -56,7 +56,7 @@ func trLibrary(t *testing.T) string {
 		for _, s := range traceSources {
 			obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(s), filepath.Ext(s))+".o")
 			cmd := exec.Command("gcc", "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror",
-				"-I", filepath.Join(root, "tests", "trace_mock"), "-I", filepath.Join(root, "include"),
+				"-I", filepath.Join(root, "include"),
 				"-c", filepath.Join(root, s), "-o", obj)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				trLibErr = fmt.Errorf("compiling %s: %v\n%s", s, err, out)
@@ -88,7 +88,7 @@ func trBuild(t *testing.T, dir, src string) string {
 	obj := filepath.Join(dir, name+".o")
 	prog := filepath.Join(dir, name)
 	testenv.Run(t, dir, cc, "-O2", "-g", "-pg", "-mfentry", "-fno-pie",
-		"-I", filepath.Join(root, "tests", "trace_mock"), "-c", filepath.Join(root, "tests", src), "-o", obj)
+		"-I", filepath.Join(root, "include"), "-c", filepath.Join(root, "tests", src), "-o", obj)
 	testenv.Run(t, dir, cc, "-no-pie", "-rdynamic", obj, "-Wl,--whole-archive", lib,
 		"-Wl,--no-whole-archive", "-pthread", "-o", prog)
 	return prog

@@ -9,9 +9,6 @@
 
 #include <stdint.h>
 #include <ftrace.h>
-#ifndef FGRAPH_MAX_USERS
-#include "fgraph_api.h"
-#endif
 
 #include "clock.h"
 #include "trace_format.h"

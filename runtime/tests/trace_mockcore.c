@@ -2,23 +2,22 @@
  * A minimal stand-in for the runtime core, used only by the tracer tests while
  * the real core (issue 4) is not in the tree: __fentry__ stays a real call (no
  * patching) and dispatches to every registered ops whose filter matches the
- * function's name (dladdr: link with -rdynamic). Non-PIE only (e8 sites).
+ * function's name (dladdr: link with -rdynamic). Non-PIE only (e8 sites). Lets the
+ * tracer tests run on their own, independent of the core's patching.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <ftrace.h>
 
-struct ftrace_regs {
-	unsigned long sp;
-};
-
-unsigned long ftrace_regs_get_stack_pointer(struct ftrace_regs *fregs)
+/* The filter is one glob, kept (as a string) in the ops' filter_hash pointer. */
+static char *filter_of(struct ftrace_ops *ops)
 {
-	return fregs->sp;
+	return (char *)ops->filter_hash;
 }
 
 static struct ftrace_ops *ops_list;
@@ -41,16 +40,20 @@ int unregister_ftrace_function(struct ftrace_ops *ops)
 	return -EINVAL;
 }
 
-int ftrace_set_filter(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
+int ftrace_set_filter(struct ftrace_ops *ops, const void *buf, int len, int reset)
 {
-	if (reset)
-		ops->filter[0] = 0;
-	if (buf && len > 0 && len < (int)sizeof(ops->filter))
-		memcpy(ops->filter, buf, (size_t)len), ops->filter[len] = 0;
+	if (reset) {
+		free(filter_of(ops));
+		ops->filter_hash = NULL;
+	}
+	if (buf && len > 0) {
+		free(filter_of(ops));
+		ops->filter_hash = (struct ftrt_hash *)strndup(buf, (size_t)len);
+	}
 	return 0;
 }
 
-int ftrace_set_notrace(struct ftrace_ops *ops, unsigned char *buf, int len, int reset)
+int ftrace_set_notrace(struct ftrace_ops *ops, const void *buf, int len, int reset)
 {
 	(void)ops, (void)buf, (void)len, (void)reset;
 	return 0;
@@ -58,18 +61,20 @@ int ftrace_set_notrace(struct ftrace_ops *ops, unsigned char *buf, int len, int 
 
 void mock_dispatch(unsigned long ret, unsigned long sp)
 {
-	struct ftrace_regs fr = { sp };
+	struct ftrace_regs fr;
 	unsigned long ip = ret - 5, parent = *(unsigned long *)sp;
 
 	if (in_cb)
 		return;
+	fr.regs.sp = sp;
+	fr.regs.full = 0;
 	in_cb = 1;
 	for (struct ftrace_ops *o = __atomic_load_n(&ops_list, __ATOMIC_ACQUIRE); o; o = o->next) {
-		if (o->filter[0]) {
+		if (filter_of(o)) {
 			Dl_info di;
 
 			if (!dladdr((void *)ip, &di) || !di.dli_sname ||
-			    fnmatch(o->filter, di.dli_sname, 0) != 0)
+			    fnmatch(filter_of(o), di.dli_sname, 0) != 0)
 				continue;
 		}
 		o->func(ip, parent, o, &fr);
