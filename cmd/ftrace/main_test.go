@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"debug/elf"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
@@ -17,7 +21,8 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"ftrace": func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
+		"ftrace":  func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
+		"fakectl": fakeControl,
 	})
 }
 
@@ -27,6 +32,9 @@ func TestMain(m *testing.M) {
 //	    writes the trace described by IN.txt (tracetest language) in the real file
 //	    format; with -elf, names are PROG's symbols (site = symbol + 4 after an endbr64)
 //	    and PROG is mapped at bias N (default 0x555555554000) with its build-id.
+//	fakectl SOCKET LOG (a program, run with exec ... &)
+//	    a stand-in for the runtime's control socket: answers the protocol of
+//	    docs/trace-format.md, logs each request to LOG, exits after "finish".
 //	chromeok FILE
 //	    FILE is valid Chrome trace-event JSON.
 func TestScripts(t *testing.T) {
@@ -35,8 +43,24 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"mktrace":  cmdMktrace,
 			"chromeok": cmdChromeOK,
+			"waitsock": cmdWaitSock,
 		},
 	})
+}
+
+// cmdWaitSock waits (up to 10 s) for a unix socket to appear.
+func cmdWaitSock(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitsock PATH")
+	}
+	p := ts.MkAbs(args[0])
+	for i := 0; i < 1000; i++ {
+		if st, err := os.Stat(p); err == nil && st.Mode()&os.ModeSocket != 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("no socket %s", p)
 }
 
 func cmdChromeOK(ts *testscript.TestScript, neg bool, args []string) {
@@ -141,4 +165,60 @@ func readAt(f *elf.File, vaddr uint64, n int) []byte {
 		}
 	}
 	return nil
+}
+
+func fakeControl() {
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: fakectl SOCKET LOG")
+		os.Exit(2)
+	}
+	l, err := net.Listen("unix", os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer l.Close()
+	log, err := os.Create(os.Args[2])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer log.Close()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		r := bufio.NewScanner(c)
+		done := false
+		for r.Scan() {
+			req := r.Text()
+			fmt.Fprintln(log, req)
+			f := strings.Fields(req)
+			var resp string
+			switch {
+			case len(f) == 0:
+				resp = "error empty request"
+			case f[0] == "status":
+				resp = "ok tracer=function_graph enabled=1 pid=4242 output=ftrace.dat threads=1 lost=0"
+			case f[0] == "snapshot":
+				resp = "ok ftrace.dat.snap.1"
+				if len(f) > 1 {
+					resp = "ok " + f[1]
+				}
+			case f[0] == "tracer" && (len(f) < 2 || f[1] == "bogus"):
+				resp = "error unknown tracer"
+			case f[0] == "finish":
+				resp, done = "ok", true
+			default:
+				resp = "ok"
+			}
+			fmt.Fprintln(c, resp)
+			if done {
+				c.Close()
+				return
+			}
+		}
+		c.Close()
+	}
 }
