@@ -223,6 +223,10 @@ void ftrt_list_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops
 	     op = __atomic_load_n(&op->next, __ATOMIC_ACQUIRE)) {
 		if ((op->flags & FTRACE_OPS_FL_RECURSION) && nested)
 			continue;
+		/* kernel semantics: a SAVE_REGS ops is not called without a full frame (a
+		 * thread in the plain caller while the site moves to the regs caller) */
+		if ((op->flags & FL_REGS) && !(fregs && fregs->regs.full))
+			continue;
 		if (ops_match(op, ip))
 			op->func(ip, parent_ip, op, fregs);
 	}
