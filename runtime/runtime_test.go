@@ -138,3 +138,6 @@ func runVariants(t *testing.T, srcs ...string) {
 
 // The kernel's self-test scenario and the trampoline transitions.
 func TestSelftest(t *testing.T) { runVariants(t, "selftest.c") }
+
+// Glob, notrace and by-address filters, errors, filter changes while registered, listing.
+func TestFilters(t *testing.T) { runVariants(t, "filters.c") }

@@ -20,7 +20,7 @@ static int failures;
 	__LINE__, #a, _a, #b, _b); } } while (0)
 
 #define NOINLINE __attribute__((noinline))
-#define CB ftrace_notrace
+#define CB ftrace_notrace __attribute__((unused))
 
 /* Template symbols (ftrace_x86_64.S) and runtime internals the tests decode against. */
 extern const unsigned char ftrace_caller[], ftrace_caller_op_ptr[], ftrace_call[],
