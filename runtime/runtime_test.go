@@ -141,3 +141,9 @@ func TestSelftest(t *testing.T) { runVariants(t, "selftest.c") }
 
 // Glob, notrace and by-address filters, errors, filter changes while registered, listing.
 func TestFilters(t *testing.T) { runVariants(t, "filters.c") }
+
+// SAVE_REGS frames, argument changes, IP modification, IPMODIFY rules, vector registers.
+func TestRegs(t *testing.T) { runVariants(t, "regs.c") }
+
+// The RECURSION flag through own trampolines and the list function.
+func TestRecursion(t *testing.T) { runVariants(t, "recursion.c") }
