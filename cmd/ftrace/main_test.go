@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +41,16 @@ func TestMain(m *testing.M) {
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
+		Setup: func(e *testscript.Env) error {
+			// `go tool pprof` needs the Go caches (testscript hides $HOME).
+			for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+				out, err := exec.Command("go", "env", v).Output()
+				if err == nil {
+					e.Setenv(v, strings.TrimSpace(string(out)))
+				}
+			}
+			return nil
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"mktrace":  cmdMktrace,
 			"chromeok": cmdChromeOK,
