@@ -75,8 +75,34 @@ func trLibrary(t *testing.T) string {
 	return trLib
 }
 
-// trBuild builds runtime/tests/<src> into dir with the traced flow.
+// trBuild builds runtime/tests/<src> into dir through the real flow: gcc -pg -mfentry
+// (PIE), recordmcount, link with libftrt.a, ftlink.
 func trBuild(t *testing.T, dir, src string) string {
+	t.Helper()
+	testenv.Need(t, "gcc", "g++")
+	lib, inc := testenv.Runtime(t)
+	root := filepath.Join(testenv.Root(), "runtime")
+	cc := "gcc"
+	if strings.HasSuffix(src, ".cc") {
+		cc = "g++"
+	}
+	name := strings.TrimSuffix(src, filepath.Ext(src))
+	obj := filepath.Join(dir, name+".o")
+	prog := filepath.Join(dir, name)
+	// -fno-ipa-stack-alignment: gcc -O2 calls same-file leaf functions with an 8-mod-16
+	// stack, and the core's trampolines (trampgen) still assume 16-byte alignment at the
+	// site (movaps): they fault. Remove once trampgen realigns (reported to the core).
+	testenv.Run(t, dir, cc, "-O2", "-g", "-pg", "-mfentry", "-fno-ipa-stack-alignment", "-I", inc, "-c",
+		filepath.Join(root, "tests", src), "-o", obj)
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+	testenv.Run(t, dir, cc, obj, "-L"+lib, "-lftrt", "-lpthread", "-ldl", "-o", prog)
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), prog)
+	return prog
+}
+
+// trBuildMock builds runtime/tests/<src> non-PIE with the tracer sources and the mock
+// core instead of libftrt.a: the tracers on their own, without the core's patching.
+func trBuildMock(t *testing.T, dir, src string) string {
 	t.Helper()
 	lib := trLibrary(t)
 	root := filepath.Join(testenv.Root(), "runtime")
@@ -403,7 +429,7 @@ func TestTracerGraphDepthFilter(t *testing.T) {
 
 	trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_FILTER=main", "FTRACE_OUTPUT=f.dat"}, "10")
 	tr = trRead(t, filepath.Join(dir, "f.dat"))
-	ent, _, _ = trGraph(t, tr.Threads[0], s)
+	ent, _, _ = trGraph(t, tr.Threads[0], trSymbols(t, tr, prog))
 	if len(ent) != 1 || ent["main"] != 1 {
 		t.Errorf("filter main: entries %v", ent)
 	}
@@ -456,78 +482,85 @@ func TestTracerGraphControlFlow(t *testing.T) {
 			unwound: map[string]int{},
 			entries: map[string]int{"on_usr2": 1, "tail_a": 1, "tail_b": 1, "forker": 1}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.src, func(t *testing.T) {
-			dir := t.TempDir()
-			prog := trBuild(t, dir, tc.src)
-			plain, pws := trRun(t, dir, prog, nil, tc.args...)
-			out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph"}, tc.args...)
-			if out != plain || ws != pws {
-				t.Fatalf("traced: %q %v; plain: %q %v", out, ws, plain, pws)
-			}
-			tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
-			trCheckComplete(t, tr, 1)
-			s := trSymbols(t, tr, prog)
-			if len(tr.Threads) != tc.threads {
-				t.Fatalf("%d threads, want %d", len(tr.Threads), tc.threads)
-			}
-			allEnt, allUnw := map[string]int{}, map[string]int{}
-			for _, th := range tr.Threads {
-				ent, unw, open := trGraph(t, th, s)
-				if open != 0 {
-					t.Errorf("tid %d: %d frames open at the end", th.TID, open)
+	flows := []struct {
+		name  string
+		build func(t *testing.T, dir, src string) string
+	}{{"real", trBuild}, {"mock", trBuildMock}}
+	for _, fl := range flows {
+		for _, tc := range cases {
+			fl, tc := fl, tc
+			t.Run(fl.name+"/"+tc.src, func(t *testing.T) {
+				dir := t.TempDir()
+				prog := fl.build(t, dir, tc.src)
+				plain, pws := trRun(t, dir, prog, nil, tc.args...)
+				out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph"}, tc.args...)
+				if out != plain || ws != pws {
+					t.Fatalf("traced: %q %v; plain: %q %v", out, ws, plain, pws)
 				}
-				for k, v := range ent {
-					allEnt[k] += v
+				tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+				trCheckComplete(t, tr, 1)
+				s := trSymbols(t, tr, prog)
+				if len(tr.Threads) != tc.threads {
+					t.Fatalf("%d threads, want %d", len(tr.Threads), tc.threads)
 				}
-				for k, v := range unw {
-					allUnw[k] += v
-				}
-			}
-			for k, v := range tc.entries {
-				if allEnt[k] != v {
-					t.Errorf("entries of %s: %d, want %d", k, allEnt[k], v)
-				}
-			}
-			if fmt.Sprint(allUnw) != fmt.Sprint(tc.unwound) {
-				t.Errorf("unwound %v, want %v", allUnw, tc.unwound)
-			}
-			switch tc.src {
-			case "trace_threads.c":
-				names := map[string]bool{}
+				allEnt, allUnw := map[string]int{}, map[string]int{}
 				for _, th := range tr.Threads {
-					names[th.Name] = true
-					if th.TID != tr.PID && th.Flags&1 == 0 {
-						t.Errorf("thread %d not marked exited", th.TID)
+					ent, unw, open := trGraph(t, th, s)
+					if open != 0 {
+						t.Errorf("tid %d: %d frames open at the end", th.TID, open)
+					}
+					for k, v := range ent {
+						allEnt[k] += v
+					}
+					for k, v := range unw {
+						allUnw[k] += v
 					}
 				}
-				for i := 0; i < 4; i++ {
-					if !names[fmt.Sprintf("worker-%d", i)] {
-						t.Errorf("thread names %v lack worker-%d", names, i)
+				for k, v := range tc.entries {
+					if allEnt[k] != v {
+						t.Errorf("entries of %s: %d, want %d", k, allEnt[k], v)
 					}
 				}
-			case "trace_misc.c":
-				th := tr.Threads[0]
-				// 10001 recursive calls: the shadow stack holds 4096 frames
-				if uint64(allEnt["recurse"])+th.LostDepth != 10001 || th.LostDepth == 0 {
-					t.Errorf("recurse: %d recorded + %d lost_depth, want 10001", allEnt["recurse"], th.LostDepth)
+				if fmt.Sprint(allUnw) != fmt.Sprint(tc.unwound) {
+					t.Errorf("unwound %v, want %v", allUnw, tc.unwound)
 				}
-				// the fork child wrote its own file with its own calls
-				m, _ := filepath.Glob(filepath.Join(dir, "ftrace.dat.*"))
-				if len(m) != 1 {
-					t.Fatalf("child trace files: %v", m)
+				switch tc.src {
+				case "trace_threads.c":
+					names := map[string]bool{}
+					for _, th := range tr.Threads {
+						names[th.Name] = true
+						if th.TID != tr.PID && th.Flags&1 == 0 {
+							t.Errorf("thread %d not marked exited", th.TID)
+						}
+					}
+					for i := 0; i < 4; i++ {
+						if !names[fmt.Sprintf("worker-%d", i)] {
+							t.Errorf("thread names %v lack worker-%d", names, i)
+						}
+					}
+				case "trace_misc.c":
+					th := tr.Threads[0]
+					// 10001 recursive calls: the shadow stack holds 4096 frames
+					if uint64(allEnt["recurse"])+th.LostDepth != 10001 || th.LostDepth == 0 {
+						t.Errorf("recurse: %d recorded + %d lost_depth, want 10001", allEnt["recurse"], th.LostDepth)
+					}
+					// the fork child wrote its own file with its own calls
+					m, _ := filepath.Glob(filepath.Join(dir, "ftrace.dat.*"))
+					if len(m) != 1 {
+						t.Fatalf("child trace files: %v", m)
+					}
+					ct := trRead(t, m[0])
+					trCheckComplete(t, ct, 1)
+					if ct.PID == tr.PID || len(ct.Threads) != 1 {
+						t.Fatalf("child trace pid %d threads %d", ct.PID, len(ct.Threads))
+					}
+					ent, _, open := trGraph(t, ct.Threads[0], s)
+					if ent["leaf"] != 2 || len(ent) != 1 || open != 0 {
+						t.Errorf("child entries %v open %d", ent, open)
+					}
 				}
-				ct := trRead(t, m[0])
-				trCheckComplete(t, ct, 1)
-				if ct.PID == tr.PID || len(ct.Threads) != 1 {
-					t.Fatalf("child trace pid %d threads %d", ct.PID, len(ct.Threads))
-				}
-				ent, _, open := trGraph(t, ct.Threads[0], s)
-				if ent["leaf"] != 2 || len(ent) != 1 || open != 0 {
-					t.Errorf("child entries %v open %d", ent, open)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 

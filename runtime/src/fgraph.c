@@ -158,6 +158,20 @@ static void drop_stale(struct ft_thread *t, unsigned long *slot)
 		pop_unwound(t, d, 0);
 }
 
+/* Calls made by the callbacks themselves (traced code) are not graphed. */
+static inline int call_entryfunc(struct ft_thread *t, struct fgraph_ops *gops,
+				 struct ftrace_graph_ent *e)
+{
+	int r;
+
+	t->in_ret++;
+	barrier();
+	r = gops->entryfunc(e, gops);
+	barrier();
+	t->in_ret--;
+	return r;
+}
+
 static void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 			 struct ftrace_regs *fregs)
 {
@@ -182,7 +196,7 @@ static void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrac
 		e.depth = t->depth - 1;
 		e.calltime = f->calltime;
 		e.retaddr = f->ret;
-		if (gops->entryfunc(&e, gops))
+		if (call_entryfunc(t, gops, &e))
 			f->users |= 1u << idx;
 		return;
 	}
@@ -197,7 +211,7 @@ static void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrac
 	e.depth = d;
 	e.calltime = ft_clock_read();
 	e.retaddr = *slot;
-	if (!gops->entryfunc(&e, gops))
+	if (!call_entryfunc(t, gops, &e))
 		return;
 	f = &t->shadow[d];
 	f->ret = *slot;

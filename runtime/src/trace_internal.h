@@ -52,7 +52,7 @@ struct ft_thread {
 	struct fgraph_frame *shadow;
 	int depth;
 	int shadow_failed;
-	int in_ret;		/* running return callbacks: calls they make are not graphed */
+	int in_ret;		/* running graph callbacks: calls they make are not graphed */
 	unsigned long *last_slot;	/* last frame pushed (same call, other user) */
 	unsigned long last_ip;
 };
