@@ -256,6 +256,9 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace) error {
 			flags = append(flags, n)
 		}
 	}
+	if len(flags) == 0 {
+		flags = append(flags, "none")
+	}
 	fmt.Fprintf(w, "flags:\t%s\n", strings.Join(flags, ","))
 	fmt.Fprintf(w, "written because:\t%s\n", h.Reason)
 	if h.Signal != 0 {

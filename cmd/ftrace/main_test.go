@@ -120,6 +120,11 @@ func cmdMktrace(ts *testscript.TestScript, neg bool, args []string) {
 	if !*partial {
 		tr.Header.Flags |= tracefile.FlagComplete
 	}
+	for _, th := range tr.Threads {
+		if th.Lost+th.LostDepth > 0 {
+			tr.Header.Flags |= tracefile.FlagLost
+		}
+	}
 	f, err := os.Create(ts.MkAbs(fs.Arg(1)))
 	ts.Check(err)
 	ts.Check(tracefile.Write(f, tr))
