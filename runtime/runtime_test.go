@@ -147,3 +147,38 @@ func TestRegs(t *testing.T) { runVariants(t, "regs.c") }
 
 // The RECURSION flag through own trampolines and the list function.
 func TestRecursion(t *testing.T) { runVariants(t, "recursion.c") }
+
+// sharedLib builds a shared library of testdata/runtime through the flow (ftlink'ed).
+func sharedLib(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	_, inc := testenv.Runtime(t)
+	obj := filepath.Join(dir, name+".o")
+	testenv.Run(t, dir, "gcc", "-O2", "-g", "-fPIC", "-pg", "-mfentry", "-Wall", "-Werror", "-I"+inc,
+		"-c", filepath.Join(srcDir(), src), "-o", obj)
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+	so := filepath.Join(dir, name)
+	testenv.Run(t, dir, "gcc", "-shared", obj, "-o", so)
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), so)
+	return so
+}
+
+// A DT_NEEDED library and a dlopen'ed one, PIE and non-PIE.
+func TestSharedLibraries(t *testing.T) {
+	for _, v := range []struct {
+		name string
+		pie  bool
+		san  bool
+	}{{"pie", true, false}, {"nopie", false, false}, {"pie-asan-ubsan", true, true}} {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sharedLib(t, dir, "libneeded.so", "libneeded.c")
+			dyn := sharedLib(t, dir, "libdyn.so", "libdyn.c")
+			// -rdynamic: the libraries' __fentry__ references resolve to the runtime's.
+			// -z now: a non-PIE program's address of needed_func is its PLT entry, which
+			// the runtime follows through the GOT, resolved only after binding.
+			exe := build(t, dir, "dlopen", prog{srcs: []string{"dlopen.c"}, pie: v.pie, ftlink: true, san: v.san,
+				extraLD: []string{"-L" + dir, "-lneeded", "-Wl,-rpath," + dir, "-rdynamic", "-Wl,-z,now"}})
+			runOK(t, dir, exe, dyn)
+		})
+	}
+}

@@ -292,13 +292,49 @@ static struct ftrt_rec *rec_lookup(uintptr_t ip, struct ftrt_object **op)
 	return NULL;
 }
 
-/* A site address, or a function entry whose site follows an endbr64. */
+static int in_exec(const struct ftrt_object *o, uintptr_t a, size_t len);
+
+/* Is [a, a+len) executable code of a known object (so safe to read)? */
+static int known_code(uintptr_t a, size_t len)
+{
+	struct ftrt_object *o;
+
+	for (o = objects; o; o = o->next)
+		if (a >= o->lo && a < o->hi && in_exec(o, a, len))
+			return 1;
+	return 0;
+}
+
+/*
+ * A site address, or a function's address: its entry (the site follows an endbr64), or a
+ * PLT entry (a non-PIE program's canonical address of a library function), followed once.
+ */
 static struct ftrt_rec *rec_find(uintptr_t ip, struct ftrt_object **op)
 {
 	struct ftrt_rec *r = rec_lookup(ip, op);
+	const unsigned char *b = (const unsigned char *)ip;
+	int hops;
 
-	if (!r && ip && !memcmp((const void *)ip, endbr64, 4))
-		r = rec_lookup(ip + 4, op);
+	for (hops = 0; !r && hops < 2 && known_code(ip, 16); hops++) {
+		b = (const unsigned char *)ip;
+		if (!memcmp(b, endbr64, 4))
+			b += 4;
+		if (b != (const unsigned char *)ip && (r = rec_lookup((uintptr_t)b, op)))
+			break;
+		if (b[0] == 0xf2)	/* bnd prefix */
+			b++;
+		if (b[0] != 0xff || b[1] != 0x25)
+			break;
+		{
+			int32_t rel;
+			uintptr_t slot;
+
+			memcpy(&rel, b + 2, 4);
+			slot = (uintptr_t)b + 6 + (intptr_t)rel;
+			memcpy(&ip, (const void *)slot, sizeof(ip));	/* the GOT entry */
+		}
+		r = rec_lookup(ip, op);
+	}
 	return r;
 }
 
