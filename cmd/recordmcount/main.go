@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/ftkit/ftkit/elfrw"
 	"github.com/ftkit/ftkit/mcountloc"
@@ -148,6 +150,14 @@ func one(path string, o opts, stdout, stderr io.Writer) bool {
 			fmt.Fprintf(stderr, "recordmcount: %s: %d sites (dry run: not written)\n", path, len(res.Sites))
 		}
 		return false
+	}
+	// Refuse read-only files (even for root, who could replace them: the file's owner
+	// asked for it not to change) and directories we cannot create the new file in.
+	if st.Mode().Perm()&0o222 == 0 || unix.Access(path, unix.W_OK) != nil {
+		return fail(errors.New("file is read-only"))
+	}
+	if err := unix.Access(filepath.Dir(path), unix.W_OK); err != nil {
+		return fail(fmt.Errorf("directory %s is not writable (the file is replaced through a temporary file): %w", filepath.Dir(path), err))
 	}
 	if err := elfrw.WriteFileAtomic(path, res.Out); err != nil {
 		return fail(err)
