@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: MIT
+/*
+ * stress_test.c - the runtime under running threads (built with recordmcount + libftrt.a
+ * + ftlink; the traced functions are in stress_funcs.S, this file is not traced).
+ *
+ *   stress_test stress THREADS MAX_SWITCHES SECONDS
+ *	THREADS threads call the 1000 functions in a loop while this thread registers,
+ *	unregisters and re-filters 4 ops (sites move between own trampoline, list caller and
+ *	regs caller) until MAX_SWITCHES or SECONDS.  Every call is checked: the callbacks that
+ *	ran for it (a per-thread bit mask they set) must be exactly the ops registered and
+ *	matching when the call ran in a stable period, and within what the configurations
+ *	around it allow when it overlapped a switch (an ops registered throughout must never
+ *	miss a call).  Totals of the callbacks and of the callers must agree.
+ *   stress_test park
+ *	a thread parks inside a callback; unregister on another thread must wait for it, then
+ *	free the trampoline; unregister from inside a callback is refused.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ftrace.h"
+
+#define NFUNC 1000
+#define NOPS 4
+#define MAXCFG 200000
+
+#define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+typedef long (*fn_t)(void);
+extern const fn_t stress_fns[NFUNC];
+
+static struct ftrace_ops ops[NOPS];
+static __thread unsigned fired;			/* callbacks that ran for the current call */
+static atomic_ulong cb_count[NOPS];
+static atomic_int regs_missing;
+
+static void cb(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+	       struct ftrace_regs *fregs)
+{
+	int k = (int)(intptr_t)op->private;
+
+	(void)ip;
+	(void)parent_ip;
+	fired |= 1u << k;
+	atomic_fetch_add_explicit(&cb_count[k], 1, memory_order_relaxed);
+	if ((op->flags & FTRACE_OPS_FL_SAVE_REGS) && !ftrace_get_regs(fregs))
+		atomic_store(&regs_missing, 1);
+}
+
+/*
+ * The ops (independent of the runtime's matcher):
+ *   0: every function
+ *   1: filter "stress_fn_*[02468]" (even), or with variant bit "stress_fn_*[13579]"
+ *   2: SAVE_REGS, filter "stress_fn_*5 stress_fn_1*"
+ *   3: RECURSION, notrace "stress_fn_*7"
+ */
+static const char *pat1[2] = { "stress_fn_*[02468]", "stress_fn_*[13579]" };
+
+static unsigned match_mask(int i, int variant)
+{
+	unsigned m = 1u << 0;
+	char name[32];
+
+	snprintf(name, sizeof(name), "stress_fn_%d", i);
+	if (!fnmatch(pat1[variant], name, 0))
+		m |= 1u << 1;
+	if (!fnmatch("stress_fn_*5", name, 0) || !fnmatch("stress_fn_1*", name, 0))
+		m |= 1u << 2;
+	if (fnmatch("stress_fn_*7", name, 0))
+		m |= 1u << 3;
+	return m;
+}
+
+static unsigned mmask[2][NFUNC];
+
+/* config: bits 0..3 registered ops, bit 4 = filter variant of ops 1 */
+static unsigned char cfg[MAXCFG];
+static atomic_ulong epoch;			/* 2j: config j stable; 2j+1: j -> j+1 */
+static atomic_int stop;
+
+static unsigned allowed(int i, unsigned c)
+{
+	return mmask[(c >> 4) & 1][i] & c & 0xf;
+}
+
+struct wstats {
+	unsigned long calls, stable, overlapped, fired[NOPS];
+};
+
+static void *worker(void *arg)
+{
+	struct wstats *ws = arg;
+	unsigned r = (unsigned)(uintptr_t)ws * 2654435761u;
+
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		int i = (int)((r = r * 1103515245u + 12345u) >> 8) % NFUNC;
+		unsigned long e1, e2, j;
+		unsigned lo = 0xf, hi = 0, got;
+		long ret;
+		int k;
+
+		e1 = atomic_load(&epoch);
+		fired = 0;
+		ret = stress_fns[i]();
+		got = fired;
+		e2 = atomic_load(&epoch);
+		if (ret != i)
+			FAIL("stress_fn_%d returned %ld", i, ret);
+		for (j = e1 / 2; j <= (e2 + 1) / 2; j++) {
+			unsigned a = allowed(i, cfg[j]);
+
+			lo &= a;
+			hi |= a;
+		}
+		if ((got & lo) != lo || (got & ~hi))
+			FAIL("stress_fn_%d: callbacks %#x ran, expected at least %#x and at most %#x "
+			     "(epochs %lu..%lu)", i, got, lo, hi, e1, e2);
+		ws->calls++;
+		if (e1 == e2 && !(e1 & 1))
+			ws->stable++;
+		else
+			ws->overlapped++;
+		for (k = 0; k < NOPS; k++)
+			ws->fired[k] += (got >> k) & 1;
+	}
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void setup_ops(void)
+{
+	int k, i;
+
+	for (k = 0; k < NOPS; k++) {
+		ops[k].func = cb;
+		ops[k].private = (void *)(intptr_t)k;
+	}
+	ops[2].flags = FTRACE_OPS_FL_SAVE_REGS;
+	ops[3].flags = FTRACE_OPS_FL_RECURSION;
+	if (ftrace_set_filter(&ops[1], pat1[0], (int)strlen(pat1[0]), 1) ||
+	    ftrace_set_filter(&ops[2], "stress_fn_*5 stress_fn_1*", 25, 1) ||
+	    ftrace_set_notrace(&ops[3], "stress_fn_*7", 12, 1))
+		FAIL("setting filters");
+	for (i = 0; i < NFUNC; i++) {
+		mmask[0][i] = match_mask(i, 0);
+		mmask[1][i] = match_mask(i, 1);
+		for (k = 0; k < NOPS; k++)
+			if (ftrace_ops_test(&ops[k], (unsigned long)stress_fns[i]) !=
+			    (int)((mmask[0][i] >> k) & 1))
+				FAIL("runtime and test disagree whether ops %d matches stress_fn_%d",
+				     k, i);
+	}
+}
+
+static int not_nop(const struct ftrace_func_info *info, void *data)
+{
+	(void)data;
+	return info->state != FTRACE_SITE_NOP;
+}
+
+static void run_stress(int nthreads, long max_switches, double seconds)
+{
+	pthread_t th[64];
+	struct wstats ws[64];
+	unsigned long tot[NOPS] = { 0 }, calls = 0, stable = 0, overlapped = 0;
+	unsigned c = 0;
+	unsigned r = 7;
+	long n;
+	double t0;
+	int k, i;
+
+	double sw_time[3] = { 0 }, t_prev;
+	long sw_count[3] = { 0 };
+
+	setup_ops();
+	memset(ws, 0, sizeof(ws));
+	for (i = 0; i < nthreads; i++)
+		pthread_create(&th[i], NULL, worker, &ws[i]);
+	t0 = t_prev = now_s();
+	for (n = 0; n < max_switches && n + 1 < MAXCFG && now_s() - t0 < seconds; n++) {
+		unsigned nc;
+		int err;
+
+		r = r * 1103515245u + 12345u;
+		k = (int)(r >> 8) % (NOPS + 1);
+		if (k == NOPS) {	/* re-filter ops 1 (registered or not) */
+			nc = c ^ 0x10;
+			cfg[n + 1] = (unsigned char)nc;
+			atomic_store(&epoch, 2 * (unsigned long)n + 1);
+			err = ftrace_set_filter(&ops[1], pat1[(nc >> 4) & 1],
+						(int)strlen(pat1[(nc >> 4) & 1]), 1);
+		} else {
+			nc = c ^ (1u << k);
+			cfg[n + 1] = (unsigned char)nc;
+			atomic_store(&epoch, 2 * (unsigned long)n + 1);
+			err = (nc >> k) & 1 ? register_ftrace_function(&ops[k]) :
+					      unregister_ftrace_function(&ops[k]);
+		}
+		if (err)
+			FAIL("switch %ld (config %#x -> %#x): %d", n, c, nc, err);
+		atomic_store(&epoch, 2 * (unsigned long)(n + 1));
+		{
+			int kind = k == NOPS ? 2 : ((nc >> k) & 1) ? 0 : 1;
+			double t = now_s();
+
+			sw_time[kind] += t - t_prev;
+			sw_count[kind]++;
+			t_prev = t;
+		}
+		c = nc;
+	}
+	atomic_store(&stop, 1);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	for (k = 0; k < NOPS; k++)
+		if ((c >> k) & 1 && unregister_ftrace_function(&ops[k]))
+			FAIL("final unregister %d", k);
+	for (i = 0; i < nthreads; i++) {
+		calls += ws[i].calls;
+		stable += ws[i].stable;
+		overlapped += ws[i].overlapped;
+		for (k = 0; k < NOPS; k++)
+			tot[k] += ws[i].fired[k];
+	}
+	for (k = 0; k < NOPS; k++)
+		if (tot[k] != atomic_load(&cb_count[k]))
+			FAIL("ops %d: callbacks counted %lu, callers saw %lu", k,
+			     atomic_load(&cb_count[k]), tot[k]);
+	if (atomic_load(&regs_missing))
+		FAIL("a SAVE_REGS callback got no register frame");
+	{
+		struct ftrace_stats st;
+
+		ftrace_get_stats(&st);
+		/* what may stay: the shared caller and regs caller cloned near the code */
+		if (st.nr_trampolines > 2)
+			FAIL("%lu trampolines left after unregistering everything",
+			     st.nr_trampolines);
+		if (ftrace_for_each_function(not_nop, NULL))
+			FAIL("a site is still patched after unregistering everything");
+		if (st.nr_sites < NFUNC)
+			FAIL("only %lu sites known", st.nr_sites);
+	}
+	printf("ok stress: threads=%d switches=%ld in %.1f s, calls=%lu (stable %lu, overlapping a switch %lu), callbacks %lu/%lu/%lu/%lu\n",
+	       nthreads, n, now_s() - t0, calls, stable, overlapped, tot[0], tot[1], tot[2], tot[3]);
+	printf("ok stress: mean ms per register %.2f, unregister %.2f, filter change %.2f\n",
+	       sw_count[0] ? 1e3 * sw_time[0] / sw_count[0] : 0,
+	       sw_count[1] ? 1e3 * sw_time[1] / sw_count[1] : 0,
+	       sw_count[2] ? 1e3 * sw_time[2] / sw_count[2] : 0);
+}
+
+/* ---- park: unregister waits for a thread inside the callback --------------------------- */
+
+static atomic_int parked, release_cb, inner_ret = 1;
+
+static void park_cb(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+		    struct ftrace_regs *fregs)
+{
+	(void)ip;
+	(void)parent_ip;
+	(void)fregs;
+	atomic_store(&inner_ret, unregister_ftrace_function(op));
+	atomic_store(&parked, 1);
+	while (!atomic_load(&release_cb))
+		usleep(200);
+}
+
+static struct ftrace_ops park_ops = { .func = park_cb };
+static atomic_int unreg_done, unreg_ret = 1;
+
+static void *park_caller(void *arg)
+{
+	(void)arg;
+	stress_fns[0]();
+	return NULL;
+}
+
+static void *unregisterer(void *arg)
+{
+	(void)arg;
+	atomic_store(&unreg_ret, unregister_ftrace_function(&park_ops));
+	atomic_store(&unreg_done, 1);
+	return NULL;
+}
+
+static void run_park(void)
+{
+	struct ftrace_stats st;
+	struct ftrace_func_info info;
+	pthread_t a, b;
+	double t0, tr;
+
+	if (ftrace_set_filter(&park_ops, "stress_fn_0", 11, 1))
+		FAIL("filter");
+	if (register_ftrace_function(&park_ops))
+		FAIL("register");
+	ftrace_get_stats(&st);
+	if (ftrace_lookup_function((unsigned long)stress_fns[0], &info) ||
+	    info.state != FTRACE_SITE_TRAMP || st.nr_trampolines != 1)
+		FAIL("stress_fn_0 should call the ops' own trampoline (state %d, %lu trampolines)",
+		     info.state, st.nr_trampolines);
+	pthread_create(&a, NULL, park_caller, NULL);
+	while (!atomic_load(&parked))
+		usleep(1000);
+	if (atomic_load(&inner_ret) != -EBUSY)
+		FAIL("unregister from inside the callback returned %d, want -EBUSY",
+		     atomic_load(&inner_ret));
+	pthread_create(&b, NULL, unregisterer, NULL);
+	t0 = now_s();
+	while (now_s() - t0 < 0.3)
+		usleep(10000);
+	if (atomic_load(&unreg_done))
+		FAIL("unregister returned while a thread was inside the callback");
+	tr = now_s();
+	atomic_store(&release_cb, 1);
+	pthread_join(b, NULL);
+	pthread_join(a, NULL);
+	if (atomic_load(&unreg_ret))
+		FAIL("unregister: %d", atomic_load(&unreg_ret));
+	ftrace_get_stats(&st);
+	if (st.nr_trampolines != 0)
+		FAIL("trampoline not freed after unregister (%lu left)", st.nr_trampolines);
+	if (ftrace_lookup_function((unsigned long)stress_fns[0], &info) ||
+	    info.state != FTRACE_SITE_NOP)
+		FAIL("stress_fn_0 not a nop after unregister");
+	printf("ok park: unregister waited for the parked callback (released after %.2f s), "
+	       "from inside a callback -EBUSY, trampoline freed\n", tr - t0);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "stress";
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (!strcmp(mode, "stress")) {
+		int threads = argc > 2 ? atoi(argv[2]) : 8;
+		long max = argc > 3 ? atol(argv[3]) : 10000;
+		double secs = argc > 4 ? atof(argv[4]) : 20;
+
+		if (threads < 1 || threads > 64)
+			FAIL("threads 1..64");
+		run_stress(threads, max, secs);
+	} else if (!strcmp(mode, "park")) {
+		run_park();
+	} else {
+		FAIL("unknown mode %s", mode);
+	}
+	return 0;
+}
