@@ -182,3 +182,17 @@ func TestSharedLibraries(t *testing.T) {
 		})
 	}
 }
+
+// C++: demangled and mangled filters, templates, overloads, exceptions.
+func TestCXX(t *testing.T) {
+	for _, v := range []variant{
+		{"pie", prog{srcs: []string{"cxx.cc"}, cxx: true, pie: true, ftlink: true}},
+		{"nopie", prog{srcs: []string{"cxx.cc"}, cxx: true, ftlink: true}},
+		{"pie-asan-ubsan", prog{srcs: []string{"cxx.cc"}, cxx: true, pie: true, ftlink: true, san: true}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			runOK(t, dir, build(t, dir, "prog", v.p))
+		})
+	}
+}

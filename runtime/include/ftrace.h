@@ -48,6 +48,13 @@ enum {
 struct ftrt_hash;
 struct ftrt_tramp;
 
+/* The kernel's field name "private" is a C++ keyword: C++ code sees it as private_data. */
+#ifdef __cplusplus
+#define FTRACE_PRIVATE private_data
+#else
+#define FTRACE_PRIVATE private
+#endif
+
 /*
  * One user of function tracing.  Usable zero-initialised (static or heap) with only func
  * (and optionally flags, private) set.  The fields after private belong to the runtime.
@@ -57,7 +64,7 @@ struct ftrt_tramp;
 struct ftrace_ops {
 	ftrace_func_t		func;
 	unsigned long		flags;
-	void			*private;
+	void			*FTRACE_PRIVATE;
 	/* runtime-private */
 	struct ftrace_ops	*next;
 	struct ftrt_hash	*filter_hash;
@@ -272,7 +279,7 @@ struct fgraph_ops {
 	trace_func_graph_ent_t entryfunc;
 	trace_func_graph_ret_t retfunc;
 	struct ftrace_ops ops;		/* filters; func/private set by register */
-	void *private;
+	void *FTRACE_PRIVATE;
 	int idx;			/* slot while registered, -1 otherwise */
 };
 

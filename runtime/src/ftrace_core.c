@@ -1179,7 +1179,8 @@ static long glob_apply(struct ftrt_hash **hp, const char *pat, int remove)
 			uintptr_t end = y->addr + (y->size ? y->size : 5);
 
 			if (fnmatch(pat, y->name, 0) &&
-			    (!y->demangled || fnmatch(pat, y->demangled, 0)))
+			    (!y->demangled || (fnmatch(pat, y->demangled, 0) &&
+					       fnmatch(pat, y->shortname, 0))))
 				continue;
 			for (k = obj_lower_bound(o, y->addr); k < o->nrecs && o->recs[k].ip < end; k++) {
 				if (o->recs[k].flags & REC_REFUSED)
@@ -1367,7 +1368,7 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 	memset(fi, 0, sizeof(*fi));
 	fi->ip = r->ip;
 	fi->func = y ? y->addr : 0;
-	fi->name = y ? (y->demangled ? y->demangled : y->name) : "";
+	fi->name = y ? (y->demangled ? y->shortname : y->name) : "";
 	fi->object = o->path;
 	fi->len = (r->flags & REC_LEN6) ? 6 : 5;
 	fi->nr_ops = r->flags & REC_COUNT_MASK;

@@ -133,6 +133,29 @@ static int sym_cmp(const void *a, const void *b)
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
 /*
+ * The demangled name of a function template instance starts with its return type
+ * ("int ns::twice<int>(int)"): the part after the last space outside brackets before the
+ * parameter list, so "ns::twice<*>*" matches.
+ */
+static const char *short_name(const char *d)
+{
+	const char *p, *start = d;
+	int depth = 0;
+
+	for (p = d; *p; p++) {
+		if (*p == '<' || *p == '[')
+			depth++;
+		else if ((*p == '>' || *p == ']') && depth > 0)
+			depth--;
+		else if (*p == '(' && depth == 0)
+			break;
+		else if (*p == ' ' && depth == 0)
+			start = p + 1;
+	}
+	return start;
+}
+
+/*
  * Load the function symbols of path (.symtab, else .dynsym), sorted by address, with
  * demangled names for C++ symbols when the process has __cxa_demangle (libstdc++).
  */
@@ -180,6 +203,7 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 		s->v[s->n].size = st[i].st_size;
 		s->v[s->n].name = s->strtab + st[i].st_name;
 		s->v[s->n].demangled = NULL;
+		s->v[s->n].shortname = NULL;
 		if (s->v[s->n].name[0] == '_' && s->v[s->n].name[1] == 'Z')
 			nz++;
 		s->n++;
@@ -198,6 +222,7 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 			if (d && !status && s->ndemangled < nz) {
 				s->demangled[s->ndemangled++] = d;
 				s->v[i].demangled = d;
+				s->v[i].shortname = short_name(d);
 			} else {
 				free(d);
 			}

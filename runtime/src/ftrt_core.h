@@ -37,6 +37,7 @@ struct ftrt_sym {
 	uintptr_t	size;
 	const char	*name;
 	const char	*demangled;	/* NULL unless a C++ name */
+	const char	*shortname;	/* demangled without a template's return type */
 };
 
 struct ftrt_syms {

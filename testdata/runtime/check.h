@@ -61,7 +61,9 @@ struct decoded {
 /* Decode the site of function fn from memory. */
 static CB struct decoded decode(void *fn)
 {
-	struct decoded d = { 0 };
+	struct decoded d;
+
+	memset(&d, 0, sizeof(d));
 	struct ftrace_func_info fi;
 	const unsigned char *s, *t;
 	size_t op_off, call_off;
