@@ -196,3 +196,20 @@ func TestCXX(t *testing.T) {
 		})
 	}
 }
+
+// Sites with unexpected bytes are refused, reported and never patched.
+func TestRefusedSite(t *testing.T) {
+	for _, v := range variants("refuse.c")[:2] {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := build(t, dir, "prog", v.p)
+			r := testenv.Exec(t, dir, exe)
+			if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, "0x") {
+				t.Errorf("no report naming the refused site on stderr:\n%s", r.Stderr)
+			}
+		})
+	}
+}
