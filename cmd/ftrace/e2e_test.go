@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
 	"github.com/ftkit/ftkit/internal/testenv"
@@ -217,5 +219,95 @@ func TestE2ECallTree(t *testing.T) {
 	out = testenv.Run(t, dir, ftrace, "report", "--per-thread", "--sort", "name")
 	if !regexp.MustCompile(`(?m)^ +\d+ +1 .* b$`).MatchString(out) {
 		t.Errorf("per-thread report:\n%s", out)
+	}
+}
+
+const liveSrc = `#include <stdio.h>
+#include <unistd.h>
+static volatile int sink;
+__attribute__((noinline)) void tick(void) { sink++; }
+__attribute__((noinline)) void other(void) { sink--; }
+int main(int argc, char **argv)
+{
+	FILE *f;
+
+	if (argc != 3)
+		return 2;
+	f = fopen(argv[1], "w");
+	fprintf(f, "%d\n", getpid());
+	fclose(f);
+	for (int i = 0; i < 20000 && access(argv[2], F_OK) != 0; i++) {
+		tick();
+		other();
+		usleep(500);
+	}
+	return 0;
+}
+`
+
+// TestE2ELive drives a running program through `ftrace live`: it starts with tracing
+// off, gets enabled with a filter, and a snapshot shows what it recorded.
+func TestE2ELive(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", dir)
+	prog := buildTraced(t, dir, "live", liveSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	pidFile, stopFile := filepath.Join(dir, "pid"), filepath.Join(dir, "stop")
+	cmd := exec.Command(ftrace, "record", "-q", "--control", "-t", "nop", "-o", "live.dat", "--", prog, pidFile, stopFile)
+	cmd.Dir = dir
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		os.WriteFile(stopFile, nil, 0o644)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("record: %v\n%s", err, out.String())
+		}
+	}()
+	var pid string
+	for i := 0; i < 500 && pid == ""; i++ {
+		b, _ := os.ReadFile(pidFile)
+		if strings.HasSuffix(string(b), "\n") {
+			pid = strings.TrimSpace(string(b))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid == "" {
+		t.Fatalf("program did not start\n%s", out.String())
+	}
+	live := func(args ...string) string {
+		t.Helper()
+		var r testenv.Result
+		for i := 0; i < 200; i++ { // the control thread may not be listening yet
+			r = testenv.Exec(t, dir, ftrace, append([]string{"live", pid}, args...)...)
+			if r.Code == 0 || !strings.Contains(r.Stderr, "no control socket") {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if r.Code != 0 {
+			t.Fatalf("ftrace live %s: exit %d\n%s", strings.Join(args, " "), r.Code, r.Stderr)
+		}
+		return r.Stdout
+	}
+	if st := live("status"); !strings.Contains(st, "pid="+pid) {
+		t.Errorf("status %q", st)
+	}
+	live("filter", "tick")
+	live("tracer", "function")
+	live("enable")
+	time.Sleep(200 * time.Millisecond)
+	snap := filepath.Join(dir, "snap.dat")
+	if got := strings.TrimSpace(live("snapshot", snap)); got != snap {
+		t.Errorf("snapshot reply %q, want %q", got, snap)
+	}
+	_, calls := reportCalls(t, dir, snap)
+	if calls["tick"] == 0 || len(calls) != 1 {
+		t.Errorf("snapshot calls %v, want tick only", calls)
+	}
+	if r := testenv.Exec(t, dir, ftrace, "live", pid, "tracer", "bogus"); r.Code == 0 || !strings.Contains(r.Stderr, "refused") {
+		t.Errorf("bogus tracer accepted: %+v", r)
 	}
 }
