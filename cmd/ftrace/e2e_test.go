@@ -311,3 +311,113 @@ func TestE2ELive(t *testing.T) {
 		t.Errorf("bogus tracer accepted: %+v", r)
 	}
 }
+
+const endingsSrc = `#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static volatile int sink;
+__attribute__((noinline)) void leaf(void) { sink++; }
+__attribute__((noinline)) void crash(void) { leaf(); raise(SIGSEGV); }
+__attribute__((noinline)) void quit(void) { leaf(); _exit(7); }
+__attribute__((noinline)) int child(void) { leaf(); leaf(); return 0; }
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	if (!strcmp(argv[1], "crash"))
+		crash();
+	if (!strcmp(argv[1], "quit"))
+		quit();
+	if (!strcmp(argv[1], "fork")) {
+		int st;
+		pid_t p = fork();
+		if (p == 0)
+			return child();
+		if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "child failed: status %#x\n", st);
+			return 1;
+		}
+		leaf();
+	}
+	return 0;
+}
+`
+
+// graphFunctions returns the FUNCTION column of `ftrace graph`, one line per call line.
+func graphFunctions(t *testing.T, dir, file string) string {
+	t.Helper()
+	out := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "graph", file)
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, "|  "); i >= 0 && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l[i+3:])
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestE2EEndings: traces of programs that crash, _exit or fork are complete and read back.
+func TestE2EEndings(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "endings", endingsSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+
+	t.Run("fatal signal", func(t *testing.T) {
+		d := t.TempDir()
+		r := testenv.Exec(t, d, ftrace, "record", "-q", "--", prog, "crash")
+		if r.Code != 128+11 {
+			t.Fatalf("exit %d, want 139 (SIGSEGV)\n%s", r.Code, r.Stderr)
+		}
+		info := testenv.Run(t, d, ftrace, "info")
+		for _, w := range []string{"flags:              complete,abnormal", "written because:    fatal signal", "signal:             11"} {
+			if !strings.Contains(info, w) {
+				t.Errorf("info lacks %q:\n%s", w, info)
+			}
+		}
+		want := "main() {\n  crash() {\n    leaf();\n  } /* crash */ /* unfinished */\n} /* main */ /* unfinished */"
+		if got := graphFunctions(t, d, "ftrace.dat"); got != want {
+			t.Errorf("graph:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("_exit", func(t *testing.T) {
+		d := t.TempDir()
+		r := testenv.Exec(t, d, ftrace, "record", "--", prog, "quit")
+		if r.Code != 7 || !strings.Contains(r.Stderr, "partial trace in ftrace.dat.") {
+			t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+		}
+		parts, _ := filepath.Glob(filepath.Join(d, "ftrace.dat.*.part"))
+		if len(parts) != 1 {
+			t.Fatalf("part files %v", parts)
+		}
+		info := testenv.Run(t, d, ftrace, "info", parts[0])
+		if !strings.Contains(info, "written because:    live (not finalised)") {
+			t.Errorf("info:\n%s", info)
+		}
+		want := "main() {\n  quit() {\n    leaf();\n  } /* quit */ /* unfinished */\n} /* main */ /* unfinished */"
+		if got := graphFunctions(t, d, parts[0]); got != want {
+			t.Errorf("graph:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("fork", func(t *testing.T) {
+		d := t.TempDir()
+		r := testenv.Exec(t, d, ftrace, "record", "-q", "--", prog, "fork")
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		if got, want := graphFunctions(t, d, "ftrace.dat"), "main() {\n  leaf();\n} /* main */"; got != want {
+			t.Errorf("parent graph:\n%s\nwant:\n%s", got, want)
+		}
+		kids, _ := filepath.Glob(filepath.Join(d, "ftrace.dat.*"))
+		if len(kids) != 1 {
+			t.Fatalf("child traces %v", kids)
+		}
+		// The child's stream starts inside main (entered before the fork, recorded in
+		// the parent's stream): its return has no entry here.
+		if got, want := graphFunctions(t, d, kids[0]), "child() {\n  leaf();\n  leaf();\n} /* child */"; got != want {
+			t.Errorf("child graph:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}
