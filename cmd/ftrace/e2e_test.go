@@ -21,9 +21,15 @@ import (
 // buildTraced compiles src (a C file's text) into dir/name through the ftkit flow.
 func buildTraced(t *testing.T, dir, name, src string) string {
 	t.Helper()
-	testenv.Need(t, "gcc")
+	return buildTracedWith(t, "gcc", ".c", dir, name, src)
+}
+
+// buildTracedWith compiles src with compiler (gcc or g++) through the ftkit flow.
+func buildTracedWith(t *testing.T, compiler, ext, dir, name, src string) string {
+	t.Helper()
+	testenv.Need(t, compiler)
 	lib, inc := testenv.Runtime(t)
-	c := filepath.Join(dir, name+".c")
+	c := filepath.Join(dir, name+ext)
 	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -31,9 +37,9 @@ func buildTraced(t *testing.T, dir, name, src string) string {
 	prog := filepath.Join(dir, name)
 	// -fno-optimize-sibling-calls: gcc -O2 otherwise turns fib's second recursive call
 	// into a loop, and there are fewer calls to count.
-	testenv.Run(t, dir, "gcc", "-O2", "-g", "-pthread", "-pg", "-mfentry", "-fno-optimize-sibling-calls", "-I"+inc, "-c", c, "-o", obj)
+	testenv.Run(t, dir, compiler, "-O2", "-g", "-pthread", "-pg", "-mfentry", "-fno-optimize-sibling-calls", "-I"+inc, "-c", c, "-o", obj)
 	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
-	testenv.Run(t, dir, "gcc", "-pthread", "-o", prog, obj, "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	testenv.Run(t, dir, compiler, "-pthread", "-o", prog, obj, "-L"+lib, "-lftrt", "-lpthread", "-ldl")
 	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), prog)
 	return prog
 }
@@ -420,4 +426,54 @@ func TestE2EEndings(t *testing.T) {
 			t.Errorf("child graph:\n%s\nwant:\n%s", got, want)
 		}
 	})
+}
+
+const cxxSrc = `#include <cstdio>
+#include <stdexcept>
+namespace shop {
+struct Till {
+	int sales = 0;
+	__attribute__((noinline)) void ring(int v);
+};
+__attribute__((noinline)) void Till::ring(int v)
+{
+	if (v < 0)
+		throw std::invalid_argument("negative");
+	sales += v;
+}
+__attribute__((noinline)) void sell(Till &t, int v) { t.ring(v); }
+}
+int main()
+{
+	shop::Till t;
+	shop::sell(t, 3);
+	try {
+		shop::sell(t, -1);
+	} catch (const std::exception &e) {
+		std::printf("caught %s\n", e.what());
+	}
+	std::printf("total %d\n", t.sales);
+	return 0;
+}
+`
+
+// TestE2ECXX: demangled names, and frames left by an exception marked unwound.
+func TestE2ECXX(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTracedWith(t, "g++", ".cc", dir, "shop", cxxSrc)
+	out := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "record", "-q", "--", prog)
+	if out != "caught negative\ntotal 3\n" {
+		t.Errorf("output %q", out)
+	}
+	want := `main() {
+  shop::sell(shop::Till&, int) {
+    shop::Till::ring(int);
+  } /* shop::sell(shop::Till&, int) */
+  shop::sell(shop::Till&, int) {
+    shop::Till::ring(int); /* unwound */
+  } /* shop::sell(shop::Till&, int) */ /* unwound */
+} /* main */`
+	if got := graphFunctions(t, dir, "ftrace.dat"); got != want {
+		t.Errorf("graph:\n%s\nwant:\n%s", got, want)
+	}
 }

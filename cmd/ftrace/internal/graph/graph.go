@@ -135,13 +135,17 @@ func writeGraph(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options
 				note = " /* unwound */"
 			}
 			name := n.Func.Name
+			call := name + "()"
+			if strings.Contains(name, "(") { // C++: the demangled name has its parameters
+				call = name
+			}
 			if len(n.Children) == 0 || (o.Depth > 0 && n.Depth+1 >= o.Depth) {
-				if !line(n.Start, duration(n.Duration()), indent+name+"();"+note) {
+				if !line(n.Start, duration(n.Duration()), indent+call+";"+note) {
 					return false
 				}
 				continue
 			}
-			if !line(n.Start, blank, indent+name+"() {") {
+			if !line(n.Start, blank, indent+call+" {") {
 				return false
 			}
 			if !walk(n.Children) {

@@ -83,3 +83,20 @@ func TestMarker(t *testing.T) {
 		}
 	}
 }
+
+func TestCXXNames(t *testing.T) {
+	f := tracetest.Forest(t, "thread 1\n> 0 main\n> 10 ns::f(int)\n< 20 ns::f(int)\n< 30 main\n")
+	var b bytes.Buffer
+	if err := Write(&b, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := `# thread 1
+#   TID       DURATION |  FUNCTION CALLS
+     1)                |  main() {
+     1)       0.010 us |    ns::f(int);
+     1)       0.030 us |  } /* main */
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
