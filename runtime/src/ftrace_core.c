@@ -513,7 +513,9 @@ static int load_table(struct ftrt_object *o)
 	if (ret)
 		return ret == -ENOENT ? 0 : ret;
 	tab = (const unsigned char *)(o->bias + addr);
-	if (!size || !in_load(o, (uintptr_t)tab, size)) {
+	if (size < 8)
+		return 0;
+	if (!in_load(o, (uintptr_t)tab, size)) {
 		ftrt_warn("ftrt: %s: __mcount_loc is not inside a loaded segment: ignored", o->path);
 		return -EINVAL;
 	}
@@ -1497,4 +1499,33 @@ void ftrace_get_stats(struct ftrace_stats *st)
 	st->nr_refused = nr_refused;
 	st->nr_trampolines = ftrt_nr_trampolines;
 	ftrt_unlock();
+}
+
+/*
+ * For the start-up benchmark (bench/runtime): forget every object and load the tables
+ * again, as the constructor does.  Only while no ops is registered.  Returns the number of
+ * sites, or -EBUSY.
+ */
+long ftrt_debug_reload(void)
+{
+	struct ftrt_object *o, *n;
+	long sites = 0;
+	int ret = api_enter();
+
+	if (ret)
+		return ret;
+	if (atomic_load(&ops_list)) {
+		ftrt_unlock();
+		return -EBUSY;
+	}
+	for (o = objects; o; o = n) {
+		n = o->next;
+		object_free(o);
+	}
+	objects = NULL;
+	ret = rescan();
+	for (o = objects; o; o = o->next)
+		sites += (long)o->nrecs;
+	ftrt_unlock();
+	return ret ? ret : sites;
 }

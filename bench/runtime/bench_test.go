@@ -1,0 +1,140 @@
+// Package runtimebench measures the ftkit runtime (issue 4): the per-call cost of a traced
+// site through each dispatch path, as ratios against baselines measured in the same run,
+// and the start-up cost of reading 300k call sites.
+//
+//	go test -run '^$' -bench . ./bench/runtime
+//
+// Figures and the command that produced them are recorded in bench/RESULTS.md.
+package runtimebench
+
+import (
+	"bufio"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+func benchDir() string { return filepath.Join(testenv.Root(), "bench", "runtime", "c") }
+
+// buildCallcost builds callcost.c through the full flow (PIE, ftlink'ed).
+func buildCallcost(t testing.TB, dir string) string {
+	t.Helper()
+	testenv.Need(t, "gcc")
+	lib, inc := testenv.Runtime(t)
+	obj := filepath.Join(dir, "callcost.o")
+	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-Wall", "-Werror", "-I"+inc, "-c",
+		filepath.Join(benchDir(), "callcost.c"), "-o", obj)
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+	exe := filepath.Join(dir, "callcost")
+	testenv.Run(t, dir, "gcc", obj, "-o", exe, "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), exe)
+	return exe
+}
+
+// buildStartup builds the start-up program with n generated sites.
+func buildStartup(t testing.TB, dir string, n int) string {
+	t.Helper()
+	testenv.Need(t, "gcc")
+	lib, inc := testenv.Runtime(t)
+	gen := filepath.Join(dir, "gen_sites.o")
+	testenv.Run(t, dir, "gcc", "-c", "-DNSITES="+strconv.Itoa(n), filepath.Join(benchDir(), "gen_sites.S"), "-o", gen)
+	exe := filepath.Join(dir, "startup-"+strconv.Itoa(n))
+	testenv.Run(t, dir, "gcc", "-O2", "-I"+inc, filepath.Join(benchDir(), "startup.c"), gen, "-o", exe,
+		"-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	return exe
+}
+
+// parse reads "name value..." lines.
+func parse(t testing.TB, out string) map[string][]float64 {
+	t.Helper()
+	m := map[string][]float64{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		for _, s := range f[1:] {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				t.Fatalf("bad line %q: %v", sc.Text(), err)
+			}
+			m[f[0]] = append(m[f[0]], v)
+		}
+	}
+	return m
+}
+
+var callNames = []string{"nop", "fentry", "tramp", "tramp_k1", "tramp_k8", "tramp_k64", "list", "list_k8", "regs"}
+
+// The bench programs build and run (small sizes), so they do not rot.
+func TestBenchProgramsRun(t *testing.T) {
+	dir := t.TempDir()
+	m := parse(t, testenv.Run(t, dir, buildCallcost(t, dir), "1000"))
+	for _, n := range callNames {
+		if len(m[n]) != 1 || m[n][0] <= 0 {
+			t.Errorf("callcost: %s missing or not positive: %v", n, m[n])
+		}
+	}
+	m = parse(t, testenv.Run(t, dir, buildStartup(t, dir, 1000), "3"))
+	if len(m["sites"]) != 1 || m["sites"][0] < 1000 {
+		t.Errorf("startup: sites = %v, want >= 1000", m["sites"])
+	}
+}
+
+func BenchmarkRuntimeCallCost(b *testing.B) {
+	dir := b.TempDir()
+	exe := buildCallcost(b, dir)
+	b.ResetTimer()
+	var m map[string][]float64
+	for i := 0; i < b.N; i++ {
+		m = parse(b, testenv.Run(b, dir, exe))
+	}
+	b.StopTimer()
+	v := func(n string) float64 { return m[n][0] }
+	for _, n := range callNames {
+		b.ReportMetric(v(n), n+"-ns")
+	}
+	b.ReportMetric(v("tramp")/v("fentry"), "tramp/fentry")
+	for _, k := range []string{"tramp_k1", "tramp_k8", "tramp_k64"} {
+		b.ReportMetric(v(k)/v("tramp"), k+"/tramp")
+	}
+	b.ReportMetric(v("list")/v("fentry"), "list/fentry")
+	b.ReportMetric(v("list_k8")/v("fentry"), "list_k8/fentry")
+	b.ReportMetric(v("regs")/v("fentry"), "regs/fentry")
+}
+
+// median wall time of running exe (whole process: exec, loader, constructors, exit).
+func medianRun(b *testing.B, dir, exe string, runs int) time.Duration {
+	var ts []time.Duration
+	for i := 0; i < runs; i++ {
+		t0 := time.Now()
+		testenv.Run(b, dir, exe, "1")
+		ts = append(ts, time.Since(t0))
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	return ts[runs/2]
+}
+
+func BenchmarkRuntimeStartup(b *testing.B) {
+	dir := b.TempDir()
+	big := buildStartup(b, dir, 300000)
+	small := buildStartup(b, dir, 0)
+	b.ResetTimer()
+	var m map[string][]float64
+	for i := 0; i < b.N; i++ {
+		m = parse(b, testenv.Run(b, dir, big, "21"))
+	}
+	b.StopTimer()
+	b.ReportMetric(m["sites"][0], "sites")
+	b.ReportMetric(m["startup_us"][0], "reload-best-us")
+	b.ReportMetric(m["startup_us"][1], "reload-median-us")
+	// Whole-process difference (cold table pages included): 300k sites vs none.
+	d := medianRun(b, dir, big, 21) - medianRun(b, dir, small, 21)
+	b.ReportMetric(float64(d.Microseconds()), "process-delta-us")
+}
