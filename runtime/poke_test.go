@@ -87,13 +87,13 @@ func TestPoke(t *testing.T) {
 		{"toggle", nil, []string{"toggle", "3000", "4"}, []string{"ok toggle: batches=3000 threads=4", "method=procmem"}},
 		{"toggle-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"toggle", "2000", "4"}, []string{"ok toggle: batches=2000", "method=mprotect"}},
 		{"toggle-membarrier", []string{"FTRT_SYNC_CORES=membarrier"}, []string{"toggle", "1000", "4"}, []string{"ok toggle", "cores=membarrier\n"}},
-		{"toggle-signal-serialise", []string{"FTRT_SYNC_CORES=signals"}, []string{"toggle", "200", "4"}, []string{"ok toggle", "cores=signals"}},
+		{"toggle-signal-serialise", []string{"FTRT_SYNC_CORES=signals"}, []string{"toggle", "60", "4"}, []string{"ok toggle", "cores=signals"}},
 		{"signals", nil, []string{"signals", "2000", "4"}, []string{"ok toggle: batches=2000"}},
 		{"fork", nil, []string{"fork", "800", "3"}, []string{"ok toggle: batches=800", "forks="}},
 		{"fork-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"fork", "400", "3"}, []string{"ok toggle", "forks="}},
 		{"refuse", nil, []string{"refuse"}, []string{"ok refuse"}},
 		{"refuse-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"refuse"}, []string{"ok refuse"}},
-		{"sync", nil, []string{"sync"}, []string{"ok sync idle", "ok sync callback:", "ok sync from a callback: -EDEADLK", "ok sync trampoline:", "ok sync callback-signals-blocked:"}},
+		{"sync", nil, []string{"sync"}, []string{"ok sync idle", "ok sync churn", "ok sync callback:", "ok sync from a callback: -EDEADLK", "ok sync trampoline:", "ok sync callback-signals-blocked:"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

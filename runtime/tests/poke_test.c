@@ -156,6 +156,17 @@ static void switch_sites(const unsigned char *mask, int enable, unsigned *r)
 	for (i = 0; i < NFUNC; i++)
 		if ((!mask || mask[i]) && make(i, enable, &p[n], r))
 			n++;
+	if (n > 1 && (rnd(r) & 3) == 0) {	/* any order is accepted */
+		size_t k;
+
+		for (k = n - 1; k > 0; k--) {
+			size_t j = rnd(r) % (k + 1);
+			struct ftrt_poke t = p[k];
+
+			p[k] = p[j];
+			p[j] = t;
+		}
+	}
 	err = ftrt_text_poke_batch(p, n, &bad);
 	if (err)
 		FAIL("ftrt_text_poke_batch(%zu sites): %d (bad %zu)", n, err, bad);
@@ -523,6 +534,28 @@ static void *blocked_idle(void *arg)
 	return NULL;
 }
 
+static atomic_int churn_stop;
+static atomic_long churned;
+
+static void *short_lived(void *arg)
+{
+	return arg;
+}
+
+static void *churner(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&churn_stop)) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, short_lived, NULL) == 0) {
+			pthread_join(t, NULL);
+			atomic_fetch_add(&churned, 1);
+		}
+	}
+	return NULL;
+}
+
 static void *idle_thread(void *arg)
 {
 	(void)arg;
@@ -551,6 +584,27 @@ static void run_sync(void)
 		FAIL("ftrt_synchronize with idle threads");
 	printf("ok sync idle: 5 idle threads (one blocking all signals) took %.2f ms\n",
 	       ms_since(&t0));
+
+	/* Threads being created and exiting all the time do not hold it up. */
+	{
+		pthread_t ch;
+		double worst = 0;
+		int k;
+
+		atomic_store(&churn_stop, 0);
+		pthread_create(&ch, NULL, churner, NULL);
+		for (k = 0; k < 50; k++) {
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			if (ftrt_synchronize())
+				FAIL("ftrt_synchronize with thread churn");
+			if (ms_since(&t0) > worst)
+				worst = ms_since(&t0);
+		}
+		atomic_store(&churn_stop, 1);
+		pthread_join(ch, NULL);
+		printf("ok sync churn: 50 calls while %ld threads came and went, worst %.2f ms\n",
+		       atomic_load(&churned), worst);
+	}
 
 	sync_case("callback", 0, 0);
 	if (!atomic_load(&cb_edeadlk))
