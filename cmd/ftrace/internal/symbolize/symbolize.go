@@ -52,16 +52,20 @@ type Symbolizer struct {
 	warnings []string
 	// OpenELF opens an object file; tests replace it. Default: elf.Open.
 	OpenELF func(path string) (*elf.File, error)
+	// DebugDirs are searched for DIR/.build-id/xx/yyyy.debug when an object is gone,
+	// differs from the recorded build-id, or has no .symtab. Default: /usr/lib/debug.
+	DebugDirs []string
 }
 
 // New returns a Symbolizer for the trace's memory map.
 func New(maps []tracefile.Mapping) *Symbolizer {
 	return &Symbolizer{
-		maps:    maps,
-		objs:    map[string]*object{},
-		cache:   map[uint64]*Func{},
-		unknown: map[string]*Func{},
-		OpenELF: elf.Open,
+		maps:      maps,
+		objs:      map[string]*object{},
+		cache:     map[uint64]*Func{},
+		unknown:   map[string]*Func{},
+		OpenELF:   elf.Open,
+		DebugDirs: []string{"/usr/lib/debug"},
 	}
 }
 
@@ -126,24 +130,59 @@ func (s *Symbolizer) object(m *tracefile.Mapping) *object {
 }
 
 func (s *Symbolizer) load(m *tracefile.Mapping) (*object, error) {
-	if m.Path == "" || strings.HasPrefix(m.Path, "[") {
+	if m.Flags&tracefile.MapVDSO != 0 || m.Path == "" || strings.HasPrefix(m.Path, "[") {
+		if o, ok := s.loadDebug(m); ok {
+			return o, nil
+		}
 		return nil, fmt.Errorf("%s: no file to read symbols from", displayPath(m.Path))
 	}
-	f, err := s.OpenELF(m.Path)
+	o, hasSymtab, err := s.loadFile(m.Path, m.BuildID)
+	if err == nil && hasSymtab {
+		return o, nil
+	}
+	if d, ok := s.loadDebug(m); ok {
+		return d, nil
+	}
+	return o, err
+}
+
+// loadFile reads path's symbols if its build-id matches want (when want is known).
+func (s *Symbolizer) loadFile(path string, want []byte) (o *object, hasSymtab bool, err error) {
+	f, err := s.OpenELF(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read symbols: %w", m.Path, err)
+		return nil, false, fmt.Errorf("%s: cannot read symbols: %w", path, err)
 	}
 	defer f.Close()
-	if len(m.BuildID) > 0 {
+	if len(want) > 0 {
 		id, err := BuildID(f)
 		if err != nil {
-			return nil, fmt.Errorf("%s: reading build-id: %w", m.Path, err)
+			return nil, false, fmt.Errorf("%s: reading build-id: %w", path, err)
 		}
-		if id != nil && !bytes.Equal(id, m.BuildID) {
-			return nil, fmt.Errorf("%s: build-id %x does not match the trace's %x (file changed since recording); showing addresses", m.Path, id, m.BuildID)
+		if id != nil && !bytes.Equal(id, want) {
+			return nil, false, fmt.Errorf("%s: build-id %x does not match the trace's %x (file changed since recording); showing addresses", path, id, want)
 		}
 	}
-	return loadObject(m.Path, f)
+	hasSymtab = f.Section(".symtab") != nil
+	o, err = loadObject(path, f)
+	return o, hasSymtab, err
+}
+
+// loadDebug looks for a separate debug file by build-id.
+func (s *Symbolizer) loadDebug(m *tracefile.Mapping) (*object, bool) {
+	if len(m.BuildID) < 2 {
+		return nil, false
+	}
+	id := hex.EncodeToString(m.BuildID)
+	for _, dir := range s.DebugDirs {
+		p := filepath.Join(dir, ".build-id", id[:2], id[2:]+".debug")
+		if o, _, err := s.loadFile(p, m.BuildID); err == nil {
+			for _, f := range o.funcs {
+				f.Module = m.Path // show the object as traced, not its debug file
+			}
+			return o, true
+		}
+	}
+	return nil, false
 }
 
 func displayPath(p string) string {

@@ -194,3 +194,27 @@ func TestNoLineOutsideSequences(t *testing.T) {
 		t.Errorf("nodebug: %+v", f)
 	}
 }
+
+// A program that is gone, or stripped, is symbolised from DIR/.build-id/xx/yyyy.debug.
+func TestDebugDir(t *testing.T) {
+	prog, m := build(t, "gcc", "symc", csrc, "-g", "-O1", "-pie", "-fpie")
+	alpha, _ := symAddr(t, prog, "alpha")
+	dbg := t.TempDir()
+	id := fmt.Sprintf("%x", m.BuildID)
+	if err := os.MkdirAll(filepath.Join(dbg, ".build-id", id[:2]), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, "", "cp", prog, filepath.Join(dbg, ".build-id", id[:2], id[2:]+".debug"))
+	stripped := prog + ".stripped"
+	testenv.Run(t, "", "strip", "-o", stripped, prog)
+	for _, path := range []string{filepath.Join(t.TempDir(), "gone"), stripped} {
+		mm := m
+		mm.Path = path
+		s := New([]tracefile.Mapping{mm})
+		s.DebugDirs = []string{dbg}
+		f := s.Lookup(bias + alpha)
+		if f.Name != "alpha" || f.Module != path || filepath.Base(f.File) != "symc.c" {
+			t.Errorf("%s: %+v (warnings %v)", path, f, s.Warnings())
+		}
+	}
+}
