@@ -83,7 +83,7 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	if (unlikely(!t))
 		return 0;
 	/* keep room for the exits of every recorded frame still open */
-	if (unlikely(t->head + t->open + 2 > t->cap)) {
+	if (unlikely(t->head + t->open + 2 > t->limit) && !ft_rec_more(t, t->head + t->open + 2)) {
 		t->chunk->lost++;
 		t->chunk->flags |= FTKIT_T_FULL;
 		return 0;
@@ -299,6 +299,7 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 		atexit(trace_atexit);
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	}
+	ft_prefault_start();
 	tr.started = 1;
 	tr.tracer = cfg->tracer;
 	tr.depth = cfg->graph_depth;

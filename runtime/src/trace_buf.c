@@ -28,6 +28,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/futex.h>
+#include <signal.h>
 
 #include "trace_buf.h"
 #include "trace_internal.h"
@@ -40,6 +42,84 @@ __thread struct ft_thread ft_cur FT_TLS;
 struct ft_session ft_sess = { .fd = -1 };
 
 static volatile int sess_lock;
+
+#define POPULATE_BYTES (1UL << 20)
+#define PREFAULT_AHEAD 8		/* windows the helper keeps populated ahead */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/*
+ * Pages of a chunk are populated ahead of the writer by a helper thread (the
+ * kernel zeroes every fresh page; done on the traced thread, that is most of
+ * the cost of an event on a VM with slow page faults). The traced thread asks
+ * for the windows ahead with one futex wake per window; if the
+ * helper is late, plain page faults do the work. FTRACE_PREFAULT=0: populate
+ * synchronously instead, one madvise per window.
+ */
+struct ft_prefault {
+	char *base;		/* chunk records (NULL: slot unused) */
+	uint64_t bytes;		/* size of the record area */
+	uint64_t want;		/* populate up to here (bytes) */
+	uint64_t done;		/* helper's progress */
+};
+
+static struct ft_prefault pf_slots[FT_MAX_REG];
+static uint32_t pf_futex;
+static int pf_helper;		/* helper thread running */
+
+static void populate(char *base, uint64_t from, uint64_t to)
+{
+	uintptr_t a = (uintptr_t)(base + from) & ~(PAGE - 1);
+	uintptr_t e = ROUND_UP((uintptr_t)(base + to), PAGE);
+
+	madvise((void *)a, e - a, MADV_POPULATE_WRITE);	/* else: plain faults */
+}
+
+static void *prefault_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		uint32_t seen = __atomic_load_n(&pf_futex, __ATOMIC_ACQUIRE);
+		uint64_t n = __atomic_load_n(&ft_sess.nreg, __ATOMIC_ACQUIRE);
+
+		for (uint64_t i = 0; i < n && i < FT_MAX_REG; i++) {
+			struct ft_prefault *p = &pf_slots[i];
+			char *base = __atomic_load_n(&p->base, __ATOMIC_ACQUIRE);
+			uint64_t want = __atomic_load_n(&p->want, __ATOMIC_ACQUIRE);
+
+			if (base && want > p->done) {
+				populate(base, p->done, want);
+				p->done = want;
+			}
+		}
+		if (__atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) == FT_SESS_DONE)
+			return NULL;
+		syscall(SYS_futex, &pf_futex, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+	}
+}
+
+void ft_prefault_start(void)
+{
+	const char *e = getenv("FTRACE_PREFAULT");
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t th;
+
+	if ((e && !strcmp(e, "0")) || pf_helper)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, prefault_thread, NULL) == 0) {
+		pf_helper = 1;
+		pthread_setname_np(th, "ftkit-prefault");
+	}
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
@@ -451,11 +531,18 @@ map:
 	t->recs = (struct ftkit_rec *)(c + 1);
 	t->cap = (s->chunk_bytes - sizeof(*c)) / sizeof(struct ftkit_rec);
 	t->head = 0;
+	t->limit = 0;
 	t->open = 0;
 	t->gen = s->gen;
 	t->reg = __atomic_fetch_add(&s->nreg, 1, __ATOMIC_RELAXED);
-	if (t->reg < FT_MAX_REG)
+	if (t->reg < FT_MAX_REG) {
+		struct ft_prefault *p = &pf_slots[t->reg];
+
+		p->bytes = t->cap * sizeof(struct ftkit_rec);
+		p->want = p->done = 0;
+		__atomic_store_n(&p->base, (char *)t->recs, __ATOMIC_RELEASE);
 		__atomic_store_n(&s->reg[t->reg], c, __ATOMIC_RELEASE);
+	}
 	barrier();
 	t->state = FT_THREAD_LIVE;
 	if (exit_key_ok)
@@ -468,6 +555,38 @@ fail:
 	t->busy = 0;
 	__atomic_fetch_add(&s->hdr.lost_nobuf, 1, __ATOMIC_RELAXED);
 	return NULL;
+}
+
+/* Make room for `need` records (see above). 0 if the chunk is full. */
+int ft_rec_more(struct ft_thread *t, uint64_t need)
+{
+	uint64_t per = POPULATE_BYTES / sizeof(struct ftkit_rec);
+	uint64_t lim = t->limit;
+
+	if (need > t->cap)
+		return 0;
+	while (lim < need)
+		lim = lim + per < t->cap ? lim + per : t->cap;
+	if (pf_helper && t->reg < FT_MAX_REG) {
+		struct ft_prefault *p = &pf_slots[t->reg];
+		uint64_t want = (lim + PREFAULT_AHEAD * per) * sizeof(struct ftkit_rec);
+
+		if (lim == need || t->limit == 0)	/* first window: do it now */
+			populate((char *)t->recs, t->limit * sizeof(struct ftkit_rec),
+				 lim * sizeof(struct ftkit_rec));
+		if (want > p->bytes)
+			want = p->bytes;
+		if (want > p->want) {
+			__atomic_store_n(&p->want, want, __ATOMIC_RELEASE);
+			__atomic_add_fetch(&pf_futex, 1, __ATOMIC_RELEASE);
+			syscall(SYS_futex, &pf_futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		}
+	} else {
+		populate((char *)t->recs, t->limit * sizeof(struct ftkit_rec),
+			 lim * sizeof(struct ftkit_rec));
+	}
+	t->limit = lim;
+	return 1;
 }
 
 void ft_note_lost_depth(void)
@@ -492,13 +611,14 @@ void ft_thread_exit(void)
 		read_comm((pid_t)c->tid, c->name);
 		c->flags |= FTKIT_T_EXITED;
 		__atomic_fetch_add(&s->lost_exited, c->lost + c->lost_depth, __ATOMIC_RELAXED);
-		if (t->reg < FT_MAX_REG)
+		if (t->reg < FT_MAX_REG) {
+			__atomic_store_n(&pf_slots[t->reg].base, NULL, __ATOMIC_RELEASE);
 			__atomic_store_n(&s->reg[t->reg], NULL, __ATOMIC_RELEASE);
-		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE)
-			munmap(c, s->chunk_bytes);
+		}
+		/* the chunk stays mapped: the prefault helper may still be populating it */
 		t->chunk = NULL;
 		t->recs = NULL;
-		t->cap = 0;
+		t->cap = t->limit = 0;
 	}
 	t->state = FT_THREAD_DEAD;
 	fgraph_thread_release();
@@ -706,7 +826,7 @@ void ft_session_forked(void)
 		munmap(t->chunk, s->chunk_bytes);
 	t->chunk = NULL;
 	t->recs = NULL;
-	t->cap = t->head = 0;
+	t->cap = t->head = t->limit = 0;
 	t->state = FT_THREAD_NEW;
 	t->open = 0;
 	if (s->state != FT_SESS_LIVE)
@@ -714,8 +834,11 @@ void ft_session_forked(void)
 	close(s->fd);
 	s->fd = -1;
 	s->state = FT_SESS_OFF;
-	for (int i = 0; i < FT_MAX_REG; i++)
+	for (int i = 0; i < FT_MAX_REG; i++) {
 		s->reg[i] = NULL;
+		pf_slots[i].base = NULL;
+	}
+	pf_helper = 0;	/* threads do not survive fork: populate synchronously */
 	ft_session_open(NULL, (s->chunk_bytes - sizeof(struct ftkit_thread_chunk)) / 1024,
 			s->hdr.tracer, s->hdr.graph_depth, 0, 1);
 }

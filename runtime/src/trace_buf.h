@@ -42,5 +42,6 @@ void ft_session_forked(void);
 void ft_session_counts(uint64_t *lost, uint64_t *threads);
 int ft_maps_build(uint64_t at, unsigned long pad_to);
 int ft_known_at_startup(unsigned long start);
+void ft_prefault_start(void);
 
 #endif

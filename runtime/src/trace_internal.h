@@ -41,6 +41,7 @@ struct ft_thread {
 	struct ftkit_rec *recs;
 	uint64_t head;		/* next record index */
 	uint64_t cap;		/* records that fit */
+	uint64_t limit;		/* records whose pages are populated (<= cap) */
 	uint32_t state;		/* FT_THREAD_* */
 	uint32_t busy;		/* allocation in progress (signal re-entry) */
 	uint32_t saved_state;	/* state before fork() (the fork window records nothing) */
@@ -64,11 +65,13 @@ struct ft_thread *ft_thread_buf(void);	/* allocates on first use; NULL → drop 
 void ft_note_lost_depth(void);
 void ft_thread_exit(void);
 
+int ft_rec_more(struct ft_thread *t, uint64_t need);
+
 static inline struct ftkit_rec *ft_rec_reserve(struct ft_thread *t)
 {
 	uint64_t n = t->head;
 
-	if (unlikely(n >= t->cap)) {
+	if (unlikely(n >= t->limit) && !ft_rec_more(t, n + 1)) {
 		t->chunk->lost++;
 		t->chunk->flags |= FTKIT_T_FULL;
 		return 0;

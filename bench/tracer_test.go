@@ -1,0 +1,176 @@
+package bench_test
+
+// tracer_*: recording cost per call of ftkit's tracers against uftrace and LLVM XRay FDR
+// on the same workloads (bench/tracer/tracer_bench.c), and the overhead of the runtime
+// linked in with tracing off. Every figure is the median of several runs of the measured
+// loop (the program times it itself; start-up and write-out excluded), all in one run.
+// Run: go test ./bench -run '^$' -bench Tracer -benchtime 1x   (figures in RESULTS.md)
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+type trBenchProgs struct {
+	plain, ftkit, uftrace, clangPlain, xray string
+}
+
+// gcc flags of every gcc build (see runtime/tracer_test.go for -fno-ipa-stack-alignment).
+var trGCC = []string{"-O2", "-fno-ipa-stack-alignment"}
+
+func trBenchBuild(t testing.TB, withOthers bool) trBenchProgs {
+	t.Helper()
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	src := filepath.Join(testenv.Root(), "bench", "tracer", "tracer_bench.c")
+	run := func(name string, args ...string) {
+		t.Helper()
+		if b, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, b)
+		}
+	}
+	var p trBenchProgs
+	p.plain = filepath.Join(dir, "plain")
+	run("gcc", append(append([]string{}, trGCC...), src, "-o", p.plain)...)
+
+	lib, inc := testenv.Runtime(t)
+	obj := filepath.Join(dir, "ftkit.o")
+	p.ftkit = filepath.Join(dir, "ftkit")
+	run("gcc", append(append([]string{}, trGCC...), "-pg", "-mfentry", "-I", inc, "-c", src, "-o", obj)...)
+	run(testenv.Tool(t, "recordmcount"), obj)
+	run("gcc", obj, "-L"+lib, "-lftrt", "-lpthread", "-ldl", "-o", p.ftkit)
+	run(testenv.Tool(t, "ftlink"), p.ftkit)
+	if !withOthers {
+		return p
+	}
+	testenv.Need(t, "uftrace", "clang")
+	p.uftrace = filepath.Join(dir, "uftrace")
+	run("gcc", append(append([]string{}, trGCC...), "-pg", src, "-o", p.uftrace)...)
+	p.clangPlain = filepath.Join(dir, "clang-plain")
+	run("clang", "-O2", src, "-o", p.clangPlain)
+	p.xray = filepath.Join(dir, "xray")
+	run("clang", "-O2", "-DBENCH_XRAY", "-fxray-instrument", "-fxray-instruction-threshold=1", src, "-o", p.xray)
+	return p
+}
+
+type trResult struct{ calls, ns float64 }
+
+// trBenchRun runs argv (with env additions) in a fresh directory and parses
+// "calls C ns N check X"; it returns the check value too.
+func trBenchRun(t testing.TB, env []string, argv ...string) (trResult, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, b)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 6 && f[0] == "calls" && f[2] == "ns" && f[4] == "check" {
+			c, err1 := strconv.ParseFloat(f[1], 64)
+			n, err2 := strconv.ParseFloat(f[3], 64)
+			if err1 == nil && err2 == nil {
+				return trResult{c, n}, f[5]
+			}
+		}
+	}
+	t.Fatalf("%s: no result line in:\n%s", strings.Join(argv, " "), b)
+	return trResult{}, ""
+}
+
+// trMedian runs a variant reps times and returns the median loop time.
+func trMedian(t testing.TB, reps int, env []string, argv ...string) trResult {
+	t.Helper()
+	var ns []float64
+	var r trResult
+	for i := 0; i < reps; i++ {
+		r, _ = trBenchRun(t, env, argv...)
+		ns = append(ns, r.ns)
+	}
+	sort.Float64s(ns)
+	r.ns = ns[len(ns)/2]
+	return r
+}
+
+var trEnvOff = []string{"FTRACE_TRACER=", "FTRACE_CONTROL=0"}
+
+func trEnv(tracer string) []string {
+	return []string{"FTRACE_TRACER=" + tracer, "FTRACE_BUFFER_KB=262144", "FTRACE_CONTROL=0"}
+}
+
+// TestTracerBenchRuns checks that every variant of the benchmark builds, runs and computes
+// the same result (no timing asserted).
+func TestTracerBenchRuns(t *testing.T) {
+	p := trBenchBuild(t, false)
+	for _, w := range [][]string{{"fib", "15", "2"}, {"msort", "1000", "2"}} {
+		_, want := trBenchRun(t, nil, append([]string{p.plain}, w...)...)
+		for _, env := range [][]string{trEnvOff, trEnv("function"), trEnv("function_graph")} {
+			if _, got := trBenchRun(t, env, append([]string{p.ftkit}, w...)...); got != want {
+				t.Errorf("%v %v: check %s, want %s", w, env, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkTracer reports, per workload: ns per call plain; disabled/plain ratio; the
+// recording cost per call (traced − plain) of ftkit function and function_graph, uftrace
+// record and XRay FDR; and the ratios function_graph/uftrace and function_graph/XRay.
+func BenchmarkTracer(b *testing.B) {
+	p := trBenchBuild(b, true)
+	const reps = 5
+	for _, w := range []struct {
+		name string
+		args []string
+	}{
+		{"fib", []string{"fib", "22", "20"}},        // 1.15M calls of a tiny function
+		{"msort", []string{"msort", "100000", "4"}}, // 1.2M calls, ~40 ns bodies
+	} {
+		b.Run(w.name, func(b *testing.B) {
+			arg := func(prog string) []string { return append([]string{prog}, w.args...) }
+			plain := trMedian(b, reps, nil, arg(p.plain)...)
+			off := trMedian(b, reps, trEnvOff, arg(p.ftkit)...)
+			fn := trMedian(b, reps, trEnv("function"), arg(p.ftkit)...)
+			fg := trMedian(b, reps, trEnv("function_graph"), arg(p.ftkit)...)
+			ufDir := b.TempDir()
+			uf := trMedian(b, reps, nil, append([]string{"uftrace", "record", "-d", filepath.Join(ufDir, "uftrace.data")}, arg(p.uftrace)...)...)
+			cplain := trMedian(b, reps, nil, arg(p.clangPlain)...)
+			xr := trMedian(b, reps, []string{"XRAY_OPTIONS=xray_logfile_base=" + b.TempDir() + "/xray-log.",
+				"BENCH_XRAY_FDR=buffer_size=1048576:buffer_max=512:func_duration_threshold_us=0"}, arg(p.xray)...)
+
+			per := func(r, base trResult) float64 { return (r.ns - base.ns) / r.calls }
+			m := map[string]float64{
+				"plain_ns/call":        plain.ns / plain.calls,
+				"disabled/plain":       off.ns / plain.ns,
+				"function_ns/call":     per(fn, plain),
+				"graph_ns/call":        per(fg, plain),
+				"uftrace_ns/call":      per(uf, plain),
+				"xray_fdr_ns/call":     per(xr, cplain),
+				"graph/uftrace":        per(fg, plain) / per(uf, plain),
+				"graph/xray_fdr":       per(fg, plain) / per(xr, cplain),
+				"function/graph_ratio": per(fn, plain) / per(fg, plain),
+			}
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var sb strings.Builder
+			for _, k := range keys {
+				b.ReportMetric(m[k], k)
+				fmt.Fprintf(&sb, "  %-22s %8.3f\n", k, m[k])
+			}
+			b.Logf("%s (%.0f calls, median of %d):\n%s", w.name, plain.calls, reps, sb.String())
+		})
+	}
+}
