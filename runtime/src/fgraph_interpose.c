@@ -9,6 +9,8 @@
  * (dlsym RTLD_NEXT). Without any graph frame on the thread they cost one TLS
  * load.
  *
+ * backtrace() gets the real return addresses for the duration of the call.
+ *
  * Not covered: _Unwind_RaiseException called directly (not through
  * __cxa_throw), std::rethrow_exception, pthread_cancel (the forced unwind
  * starts in a signal handler inside libc).
@@ -17,6 +19,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "trace_internal.h"
 
@@ -35,6 +38,7 @@ typedef void (*cxa_throw_t)(void *, void *, void (*)(void *));
 typedef void (*cxa_rethrow_t)(void);
 typedef void *(*cxa_begin_catch_t)(void *);
 typedef void (*pthread_exit_t)(void *);
+typedef int (*backtrace_t)(void **, int);
 
 void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 {
@@ -81,4 +85,26 @@ void pthread_exit(void *ret)
 		fgraph_unwind_all();
 	real(ret);
 	__builtin_unreachable();
+}
+
+/*
+ * glibc's backtrace() unwinds with return addresses: show it the real ones for
+ * the time of the call (the frames are hooked again afterwards).
+ */
+int backtrace(void **buf, int size)
+{
+	static backtrace_t real;
+	int n;
+
+	if (!real)
+		real = (backtrace_t)next_sym("backtrace");
+	if (!ft_cur.depth)
+		return real(buf, size);
+	fgraph_unhook_all();
+	n = real(buf, size);
+	fgraph_rehook_live(0);
+	/* drop our own frame (the untraced path above is a tail call: no frame) */
+	if (n > 0)
+		memmove(buf, buf + 1, (size_t)(n - 1) * sizeof(*buf));
+	return n > 0 ? n - 1 : n;
 }

@@ -1,5 +1,6 @@
 /* Signal handlers nesting on traced frames, fork, tail calls, deep recursion,
    and the ways a program can end (argv[1]: exit, segv, abort, _exit). */
+#include <execinfo.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,11 @@ volatile long sink;
 __attribute__((noinline)) void leaf(long i) { sink += i; }
 static void on_usr2(int sig) { leaf(sig); leaf(sig); }
 __attribute__((noinline)) void sigframe(void) { leaf(1); raise(SIGUSR2); leaf(2); }
+
+/* backtrace() from traced frames must see the same frames as without tracing */
+__attribute__((noinline)) int bt3(void) { void *b[64]; int n = backtrace(b, 64); leaf(n); return n; }
+__attribute__((noinline)) int bt2(void) { int n = bt3(); leaf(n); return n; }
+__attribute__((noinline)) int bt1(void) { int n = bt2(); leaf(n); return n; }
 
 __attribute__((noinline)) long tail_b(long x) { leaf(x); return x + 1; }
 __attribute__((noinline)) long tail_a(long x) { leaf(x); return tail_b(x * 2); }
@@ -60,7 +66,8 @@ int main(int argc, char **argv)
 	long t = tail_a(5);
 	long r = recurse(argc > 2 ? atol(argv[2]) : 10000);
 	int child = forker();
-	printf("tail=%ld recurse=%ld child=%d\n", t, r, child);
+	int bt = bt1();
+	printf("tail=%ld recurse=%ld child=%d backtrace=%d\n", t, r, child, bt);
 	fflush(stdout);
 	crash(argc > 1 ? argv[1] : "exit");
 	return 0;
