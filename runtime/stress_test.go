@@ -34,7 +34,7 @@ var stressLine = regexp.MustCompile(`ok stress: threads=(\d+) switches=(\d+) in 
 // TestStress: threads call 1000 traced functions while the main thread registers,
 // unregisters and re-filters 4 ops (own trampoline <-> list caller <-> regs caller) up to
 // 10,000 times within a time budget; every call's callbacks are checked by the program.
-// The park case checks that unregister waits for a thread inside the callback and frees
+// Variants: calls from signal handlers, fork() during switching.  The park case checks that unregister waits for a thread inside the callback and frees
 // the trampoline afterwards.
 func TestStress(t *testing.T) {
 	dir := t.TempDir()
@@ -46,8 +46,12 @@ func TestStress(t *testing.T) {
 	}{
 		// 8 busy threads on few cores: each unregister waits until every thread has been
 		// seen outside tracing (~0.1 s here), so the budget, not 10,000, ends the run.
-		{"8-threads", []string{"stress", "8", "10000", "12"}, 20},
-		{"2-threads", []string{"stress", "2", "10000", "8"}, 500},
+		{"8-threads", []string{"stress", "8", "10000", "10"}, 5},
+		{"2-threads", []string{"stress", "2", "10000", "6"}, 100},
+		// checked calls from signal handlers too (some interrupt callbacks)
+		{"signals", []string{"signals", "4", "10000", "6"}, 50},
+		// every 10th switch forks; the child checks its calls and re-registers
+		{"fork", []string{"fork", "4", "10000", "5"}, 10},
 		{"park", []string{"park"}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -60,6 +64,12 @@ func TestStress(t *testing.T) {
 			m := stressLine.FindStringSubmatch(out)
 			if m == nil {
 				t.Fatalf("no result line:\n%s", out)
+			}
+			if c.args[0] == "signals" && !regexp.MustCompile(`ok stress: [1-9]\d* calls from signal handlers`).MatchString(out) {
+				t.Errorf("no checked call from a signal handler:\n%s", out)
+			}
+			if c.args[0] == "fork" && !regexp.MustCompile(`ok stress: \d+ calls from signal handlers, [1-9]\d* forks`).MatchString(out) {
+				t.Errorf("no fork:\n%s", out)
 			}
 			sw, _ := strconv.Atoi(m[2])
 			calls, _ := strconv.ParseInt(m[3], 10, 64)

@@ -11,6 +11,10 @@
  *	matching when the call ran in a stable period, and within what the configurations
  *	around it allow when it overlapped a switch (an ops registered throughout must never
  *	miss a call).  Totals of the callbacks and of the callers must agree.
+ *   stress_test signals|fork THREADS MAX_SWITCHES SECONDS
+ *	the same, and the threads are interrupted by signals whose handler makes checked calls
+ *	too; or the switching thread forks every 10 switches and the child checks its calls,
+ *	unregisters and registers in its own copy.
  *   stress_test park
  *	a thread parks inside a callback; unregister on another thread must wait for it, then
  *	free the trampoline; unregister from inside a callback is refused.
@@ -25,6 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ftrace.h"
@@ -93,44 +100,103 @@ static unsigned allowed(int i, unsigned c)
 }
 
 struct wstats {
-	unsigned long calls, stable, overlapped, fired[NOPS];
+	unsigned long calls, stable, overlapped, fired[NOPS], sig_calls;
 };
+
+/* Call stress_fn_i and check which callbacks ran for it (see the top of the file). */
+static void checked_call(int i, struct wstats *ws, int nested)
+{
+	unsigned long e1, e2, j;
+	unsigned lo = 0xf, hi = 0, got;
+	long ret;
+	int k;
+
+	e1 = atomic_load(&epoch);
+	fired = 0;
+	ret = stress_fns[i]();
+	got = fired;
+	e2 = atomic_load(&epoch);
+	if (ret != i)
+		FAIL("stress_fn_%d returned %ld", i, ret);
+	for (j = e1 / 2; j <= (e2 + 1) / 2; j++) {
+		unsigned a = allowed(i, cfg[j]);
+
+		lo &= a;
+		hi |= a;
+	}
+	if (nested) {		/* RECURSION ops skip calls made while a callback runs */
+		lo &= ~(1u << 3);
+		hi &= ~(1u << 3);
+	}
+	if ((got & lo) != lo || (got & ~hi))
+		FAIL("stress_fn_%d: callbacks %#x ran, expected at least %#x and at most %#x "
+		     "(epochs %lu..%lu)", i, got, lo, hi, e1, e2);
+	ws->calls++;
+	if (e1 == e2 && !(e1 & 1))
+		ws->stable++;
+	else
+		ws->overlapped++;
+	for (k = 0; k < NOPS; k++)
+		ws->fired[k] += (got >> k) & 1;
+}
+
+/* The runtime's per-thread callback depth (runtime/src/poke.h): a signal handler that
+ * interrupted a callback (or the trampoline around it) makes nested calls. */
+extern __thread int ftrt_cb_depth __attribute__((tls_model("initial-exec")));
+
+static __thread struct wstats *my_ws;
+static struct wstats *wstats_base;
+static _Atomic pid_t worker_tid[64];
+
+/* SIGUSR1: a checked call from a signal handler, on top of whatever the thread was doing. */
+static void on_usr1(int sig)
+{
+	unsigned saved = fired;
+	static _Atomic unsigned n;
+
+	(void)sig;
+	if (my_ws) {
+		checked_call((int)(atomic_fetch_add(&n, 1) % NFUNC), my_ws, ftrt_cb_depth > 0);
+		my_ws->sig_calls++;
+	}
+	fired = saved;
+}
 
 static void *worker(void *arg)
 {
 	struct wstats *ws = arg;
 	unsigned r = (unsigned)(uintptr_t)ws * 2654435761u;
+	sigset_t usr1;
 
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	my_ws = ws;
+	atomic_store(&worker_tid[ws - wstats_base], (pid_t)syscall(SYS_gettid));
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		int i = (int)((r = r * 1103515245u + 12345u) >> 8) % NFUNC;
-		unsigned long e1, e2, j;
-		unsigned lo = 0xf, hi = 0, got;
-		long ret;
-		int k;
 
-		e1 = atomic_load(&epoch);
-		fired = 0;
-		ret = stress_fns[i]();
-		got = fired;
-		e2 = atomic_load(&epoch);
-		if (ret != i)
-			FAIL("stress_fn_%d returned %ld", i, ret);
-		for (j = e1 / 2; j <= (e2 + 1) / 2; j++) {
-			unsigned a = allowed(i, cfg[j]);
+		checked_call(i, ws, 0);
+	}
+	/* no more handler calls into ws once we leave */
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	my_ws = NULL;
+	return NULL;
+}
 
-			lo &= a;
-			hi |= a;
+static atomic_int sig_stop;
+
+static void *signaller(void *arg)
+{
+	int n = *(int *)arg, k;
+
+	while (!atomic_load(&sig_stop)) {
+		for (k = 0; k < n; k++) {
+			pid_t t = atomic_load(&worker_tid[k]);
+
+			if (t)
+				syscall(SYS_tgkill, getpid(), t, SIGUSR1);
 		}
-		if ((got & lo) != lo || (got & ~hi))
-			FAIL("stress_fn_%d: callbacks %#x ran, expected at least %#x and at most %#x "
-			     "(epochs %lu..%lu)", i, got, lo, hi, e1, e2);
-		ws->calls++;
-		if (e1 == e2 && !(e1 & 1))
-			ws->stable++;
-		else
-			ws->overlapped++;
-		for (k = 0; k < NOPS; k++)
-			ws->fired[k] += (got >> k) & 1;
+		usleep(300);
 	}
 	return NULL;
 }
@@ -174,11 +240,36 @@ static int not_nop(const struct ftrace_func_info *info, void *data)
 	return info->state != FTRACE_SITE_NOP;
 }
 
-static void run_stress(int nthreads, long max_switches, double seconds)
+/* In a child forked while the parent's threads run and switch: one thread, stable config c. */
+static void fork_child(unsigned c)
 {
-	pthread_t th[64];
+	int i, k;
+
+	for (i = 0; i < NFUNC; i++) {
+		fired = 0;
+		if (stress_fns[i]() != i || fired != allowed(i, c))
+			FAIL("child: stress_fn_%d: callbacks %#x, want %#x", i, fired, allowed(i, c));
+	}
+	for (k = 0; k < NOPS; k++)
+		if ((c >> k) & 1 && unregister_ftrace_function(&ops[k]))
+			FAIL("child: unregister %d", k);
+	if (register_ftrace_function(&ops[0]))
+		FAIL("child: register 0");
+	for (i = 0; i < NFUNC; i++) {
+		fired = 0;
+		if (stress_fns[i]() != i || fired != 1u)
+			FAIL("child: after re-registering: stress_fn_%d callbacks %#x", i, fired);
+	}
+	_exit(0);
+}
+
+static void run_stress(int nthreads, long max_switches, double seconds, int with_signals,
+		       int with_fork)
+{
+	pthread_t th[64], sig_thread;
+	long forks = 0;
 	struct wstats ws[64];
-	unsigned long tot[NOPS] = { 0 }, calls = 0, stable = 0, overlapped = 0;
+	unsigned long tot[NOPS] = { 0 }, calls = 0, stable = 0, overlapped = 0, sig_calls = 0;
 	unsigned c = 0;
 	unsigned r = 7;
 	long n;
@@ -190,8 +281,19 @@ static void run_stress(int nthreads, long max_switches, double seconds)
 
 	setup_ops();
 	memset(ws, 0, sizeof(ws));
+	wstats_base = ws;
+	if (with_signals) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_usr1;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGUSR1, &sa, NULL);
+	}
 	for (i = 0; i < nthreads; i++)
 		pthread_create(&th[i], NULL, worker, &ws[i]);
+	if (with_signals)
+		pthread_create(&sig_thread, NULL, signaller, &nthreads);
 	t0 = t_prev = now_s();
 	for (n = 0; n < max_switches && n + 1 < MAXCFG && now_s() - t0 < seconds; n++) {
 		unsigned nc;
@@ -215,6 +317,18 @@ static void run_stress(int nthreads, long max_switches, double seconds)
 		if (err)
 			FAIL("switch %ld (config %#x -> %#x): %d", n, c, nc, err);
 		atomic_store(&epoch, 2 * (unsigned long)(n + 1));
+		if (with_fork && n % 10 == 0) {
+			pid_t pid = fork();
+			int st;
+
+			if (pid < 0)
+				FAIL("fork: %s", strerror(errno));
+			if (pid == 0)
+				fork_child(nc);
+			if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+				FAIL("fork child: status %#x", st);
+			forks++;
+		}
 		{
 			int kind = k == NOPS ? 2 : ((nc >> k) & 1) ? 0 : 1;
 			double t = now_s();
@@ -225,6 +339,10 @@ static void run_stress(int nthreads, long max_switches, double seconds)
 		}
 		c = nc;
 	}
+	if (with_signals) {
+		atomic_store(&sig_stop, 1);
+		pthread_join(sig_thread, NULL);
+	}
 	atomic_store(&stop, 1);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
@@ -232,6 +350,7 @@ static void run_stress(int nthreads, long max_switches, double seconds)
 		if ((c >> k) & 1 && unregister_ftrace_function(&ops[k]))
 			FAIL("final unregister %d", k);
 	for (i = 0; i < nthreads; i++) {
+		sig_calls += ws[i].sig_calls;
 		calls += ws[i].calls;
 		stable += ws[i].stable;
 		overlapped += ws[i].overlapped;
@@ -259,6 +378,9 @@ static void run_stress(int nthreads, long max_switches, double seconds)
 	}
 	printf("ok stress: threads=%d switches=%ld in %.1f s, calls=%lu (stable %lu, overlapping a switch %lu), callbacks %lu/%lu/%lu/%lu\n",
 	       nthreads, n, now_s() - t0, calls, stable, overlapped, tot[0], tot[1], tot[2], tot[3]);
+	if (with_signals && !sig_calls)
+		FAIL("no call from a signal handler");
+	printf("ok stress: %lu calls from signal handlers, %ld forks\n", sig_calls, forks);
 	printf("ok stress: mean ms per register %.2f, unregister %.2f, filter change %.2f\n",
 	       sw_count[0] ? 1e3 * sw_time[0] / sw_count[0] : 0,
 	       sw_count[1] ? 1e3 * sw_time[1] / sw_count[1] : 0,
@@ -348,14 +470,14 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "stress";
 
 	setvbuf(stdout, NULL, _IONBF, 0);
-	if (!strcmp(mode, "stress")) {
+	if (!strcmp(mode, "stress") || !strcmp(mode, "signals") || !strcmp(mode, "fork")) {
 		int threads = argc > 2 ? atoi(argv[2]) : 8;
 		long max = argc > 3 ? atol(argv[3]) : 10000;
 		double secs = argc > 4 ? atof(argv[4]) : 20;
 
 		if (threads < 1 || threads > 64)
 			FAIL("threads 1..64");
-		run_stress(threads, max, secs);
+		run_stress(threads, max, secs, !strcmp(mode, "signals"), !strcmp(mode, "fork"));
 	} else if (!strcmp(mode, "park")) {
 		run_park();
 	} else {
