@@ -200,7 +200,7 @@ func flameCommand() *cli.Command {
 				err = flame.WriteFolded(w, stacks)
 			} else {
 				unit := "ns"
-				if f.Header.Tracer == tracefile.TracerFunction {
+				if !f.HasGraph() {
 					unit = "calls"
 				}
 				title := c.String("title")

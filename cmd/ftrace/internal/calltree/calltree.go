@@ -113,7 +113,7 @@ func Build(tr *tracefile.Trace, lookup Lookup, progress Progress) *Forest {
 	return f
 }
 
-const progressStep = 1 << 20
+const progressStep = 1 << 16
 
 func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Thread {
 	t := &Thread{TID: th.TID, Name: th.Name, Lost: th.Lost, LostDepth: th.LostDepth}
@@ -213,4 +213,14 @@ func (n *Node) Stack() []*symbolize.Func {
 		s[i], s[j] = s[j], s[i]
 	}
 	return s
+}
+
+// HasGraph reports whether any thread has function-graph calls.
+func (f *Forest) HasGraph() bool {
+	for _, t := range f.Threads {
+		if len(t.Roots) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -30,47 +30,80 @@ type Options struct {
 	ByThread bool
 }
 
+// trie accumulates values per distinct stack.
+type trie struct {
+	value    uint64
+	children map[string]*trie
+}
+
+func (t *trie) child(name string) *trie {
+	c := t.children[name]
+	if c == nil {
+		if t.children == nil {
+			t.children = map[string]*trie{}
+		}
+		c = &trie{}
+		t.children[name] = c
+	}
+	return c
+}
+
 // Fold returns the folded stacks of the forest, sorted by frames.
 func Fold(f *calltree.Forest, o Options) []Stack {
-	acc := map[string]uint64{}
-	add := func(frames []string, v uint64) {
-		acc[strings.Join(frames, ";")] += v
-	}
+	root := &trie{}
+	graph := f.HasGraph()
 	for _, t := range f.Threads {
 		if len(o.TIDs) > 0 && !contains(o.TIDs, t.TID) {
 			continue
 		}
-		var prefix []string
+		top := root
 		if o.ByThread {
 			name := fmt.Sprintf("thread %d", t.TID)
 			if t.Name != "" {
 				name += " " + t.Name
 			}
-			prefix = []string{clean(name)}
+			top = root.child(clean(name))
 		}
 		for _, c := range t.Calls {
-			fr := append([]string(nil), prefix...)
+			if graph { // times and counts do not add up: graph data wins
+				break
+			}
+			n := top
 			if c.Caller != nil {
-				fr = append(fr, clean(c.Caller.Name))
+				n = n.child(clean(c.Caller.Name))
 			}
-			add(append(fr, clean(c.Func.Name)), 1)
+			n.child(clean(c.Func.Name)).value++
 		}
-		t.Walk(func(n *calltree.Node) bool {
-			fr := append([]string(nil), prefix...)
-			for _, fn := range n.Stack() {
-				fr = append(fr, clean(fn.Name))
+		var walk func(ns []*calltree.Node, at *trie)
+		walk = func(ns []*calltree.Node, at *trie) {
+			for _, n := range ns {
+				c := at.child(clean(n.Func.Name))
+				c.value += n.Self()
+				walk(n.Children, c)
 			}
-			if s := n.Self(); s > 0 {
-				add(fr, s)
+		}
+		walk(t.Roots, top)
+	}
+	var out []Stack
+	var frames []string
+	var emit func(t *trie)
+	emit = func(t *trie) {
+		names := make([]string, 0, len(t.children))
+		for name := range t.children {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			c := t.children[name]
+			frames = append(frames, name)
+			if c.value > 0 {
+				out = append(out, Stack{Frames: append([]string(nil), frames...), Value: c.value})
 			}
-			return true
-		})
+			emit(c)
+			frames = frames[:len(frames)-1]
+		}
 	}
-	out := make([]Stack, 0, len(acc))
-	for k, v := range acc {
-		out = append(out, Stack{Frames: strings.Split(k, ";"), Value: v})
-	}
-	sort.Slice(out, func(i, j int) bool { return strings.Join(out[i].Frames, ";") < strings.Join(out[j].Frames, ";") })
+	emit(root)
 	return out
 }
 
@@ -86,8 +119,10 @@ func contains(s []int, v int) bool {
 // clean keeps the folded format parseable: ';' separates frames and the last space
 // separates the value.
 func clean(name string) string {
-	return strings.NewReplacer(";", ":", "\n", " ").Replace(name)
+	return cleaner.Replace(name)
 }
+
+var cleaner = strings.NewReplacer(";", ":", "\n", " ")
 
 // WriteFolded prints stacks in the folded format.
 func WriteFolded(w io.Writer, stacks []Stack) error {

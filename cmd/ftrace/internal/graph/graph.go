@@ -65,9 +65,11 @@ func Write(w io.Writer, f *calltree.Forest, o Options) error {
 			name = " (" + t.Name + ")"
 		}
 		ew.printf("# thread %d%s\n", t.TID, name)
-		if f.Header.Tracer == "function" || len(t.Calls) > 0 {
+		// A tracer switched through live control leaves both kinds in one trace.
+		if len(t.Calls) > 0 {
 			writeCalls(ew, f, t, o)
-		} else {
+		}
+		if len(t.Roots) > 0 || len(t.Calls) == 0 {
 			writeGraph(ew, f, t, o)
 		}
 		if t.Lost > 0 || t.LostDepth > 0 || t.Unmatched > 0 {

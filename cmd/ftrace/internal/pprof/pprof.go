@@ -23,7 +23,7 @@ func Build(f *calltree.Forest) *profile.Profile {
 		maps:  map[string]*profile.Mapping{},
 		samp:  map[string]*profile.Sample{},
 	}
-	timed := f.Header.Tracer != "function"
+	timed := f.HasGraph() || f.Header.Tracer == "function_graph"
 	b.p.SampleType = []*profile.ValueType{{Type: "calls", Unit: "count"}}
 	if timed {
 		b.p.SampleType = append(b.p.SampleType, &profile.ValueType{Type: "time", Unit: "nanoseconds"})
@@ -38,6 +38,7 @@ func Build(f *calltree.Forest) *profile.Profile {
 		b.p.TimeNanos = f.Header.WallStart
 	}
 	var first, last uint64
+	roots := &stackNode{}
 	for _, t := range f.Threads {
 		if first == 0 || (t.First != 0 && t.First < first) {
 			first = t.First
@@ -52,15 +53,26 @@ func Build(f *calltree.Forest) *profile.Profile {
 			}
 			b.add(stack, 1, 0, timed)
 		}
-		t.Walk(func(n *calltree.Node) bool {
-			st := n.Stack()
-			// pprof wants the leaf first.
-			for i, j := 0, len(st)-1; i < j; i, j = i+1, j-1 {
-				st[i], st[j] = st[j], st[i]
+		// Samples per distinct stack: walk the trees keeping the sample of each
+		// (stack → sample) path in a trie, so each node costs one map lookup.
+		var walk func(ns []*calltree.Node, at *stackNode)
+		walk = func(ns []*calltree.Node, at *stackNode) {
+			for _, n := range ns {
+				c := at.child(n.Func)
+				if c.sample == nil {
+					locs := make([]*profile.Location, 0, len(c.path)+1)
+					for i := len(c.path) - 1; i >= 0; i-- { // pprof wants the leaf first
+						locs = append(locs, b.location(c.path[i]))
+					}
+					c.sample = &profile.Sample{Location: locs, Value: make([]int64, len(b.p.SampleType))}
+					b.p.Sample = append(b.p.Sample, c.sample)
+				}
+				c.sample.Value[0]++
+				c.sample.Value[1] += int64(n.Self())
+				walk(n.Children, c)
 			}
-			b.add(st, 1, int64(n.Self()), timed)
-			return true
-		})
+		}
+		walk(t.Roots, roots)
 	}
 	if last > first {
 		b.p.DurationNanos = int64(last - first)
@@ -71,6 +83,25 @@ func Build(f *calltree.Forest) *profile.Profile {
 // Write builds the profile and writes it gzip-compressed.
 func Write(w io.Writer, f *calltree.Forest) error {
 	return Build(f).Write(w)
+}
+
+// stackNode is a call stack in a trie of stacks, with its sample.
+type stackNode struct {
+	path     []*symbolize.Func // outermost first
+	sample   *profile.Sample
+	children map[*symbolize.Func]*stackNode
+}
+
+func (s *stackNode) child(fn *symbolize.Func) *stackNode {
+	c := s.children[fn]
+	if c == nil {
+		if s.children == nil {
+			s.children = map[*symbolize.Func]*stackNode{}
+		}
+		c = &stackNode{path: append(append([]*symbolize.Func(nil), s.path...), fn)}
+		s.children[fn] = c
+	}
+	return c
 }
 
 type builder struct {

@@ -102,3 +102,14 @@ func TestGoToolPprof(t *testing.T) {
 		}
 	}
 }
+
+func TestMixedTracers(t *testing.T) {
+	f := tracetest.Forest(t, "tracer function\nthread 1\nc 1 a main\n> 10 b\n< 30 b\n")
+	p := Build(f)
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	if got := stacks(p); got != "a<main=1,0 b=1,20" {
+		t.Errorf("got %s", got)
+	}
+}

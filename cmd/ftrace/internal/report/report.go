@@ -187,7 +187,7 @@ func WriteJSON(w io.Writer, f *calltree.Forest, stats []*Stat) error {
 // call counts are printed.
 func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	timed := f.Header.Tracer != "function"
+	timed := f.HasGraph() || f.Header.Tracer == "function_graph"
 	var hdr []string
 	if perThread {
 		hdr = append(hdr, "TID")

@@ -116,3 +116,24 @@ func TestDur(t *testing.T) {
 		}
 	}
 }
+
+// A trace whose tracer was switched while running holds both kinds of events.
+func TestMixedTracers(t *testing.T) {
+	f := tracetest.Forest(t, "tracer function\nthread 1\nc 1 a main\n> 10 b\n< 30 b\n")
+	stats, err := Compute(f, Options{Sort: "name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range stats {
+		got = append(got, row(s))
+	}
+	if g := strings.Join(got, " "); g != "a:1/0/0/0/0/0 b:1/20/20/20/20/20" {
+		t.Errorf("got %s", g)
+	}
+	var b bytes.Buffer
+	WriteText(&b, f, stats, false)
+	if !strings.Contains(b.String(), "TOTAL") {
+		t.Errorf("times not shown:\n%s", b.String())
+	}
+}
