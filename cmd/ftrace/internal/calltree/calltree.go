@@ -148,9 +148,29 @@ func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Threa
 			t.Nodes++
 			stack = append(stack, n)
 		case tracefile.Exit:
-			j := match(stack, ev.IP, lookup)
+			j := match(stack, ev, lookup)
 			if j < 0 {
 				t.Unmatched++
+				// The call began before this stream did (tracing enabled while it ran,
+				// a fork child returning through frames entered in the parent). With
+				// its entry time known, it becomes the caller of the calls since then.
+				if ev.Parent != 0 && ev.Parent <= ev.TS {
+					n := &Node{Func: lookup(ev.IP), IP: ev.IP, Start: ev.Parent, End: ev.TS, Unwound: ev.Flags&tracefile.FlagUnwound != 0}
+					k := len(t.Roots)
+					for k > 0 && t.Roots[k-1].Start >= n.Start {
+						k--
+					}
+					n.Children = append(n.Children, t.Roots[k:]...)
+					for _, c := range n.Children {
+						c.Parent = n
+						c.shift(1)
+					}
+					t.Roots = append(t.Roots[:k], n)
+					t.Nodes++
+					if n.Start < t.First {
+						t.First = n.Start
+					}
+				}
 				continue
 			}
 			// Frames above the match left without an exit record (longjmp, unwinding):
@@ -173,8 +193,20 @@ func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Threa
 	return t
 }
 
-// match finds the innermost open frame an exit of ip closes: same ip, else same function.
-func match(stack []*Node, ip uint64, lookup Lookup) int {
+// match finds the innermost open frame an exit closes: the one with its ip and entry
+// time, else the innermost with its ip, else with its function.
+func match(stack []*Node, ev *tracefile.Event, lookup Lookup) int {
+	ip := ev.IP
+	if ev.Parent != 0 {
+		for k := len(stack) - 1; k >= 0; k-- {
+			if stack[k].IP == ip && stack[k].Start == ev.Parent {
+				return k
+			}
+			if stack[k].Start < ev.Parent {
+				break
+			}
+		}
+	}
 	for k := len(stack) - 1; k >= 0; k-- {
 		if stack[k].IP == ip {
 			return k
@@ -223,4 +255,12 @@ func (f *Forest) HasGraph() bool {
 		}
 	}
 	return false
+}
+
+// shift adds d to the depth of n and its descendants.
+func (n *Node) shift(d int) {
+	n.Depth += d
+	for _, c := range n.Children {
+		c.shift(d)
+	}
 }

@@ -56,6 +56,10 @@ func TestBuild(t *testing.T) {
 			"a(10-40,20)~[b(20-30,10) c(40-40,0)~]", 0, 2, 3},
 		{"exit skips frames (longjmp)", "thread 1\n> 10 a\n> 20 b\n> 30 c\n< 50 a\n",
 			"a(10-50,10)[b(20-50,10)~[c(30-50,20)~]]", 0, 2, 3},
+		{"exit with entry time before the stream", "thread 1\n> 10 a\n< 20 a\n> 30 b\n< 35 b\n< 40 main 5\n> 50 c\n< 60 c\n",
+			"main(5-40,20)[a(10-20,10) b(30-35,5)] c(50-60,10)", 1, 0, 4},
+		{"entry time pairs recursion", "thread 1\n> 10 f\n> 20 f\n< 30 f 10 unwound\n",
+			"f(10-30,10)^[f(20-30,10)~]", 0, 1, 2},
 		{"several roots", "thread 1\n> 10 a\n< 20 a\n> 30 b\n< 35 b\n",
 			"a(10-20,10) b(30-35,5)", 0, 0, 2},
 	}
@@ -66,6 +70,16 @@ func TestBuild(t *testing.T) {
 			if got := shape(th); got != tt.want {
 				t.Errorf("tree\n got %s\nwant %s", got, tt.want)
 			}
+			th.Walk(func(n *calltree.Node) bool {
+				want := 0
+				if n.Parent != nil {
+					want = n.Parent.Depth + 1
+				}
+				if n.Depth != want {
+					t.Errorf("%s at %d: depth %d, want %d", n.Func.Name, n.Start, n.Depth, want)
+				}
+				return true
+			})
 			if th.Unmatched != tt.unmatched || th.Unclosed != tt.unclosed || th.Nodes != tt.nodes {
 				t.Errorf("unmatched %d unclosed %d nodes %d, want %d %d %d", th.Unmatched, th.Unclosed, th.Nodes, tt.unmatched, tt.unclosed, tt.nodes)
 			}

@@ -40,7 +40,8 @@ func (k Kind) String() string {
 
 // Event is one record of a thread's stream. TS is in nanoseconds on the trace's clock
 // (see Header.StartNS). IP is the address of the function's call site (its start, or
-// start+4 after an endbr64). Parent is the caller's return address (Call events).
+// start+4 after an endbr64). Parent is the caller's return address for Call and Entry
+// events, and for Exit events the timestamp (ns) of the matching entry, 0 if unknown.
 // Depth is the graph depth the runtime recorded, or -1 when unknown.
 type Event struct {
 	Kind   Kind

@@ -301,6 +301,9 @@ func readThread(r io.ReaderAt, t *Trace, off, hdr, end int64, conv func(uint64) 
 				ev.Kind, ev.Parent = Entry, aux
 			case recExit:
 				ev.Kind = Exit
+				if aux != 0 {
+					ev.Parent = conv(aux)
+				}
 			default:
 				return fmt.Errorf("thread %d: record %d: unknown type %d", th.TID, nrec-left+i, typ)
 			}

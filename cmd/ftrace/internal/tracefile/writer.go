@@ -110,9 +110,10 @@ func Write(w io.Writer, t *Trace) error {
 				entries = append(entries, ev.TS)
 			case Exit:
 				typ = recExit
-				aux = 0
 				if n := len(entries); n > 0 {
-					aux = entries[n-1]
+					if aux == 0 {
+						aux = entries[n-1]
+					}
 					entries = entries[:n-1]
 				}
 			default:

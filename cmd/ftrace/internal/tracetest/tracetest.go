@@ -11,6 +11,7 @@
 //	lostdepth 2                  # graph frames not recorded by the current thread
 //	> 1000 main                  # entry of main at t=1000 ns
 //	< 2000 main                  # exit
+//	< 2000 main 1000 unwound     # exit with its entry time, unwound flag
 //	c 1500 foo main              # function-tracer call of foo from main
 //
 // Functions are names: Parse asks a resolver for their address, or, without one, gives
@@ -172,6 +173,12 @@ func Parse(text string, resolve Resolver) (*tracefile.Trace, error) {
 						ev.Kind = tracefile.Entry
 					case "<":
 						ev.Kind = tracefile.Exit
+						if len(f) > 3 {
+							ev.Parent = num(f[3])
+						}
+						if len(f) > 4 && f[4] == "unwound" {
+							ev.Flags = tracefile.FlagUnwound
+						}
 					case "c":
 						ev.Kind = tracefile.Call
 						if len(f) > 3 {
