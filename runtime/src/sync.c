@@ -170,15 +170,26 @@ out:
 	errno = saved_errno;
 }
 
-/* Pick a real-time signal nobody uses (FTRT_SYNC_SIGNAL=n overrides), install the handler. */
+/*
+ * Pick a real-time signal nobody uses (FTRT_SYNC_SIGNAL=n overrides) and install the
+ * handler; checked at every round, so a program that later takes the signal for itself
+ * only moves us to another one.
+ */
 static int sig_init(void)
 {
 	const char *env = getenv("FTRT_SYNC_SIGNAL");
 	struct sigaction sa;
 	int s;
 
-	if (sync_sig)
-		return 0;
+	if (sync_sig) {
+		struct sigaction cur;
+
+		/* Still ours?  If the program took the signal since, move to another one. */
+		if (!sigaction(sync_sig, NULL, &cur) && (cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_sigaction == sync_handler)
+			return 0;
+		env = NULL;
+	}
 	s = env ? atoi(env) : 0;
 	if (!s) {
 		for (s = SIGRTMAX; s > SIGRTMIN + 2; s--) {

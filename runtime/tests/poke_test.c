@@ -534,6 +534,14 @@ static void *blocked_idle(void *arg)
 	return NULL;
 }
 
+static atomic_int program_rt_hits;
+
+static void program_rt_handler(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&program_rt_hits, 1);
+}
+
 static atomic_int churn_stop;
 static atomic_long churned;
 
@@ -584,6 +592,33 @@ static void run_sync(void)
 		FAIL("ftrt_synchronize with idle threads");
 	printf("ok sync idle: 5 idle threads (one blocking all signals) took %.2f ms\n",
 	       ms_since(&t0));
+
+	/* The program takes our signal for itself: the next round moves to another one. */
+	{
+		int sig, taken = 0;
+
+		for (sig = SIGRTMIN; sig <= SIGRTMAX; sig++) {
+			struct sigaction cur;
+
+			if (!sigaction(sig, NULL, &cur) && (cur.sa_flags & SA_SIGINFO)) {
+				struct sigaction mine;
+
+				memset(&mine, 0, sizeof(mine));
+				mine.sa_handler = program_rt_handler;
+				sigaction(sig, &mine, NULL);
+				taken = sig;
+			}
+		}
+		if (!taken)
+			FAIL("no real-time signal handler of the runtime found");
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (ftrt_synchronize())
+			FAIL("ftrt_synchronize after the program took signal %d", taken);
+		if (atomic_load(&program_rt_hits))
+			FAIL("the program's handler of signal %d got our signals", taken);
+		printf("ok sync signal taken: the program took signal %d, next call %.2f ms\n",
+		       taken, ms_since(&t0));
+	}
 
 	/* Threads being created and exiting all the time do not hold it up. */
 	{
