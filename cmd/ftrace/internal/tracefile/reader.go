@@ -276,6 +276,7 @@ func readThread(r io.ReaderAt, t *Trace, off, hdr, end int64, conv func(uint64) 
 	const batch = 4096
 	buf := make([]byte, batch*RecordSize)
 	pos := off + hdr
+	unknown := 0
 	for left := nrec; left > 0; {
 		n := left
 		if n > batch {
@@ -305,7 +306,12 @@ func readThread(r io.ReaderAt, t *Trace, off, hdr, end int64, conv func(uint64) 
 					ev.Parent = conv(aux)
 				}
 			default:
-				return fmt.Errorf("thread %d: record %d: unknown type %d", th.TID, nrec-left+i, typ)
+				// Newer writers may add record types: skip them, say so once.
+				if unknown == 0 {
+					t.Header.Warnings = append(t.Header.Warnings, fmt.Sprintf("thread %d: record %d: unknown type %d skipped", th.TID, nrec-left+i, typ))
+				}
+				unknown++
+				continue
 			}
 			th.Events = append(th.Events, ev)
 		}

@@ -167,7 +167,6 @@ func TestBadInput(t *testing.T) {
 		{"chunk size", func(b []byte) []byte { le.PutUint64(b[firstChunk+8:], 12); return b }, "bad size 12"},
 		{"chunk past end", func(b []byte) []byte { le.PutUint64(b[firstChunk+8:], 1<<40); return b }, "bad size"},
 		{"truncated", func(b []byte) []byte { return b[:len(b)-8] }, "bad size"},
-		{"record type", func(b []byte) []byte { le.PutUint16(b[len(b)-4:], 9); return b }, "unknown type 9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,6 +176,18 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestUnknownRecordSkipped(t *testing.T) {
+	data := encode(t, sample())
+	le.PutUint16(data[len(data)-4:], 9) // the last record: thread 4243's only event
+	tr, err := Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tr.Threads[1].Events); n != 0 || len(tr.Header.Warnings) != 1 || !strings.Contains(tr.Header.Warnings[0], "unknown type 9 skipped") {
+		t.Errorf("%d events, warnings %q", n, tr.Header.Warnings)
 	}
 }
 
