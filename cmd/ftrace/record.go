@@ -91,7 +91,20 @@ func doRecord(c *cli.Context) error {
 	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
 	defer signal.Reset(syscall.SIGINT, syscall.SIGQUIT)
 	start := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	// Termination requests to ftrace are passed on; the program decides what to do.
+	fwd := make(chan os.Signal, 4)
+	signal.Notify(fwd, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		for sig := range fwd {
+			cmd.Process.Signal(sig)
+		}
+	}()
+	err := cmd.Wait()
+	signal.Stop(fwd)
+	close(fwd)
 	code := 0
 	if err != nil {
 		var ee *exec.ExitError
