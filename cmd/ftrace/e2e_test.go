@@ -409,9 +409,12 @@ func TestE2EEndings(t *testing.T) {
 	})
 	t.Run("fork", func(t *testing.T) {
 		d := t.TempDir()
-		r := testenv.Exec(t, d, ftrace, "record", "-q", "--", prog, "fork")
+		r := testenv.Exec(t, d, ftrace, "record", "--", prog, "fork")
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		if !regexp.MustCompile(`(?m)^ftrace: traces of forked children: ftrace\.dat\.\d+$`).MatchString(r.Stderr) {
+			t.Errorf("record does not name the child's trace:\n%s", r.Stderr)
 		}
 		if got, want := graphFunctions(t, d, "ftrace.dat"), "main() {\n  leaf();\n} /* main */"; got != want {
 			t.Errorf("parent graph:\n%s\nwant:\n%s", got, want)

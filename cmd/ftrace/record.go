@@ -117,7 +117,7 @@ func doRecord(c *cli.Context) error {
 		}
 	}
 	if !c.Bool("quiet") && tracer != "nop" {
-		summarise(c, out, cmd.Process.Pid, time.Since(start))
+		summarise(c, out, cmd.Process.Pid, start)
 	}
 	if code != 0 {
 		return exitError{code}
@@ -136,9 +136,24 @@ func withoutFtraceEnv(env []string) []string {
 }
 
 // summarise tells where the trace went (or why there is none).
-func summarise(c *cli.Context, out string, pid int, d time.Duration) {
+func summarise(c *cli.Context, out string, pid int, start time.Time) {
 	stderr := c.App.ErrWriter
+	d := time.Since(start)
 	path := strings.ReplaceAll(out, "%p", strconv.Itoa(pid))
+	defer func() {
+		// Forked children write PATH.<pid>.
+		kids, _ := filepath.Glob(path + ".[0-9]*")
+		var names []string
+		for _, k := range kids {
+			st, err := os.Stat(k)
+			if _, nerr := strconv.Atoi(k[len(path)+1:]); nerr == nil && err == nil && !st.ModTime().Before(start.Add(-time.Second)) {
+				names = append(names, k)
+			}
+		}
+		if len(names) > 0 {
+			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", strings.Join(names, " "))
+		}
+	}()
 	tr, err := tracefile.Open(path)
 	if err != nil {
 		part := fmt.Sprintf("%s.%d.part", path, pid)
