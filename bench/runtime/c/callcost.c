@@ -50,21 +50,25 @@ static ftrace_notrace double now(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* Best of 7 runs of iters calls through a volatile pointer, in ns per call. */
+/*
+ * iters calls through a volatile pointer, in 100 short runs; the fastest run's ns per call
+ * (short runs: on a loaded machine some run without being preempted).
+ */
 static ftrace_notrace double measure(int (*fn)(int))
 {
 	int (*volatile p)(int) = fn;
 	double best = 1e30;
 	volatile int sink = 0;
+	long n = iters / 100 > 0 ? iters / 100 : 1;
 
-	for (int r = 0; r < 7; r++) {
+	for (int r = 0; r < 100; r++) {
 		int (*f)(int) = p;
 		double t0 = now();
 		int s = 0;
 
-		for (long i = 0; i < iters; i++)
+		for (long i = 0; i < n; i++)
 			s += f((int)i);
-		double t = (now() - t0) / (double)iters;
+		double t = (now() - t0) / (double)n;
 		sink += s;
 		if (t < best)
 			best = t;
