@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -353,9 +354,9 @@ int main(int argc, char **argv)
 `
 
 // graphFunctions returns the FUNCTION column of `ftrace graph`, one line per call line.
-func graphFunctions(t *testing.T, dir, file string) string {
+func graphFunctions(t *testing.T, dir, file string, flags ...string) string {
 	t.Helper()
-	out := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "graph", file)
+	out := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), append(append([]string{"graph"}, flags...), file)...)
 	var lines []string
 	for _, l := range strings.Split(out, "\n") {
 		if i := strings.Index(l, "|  "); i >= 0 && !strings.HasPrefix(l, "#") {
@@ -479,5 +480,71 @@ func TestE2ECXX(t *testing.T) {
 } /* main */`
 	if got := graphFunctions(t, dir, "ftrace.dat"); got != want {
 		t.Errorf("graph:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+const unwindSrc = `#include <pthread.h>
+#include <setjmp.h>
+#include <stdio.h>
+static jmp_buf env;
+static volatile int sink;
+__attribute__((noinline)) void deep(int n) { if (n == 0) longjmp(env, 1); deep(n - 1); sink++; }
+__attribute__((noinline)) int recurse(int n) { return n == 0 ? 0 : 1 + recurse(n - 1); }
+__attribute__((noinline)) void *quitter(void *p) { sink++; pthread_exit(p); }
+__attribute__((noinline)) void *run_quitter(void *p) { return quitter(p); }
+int main(void)
+{
+	pthread_t t;
+	if (setjmp(env) == 0)
+		deep(3);
+	printf("recurse %d\n", recurse(100000));
+	if (pthread_create(&t, NULL, run_quitter, NULL) || pthread_join(t, NULL))
+		return 1;
+	return 0;
+}
+`
+
+// TestE2EUnwinding: longjmp and pthread_exit leave frames marked unwound; recursion
+// deeper than the shadow stack is cut, counted, and the graph stays balanced.
+func TestE2EUnwinding(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "unwind", unwindSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	if out := testenv.Run(t, dir, ftrace, "record", "-q", "--", prog); out != "recurse 100000\n" {
+		t.Errorf("output %q", out)
+	}
+	g := graphFunctions(t, dir, "ftrace.dat", "--depth", "5")
+	wantDeep := `main() {
+  deep() {
+    deep() {
+      deep() {
+        deep(); /* unwound */
+      } /* deep */ /* unwound */
+    } /* deep */ /* unwound */
+  } /* deep */ /* unwound */
+  recurse() {
+    recurse() {
+      recurse() {
+        recurse();
+      } /* recurse */
+    } /* recurse */
+  } /* recurse */
+} /* main */
+run_quitter() {
+  quitter(); /* unwound */
+} /* run_quitter */ /* unwound */`
+	if g != wantDeep {
+		t.Errorf("graph:\n%s\nwant:\n%s", g, wantDeep)
+	}
+	_, calls := reportCalls(t, dir)
+	info := testenv.Run(t, dir, ftrace, "info")
+	m := regexp.MustCompile(`frames over depth: +(\d+)`).FindStringSubmatch(info)
+	if m == nil {
+		t.Fatalf("info:\n%s", info)
+	}
+	var over uint64
+	fmt.Sscan(m[1], &over)
+	if calls["deep"] != 4 || calls["quitter"] != 1 || calls["recurse"]+over != 100001 || calls["recurse"] < 100 {
+		t.Errorf("calls %v, frames over depth %d: want deep 4, quitter 1, recurse recorded + cut = 100001", calls, over)
 	}
 }
