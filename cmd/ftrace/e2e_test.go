@@ -548,3 +548,40 @@ run_quitter() {
 		t.Errorf("calls %v, frames over depth %d: want deep 4, quitter 1, recurse recorded + cut = 100001", calls, over)
 	}
 }
+
+const signalSrc = `#include <signal.h>
+#include <stdio.h>
+static volatile int sink;
+__attribute__((noinline)) void in_handler(void) { sink++; }
+__attribute__((noinline)) void handler(int s) { (void)s; in_handler(); }
+__attribute__((noinline)) void work(void) { raise(SIGUSR1); sink++; }
+int main(void)
+{
+	signal(SIGUSR1, handler);
+	work();
+	printf("sink %d\n", sink);
+	return 0;
+}
+`
+
+// TestE2ESignal: a handler running on the thread's stack nests inside the call it
+// interrupted.
+func TestE2ESignal(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "sig", signalSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, tracer := range []string{"function_graph", "function"} {
+		r := testenv.Exec(t, dir, ftrace, "record", "-q", "-t", tracer, "-o", tracer+".dat", "--", prog)
+		if r.Code != 0 || r.Stdout != "sink 2\n" {
+			t.Fatalf("%s: exit %d, output %q\n%s", tracer, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	want := "main() {\n  work() {\n    handler() {\n      in_handler();\n    } /* handler */\n  } /* work */\n} /* main */"
+	if got := graphFunctions(t, dir, "function_graph.dat"); got != want {
+		t.Errorf("graph:\n%s\nwant:\n%s", got, want)
+	}
+	_, calls := reportCalls(t, dir, "function.dat")
+	if calls["handler"] != 1 || calls["in_handler"] != 1 || calls["work"] != 1 || calls["main"] != 1 {
+		t.Errorf("function tracer calls %v", calls)
+	}
+}
