@@ -191,6 +191,21 @@ func WriteSVG(w io.Writer, stacks []Stack, o SVGOptions) error {
 			depth = len(s.Frames)
 		}
 	}
+	// Only frames at least minWidth wide are drawn: size the picture to them.
+	if root.total > 0 {
+		scale := float64(o.Width-2*padSide) / float64(root.total)
+		var deepest func(n *node, level int) int
+		deepest = func(n *node, level int) int {
+			d := level
+			for _, c := range n.children {
+				if float64(c.total)*scale >= minWidth {
+					d = max(d, deepest(c, level+1))
+				}
+			}
+			return d
+		}
+		depth = deepest(root, 0)
+	}
 	height := padTop + (depth+1)*frameH + 2*padSide
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, `<?xml version="1.0" encoding="UTF-8" standalone="no"?>
