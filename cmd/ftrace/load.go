@@ -67,7 +67,11 @@ func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 	sym := symbolize.New(tr.Maps)
 	var progress calltree.Progress
 	calls, entries, exits, _, _ := tr.Counts()
-	if isTerminal(stderr) && calls+entries+exits > progressThreshold {
+	threshold := uint64(progressThreshold)
+	if v, err := strconv.ParseUint(os.Getenv("FTRACE_PROGRESS_EVENTS"), 10, 64); err == nil {
+		threshold = v
+	}
+	if isTerminal(stderr) && calls+entries+exits > threshold {
 		last := time.Now()
 		progress = func(done, total int) {
 			if done < total && time.Since(last) < 200*time.Millisecond {
