@@ -23,7 +23,7 @@ func buildPatchBench(t testing.TB) string {
 	out := filepath.Join(t.TempDir(), "patch_bench")
 	args := []string{"-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", out,
 		filepath.Join(root, "bench/patch/patch_bench.c"), filepath.Join(root, "bench/patch/patch_funcs.S")}
-	for _, s := range []string{"poke.c", "poke_x86_64.c", "sync.c"} {
+	for _, s := range []string{"poke.c", "poke_x86_64.c", "poke_sigmask.c", "sync.c"} {
 		args = append(args, filepath.Join(root, "runtime/src", s))
 	}
 	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {

@@ -19,7 +19,7 @@ import (
 
 // pokeSources are the engine's sources; every test program links them directly, so these
 // tests do not depend on the rest of the runtime.
-var pokeSources = []string{"src/poke.c", "src/poke_x86_64.c", "src/sync.c"}
+var pokeSources = []string{"src/poke.c", "src/poke_x86_64.c", "src/poke_sigmask.c", "src/sync.c"}
 
 // buildC compiles a test program of runtime/tests with the engine into dir.
 func buildC(t *testing.T, dir, name string, srcs []string, flags ...string) string {
@@ -89,6 +89,8 @@ func TestPoke(t *testing.T) {
 		{"toggle-membarrier", []string{"FTRT_SYNC_CORES=membarrier"}, []string{"toggle", "1000", "4"}, []string{"ok toggle", "cores=membarrier\n"}},
 		{"toggle-signal-serialise", []string{"FTRT_SYNC_CORES=signals"}, []string{"toggle", "60", "4"}, []string{"ok toggle", "cores=signals"}},
 		{"signals", nil, []string{"signals", "2000", "4"}, []string{"ok toggle: batches=2000"}},
+		// a caller blocks every signal: without poke_sigmask.c it would die of SIGTRAP
+		{"blocked", nil, []string{"blocked", "2000", "4"}, []string{"ok toggle: batches=2000"}},
 		{"fork", nil, []string{"fork", "800", "3"}, []string{"ok toggle: batches=800", "forks="}},
 		{"fork-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"fork", "400", "3"}, []string{"ok toggle", "forks="}},
 		{"refuse", nil, []string{"refuse"}, []string{"ok refuse"}},
@@ -122,9 +124,9 @@ func TestPokeSanitizers(t *testing.T) {
 	}{
 		{"asan-ubsan", []string{"-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"},
 			[]string{"ASAN_OPTIONS=detect_leaks=1", "UBSAN_OPTIONS=halt_on_error=1"},
-			[][]string{{"toggle", "500", "4"}, {"signals", "300", "4"}, {"fork", "100", "2"}, {"refuse"}, {"sync"}}},
+			[][]string{{"toggle", "500", "4"}, {"signals", "300", "4"}, {"blocked", "300", "4"}, {"fork", "100", "2"}, {"refuse"}, {"sync"}}},
 		{"tsan", []string{"-O1", "-fsanitize=thread"}, []string{"TSAN_OPTIONS=halt_on_error=1"},
-			[][]string{{"toggle", "300", "4"}, {"fork", "60", "2"}, {"refuse"}, {"sync"}}},
+			[][]string{{"toggle", "300", "4"}, {"blocked", "200", "4"}, {"fork", "60", "2"}, {"refuse"}, {"sync"}}},
 	} {
 		t.Run(san.name, func(t *testing.T) {
 			prog := buildC(t, dir, "poke_test_"+san.name, pokeTestSrcs, san.flags...)

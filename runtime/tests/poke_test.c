@@ -6,6 +6,7 @@
  *                                      one thread switches their sites call <-> nop
  *   poke_test signals BATCHES THREADS  the same, and the callers are interrupted by signals
  *                                      whose handler calls the functions too
+ *   poke_test blocked BATCHES THREADS  the same, one caller blocks every signal (SIGTRAP too)
  *   poke_test fork BATCHES THREADS     the same, and the main thread forks; each child checks
  *                                      its code and patches it itself
  *   poke_test refuse                   wrong old bytes / unsafe transitions change nothing
@@ -176,6 +177,7 @@ static void switch_sites(const unsigned char *mask, int enable, unsigned *r)
 
 static atomic_int stop;
 static atomic_long total_calls;
+static int block_all_in_worker0;
 static int with_signals;
 static pthread_t workers[64];
 static _Atomic pid_t worker_tid[64];
@@ -195,6 +197,13 @@ static void *worker(void *arg)
 	long calls = 0;
 
 	worker_tid[id] = (pid_t)syscall(SYS_gettid);
+	if (id == 0 && block_all_in_worker0) {
+		/* a worker that blocks every signal (a common thread-pool pattern) */
+		sigset_t all;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, NULL);
+	}
 	while (!atomic_load(&stop)) {
 		call_all((unsigned)id * 7);
 		calls += NFUNC;
@@ -670,7 +679,10 @@ int main(int argc, char **argv)
 		FAIL("threads must be 1..64");
 	if (!strcmp(mode, "toggle"))
 		run_toggle(batches, threads, 0, 0);
-	else if (!strcmp(mode, "signals"))
+	else if (!strcmp(mode, "blocked")) {
+		block_all_in_worker0 = 1;
+		run_toggle(batches, threads, 0, 0);
+	} else if (!strcmp(mode, "signals"))
 		run_toggle(batches, threads, 1, 0);
 	else if (!strcmp(mode, "fork"))
 		run_toggle(batches, threads, 0, 1);
