@@ -585,3 +585,61 @@ func TestE2ESignal(t *testing.T) {
 		t.Errorf("function tracer calls %v", calls)
 	}
 }
+
+// TestE2EZlib traces Debian's zlib test program (example.c over a libz.a built the ftkit
+// way) with both tracers: the program's output is unchanged, and the function-graph
+// trace is consistent with the function trace — the same calls of the same functions,
+// every entry with its exit. Skipped with -short.
+func TestE2EZlib(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: builds Debian's zlib")
+	}
+	testenv.Need(t, "gcc", "make", "bash")
+	lib, _ := testenv.Runtime(t)
+	src := testenv.DebianSource(t, "zlib")
+	dir := t.TempDir()
+	testenv.CopyTree(t, src, dir)
+	ftkitCC := filepath.Join(testenv.Root(), "testdata", "ftlink", "ftkit-cc")
+	env := append(os.Environ(), "FTKIT_RECORDMCOUNT="+testenv.Tool(t, "recordmcount"), "FTKIT_FTLINK="+testenv.Tool(t, "ftlink"))
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("sh", "-c", "CC="+ftkitCC+" CFLAGS=-O2 ./configure --static")
+	run("make", "-j2", "libz.a")
+	run(ftkitCC, "-O2", "-I.", "-c", "test/example.c", "-o", "example.o")
+	run("gcc", "example.o", "-o", "example", "libz.a", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	run(testenv.Tool(t, "ftlink"), "example")
+	prog := filepath.Join(dir, "example")
+	plain := testenv.Run(t, dir, prog)
+	ftrace := testenv.Tool(t, "ftrace")
+	per := map[string]map[string]uint64{}
+	for _, tracer := range []string{"function", "function_graph"} {
+		out := testenv.Run(t, dir, ftrace, "record", "-q", "-t", tracer, "-o", tracer+".dat", "--", prog)
+		if out != plain {
+			t.Errorf("%s: output changed:\n%s\nwant:\n%s", tracer, out, plain)
+		}
+		_, per[tracer] = reportCalls(t, dir, tracer+".dat") // fails on unfinished calls
+	}
+	fn, fg := per["function"], per["function_graph"]
+	if len(fn) < 50 || fn["deflate"] == 0 || fn["inflate"] == 0 {
+		t.Errorf("too few functions traced: %v", fn)
+	}
+	for name, n := range fn {
+		if fg[name] != n {
+			t.Errorf("%s: %d calls traced by function, %d by function_graph", name, n, fg[name])
+		}
+	}
+	for name := range fg {
+		if _, ok := fn[name]; !ok {
+			t.Errorf("%s: only in the function_graph trace", name)
+		}
+	}
+	if g := testenv.Run(t, dir, ftrace, "graph", "--limit", "1", "function_graph.dat"); strings.Contains(g, "returns without entry") {
+		t.Errorf("graph trace not balanced:\n%s", g)
+	}
+}
