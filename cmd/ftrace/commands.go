@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -122,7 +123,7 @@ func dumpCommand() *cli.Command {
 }
 
 // dumpRaw prints every record: time, thread, kind, depth, ip and its symbol.
-func dumpRaw(w0 interface{ Write([]byte) (int, error) }, tr *tracefile.Trace) error {
+func dumpRaw(w0 io.Writer, tr *tracefile.Trace) error {
 	w := bufio.NewWriter(w0)
 	sym := symbolize.New(tr.Maps)
 	fmt.Fprintf(w, "# %12s %7s %-5s %5s %18s  %s\n", "TIME(ns)", "TID", "KIND", "DEPTH", "IP", "FUNCTION")
