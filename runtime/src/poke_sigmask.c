@@ -36,7 +36,10 @@ static mask_fn _Atomic next_pthread_sigmask, next_sigprocmask;
 static action_fn _Atomic next_sigaction;
 static atomic_int keep;			/* 0 unknown, 1 strip, 2 keep SIGTRAP blocked */
 
-/* Resolved in a constructor (dlsym is not async-signal-safe; the wrappers are). */
+/*
+ * Resolved in a constructor (dlsym is not async-signal-safe, the wrappers must be), or at
+ * the first call if that comes earlier (another constructor: not in a signal handler).
+ */
 __attribute__((constructor(101))) static void sigmask_init(void)
 {
 	const char *env = getenv("FTRT_KEEP_SIGTRAP_BLOCKED");
@@ -45,6 +48,12 @@ __attribute__((constructor(101))) static void sigmask_init(void)
 	atomic_store(&next_pthread_sigmask, (mask_fn)dlsym(RTLD_NEXT, "pthread_sigmask"));
 	atomic_store(&next_sigprocmask, (mask_fn)dlsym(RTLD_NEXT, "sigprocmask"));
 	atomic_store(&next_sigaction, (action_fn)dlsym(RTLD_NEXT, "sigaction"));
+}
+
+static void resolve(void)
+{
+	if (!atomic_load(&keep))
+		sigmask_init();
 }
 
 static const sigset_t *strip(int how, const sigset_t *set, sigset_t *copy)
@@ -56,7 +65,7 @@ static const sigset_t *strip(int how, const sigset_t *set, sigset_t *copy)
 	return copy;
 }
 
-/* Without a next definition (static link, or before the constructor): the system call,
+/* Without a next definition (static link): the system call,
  * leaving the C library's two internal signals alone as it does. */
 static int raw_mask(int how, const sigset_t *set, sigset_t *old)
 {
@@ -73,9 +82,11 @@ static int raw_mask(int how, const sigset_t *set, sigset_t *old)
 
 int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	mask_fn next = atomic_load(&next_pthread_sigmask);
+	mask_fn next;
 	sigset_t copy;
 
+	resolve();
+	next = atomic_load(&next_pthread_sigmask);
 	set = strip(how, set, &copy);
 	if (next)
 		return next(how, set, old);
@@ -84,9 +95,11 @@ int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 
 int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-	mask_fn next = atomic_load(&next_sigprocmask);
+	mask_fn next;
 	sigset_t copy;
 
+	resolve();
+	next = atomic_load(&next_sigprocmask);
 	set = strip(how, set, &copy);
 	if (next)
 		return next(how, set, old);
@@ -95,9 +108,11 @@ int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	action_fn next = atomic_load(&next_sigaction);
+	action_fn next;
 	struct sigaction copy;
 
+	resolve();
+	next = atomic_load(&next_sigaction);
 	if (act && atomic_load(&keep) != 2 && sigismember(&act->sa_mask, SIGTRAP)) {
 		copy = *act;
 		sigdelset(&copy.sa_mask, SIGTRAP);
