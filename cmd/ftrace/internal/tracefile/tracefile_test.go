@@ -202,7 +202,7 @@ func TestOpenNamesFile(t *testing.T) {
 	}
 }
 
-func FuzzRead(f *testing.F) {
+func FuzzTraceRead(f *testing.F) {
 	var b bytes.Buffer
 	if err := Write(&b, sample()); err != nil {
 		f.Fatal(err)
