@@ -61,6 +61,7 @@ struct ftrt_object {
 	uintptr_t		lo, hi;		/* extent of its PT_LOAD segments */
 	struct ftrt_rec		*recs;		/* sorted by ip */
 	size_t			nrecs;
+	size_t			recs_cap;	/* allocated records */
 	struct ftrt_arena	*arena;		/* trampolines reachable from its sites */
 	struct ftrt_syms	*syms;
 	int			seen;
