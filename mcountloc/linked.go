@@ -5,11 +5,14 @@ package mcountloc
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Errors returned by OpenLinked, wrapped with details. The CLI turns them into advice.
@@ -359,6 +362,7 @@ func (l *Linked) readSymbols() {
 			l.funcs = append(l.funcs, funcSym{addr: s.Value, size: s.Size, name: s.Name})
 		}
 	}
+	l.funcs = make([]funcSym, 0, len(syms))
 	for _, s := range syms {
 		add(s)
 	}
@@ -369,13 +373,15 @@ func (l *Linked) readSymbols() {
 			}
 		}
 	}
-	// Sort by address, larger first at one address; prefer global names over local aliases.
-	sort.SliceStable(l.funcs, func(i, j int) bool {
-		a, b := l.funcs[i], l.funcs[j]
-		if a.addr != b.addr {
-			return a.addr < b.addr
+	// Sort by address, larger first at one address, then by name (deterministic).
+	slices.SortFunc(l.funcs, func(a, b funcSym) int {
+		if c := cmp.Compare(a.addr, b.addr); c != 0 {
+			return c
 		}
-		return a.size > b.size
+		if c := cmp.Compare(b.size, a.size); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
 	})
 	out := l.funcs[:0]
 	for _, s := range l.funcs {
@@ -428,7 +434,8 @@ func (l *Linked) code(addr uint64) ([]byte, bool) {
 func (l *Linked) readSlots(progress func(done, total int)) {
 	n := int(l.TableSize / EntrySize)
 	tab := l.data[l.TableOff : l.TableOff+l.TableSize]
-	seen := make(map[uint64]bool, n)
+	seen := make(map[uint64]struct{}, n)
+	l.Sites = make([]LinkedSite, 0, n)
 	first := true
 	for i := 0; i < n; i++ {
 		if progress != nil && i%4096 == 0 {
@@ -445,10 +452,10 @@ func (l *Linked) readSlots(progress func(done, total int)) {
 			l.Processed = s.Format == FormatFtkit && DecodeEntry(raw, l.bo).Magic == MagicLinked
 		}
 		if s.Err == nil {
-			if seen[s.Addr] {
+			if _, dup := seen[s.Addr]; dup {
 				s.Dup = true
 			}
-			seen[s.Addr] = true
+			seen[s.Addr] = struct{}{}
 		}
 		if s.Func == "" {
 			s.Func, s.FuncAt, _ = l.FuncAt(s.Addr)
@@ -665,51 +672,89 @@ func (l *Linked) tableRelocs() int {
 // not modified. A file already processed comes back unchanged.
 func (l *Linked) Rewrite() ([]byte, error) {
 	out := append([]byte(nil), l.data...)
-	var good []LinkedSite
-	for _, s := range l.Sites {
-		if s.Good() {
-			good = append(good, s)
+	if _, err := l.rewrite(&patcher{buf: out}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RewriteInPlace is Rewrite without the copy: it changes the data given to OpenLinked and
+// reports whether any byte changed. On error the data may be partly rewritten. Afterwards
+// only l.Sites may be used (they describe the file as it was read).
+func (l *Linked) RewriteInPlace() (changed bool, err error) {
+	return l.rewrite(&patcher{buf: l.data})
+}
+
+// patcher writes into buf and remembers whether anything changed.
+type patcher struct {
+	buf     []byte
+	changed bool
+}
+
+func (p *patcher) put(off uint64, b []byte) {
+	dst := p.buf[off : off+uint64(len(b))]
+	if !bytes.Equal(dst, b) {
+		copy(dst, b)
+		p.changed = true
+	}
+}
+
+func (p *patcher) put64(off, v uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	p.put(off, b[:])
+}
+
+func (l *Linked) rewrite(p *patcher) (bool, error) {
+	type goodSite struct {
+		Addr uint64
+		Len  int
+		Kind Kind
+		Nop  bool
+	}
+	good := make([]goodSite, 0, len(l.Sites))
+	for i := range l.Sites {
+		if s := &l.Sites[i]; s.Good() {
+			good = append(good, goodSite{s.Addr, s.Len, s.Kind, s.Nop})
 		}
 	}
-	sort.Slice(good, func(i, j int) bool { return good[i].Addr < good[j].Addr })
-	// Nop the calls.
+	slices.SortFunc(good, func(a, b goodSite) int { return cmp.Compare(a.Addr, b.Addr) })
+	// The table, built aside (the site addresses are already decoded).
+	tab := make([]byte, l.TableSize)
+	for i, s := range good {
+		slot := l.TableAddr + uint64(i)*EntrySize
+		rel := int64(s.Addr - slot)
+		if rel != int64(int32(rel)) {
+			return false, fmt.Errorf("site %#x is more than 2 GiB away from the table", s.Addr)
+		}
+		Entry{Rel: int32(rel), Len: uint8(s.Len), Kind: s.Kind, Magic: MagicLinked}.Put(tab[i*EntrySize:], l.bo)
+	}
+	// Relocations first: they read the original relocation tables.
+	if err := l.dropRela(p); err != nil {
+		return false, err
+	}
+	if err := l.dropRelr(p); err != nil {
+		return false, err
+	}
 	for _, s := range good {
 		if s.Nop {
 			continue
 		}
 		off, ok := l.fileOff(s.Addr, uint64(s.Len))
 		if !ok {
-			return nil, fmt.Errorf("site %#x: not in the file image", s.Addr)
+			return false, fmt.Errorf("site %#x: not in the file image", s.Addr)
 		}
-		copy(out[off:], X86Nop(s.Len))
+		p.put(off, X86Nop(s.Len))
 	}
-	// The table.
-	tab := out[l.TableOff : l.TableOff+l.TableSize]
-	for i := range tab {
-		tab[i] = 0
-	}
-	for i, s := range good {
-		slot := l.TableAddr + uint64(i)*EntrySize
-		rel := int64(s.Addr - slot)
-		if rel != int64(int32(rel)) {
-			return nil, fmt.Errorf("site %#x is more than 2 GiB away from the table", s.Addr)
-		}
-		Entry{Rel: int32(rel), Len: uint8(s.Len), Kind: s.Kind, Magic: MagicLinked}.Put(tab[i*EntrySize:], l.bo)
-	}
-	if err := l.dropRela(out); err != nil {
-		return nil, err
-	}
-	if err := l.dropRelr(out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	p.put(l.TableOff, tab)
+	return p.changed, nil
 }
 
 // dropRela turns the RELA relocations of table slots into R_X86_64_NONE. In the DT_RELA
 // table, the leading DT_RELACOUNT relocations are applied as RELATIVE without looking at
 // their type (glibc), so the neutralised ones are moved behind that run and the count
 // lowered.
-func (l *Linked) dropRela(out []byte) error {
+func (l *Linked) dropRela(p *patcher) error {
 	count, hasCount := l.dynVal(elf.DT_RELACOUNT)
 	for _, t := range l.rela {
 		n := t.size / 24
@@ -721,7 +766,7 @@ func (l *Linked) dropRela(out []byte) error {
 			}
 		}
 		src := l.data[t.off : t.off+t.size]
-		dst := out[t.off : t.off+t.size]
+		dst := append([]byte(nil), src...)
 		hits := func(k uint64) bool {
 			r := src[k*24 : k*24+24]
 			return elf.R_X86_64(l.bo.Uint64(r[8:])&0xffffffff) != elf.R_X86_64_NONE && l.inTable(l.bo.Uint64(r))
@@ -745,10 +790,11 @@ func (l *Linked) dropRela(out []byte) error {
 				copy(dst[k*24:], none)
 			}
 		}
+		p.put(t.off, dst)
 		if dropped > 0 {
 			for _, d := range l.dyn {
 				if d.tag == elf.DT_RELACOUNT {
-					l.bo.PutUint64(out[d.off+8:], count-dropped)
+					p.put64(d.off+8, count-dropped)
 				}
 			}
 		}
@@ -758,7 +804,7 @@ func (l *Linked) dropRela(out []byte) error {
 
 // dropRelr removes table slots from the RELR table: re-encoded, DT_RELRSZ (and the
 // section header of the RELR section) shortened when it shrinks.
-func (l *Linked) dropRelr(out []byte) error {
+func (l *Linked) dropRelr(p *patcher) error {
 	if l.relrSize == 0 {
 		return nil
 	}
@@ -782,16 +828,14 @@ func (l *Linked) dropRelr(out []byte) error {
 	if newSize > l.relrSize {
 		return fmt.Errorf("re-encoded RELR table grows from %d to %d bytes", l.relrSize, newSize)
 	}
-	dst := out[l.relrOff : l.relrOff+l.relrSize]
-	for i := range dst {
-		dst[i] = 0
-	}
+	dst := make([]byte, l.relrSize)
 	for i, e := range enc {
 		l.bo.PutUint64(dst[i*8:], e)
 	}
+	p.put(l.relrOff, dst)
 	for _, d := range l.dyn {
 		if d.tag == dtRELRSZ {
-			l.bo.PutUint64(out[d.off+8:], newSize)
+			p.put64(d.off+8, newSize)
 		}
 	}
 	// Keep the section header consistent for readelf & co.
@@ -800,8 +844,8 @@ func (l *Linked) dropRelr(out []byte) error {
 			shoff := l.bo.Uint64(l.data[0x28:])
 			shentsize := uint64(l.bo.Uint16(l.data[0x3a:]))
 			at := shoff + uint64(i)*shentsize + 32 // sh_size in Elf64_Shdr
-			if shentsize >= 64 && at+8 <= uint64(len(out)) {
-				l.bo.PutUint64(out[at:], newSize)
+			if shentsize >= 64 && at+8 <= uint64(len(p.buf)) {
+				p.put64(at, newSize)
 			}
 		}
 	}

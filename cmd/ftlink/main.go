@@ -5,7 +5,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,12 +159,13 @@ func processFile(path string, o opts) (*fileReport, error) {
 	case o.check || o.list:
 		rep.OK = len(rep.Problems) == 0
 	default:
-		nb, err := l.Rewrite()
+		// The file is read into memory once and rewritten there (it can be large).
+		changed, err := l.RewriteInPlace()
 		if err != nil {
 			return nil, err
 		}
-		if !bytes.Equal(nb, data) {
-			if err := elfrw.WriteFileAtomic(real, nb); err != nil {
+		if changed {
+			if err := elfrw.WriteFileAtomic(real, data); err != nil {
 				return nil, fmt.Errorf("writing: %w", err)
 			}
 			rep.Written = true
