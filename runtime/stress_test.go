@@ -52,6 +52,8 @@ func TestStress(t *testing.T) {
 		{"signals", []string{"signals", "4", "10000", "6"}, 50},
 		// every 10th switch forks; the child checks its calls and re-registers
 		{"fork", []string{"fork", "4", "10000", "5"}, 10},
+		// one switching thread per ops, all at once: the API serialises them fairly
+		{"api", []string{"api", "4", "10000", "5"}, 8},
 		{"park", []string{"park"}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {

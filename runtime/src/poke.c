@@ -28,6 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "poke.h"
@@ -69,21 +72,51 @@ static void hex(char *out, const unsigned char *b, unsigned len)
 
 /* ---- locks and fork ------------------------------------------------------------------- */
 
-static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * The API lock is a ticket lock (FIFO): with a plain mutex a thread that registers and
+ * unregisters in a loop re-takes it before a waiter wakes, and other threads starve.
+ * Waiters sleep on a futex.
+ */
+static atomic_uint api_next, api_serving;
 static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fork_held_api;
 
+static void futex_wait(atomic_uint *addr, unsigned val)
+{
+	syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake_all(atomic_uint *addr)
+{
+	syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static int api_trylock(void)
+{
+	unsigned t = atomic_load(&api_next);
+
+	if (atomic_load(&api_serving) != t ||
+	    !atomic_compare_exchange_strong(&api_next, &t, t + 1))
+		return -EBUSY;
+	return 0;
+}
+
 int ftrt_lock(void)
 {
+	unsigned t, cur;
+
 	if (ftrt_cb_depth > 0)
-		return pthread_mutex_trylock(&api_lock) ? -EBUSY : 0;
-	pthread_mutex_lock(&api_lock);
+		return api_trylock();
+	t = atomic_fetch_add(&api_next, 1);
+	while ((cur = atomic_load(&api_serving)) != t)
+		futex_wait(&api_serving, cur);
 	return 0;
 }
 
 void ftrt_unlock(void)
 {
-	pthread_mutex_unlock(&api_lock);
+	atomic_fetch_add(&api_serving, 1);
+	futex_wake_all(&api_serving);
 }
 
 /* ---- the published batch (read by the SIGTRAP handler) ------------------------------- */
@@ -838,10 +871,8 @@ static void fork_child(void)
 	}
 	ftrt_sync_atfork_child();
 	pthread_mutex_unlock(&patch_lock);
-	if (fork_held_api)
-		ftrt_unlock();
-	else
-		pthread_mutex_init(&api_lock, NULL);	/* held by a thread the child lacks */
+	/* Free, with no waiters (they are threads the child lacks). */
+	atomic_store(&api_serving, atomic_load(&api_next));
 }
 
 __attribute__((constructor)) static void poke_init(void)

@@ -15,6 +15,8 @@
  *	the same, and the threads are interrupted by signals whose handler makes checked calls
  *	too; or the switching thread forks every 10 switches and the child checks its calls,
  *	unregisters and registers in its own copy.
+ *   stress_test api THREADS MAX_SWITCHES SECONDS
+ *	the same with one switching thread per ops, all switching at once.
  *   stress_test park
  *	a thread parks inside a callback; unregister on another thread must wait for it, then
  *	free the trampoline; unregister from inside a callback is refused.
@@ -89,14 +91,25 @@ static unsigned match_mask(int i, int variant)
 
 static unsigned mmask[2][NFUNC];
 
-/* config: bits 0..3 registered ops, bit 4 = filter variant of ops 1 */
-static unsigned char cfg[MAXCFG];
-static atomic_ulong epoch;			/* 2j: config j stable; 2j+1: j -> j+1 */
+/*
+ * Each ops k has its own history: pcfg[k][j] is its j-th state (bit 0 registered, bit 1 the
+ * filter variant of ops 1), ep[k] = 2j while state j is stable and 2j+1 while it changes
+ * from j to j+1.  Only the thread that switches ops k writes them, so several threads may
+ * switch different ops at once.
+ */
+static unsigned char pcfg[NOPS][MAXCFG];
+static atomic_ulong ep[NOPS];
 static atomic_int stop;
 
+/* config as one mask: bits 0..3 registered ops, bit 4 = filter variant of ops 1 */
 static unsigned allowed(int i, unsigned c)
 {
 	return mmask[(c >> 4) & 1][i] & c & 0xf;
+}
+
+static unsigned allowed_k(int i, int k, unsigned v)
+{
+	return (v & 1) ? mmask[(v >> 1) & 1][i] & (1u << k) : 0;
 }
 
 struct wstats {
@@ -106,33 +119,43 @@ struct wstats {
 /* Call stress_fn_i and check which callbacks ran for it (see the top of the file). */
 static void checked_call(int i, struct wstats *ws, int nested)
 {
-	unsigned long e1, e2, j;
-	unsigned lo = 0xf, hi = 0, got;
+	unsigned long e1[NOPS], e2[NOPS], j;
+	unsigned lo = 0, hi = 0, got;
+	int k, stable = 1;
 	long ret;
-	int k;
 
-	e1 = atomic_load(&epoch);
+	for (k = 0; k < NOPS; k++)
+		e1[k] = atomic_load(&ep[k]);
 	fired = 0;
 	ret = stress_fns[i]();
 	got = fired;
-	e2 = atomic_load(&epoch);
+	for (k = 0; k < NOPS; k++)
+		e2[k] = atomic_load(&ep[k]);
 	if (ret != i)
 		FAIL("stress_fn_%d returned %ld", i, ret);
-	for (j = e1 / 2; j <= (e2 + 1) / 2; j++) {
-		unsigned a = allowed(i, cfg[j]);
+	for (k = 0; k < NOPS; k++) {
+		unsigned klo = 1u << k, khi = 0;
 
-		lo &= a;
-		hi |= a;
+		for (j = e1[k] / 2; j <= (e2[k] + 1) / 2; j++) {
+			unsigned a = allowed_k(i, k, pcfg[k][j]);
+
+			klo &= a;
+			khi |= a;
+		}
+		lo |= klo;
+		hi |= khi;
+		if (e1[k] != e2[k] || (e1[k] & 1))
+			stable = 0;
 	}
 	if (nested) {		/* RECURSION ops skip calls made while a callback runs */
 		lo &= ~(1u << 3);
 		hi &= ~(1u << 3);
 	}
 	if ((got & lo) != lo || (got & ~hi))
-		FAIL("stress_fn_%d: callbacks %#x ran, expected at least %#x and at most %#x "
-		     "(epochs %lu..%lu)", i, got, lo, hi, e1, e2);
+		FAIL("stress_fn_%d: callbacks %#x ran, expected at least %#x and at most %#x",
+		     i, got, lo, hi);
 	ws->calls++;
-	if (e1 == e2 && !(e1 & 1))
+	if (stable)
 		ws->stable++;
 	else
 		ws->overlapped++;
@@ -263,8 +286,56 @@ static void fork_child(unsigned c)
 	_exit(0);
 }
 
+/*
+ * Switch ops k once (register <-> unregister, or for ops 1 with refilter, change its filter);
+ * n[k] counts its states.  Returns the new state.
+ */
+static unsigned switch_ops(int k, int refilter, unsigned long *n)
+{
+	unsigned cur = pcfg[k][*n], nv = refilter ? cur ^ 2 : cur ^ 1;
+	int err;
+
+	if (*n + 1 >= MAXCFG)
+		FAIL("too many switches");
+	pcfg[k][*n + 1] = (unsigned char)nv;
+	atomic_store(&ep[k], 2 * *n + 1);
+	if (refilter)
+		err = ftrace_set_filter(&ops[k], pat1[(nv >> 1) & 1], (int)strlen(pat1[(nv >> 1) & 1]), 1);
+	else
+		err = (nv & 1) ? register_ftrace_function(&ops[k]) : unregister_ftrace_function(&ops[k]);
+	if (err)
+		FAIL("ops %d: state %#x -> %#x: %d", k, cur, nv, err);
+	++*n;
+	atomic_store(&ep[k], 2 * *n);
+	return nv;
+}
+
+/* "api" mode: one thread per ops switches it, all at once (the API serialises them). */
+struct switcher_arg {
+	int k;
+	long max, done;
+	double secs;
+};
+
+static void *switcher(void *arg)
+{
+	struct switcher_arg *a = arg;
+	unsigned long n = 0;
+	unsigned r = (unsigned)a->k * 7919u + 1;
+	double t0 = now_s();
+
+	while (a->done < a->max && now_s() - t0 < a->secs) {
+		r = r * 1103515245u + 12345u;
+		switch_ops(a->k, a->k == 1 && (r >> 8) % 3 == 0, &n);
+		a->done++;
+	}
+	if (pcfg[a->k][n] & 1)
+		switch_ops(a->k, 0, &n);	/* leave it unregistered */
+	return NULL;
+}
+
 static void run_stress(int nthreads, long max_switches, double seconds, int with_signals,
-		       int with_fork)
+		       int with_fork, int concurrent)
 {
 	pthread_t th[64], sig_thread;
 	long forks = 0;
@@ -277,6 +348,7 @@ static void run_stress(int nthreads, long max_switches, double seconds, int with
 	int k, i;
 
 	double sw_time[3] = { 0 }, t_prev;
+	unsigned long nk[NOPS] = { 0 };
 	long sw_count[3] = { 0 };
 
 	setup_ops();
@@ -295,28 +367,35 @@ static void run_stress(int nthreads, long max_switches, double seconds, int with
 	if (with_signals)
 		pthread_create(&sig_thread, NULL, signaller, &nthreads);
 	t0 = t_prev = now_s();
-	for (n = 0; n < max_switches && n + 1 < MAXCFG && now_s() - t0 < seconds; n++) {
+	n = 0;
+	if (concurrent) {
+		pthread_t sw[NOPS];
+		struct switcher_arg sa[NOPS];
+
+		for (k = 0; k < NOPS; k++) {
+			sa[k] = (struct switcher_arg){ k, max_switches / NOPS, 0, seconds };
+			pthread_create(&sw[k], NULL, switcher, &sa[k]);
+		}
+		for (k = 0; k < NOPS; k++) {
+			pthread_join(sw[k], NULL);
+			n += sa[k].done;
+		}
+		printf("ok stress: switches per ops %ld/%ld/%ld/%ld\n", sa[0].done, sa[1].done,
+		       sa[2].done, sa[3].done);
+		max_switches = 0;	/* skip the single-switcher loop */
+	}
+	for (; n < max_switches && n + 1 < MAXCFG && now_s() - t0 < seconds; n++) {
 		unsigned nc;
-		int err;
 
 		r = r * 1103515245u + 12345u;
 		k = (int)(r >> 8) % (NOPS + 1);
 		if (k == NOPS) {	/* re-filter ops 1 (registered or not) */
 			nc = c ^ 0x10;
-			cfg[n + 1] = (unsigned char)nc;
-			atomic_store(&epoch, 2 * (unsigned long)n + 1);
-			err = ftrace_set_filter(&ops[1], pat1[(nc >> 4) & 1],
-						(int)strlen(pat1[(nc >> 4) & 1]), 1);
+			switch_ops(1, 1, &nk[1]);
 		} else {
 			nc = c ^ (1u << k);
-			cfg[n + 1] = (unsigned char)nc;
-			atomic_store(&epoch, 2 * (unsigned long)n + 1);
-			err = (nc >> k) & 1 ? register_ftrace_function(&ops[k]) :
-					      unregister_ftrace_function(&ops[k]);
+			switch_ops(k, 0, &nk[k]);
 		}
-		if (err)
-			FAIL("switch %ld (config %#x -> %#x): %d", n, c, nc, err);
-		atomic_store(&epoch, 2 * (unsigned long)(n + 1));
 		if (with_fork && n % 10 == 0) {
 			pid_t pid = fork();
 			int st;
@@ -470,14 +549,16 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "stress";
 
 	setvbuf(stdout, NULL, _IONBF, 0);
-	if (!strcmp(mode, "stress") || !strcmp(mode, "signals") || !strcmp(mode, "fork")) {
+	if (!strcmp(mode, "stress") || !strcmp(mode, "signals") || !strcmp(mode, "fork") ||
+	    !strcmp(mode, "api")) {
 		int threads = argc > 2 ? atoi(argv[2]) : 8;
 		long max = argc > 3 ? atol(argv[3]) : 10000;
 		double secs = argc > 4 ? atof(argv[4]) : 20;
 
 		if (threads < 1 || threads > 64)
 			FAIL("threads 1..64");
-		run_stress(threads, max, secs, !strcmp(mode, "signals"), !strcmp(mode, "fork"));
+		run_stress(threads, max, secs, !strcmp(mode, "signals"), !strcmp(mode, "fork"),
+			   !strcmp(mode, "api"));
 	} else if (!strcmp(mode, "park")) {
 		run_park();
 	} else {
