@@ -113,7 +113,8 @@ static inline void ftrt_cb_exit(void)
 }
 
 /*
- * The API mutex.  ftrt_lock() returns 0, or -EBUSY when called from inside a callback
+ * The API lock (FIFO ticket lock: a thread looping over register/unregister cannot starve
+ * the others).  ftrt_lock() returns 0, or -EBUSY when called from inside a callback
  * (ftrt_cb_depth > 0) and the lock is held by someone else: waiting could deadlock against
  * an unregister that waits in ftrt_synchronize() for this very callback to finish.
  * Taken across fork() (pthread_atfork), so a child never sees a half-done update.
