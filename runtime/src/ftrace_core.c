@@ -1145,8 +1145,11 @@ static void ensure_init(void)
 	}
 }
 
+static void dl_resolve(void);
+
 __attribute__((constructor(101))) static void ftrt_init(void)
 {
+	dl_resolve();
 	if (ftrt_lock())
 		return;
 	ensure_init();
@@ -1570,10 +1573,96 @@ int ftrace_rescan(void)
 	return ret ? ret : (int)n;
 }
 
+/* ---- dlopen / dlclose hooks (ftrace_dl_x86_64.S) ----------------------------------------- */
+
+typedef void *(*dlopen_fn)(const char *, int);
+typedef int (*dlclose_fn)(void *);
+
+dlopen_fn ftrt_real_dlopen;
+static dlclose_fn real_dlclose;
+uintptr_t ftrt_exe_lo, ftrt_exe_hi;	/* executable code of the main program */
+
+static int exe_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	unsigned i;
+
+	(void)size;
+	(void)data;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		if (!ftrt_exe_lo || lo < ftrt_exe_lo)
+			ftrt_exe_lo = lo;
+		if (lo + ph->p_memsz > ftrt_exe_hi)
+			ftrt_exe_hi = lo + ph->p_memsz;
+	}
+	return 1;	/* the first object is the main program */
+}
+
+static void dl_resolve(void)
+{
+	if (!real_dlclose)
+		real_dlclose = (dlclose_fn)(uintptr_t)dlsym(RTLD_NEXT, "dlclose");
+	if (!ftrt_exe_hi)
+		dl_iterate_phdr(exe_cb, NULL);
+	if (!ftrt_real_dlopen)
+		__atomic_store_n(&ftrt_real_dlopen,
+				 (dlopen_fn)(uintptr_t)dlsym(RTLD_NEXT, "dlopen"), __ATOMIC_RELEASE);
+}
+
+/* Pick up what changed, unless inside a callback or the API (then: at the next call). */
+static void dl_changed(void)
+{
+	if (ftrt_cb_depth > 0 || ftrt_lock())
+		return;
+	ensure_init();
+	check_objects();
+	ftrt_unlock();
+}
+
+void *ftrt_dlopen_hooked(const char *file, int mode);
+void *ftrt_dlopen_hooked(const char *file, int mode)
+{
+	void *h = ftrt_real_dlopen(file, mode);
+
+	if (h)
+		dl_changed();
+	return h;
+}
+
+/* dlopen before the runtime's constructor (rare): resolve, then as above. */
+void *ftrt_dlopen_slow(const char *file, int mode);
+void *ftrt_dlopen_slow(const char *file, int mode)
+{
+	dl_resolve();
+	if (!ftrt_real_dlopen)
+		return NULL;
+	return ftrt_dlopen_hooked(file, mode);
+}
+
+int ftrt_dlclose_hooked(void *handle);
+int ftrt_dlclose_hooked(void *handle)
+{
+	int ret;
+
+	if (!real_dlclose)
+		dl_resolve();
+	if (!real_dlclose)
+		return -1;
+	ret = real_dlclose(handle);
+	dl_changed();
+	return ret;
+}
+
 void *ftrace_dlopen(const char *file, int mode)
 {
-	void *h = dlopen(file, mode);
+	void *h;
 
+	dl_resolve();
+	h = ftrt_real_dlopen ? ftrt_real_dlopen(file, mode) : NULL;
 	if (h)
 		ftrace_rescan();
 	return h;
@@ -1581,10 +1670,7 @@ void *ftrace_dlopen(const char *file, int mode)
 
 int ftrace_dlclose(void *handle)
 {
-	int ret = dlclose(handle);
-
-	ftrace_rescan();
-	return ret;
+	return ftrt_dlclose_hooked(handle);
 }
 
 void ftrace_get_stats(struct ftrace_stats *st)

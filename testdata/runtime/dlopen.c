@@ -1,14 +1,15 @@
 /*
  * Shared libraries: one linked at start-up, one loaded with dlopen after ops are
  * registered (its sites are enabled for them), unloaded (its records dropped), loaded
- * again with plain dlopen (noticed at the next API call), and reloaded at the same
- * address after a plain dlclose.
+ * again with plain dlopen (hooked: traced at once), reloaded at the same address after a
+ * plain dlclose, and loaded by a library's dlopen call (noticed at the next API call).
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include "check.h"
 
 int needed_func(int x);
+void *needed_dlopen(const char *path);
 
 static volatile unsigned long last_ip;
 static volatile long calls;
@@ -97,16 +98,27 @@ int main(int argc, char **argv)
 		CHECK_EQ(st.nr_sites, st0.nr_sites);
 	}
 
-	/* Plain dlopen: noticed at the next API call. */
+	/* Plain dlopen from the executable: hooked, traced at once (no API call before). */
 	h = dlopen(argv[1], RTLD_NOW);
 	CHECK(h != NULL);
 	fn = (int (*)(int))dlsym(h, "dyn_func");
-	CHECK(calls_tramp_of((void *)fn, &global));
 	traced_call(fn, 3, 53);
+	CHECK(calls_tramp_of((void *)fn, &global));
 
 	/* Plain dlclose and dlopen again (usually at the same address). */
 	CHECK_EQ(dlclose(h), 0);
 	h = dlopen(argv[1], RTLD_NOW);
+	CHECK(h != NULL);
+	fn = (int (*)(int))dlsym(h, "dyn_func");
+	traced_call(fn, 4, 54);
+	CHECK(calls_tramp_of((void *)fn, &global));
+	CHECK_EQ(dlclose(h), 0);
+
+	/*
+	 * dlopen called by a library: passed to glibc untouched (it resolves paths from its
+	 * caller), picked up at the next API call.
+	 */
+	h = needed_dlopen(argv[1]);
 	CHECK(h != NULL);
 	fn = (int (*)(int))dlsym(h, "dyn_func");
 	CHECK(calls_tramp_of((void *)fn, &global));
