@@ -210,14 +210,13 @@ int ftrace_lookup_function(unsigned long ip, struct ftrace_func_info *info);
 int ftrace_print_functions(void *FILE_stream);
 
 /*
- * Loaded objects: the runtime reads the tables of every object present at start-up, and
- * notices objects loaded or unloaded since the last call at every API call.  Call this
- * after dlopen() to enable the new object's sites for the registered ops at once (and
- * before dlclose() has any chance to be followed by a reload at the same address).
- * Returns the number of sites known, or -errno.
+ * Loaded objects: the runtime reads the tables of every object present at start-up; dlopen
+ * called from the executable and every dlclose are hooked, so objects loaded or unloaded
+ * follow the registered ops at once; objects loaded by a library's dlopen are noticed at the
+ * next API call, or now with ftrace_rescan().  Returns the number of sites known, or -errno.
  */
 int ftrace_rescan(void);
-/* dlopen() + ftrace_rescan(); dlclose() + ftrace_rescan(). */
+/* dlopen() + ftrace_rescan() whoever calls it; dlclose() (hooked anyway). */
 void *ftrace_dlopen(const char *file, int mode);
 int ftrace_dlclose(void *handle);
 
