@@ -35,17 +35,35 @@ var traceSources = []string{
 	"src/fgraph_x86_64.S", "src/fgraph_interpose.c", "src/control.c", "tests/trace_mockcore.c",
 }
 
-var (
-	trLibOnce sync.Once
-	trLib     string
-	trLibErr  error
-)
+type trLibBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// The mock-core library, plain and with ASan+UBSan.
+var trLibs = map[bool]*trLibBuild{false: {}, true: {}}
+
+var trSan = []string{"-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"}
 
 // trLibrary compiles the tracers and the mock core into an archive (once per test run).
-func trLibrary(t *testing.T) string {
+func trLibrary(t *testing.T, san bool) string {
 	t.Helper()
 	testenv.Need(t, "gcc", "g++", "ar")
-	trLibOnce.Do(func() {
+	lb := trLibs[san]
+	lb.once.Do(func() {
+		lb.path, lb.err = trBuildLibrary(san)
+	})
+	if lb.err != nil {
+		t.Fatal(lb.err)
+	}
+	return lb.path
+}
+
+func trBuildLibrary(san bool) (string, error) {
+	var trLib string
+	var trLibErr error
+	func() {
 		dir, err := os.MkdirTemp("", "ftkit-tracer-")
 		if err != nil {
 			trLibErr = err
@@ -55,9 +73,12 @@ func trLibrary(t *testing.T) string {
 		var objs []string
 		for _, s := range traceSources {
 			obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(s), filepath.Ext(s))+".o")
-			cmd := exec.Command("gcc", "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror",
-				"-I", filepath.Join(root, "include"),
-				"-c", filepath.Join(root, s), "-o", obj)
+			args := []string{"-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror",
+				"-I", filepath.Join(root, "include"), "-c", filepath.Join(root, s), "-o", obj}
+			if san {
+				args = append(args, trSan...)
+			}
+			cmd := exec.Command("gcc", args...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				trLibErr = fmt.Errorf("compiling %s: %v\n%s", s, err, out)
 				return
@@ -68,11 +89,8 @@ func trLibrary(t *testing.T) string {
 		if out, err := exec.Command("ar", append([]string{"rcs", trLib}, objs...)...).CombinedOutput(); err != nil {
 			trLibErr = fmt.Errorf("ar: %v\n%s", err, out)
 		}
-	})
-	if trLibErr != nil {
-		t.Fatal(trLibErr)
-	}
-	return trLib
+	}()
+	return trLib, trLibErr
 }
 
 // trBuild builds runtime/tests/<src> into dir through the real flow: gcc -pg -mfentry
@@ -103,8 +121,21 @@ func trBuild(t *testing.T, dir, src string) string {
 // trBuildMock builds runtime/tests/<src> non-PIE with the tracer sources and the mock
 // core instead of libftrt.a: the tracers on their own, without the core's patching.
 func trBuildMock(t *testing.T, dir, src string) string {
+	return trBuildMockSan(t, dir, src, false)
+}
+
+// trBuildMockASan is trBuildMock with ASan and UBSan (program and tracers).
+func trBuildMockASan(t *testing.T, dir, src string) string {
+	return trBuildMockSan(t, dir, src, true)
+}
+
+func trBuildMockSan(t *testing.T, dir, src string, san bool) string {
 	t.Helper()
-	lib := trLibrary(t)
+	lib := trLibrary(t, san)
+	var sf []string
+	if san {
+		sf = trSan
+	}
 	root := filepath.Join(testenv.Root(), "runtime")
 	cc := "gcc"
 	if strings.HasSuffix(src, ".cc") {
@@ -113,10 +144,10 @@ func trBuildMock(t *testing.T, dir, src string) string {
 	name := strings.TrimSuffix(src, filepath.Ext(src))
 	obj := filepath.Join(dir, name+".o")
 	prog := filepath.Join(dir, name)
-	testenv.Run(t, dir, cc, "-O2", "-g", "-pg", "-mfentry", "-fno-pie",
-		"-I", filepath.Join(root, "include"), "-c", filepath.Join(root, "tests", src), "-o", obj)
-	testenv.Run(t, dir, cc, "-no-pie", "-rdynamic", obj, "-Wl,--whole-archive", lib,
-		"-Wl,--no-whole-archive", "-pthread", "-o", prog)
+	testenv.Run(t, dir, cc, append([]string{"-O2", "-g", "-pg", "-mfentry", "-fno-pie",
+		"-I", filepath.Join(root, "include"), "-c", filepath.Join(root, "tests", src), "-o", obj}, sf...)...)
+	testenv.Run(t, dir, cc, append([]string{"-no-pie", "-rdynamic", obj, "-Wl,--whole-archive", lib,
+		"-Wl,--no-whole-archive", "-pthread", "-o", prog}, sf...)...)
 	return prog
 }
 
@@ -485,7 +516,7 @@ func TestTracerGraphControlFlow(t *testing.T) {
 	flows := []struct {
 		name  string
 		build func(t *testing.T, dir, src string) string
-	}{{"real", trBuild}, {"mock", trBuildMock}}
+	}{{"real", trBuild}, {"mock", trBuildMock}, {"mock-asan-ubsan", trBuildMockASan}}
 	for _, fl := range flows {
 		for _, tc := range cases {
 			fl, tc := fl, tc

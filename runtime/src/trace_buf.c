@@ -285,6 +285,10 @@ static int maps_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* Replaced MAPS images (never freed: a fatal-signal handler may be reading one). */
+static char *retired[64];
+static unsigned nretired;
+
 /* Start addresses of the objects present at start-up (for FTKIT_MAP_DLOPEN). */
 static unsigned long startup_objs[256];
 static int nstartup_objs;
@@ -331,7 +335,9 @@ int ft_maps_build(uint64_t at, unsigned long pad_to)
 			p += e->entry_size;
 		}
 	}
-	/* publish; the old image may be in use by a signal handler: leak it */
+	/* publish; the old image may be in use by a signal handler: keep it */
+	if (ft_sess.maps && nretired < sizeof(retired) / sizeof(retired[0]))
+		retired[nretired++] = ft_sess.maps;
 	__atomic_store_n(&ft_sess.maps_len, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&ft_sess.maps, mb.buf, __ATOMIC_RELEASE);
 	__atomic_store_n(&ft_sess.maps_len, mb.len, __ATOMIC_RELEASE);
