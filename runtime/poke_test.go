@@ -94,6 +94,7 @@ func TestPoke(t *testing.T) {
 		{"fork", nil, []string{"fork", "800", "3"}, []string{"ok toggle: batches=800", "forks="}},
 		{"fork-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"fork", "400", "3"}, []string{"ok toggle", "forks="}},
 		{"refuse", nil, []string{"refuse"}, []string{"ok refuse"}},
+		{"chain", nil, []string{"chain"}, []string{"ok chain"}},
 		{"refuse-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"refuse"}, []string{"ok refuse"}},
 		{"sync", nil, []string{"sync"}, []string{"ok sync idle", "ok sync signal taken", "ok sync churn", "ok sync callback:", "ok sync from a callback: -EDEADLK", "ok sync trampoline:", "ok sync callback-signals-blocked:"}},
 	}
@@ -124,7 +125,7 @@ func TestPokeSanitizers(t *testing.T) {
 	}{
 		{"asan-ubsan", []string{"-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"},
 			[]string{"ASAN_OPTIONS=detect_leaks=1", "UBSAN_OPTIONS=halt_on_error=1"},
-			[][]string{{"toggle", "500", "4"}, {"signals", "300", "4"}, {"blocked", "300", "4"}, {"fork", "100", "2"}, {"refuse"}, {"sync"}}},
+			[][]string{{"toggle", "500", "4"}, {"signals", "300", "4"}, {"blocked", "300", "4"}, {"fork", "100", "2"}, {"refuse"}, {"chain"}, {"sync"}}},
 		{"tsan", []string{"-O1", "-fsanitize=thread"}, []string{"TSAN_OPTIONS=halt_on_error=1"},
 			[][]string{{"toggle", "300", "4"}, {"blocked", "200", "4"}, {"fork", "60", "2"}, {"refuse"}, {"sync"}}},
 	} {

@@ -207,14 +207,17 @@ static void trap_handler(int sig, siginfo_t *si, void *uc)
 			}
 			atomic_fetch_sub(&trap_users, 1);
 			byte = __atomic_load_n((unsigned char *)addr, __ATOMIC_SEQ_CST);
-			if (byte != FTRT_ARCH_BREAKPOINT) {
-				/* Our int3, replaced since by the finished instruction: run that. */
+			if (byte != FTRT_ARCH_BREAKPOINT &&
+			    ftrt_arch_site_insn((const unsigned char *)addr)) {
+				/* Our int3, replaced since by the finished instruction: run that.
+				 * (Not an "int $3" or other trap: there no site instruction starts
+				 * at pc - 1.) */
 				ftrt_arch_set_pc(uc, addr);
 				errno = saved_errno;
 				return;
 			}
-			if (atomic_load(&batch_seq) == seq)
-				break;	/* no batch came or went: not ours */
+			if (byte != FTRT_ARCH_BREAKPOINT || atomic_load(&batch_seq) == seq)
+				break;	/* not ours (or no batch came or went) */
 		}
 	}
 	errno = saved_errno;

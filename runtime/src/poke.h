@@ -144,6 +144,7 @@ struct ftrt_poke_site {
 int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
 		    unsigned *early, const char **why);
 void ftrt_arch_emulate(const struct ftrt_poke_site *site, void *uc);
+int ftrt_arch_site_insn(const unsigned char *p);
 uintptr_t ftrt_arch_pc(const void *uc);
 void ftrt_arch_set_pc(void *uc, uintptr_t pc);
 uintptr_t ftrt_arch_sp(const void *uc);

@@ -123,6 +123,12 @@ int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned
 	return 0;
 }
 
+/* Does an instruction of the forms the runtime writes start at p?  Async-signal-safe. */
+int ftrt_arch_site_insn(const unsigned char *p)
+{
+	return decode(p, 8).kind != INSN_BAD;
+}
+
 uintptr_t ftrt_arch_pc(const void *uc)
 {
 	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];

@@ -10,6 +10,8 @@
  *   poke_test fork BATCHES THREADS     the same, and the main thread forks; each child checks
  *                                      its code and patches it itself
  *   poke_test refuse                   wrong old bytes / unsafe transitions change nothing
+ *   poke_test chain                    breakpoints that are not ours reach the program's
+ *                                      handler, or kill by default
  *   poke_test sync                     ftrt_synchronize() waits for a parked callback,
  *                                      a thread spinning in a trampoline, and a thread that
  *                                      blocks every signal; refuses from a callback
@@ -668,6 +670,69 @@ static void run_sync(void)
 		FAIL("ftrt_sync_range_del");
 }
 
+/* ---- chaining to the program's SIGTRAP handling ------------------------------------- */
+
+static atomic_int prog_traps;
+static atomic_int prog_trap_code;
+
+static void prog_trap(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	atomic_store(&prog_trap_code, si->si_code);
+	atomic_fetch_add(&prog_traps, 1);
+}
+
+static void one_batch(void)
+{
+	unsigned r = 3;
+
+	switch_sites(NULL, 1, &r);
+	switch_sites(NULL, 0, &r);
+}
+
+static void run_chain(void)
+{
+	struct sigaction sa;
+	pid_t pid;
+	int st;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_trap;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGTRAP, &sa, NULL);
+	one_batch();		/* installs the runtime's handler in front of ours */
+	__asm__ __volatile__("int3");
+	if (atomic_load(&prog_traps) != 1 || atomic_load(&prog_trap_code) != SI_KERNEL)
+		FAIL("chain: the program's handler did not get the foreign int3 (%d)",
+		     atomic_load(&prog_traps));
+	__asm__ __volatile__(".byte 0xcd, 0x03");	/* int $3 */
+	if (atomic_load(&prog_traps) != 2)
+		FAIL("chain: the program's handler did not get int $3");
+	raise(SIGTRAP);
+	if (atomic_load(&prog_traps) != 3 || atomic_load(&prog_trap_code) != SI_TKILL)
+		FAIL("chain: the program's handler did not get raise(SIGTRAP)");
+
+	/* The program replaces the handler after us: the next batch puts ours in front again. */
+	sigaction(SIGTRAP, &sa, NULL);
+	one_batch();
+	__asm__ __volatile__("int3");
+	if (atomic_load(&prog_traps) != 4)
+		FAIL("chain: after re-installation");
+
+	/* Default disposition: a foreign int3 still kills with SIGTRAP. */
+	pid = fork();
+	if (pid == 0) {
+		signal(SIGTRAP, SIG_DFL);
+		one_batch();
+		__asm__ __volatile__("int3");
+		_exit(0);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFSIGNALED(st) || WTERMSIG(st) != SIGTRAP)
+		FAIL("chain: a foreign int3 with the default disposition: status %#x", st);
+	printf("ok chain: foreign int3, int $3 and raise reach the program's handler; default kills\n");
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "toggle";
@@ -688,6 +753,8 @@ int main(int argc, char **argv)
 		run_toggle(batches, threads, 0, 1);
 	else if (!strcmp(mode, "refuse"))
 		run_refuse();
+	else if (!strcmp(mode, "chain"))
+		run_chain();
 	else if (!strcmp(mode, "sync"))
 		run_sync();
 	else
