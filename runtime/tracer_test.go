@@ -464,6 +464,12 @@ func TestTracerGraphDepthFilter(t *testing.T) {
 	if len(ent) != 1 || ent["main"] != 1 {
 		t.Errorf("filter main: entries %v", ent)
 	}
+
+	trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_NOTRACE=fi?", "FTRACE_OUTPUT=n.dat"}, "10")
+	tr = trRead(t, filepath.Join(dir, "n.dat"))
+	if s, n := trSymbols(t, tr, prog), len(tr.Threads[0].Recs); n != 1 || s.name(tr.Threads[0].Recs[0].IP) != "main" {
+		t.Errorf("notrace fi?: %d records", n)
+	}
 }
 
 func TestTracerBufferFull(t *testing.T) {
