@@ -282,6 +282,9 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace) error {
 	calls, entries, exits, lost, lostDepth := tr.Counts()
 	fmt.Fprintf(w, "events:\t%d (%d calls, %d entries, %d exits)\n", calls+entries+exits, calls, entries, exits)
 	fmt.Fprintf(w, "lost events:\t%d\n", lost)
+	if h.LostNoBuf > 0 {
+		fmt.Fprintf(w, "lost (no buffer):\t%d\n", h.LostNoBuf)
+	}
 	fmt.Fprintf(w, "frames over depth:\t%d\n", lostDepth)
 	fmt.Fprintf(w, "threads:\t%d\n", len(tr.Threads))
 	if err := w.Flush(); err != nil {

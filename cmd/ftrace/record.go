@@ -34,7 +34,7 @@ func recordCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: defaultTrace, Usage: "trace file (%p: pid)"},
 			&cli.IntFlag{Name: "buffer-kb", Aliases: []string{"b"}, Usage: "per-thread buffer size in KiB (0: runtime default, 16384)"},
 			&cli.StringFlag{Name: "clock", Usage: "tsc or mono (default: runtime's choice)"},
-			&cli.BoolFlag{Name: "control", Usage: "also serve the live-control socket (FTRACE_CONTROL=1)"},
+			&cli.BoolFlag{Name: "control", Usage: "serve the live-control socket (FTRACE_CONTROL=1; on by default with a tracer; --control=false: none)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
 		},
 		Action: doRecord,
@@ -75,8 +75,12 @@ func doRecord(c *cli.Context) error {
 	if cl := c.String("clock"); cl != "" {
 		env = append(env, "FTRACE_CLOCK="+cl)
 	}
-	if c.Bool("control") {
-		env = append(env, "FTRACE_CONTROL=1")
+	if c.IsSet("control") {
+		if c.Bool("control") {
+			env = append(env, "FTRACE_CONTROL=1")
+		} else {
+			env = append(env, "FTRACE_CONTROL=0")
+		}
 	}
 	// A stale trace would be mistaken for this run's.
 	if !strings.Contains(out, "%p") {
@@ -170,8 +174,8 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) {
 	}
 	calls, entries, exits, lost, lostDepth := tr.Counts()
 	fmt.Fprintf(stderr, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), calls+entries+exits)
-	if lost+lostDepth > 0 {
-		fmt.Fprintf(stderr, ", %d lost, %d frames over depth", lost, lostDepth)
+	if lost+lostDepth+tr.Header.LostNoBuf > 0 {
+		fmt.Fprintf(stderr, ", %d lost, %d frames over depth", lost+tr.Header.LostNoBuf, lostDepth)
 	}
 	fmt.Fprintf(stderr, " (%.2fs)\n", d.Seconds())
 }

@@ -79,6 +79,9 @@ type Header struct {
 	Clock      string   // clock source, e.g. "tsc" or "clock_gettime"
 	ClockHz    uint64   // ticks per second of the raw clock (informational)
 	Reason     string   // why the trace was written (live, exit, signal, snapshot, shutdown)
+	// LostNoBuf counts events dropped because no buffer could be set up for their thread
+	// (file full, mmap failure, after thread exit or finalisation, during fork).
+	LostNoBuf uint64
 	// Warnings are problems the reader tolerated (truncated chunk, unknown chunk, ...).
 	Warnings []string
 }

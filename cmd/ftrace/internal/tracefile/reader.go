@@ -86,6 +86,7 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 	recSize := le.Uint32(h[88:])
 	hd.GraphDepth = int(le.Uint32(h[92:]))
 	hd.ClockHz = le.Uint64(h[96:])
+	hd.LostNoBuf = le.Uint64(h[104:])
 	switch clock {
 	case ClockTSC:
 		hd.Clock = "tsc"

@@ -14,7 +14,7 @@ func sample() *Trace {
 	return &Trace{
 		Header: Header{Version: 1, Tracer: TracerFunctionGraph, PID: 4242, Flags: FlagComplete | FlagLost,
 			Command: []string{"./prog", "a b", "c"}, StartNS: 1_000_000, EndNS: 2_000_000, Clock: "clock_gettime",
-			Reason: "exit", GraphDepth: 7, WallStart: 1_700_000_000_000_000_000},
+			Reason: "exit", GraphDepth: 7, LostNoBuf: 9, WallStart: 1_700_000_000_000_000_000},
 		Maps: []Mapping{
 			{Start: 0x555555554000, End: 0x555555559000, Bias: 0x555555554000, Path: "/tmp/prog", BuildID: []byte{1, 2, 3, 4, 5}, Flags: MapMain},
 			{Start: 0x7fff0000, End: 0x7fff2000, Bias: 0x7fff0000, Path: "linux-vdso.so.1", Flags: MapVDSO},

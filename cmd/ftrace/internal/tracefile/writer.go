@@ -40,6 +40,7 @@ func Write(w io.Writer, t *Trace) error {
 	le.PutUint32(h[84:], reason)
 	le.PutUint32(h[88:], RecordSize)
 	le.PutUint32(h[92:], uint32(t.Header.GraphDepth))
+	le.PutUint64(h[104:], t.Header.LostNoBuf)
 	buf.Write(h)
 
 	chunk := func(typ uint32, hdr []byte, payload []byte) {

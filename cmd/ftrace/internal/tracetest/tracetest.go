@@ -5,6 +5,7 @@
 //	pid 42
 //	cmd ./prog arg
 //	start 1000                   # header start timestamp (ns)
+//	lostnobuf 4                  # events lost for want of a buffer (header)
 //	map 0x400000 0x401000 0 /path/to/elf [buildid-hex]
 //	thread 101 main              # following events belong to thread 101, named main
 //	lost 3                       # events lost by the current thread
@@ -123,6 +124,10 @@ func Parse(text string, resolve Resolver) (*tracefile.Trace, error) {
 				}
 			case "cmd":
 				tr.Header.Command = f[1:]
+			case "lostnobuf":
+				if err = need(2); err == nil {
+					tr.Header.LostNoBuf = num(f[1])
+				}
 			case "start":
 				if err = need(2); err == nil {
 					tr.Header.StartNS = num(f[1])
