@@ -3,6 +3,7 @@ package flame
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -68,7 +69,7 @@ func svgFrames(t *testing.T, data []byte) map[string]float64 {
 				for _, a := range e.Attr {
 					if a.Name.Local == "width" {
 						var w float64
-						if _, err := fmtSscan(a.Value, &w); err != nil {
+						if _, err := fmt.Sscan(a.Value, &w); err != nil {
 							t.Fatal(err)
 						}
 						frames[title] = w
