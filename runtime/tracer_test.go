@@ -602,7 +602,7 @@ func TestTracerGraphControlFlow(t *testing.T) {
 }
 
 // Abnormal endings: fatal signals finalise the file (flag, signal number) and the process
-// still dies of the signal; _exit leaves the live .part file with everything recorded.
+// still dies of the signal; _exit (interposed) finalises it too.
 func TestTracerAbnormalExit(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_misc.c")
@@ -612,12 +612,11 @@ func TestTracerAbnormalExit(t *testing.T) {
 	}{{"segv", syscall.SIGSEGV}, {"abort", syscall.SIGABRT}, {"_exit", 0}} {
 		out := "t-" + strings.TrimPrefix(tc.how, "_") + ".dat"
 		_, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + out}, tc.how, "100")
-		var tr *trTrace
+		tr := trRead(t, filepath.Join(dir, out))
 		if tc.sig != 0 {
 			if !ws.Signaled() || ws.Signal() != tc.sig {
 				t.Errorf("%s: status %v, want death by %v", tc.how, ws, tc.sig)
 			}
-			tr = trRead(t, filepath.Join(dir, out))
 			if tr.Flags&3 != 3 || tr.Signal != uint32(tc.sig) || tr.Reason != 2 {
 				t.Errorf("%s: flags %#x signal %d reason %d", tc.how, tr.Flags, tr.Signal, tr.Reason)
 			}
@@ -625,17 +624,7 @@ func TestTracerAbnormalExit(t *testing.T) {
 			if ws.ExitStatus() != 5 {
 				t.Errorf("_exit: status %v", ws)
 			}
-			if _, err := os.Stat(filepath.Join(dir, out)); err == nil {
-				t.Errorf("_exit: %s finalised", out)
-			}
-			m, _ := filepath.Glob(filepath.Join(dir, out+".*.part"))
-			if len(m) != 1 {
-				t.Fatalf("_exit: part files %v", m)
-			}
-			tr = trRead(t, m[0])
-			if tr.Flags&1 != 0 || tr.Reason != 0 {
-				t.Errorf("_exit: flags %#x reason %d", tr.Flags, tr.Reason)
-			}
+			trCheckComplete(t, tr, 1)
 		}
 		s := trSymbols(t, tr, prog)
 		ent, _, open := trGraph(t, tr.Threads[0], s)
@@ -643,6 +632,50 @@ func TestTracerAbnormalExit(t *testing.T) {
 		if open != 2 || ent["crash"] != 1 || ent["recurse"] != 101 {
 			t.Errorf("%s: entries %v open %d", tc.how, ent, open)
 		}
+	}
+}
+
+// SIGKILL: nothing runs; the live file <output>.<pid>.part keeps every record flushed from
+// the staging buffer (8192 records each), with a valid header.
+func TestTracerKilled(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	cmd := exec.Command(prog)
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_CONTROL=0")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(stdout)
+	fmt.Fprintf(stdin, "call 20000\n")
+	for _, want := range []string{"ready\n", "done\n"} {
+		if line, err := rd.ReadString('\n'); err != nil || line != want {
+			t.Fatalf("program said %q (%v), want %q", line, err, want)
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	m, _ := filepath.Glob(filepath.Join(dir, "ftrace.dat.*.part"))
+	if len(m) != 1 {
+		t.Fatalf("part files %v", m)
+	}
+	tr := trRead(t, m[0])
+	if tr.Flags&1 != 0 || tr.Reason != 0 || len(tr.Threads) != 1 {
+		t.Fatalf("flags %#x reason %d threads %d", tr.Flags, tr.Reason, len(tr.Threads))
+	}
+	s := trSymbols(t, tr, prog)
+	n := len(tr.Threads[0].Recs)
+	ticks := 0
+	for _, r := range tr.Threads[0].Recs {
+		if s.name(r.IP) == "tick" {
+			ticks++
+		}
+	}
+	// 20002 events (main, calls, 20000 ticks): two full staging buffers reached the file
+	if n != 16384 || ticks != n-2 {
+		t.Errorf("%d records (%d ticks), want 16384 (16382)", n, ticks)
 	}
 }
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <ftrace_trace.h>
@@ -242,6 +243,33 @@ static void install_fatal_handlers(void)
 
 /* ---- exit, fork ---- */
 
+/*
+ * _exit()/_Exit() skip atexit handlers: interposed (the executable's
+ * definition wins for calls through the PLT), they finalise the trace with
+ * async-signal-safe calls and end the process as the real ones do. Not in a
+ * vfork() child (it shares our memory and file: it would finish the parent's
+ * trace), nor for libc-internal calls (posix_spawn's child).
+ */
+static __attribute__((noreturn)) void exit_now(int status)
+{
+	if (ft_sess.state == FT_SESS_LIVE && (pid_t)ft_sess.hdr.pid == getpid()) {
+		ft_session_finish(FTKIT_R_EXIT, 0, 1);
+		ft_control_unlink();
+	}
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+void _exit(int status)
+{
+	exit_now(status);
+}
+
+void _Exit(int status)
+{
+	exit_now(status);
+}
+
 static void trace_atexit(void)
 {
 	ft_session_finish(FTKIT_R_EXIT, 0, 0);
@@ -299,7 +327,6 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 		atexit(trace_atexit);
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	}
-	ft_prefault_start();
 	tr.started = 1;
 	tr.tracer = cfg->tracer;
 	tr.depth = cfg->graph_depth;

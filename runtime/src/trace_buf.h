@@ -9,10 +9,12 @@
 
 #include "clock.h"
 #include "trace_format.h"
+#include "trace_internal.h"
 
 #define FT_MAX_REG 4096		/* threads whose chunk stays reachable for names/counts */
 
 enum { FT_SESS_OFF = 0, FT_SESS_LIVE, FT_SESS_DONE };
+
 
 struct ft_session {
 	int fd;
@@ -29,7 +31,7 @@ struct ft_session {
 	size_t maps_len;
 	uint64_t nreg;
 	uint64_t lost_exited;
-	struct ftkit_thread_chunk *reg[FT_MAX_REG];
+	struct ft_stage *reg[FT_MAX_REG];
 };
 
 extern struct ft_session ft_sess;
@@ -42,6 +44,5 @@ void ft_session_forked(void);
 void ft_session_counts(uint64_t *lost, uint64_t *threads);
 int ft_maps_build(uint64_t at, unsigned long pad_to);
 int ft_known_at_startup(unsigned long start);
-void ft_prefault_start(void);
 
 #endif

@@ -28,6 +28,16 @@ struct fgraph_frame {
 	uint32_t epoch;			/* fgraph_epoch at entry */
 };
 
+/* A thread's staging buffer (first page; the records follow at +4096). */
+struct ft_stage {
+	struct ftkit_thread_chunk *hdr;	/* the chunk header, mapped from the file */
+	uint64_t rec_off;		/* file offset of the chunk's record 0 */
+	uint64_t base;			/* records already written to the file */
+	uint64_t head;			/* records staged (published by the owner) */
+	uint64_t cap;			/* records the chunk holds */
+	struct ft_stage *next_free;
+};
+
 enum {
 	FT_THREAD_NEW = 0,	/* no buffer yet */
 	FT_THREAD_LIVE,		/* recording into chunk */
@@ -38,10 +48,11 @@ enum {
 struct ft_thread {
 	/* event buffer (a chunk of the trace file, mapped shared) */
 	struct ftkit_thread_chunk *chunk;
-	struct ftkit_rec *recs;
-	uint64_t head;		/* next record index */
-	uint64_t cap;		/* records that fit */
-	uint64_t limit;		/* records whose pages are populated (<= cap) */
+	struct ft_stage *stage;	/* staging buffer (trace_buf.c) */
+	struct ftkit_rec *recs;		/* its records */
+	uint64_t head;		/* next staged record */
+	uint64_t cap;		/* records the chunk holds */
+	uint64_t limit;		/* staged records that fit before a flush */
 	uint32_t state;		/* FT_THREAD_* */
 	uint32_t busy;		/* allocation in progress (signal re-entry) */
 	uint32_t saved_state;	/* state before fork() (the fork window records nothing) */
@@ -67,14 +78,18 @@ void ft_thread_exit(void);
 
 int ft_rec_more(struct ft_thread *t, uint64_t need);
 
+
 static inline struct ftkit_rec *ft_rec_reserve(struct ft_thread *t)
 {
 	uint64_t n = t->head;
 
-	if (unlikely(n >= t->limit) && !ft_rec_more(t, n + 1)) {
-		t->chunk->lost++;
-		t->chunk->flags |= FTKIT_T_FULL;
-		return 0;
+	if (unlikely(n >= t->limit)) {
+		if (!ft_rec_more(t, n + 1)) {
+			t->chunk->lost++;
+			t->chunk->flags |= FTKIT_T_FULL;
+			return 0;
+		}
+		n = t->head;	/* the staged records went to the file */
 	}
 	t->head = n + 1;
 	barrier();
@@ -84,7 +99,7 @@ static inline struct ftkit_rec *ft_rec_reserve(struct ft_thread *t)
 static inline void ft_rec_commit(struct ft_thread *t)
 {
 	barrier();
-	__atomic_store_n(&t->chunk->nrec, t->head, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->stage->head, t->head, __ATOMIC_RELEASE);
 }
 
 /* fgraph.c */
