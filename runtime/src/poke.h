@@ -19,8 +19,12 @@
  *       - every call of a callback (ops->func) is bracketed by ftrt_cb_enter() /
  *         ftrt_cb_exit() on the calling thread (the recursion-guard wrapper is the natural
  *         place; the list function does it once around its walk).
- *  3. ftrt_lock()/ftrt_unlock(): the one mutex that serialises the API (register,
+ *  3. ftrt_lock()/ftrt_unlock(): the one (FIFO) lock that serialises the API (register,
  *     unregister, filters, dlopen hooks) and fork().
+ * poke_sigmask.c also defines pthread_sigmask/sigprocmask/sigaction for the program so that
+ * SIGTRAP is never blocked (a blocked trap kills the process).  FTRT_POKE=procmem|mprotect,
+ * FTRT_SYNC_CORES=membarrier-sync-core|membarrier|signals, FTRT_SYNC_SIGNAL=n and
+ * FTRT_KEEP_SIGTRAP_BLOCKED=1 override the automatic choices.
  *
  * Lock order: ftrt_lock() → internal patch lock.  ftrt_text_poke_batch() and
  * ftrt_synchronize() may be called with or without ftrt_lock() held.
