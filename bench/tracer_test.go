@@ -124,8 +124,7 @@ func TestTracerBenchRuns(t *testing.T) {
 }
 
 // BenchmarkTracer reports, per workload: ns per call plain; disabled/plain ratio; the
-// recording cost per call (traced − plain) of ftkit function and function_graph (also with
-// FTRACE_PREFAULT=0: pages populated on the traced thread), uftrace
+// recording cost per call (traced − plain) of ftkit function and function_graph, uftrace
 // record and XRay FDR; and the ratios function_graph/uftrace and function_graph/XRay.
 func BenchmarkTracer(b *testing.B) {
 	p := trBenchBuild(b, true)
@@ -143,7 +142,6 @@ func BenchmarkTracer(b *testing.B) {
 			off := trMedian(b, reps, trEnvOff, arg(p.ftkit)...)
 			fn := trMedian(b, reps, trEnv("function"), arg(p.ftkit)...)
 			fg := trMedian(b, reps, trEnv("function_graph"), arg(p.ftkit)...)
-			fgSync := trMedian(b, reps, append(trEnv("function_graph"), "FTRACE_PREFAULT=0"), arg(p.ftkit)...)
 			ufDir := b.TempDir()
 			uf := trMedian(b, reps, nil, append([]string{"uftrace", "record", "-d", filepath.Join(ufDir, "uftrace.data")}, arg(p.uftrace)...)...)
 			cplain := trMedian(b, reps, nil, arg(p.clangPlain)...)
@@ -156,7 +154,6 @@ func BenchmarkTracer(b *testing.B) {
 				"disabled/plain":       off.ns / plain.ns,
 				"function_ns/call":     per(fn, plain),
 				"graph_ns/call":        per(fg, plain),
-				"graph_sync_ns/call":   per(fgSync, plain),
 				"uftrace_ns/call":      per(uf, plain),
 				"xray_fdr_ns/call":     per(xr, cplain),
 				"graph/uftrace":        per(fg, plain) / per(uf, plain),
