@@ -5,8 +5,8 @@
  * Each thread has a chunk of the trace file and a staging buffer (see
  * "Staging buffers" below). A thread gets them on its first event (mmap, no
  * malloc: this may run in a signal handler); the global spin lock below is
- * taken only then, never per event. Chunks are fallocate()d so that a full disk makes the
- * allocation fail (events counted as lost) instead of a later SIGBUS.
+ * taken only then, never per event. Chunks are fallocate()d so that a full disk
+ * makes the allocation fail (events counted as lost) instead of later writes.
  *
  * Finalisation (exit, fatal signal, shutdown) uses only async-signal-safe
  * calls: pwrite, rename, clock_gettime, open/read.
@@ -27,7 +27,6 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/futex.h>
 #include <signal.h>
 
 #include "trace_buf.h"
