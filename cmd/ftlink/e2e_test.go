@@ -55,6 +55,7 @@ type e2eConfig struct {
 	localFentry bool   // link testdata/ftlink/fentry.c (67 e8 / local e8 sites)
 	table       string // ftkit (recordmcount), gcc (-mrecord-mcount), mixed (first object gcc)
 	wantDropped int    // entries ftlink must drop (the overridden weak hook in prog/)
+	runtime     bool   // link ftkit's runtime (libftrt.a: defines __fentry__, reads the table at start-up)
 }
 
 func e2eConfigs() []e2eConfig {
@@ -82,6 +83,9 @@ func e2eConfigs() []e2eConfig {
 		{name: "gcc-bfd-relr-local", src: "prog", ldflags: []string{"-Wl,-z,pack-relative-relocs"}, linker: "bfd", localFentry: true, table: "gcc", wantDropped: 1},
 		{name: "gcc-gold-pie", src: "prog", linker: "gold", table: "gcc", wantDropped: 1},
 		{name: "mixed-bfd-pie", src: "prog", linker: "bfd", table: "mixed", wantDropped: 1},
+		{name: "runtime-bfd-pie", src: "prog", linker: "bfd", runtime: true, table: "ftkit", wantDropped: 1},
+		{name: "runtime-lld-nopie", src: "prog", cflags: nopie, ldflags: []string{"-no-pie"}, linker: "lld", runtime: true, table: "ftkit", wantDropped: 1},
+		{name: "runtime-cxx-bfd", src: "cxx", linker: "bfd", runtime: true, table: "ftkit"},
 		{name: "mixed-bfd-nopie-local", src: "prog", cflags: nopie, ldflags: []string{"-no-pie"}, linker: "bfd", localFentry: true, table: "mixed", wantDropped: 1},
 	}
 }
@@ -131,6 +135,9 @@ func TestEndToEnd(t *testing.T) {
 				testenv.Run(t, dir, "gcc", append([]string{"-O2", "-c", "-o", fe, srcDir("fentry.c")}, c.cflags...)...)
 				objs = append(objs, fe)
 			}
+			if c.runtime {
+				objs = append(objs, "-L"+runtimeLib(t), "-lftrt", "-lpthread", "-ldl")
+			}
 			prog := filepath.Join(dir, "prog")
 			testenv.Run(t, dir, cc, append(append([]string{"-o", prog}, ld...), objs...)...)
 			if got := testenv.Run(t, dir, prog); got != want {
@@ -155,7 +162,7 @@ func TestEndToEnd(t *testing.T) {
 			if got := testenv.Run(t, dir, prog); got != want {
 				t.Errorf("after ftlink the program prints %q, want %q", got, want)
 			}
-			if c.localFentry && c.table != "gcc" && !strings.Contains(strings.Join(c.cflags, " "), "-fno-pie") {
+			if (c.localFentry || c.runtime) && c.table != "gcc" && !strings.Contains(strings.Join(c.cflags, " "), "-fno-pie") {
 				requireKind(t, prog, mcountloc.KindCallAddr)
 			}
 
@@ -174,6 +181,19 @@ func TestEndToEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runtimeLib is the directory holding ftkit's runtime library. Under `make test`
+// (FTKIT_BUILD set) it must be there; otherwise the test is skipped when it was not built.
+func runtimeLib(t *testing.T) string {
+	t.Helper()
+	if testenv.BuildDir() == "" {
+		if _, err := os.Stat(filepath.Join(testenv.Root(), "build", "lib", "libftrt.a")); err != nil {
+			t.Skip("runtime not built (make runtime)")
+		}
+	}
+	lib, _ := testenv.Runtime(t)
+	return lib
 }
 
 // requireKind checks that at least one entry has the given call form.
