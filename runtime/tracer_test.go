@@ -799,3 +799,71 @@ func TestTracerLiveControl(t *testing.T) {
 		t.Errorf("final counts %v", c)
 	}
 }
+
+// Real world: Debian's tinyxml2 test program (C++, 463 checks, 3.2M calls) through the real
+// flow passes unchanged under both tracers, and the traces agree: every call the function
+// tracer saw (recorded or counted lost) is an entry of the graph (recorded or counted lost),
+// and every graph entry has its exit.
+func TestTracerTinyXML2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-world build")
+	}
+	testenv.Need(t, "g++")
+	src := testenv.DebianSource(t, "tinyxml2")
+	dir := t.TempDir()
+	testenv.CopyTree(t, src, dir)
+	lib, inc := testenv.Runtime(t)
+	var objs []string
+	for _, f := range []string{"tinyxml2", "xmltest"} {
+		obj := filepath.Join(dir, f+".o")
+		testenv.Run(t, dir, "g++", "-O2", "-g", "-pg", "-mfentry", "-fno-ipa-stack-alignment", "-I", inc,
+			"-c", f+".cpp", "-o", obj)
+		testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+		objs = append(objs, obj)
+	}
+	prog := filepath.Join(dir, "xmltest")
+	testenv.Run(t, dir, "g++", append(objs, "-L"+lib, "-lftrt", "-lpthread", "-ldl", "-o", prog)...)
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), prog)
+
+	plain, pws := trRun(t, dir, prog, nil)
+	if pws.ExitStatus() != 0 || !strings.Contains(plain, "Pass 463, Fail 0") {
+		t.Fatalf("untraced xmltest: %v\n%s", pws, plain)
+	}
+	total := map[string]uint64{}
+	for _, tracer := range []string{"function", "function_graph"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + tracer + ".dat"})
+		if trNoTimes(out) != trNoTimes(plain) || ws != pws {
+			t.Fatalf("%s: output or status changed (%v)", tracer, ws)
+		}
+		tr := trRead(t, filepath.Join(dir, tracer+".dat"))
+		trCheckComplete(t, tr, 1)
+		for _, th := range tr.Threads {
+			if tracer == "function" {
+				total[tracer] += uint64(len(th.Recs)) + th.Lost
+				continue
+			}
+			ent, _, open := trGraph(t, th, trSymbols(t, tr, prog))
+			if open != 0 {
+				t.Errorf("graph: %d frames open at the end", open)
+			}
+			for _, n := range ent {
+				total[tracer] += uint64(n)
+			}
+			total[tracer] += th.Lost + th.LostDepth
+		}
+	}
+	if total["function"] != total["function_graph"] || total["function"] < 1000000 {
+		t.Errorf("calls: function tracer %d, graph %d", total["function"], total["function_graph"])
+	}
+}
+
+// trNoTimes drops xmltest's timing lines ("... milli-seconds").
+func trNoTimes(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasSuffix(l, "milli-seconds") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
