@@ -329,6 +329,7 @@ static volatile int sink;
 __attribute__((noinline)) void leaf(void) { sink++; }
 __attribute__((noinline)) void crash(void) { leaf(); raise(SIGSEGV); }
 __attribute__((noinline)) void quit(void) { leaf(); _exit(7); }
+__attribute__((noinline)) void killme(void) { leaf(); raise(SIGKILL); }
 __attribute__((noinline)) int child(void) { leaf(); leaf(); return 0; }
 int main(int argc, char **argv)
 {
@@ -338,6 +339,8 @@ int main(int argc, char **argv)
 		crash();
 	if (!strcmp(argv[1], "quit"))
 		quit();
+	if (!strcmp(argv[1], "kill"))
+		killme();
 	if (!strcmp(argv[1], "fork")) {
 		int st;
 		pid_t p = fork();
@@ -391,8 +394,25 @@ func TestE2EEndings(t *testing.T) {
 	})
 	t.Run("_exit", func(t *testing.T) {
 		d := t.TempDir()
-		r := testenv.Exec(t, d, ftrace, "record", "--", prog, "quit")
-		if r.Code != 7 || !strings.Contains(r.Stderr, "partial trace in ftrace.dat.") {
+		r := testenv.Exec(t, d, ftrace, "record", "-q", "--", prog, "quit")
+		if r.Code != 7 {
+			t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+		}
+		info := testenv.Run(t, d, ftrace, "info")
+		if !strings.Contains(info, "flags:              complete") || !strings.Contains(info, "written because:    exit") {
+			t.Errorf("info:\n%s", info)
+		}
+		want := "main() {\n  quit() {\n    leaf();\n  } /* quit */ /* unfinished */\n} /* main */ /* unfinished */"
+		if got := graphFunctions(t, d, "ftrace.dat"); got != want {
+			t.Errorf("graph:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("SIGKILL", func(t *testing.T) {
+		// Nothing can finalise: the trace stays a .part file, which reads back (with
+		// the records of full staging buffers only: none for this short run).
+		d := t.TempDir()
+		r := testenv.Exec(t, d, ftrace, "record", "--", prog, "kill")
+		if r.Code != 128+9 || !strings.Contains(r.Stderr, "partial trace in ftrace.dat.") {
 			t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
 		}
 		parts, _ := filepath.Glob(filepath.Join(d, "ftrace.dat.*.part"))
@@ -400,13 +420,11 @@ func TestE2EEndings(t *testing.T) {
 			t.Fatalf("part files %v", parts)
 		}
 		info := testenv.Run(t, d, ftrace, "info", parts[0])
-		if !strings.Contains(info, "written because:    live (not finalised)") {
+		if !strings.Contains(info, "written because:    live (not finalised)") || !strings.Contains(info, "flags:              none") {
 			t.Errorf("info:\n%s", info)
 		}
-		want := "main() {\n  quit() {\n    leaf();\n  } /* quit */ /* unfinished */\n} /* main */ /* unfinished */"
-		if got := graphFunctions(t, d, parts[0]); got != want {
-			t.Errorf("graph:\n%s\nwant:\n%s", got, want)
-		}
+		testenv.Run(t, d, ftrace, "graph", parts[0])
+		testenv.Run(t, d, ftrace, "report", parts[0])
 	})
 	t.Run("fork", func(t *testing.T) {
 		d := t.TempDir()

@@ -69,8 +69,11 @@ func Write(w io.Writer, f *calltree.Forest, o Options) error {
 		if len(t.Calls) > 0 {
 			writeCalls(ew, f, t, o)
 		}
-		if len(t.Roots) > 0 || len(t.Calls) == 0 {
+		if len(t.Roots) > 0 {
 			writeGraph(ew, f, t, o)
+		}
+		if len(t.Roots) == 0 && len(t.Calls) == 0 {
+			ew.printf("# no calls recorded\n")
 		}
 		if t.Lost > 0 || t.LostDepth > 0 || t.Unmatched > 0 {
 			ew.printf("# thread %d: %d events lost, %d frames not recorded (depth), %d returns without entry\n",

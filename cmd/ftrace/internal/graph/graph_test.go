@@ -100,3 +100,15 @@ func TestCXXNames(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+func TestEmptyThread(t *testing.T) {
+	f := tracetest.Forest(t, "thread 9 idle\nlost 3\n")
+	var b bytes.Buffer
+	if err := Write(&b, f, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "# thread 9 (idle)\n# no calls recorded\n# thread 9: 3 events lost, 0 frames not recorded (depth), 0 returns without entry\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
