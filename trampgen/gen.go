@@ -12,9 +12,13 @@ import (
 //	288         return address into the traced function (site + 5)
 //	296         the traced function's own return address (parent ip)
 //
-// The templates are entered by a call placed as the first instruction of a function, where
-// the ABI guarantees %rsp % 16 == 8 before that call, so %rsp % 16 == 0 on entry; the frame
-// size is a multiple of 16, which keeps the stack aligned at the callback call.
+// The templates are entered by a call placed as the first instruction of a function. The
+// ABI says %rsp % 16 == 8 before that call, so %rsp % 16 == 0 on entry, and the frame size is
+// a multiple of 16, which keeps the stack aligned at the callback call. But gcc -O2
+// (-fipa-stack-alignment, on by default) calls a same-file function that needs no aligned
+// stack with %rsp % 16 == 0, so the templates may also be entered with %rsp % 16 == 8: the
+// xmm registers are saved with movups, and callbacks must not rely on an aligned stack
+// (the tracers' callbacks realign it: force_align_arg_pointer).
 const (
 	regsBase  = 0
 	regsBytes = 20 * 8
@@ -60,13 +64,13 @@ func (a *asm) global(names ...string) {
 
 func (a *asm) saveXMM() {
 	for i := 0; i < 8; i++ {
-		a.l("movaps %%xmm%d, %d(%%rsp)", i, xmmBase+16*i)
+		a.l("movups %%xmm%d, %d(%%rsp)", i, xmmBase+16*i) // rsp may be 8 mod 16
 	}
 }
 
 func (a *asm) restoreXMM() {
 	for i := 0; i < 8; i++ {
-		a.l("movaps %d(%%rsp), %%xmm%d", xmmBase+16*i, i)
+		a.l("movups %d(%%rsp), %%xmm%d", xmmBase+16*i, i)
 	}
 }
 

@@ -16,14 +16,14 @@
 	.type ftrace_caller, @function
 ftrace_caller:
 	subq $288, %rsp
-	movaps %xmm0, 160(%rsp)
-	movaps %xmm1, 176(%rsp)
-	movaps %xmm2, 192(%rsp)
-	movaps %xmm3, 208(%rsp)
-	movaps %xmm4, 224(%rsp)
-	movaps %xmm5, 240(%rsp)
-	movaps %xmm6, 256(%rsp)
-	movaps %xmm7, 272(%rsp)
+	movups %xmm0, 160(%rsp)
+	movups %xmm1, 176(%rsp)
+	movups %xmm2, 192(%rsp)
+	movups %xmm3, 208(%rsp)
+	movups %xmm4, 224(%rsp)
+	movups %xmm5, 240(%rsp)
+	movups %xmm6, 256(%rsp)
+	movups %xmm7, 272(%rsp)
 	movq %rdi, 112(%rsp)
 	movq %rsi, 104(%rsp)
 	movq %rdx, 96(%rsp)
@@ -46,14 +46,14 @@ ftrace_caller_op_ptr:
 ftrace_call:
 	call ftrace_stub
 	decl %fs:ftrt_cb_depth@tpoff
-	movaps 160(%rsp), %xmm0
-	movaps 176(%rsp), %xmm1
-	movaps 192(%rsp), %xmm2
-	movaps 208(%rsp), %xmm3
-	movaps 224(%rsp), %xmm4
-	movaps 240(%rsp), %xmm5
-	movaps 256(%rsp), %xmm6
-	movaps 272(%rsp), %xmm7
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
 	movq 112(%rsp), %rdi
 	movq 104(%rsp), %rsi
 	movq 96(%rsp), %rdx
@@ -72,14 +72,14 @@ ftrace_regs_caller:
 	leaq -288(%rsp), %rsp
 	pushfq
 	popq 152(%rsp)
-	movaps %xmm0, 160(%rsp)
-	movaps %xmm1, 176(%rsp)
-	movaps %xmm2, 192(%rsp)
-	movaps %xmm3, 208(%rsp)
-	movaps %xmm4, 224(%rsp)
-	movaps %xmm5, 240(%rsp)
-	movaps %xmm6, 256(%rsp)
-	movaps %xmm7, 272(%rsp)
+	movups %xmm0, 160(%rsp)
+	movups %xmm1, 176(%rsp)
+	movups %xmm2, 192(%rsp)
+	movups %xmm3, 208(%rsp)
+	movups %xmm4, 224(%rsp)
+	movups %xmm5, 240(%rsp)
+	movups %xmm6, 256(%rsp)
+	movups %xmm7, 272(%rsp)
 	movq %rdi, 112(%rsp)
 	movq %rsi, 104(%rsp)
 	movq %rdx, 96(%rsp)
@@ -111,14 +111,14 @@ ftrace_regs_call:
 	decl %fs:ftrt_cb_depth@tpoff
 	movq 120(%rsp), %rax
 	movq %rax, 288(%rsp)
-	movaps 160(%rsp), %xmm0
-	movaps 176(%rsp), %xmm1
-	movaps 192(%rsp), %xmm2
-	movaps 208(%rsp), %xmm3
-	movaps 224(%rsp), %xmm4
-	movaps 240(%rsp), %xmm5
-	movaps 256(%rsp), %xmm6
-	movaps 272(%rsp), %xmm7
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
 	movq 112(%rsp), %rdi
 	movq 104(%rsp), %rsi
 	movq 96(%rsp), %rdx
