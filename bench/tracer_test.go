@@ -23,8 +23,8 @@ type trBenchProgs struct {
 	plain, ftkit, uftrace, clangPlain, xray string
 }
 
-// gcc flags of every gcc build (see runtime/tracer_test.go for -fno-ipa-stack-alignment).
-var trGCC = []string{"-O2", "-fno-ipa-stack-alignment"}
+// gcc flags of every gcc build.
+var trGCC = []string{"-O2"}
 
 func trBenchBuild(t testing.TB, withOthers bool) trBenchProgs {
 	t.Helper()

@@ -107,10 +107,7 @@ func trBuild(t *testing.T, dir, src string) string {
 	name := strings.TrimSuffix(src, filepath.Ext(src))
 	obj := filepath.Join(dir, name+".o")
 	prog := filepath.Join(dir, name)
-	// -fno-ipa-stack-alignment: gcc -O2 calls same-file leaf functions with an 8-mod-16
-	// stack, and the core's trampolines (trampgen) still assume 16-byte alignment at the
-	// site (movaps): they fault. Remove once trampgen realigns (reported to the core).
-	testenv.Run(t, dir, cc, "-O2", "-g", "-pg", "-mfentry", "-fno-ipa-stack-alignment", "-I", inc, "-c",
+	testenv.Run(t, dir, cc, "-O2", "-g", "-pg", "-mfentry", "-I", inc, "-c",
 		filepath.Join(root, "tests", src), "-o", obj)
 	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
 	testenv.Run(t, dir, cc, obj, "-L"+lib, "-lftrt", "-lpthread", "-ldl", "-o", prog)
@@ -816,7 +813,7 @@ func TestTracerTinyXML2(t *testing.T) {
 	var objs []string
 	for _, f := range []string{"tinyxml2", "xmltest"} {
 		obj := filepath.Join(dir, f+".o")
-		testenv.Run(t, dir, "g++", "-O2", "-g", "-pg", "-mfentry", "-fno-ipa-stack-alignment", "-I", inc,
+		testenv.Run(t, dir, "g++", "-O2", "-g", "-pg", "-mfentry", "-I", inc,
 			"-c", f+".cpp", "-o", obj)
 		testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
 		objs = append(objs, obj)

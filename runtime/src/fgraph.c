@@ -172,7 +172,7 @@ static inline int call_entryfunc(struct ft_thread *t, struct fgraph_ops *gops,
 	return r;
 }
 
-static void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+static FT_CALLBACK void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 			 struct ftrace_regs *fregs)
 {
 	struct fgraph_ops *gops = op->private;

@@ -47,7 +47,7 @@ static inline struct ft_thread *thread_buf(void)
 	return ft_thread_buf();
 }
 
-static void trace_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+static FT_CALLBACK void trace_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 		       struct ftrace_regs *fregs)
 {
 	struct ft_thread *t = thread_buf();

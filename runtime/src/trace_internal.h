@@ -17,6 +17,12 @@
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 #define barrier()	__asm__ volatile("" ::: "memory")
+/*
+ * ftrace_ops callbacks may be entered with %rsp % 16 == 8 (gcc's
+ * -fipa-stack-alignment calls some functions with a stack that is not
+ * 16-byte aligned, and __fentry__ comes first): realign.
+ */
+#define FT_CALLBACK	__attribute__((force_align_arg_pointer))
 
 /* One shadow-stack frame. */
 struct fgraph_frame {
