@@ -40,12 +40,28 @@ typedef void *(*cxa_begin_catch_t)(void *);
 typedef void (*pthread_exit_t)(void *);
 typedef int (*backtrace_t)(void **, int);
 
+/* Resolved at start-up when present (a throw under memory pressure must not need dlsym). */
+static cxa_throw_t real_cxa_throw;
+static cxa_rethrow_t real_cxa_rethrow;
+static cxa_begin_catch_t real_cxa_begin_catch;
+static pthread_exit_t real_pthread_exit;
+static backtrace_t real_backtrace;
+
+__attribute__((constructor)) static void interpose_init(void)
+{
+	real_cxa_throw = (cxa_throw_t)dlsym(RTLD_NEXT, "__cxa_throw");
+	real_cxa_rethrow = (cxa_rethrow_t)dlsym(RTLD_NEXT, "__cxa_rethrow");
+	real_cxa_begin_catch = (cxa_begin_catch_t)dlsym(RTLD_NEXT, "__cxa_begin_catch");
+	real_pthread_exit = (pthread_exit_t)dlsym(RTLD_NEXT, "pthread_exit");
+	real_backtrace = (backtrace_t)dlsym(RTLD_NEXT, "backtrace");
+}
+
 void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 {
-	static cxa_throw_t real;
+	cxa_throw_t real = real_cxa_throw;
 
 	if (!real)
-		real = (cxa_throw_t)next_sym("__cxa_throw");
+		real = real_cxa_throw = (cxa_throw_t)next_sym("__cxa_throw");
 	if (ft_cur.depth)
 		fgraph_unhook_all();
 	real(obj, tinfo, dest);
@@ -54,10 +70,10 @@ void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 
 void __cxa_rethrow(void)
 {
-	static cxa_rethrow_t real;
+	cxa_rethrow_t real = real_cxa_rethrow;
 
 	if (!real)
-		real = (cxa_rethrow_t)next_sym("__cxa_rethrow");
+		real = real_cxa_rethrow = (cxa_rethrow_t)next_sym("__cxa_rethrow");
 	if (ft_cur.depth)
 		fgraph_unhook_all();
 	real();
@@ -66,10 +82,10 @@ void __cxa_rethrow(void)
 
 void *__cxa_begin_catch(void *exc)
 {
-	static cxa_begin_catch_t real;
+	cxa_begin_catch_t real = real_cxa_begin_catch;
 
 	if (!real)
-		real = (cxa_begin_catch_t)next_sym("__cxa_begin_catch");
+		real = real_cxa_begin_catch = (cxa_begin_catch_t)next_sym("__cxa_begin_catch");
 	if (ft_cur.depth)
 		fgraph_rehook_live((unsigned long)__builtin_dwarf_cfa());
 	return real(exc);
@@ -77,10 +93,10 @@ void *__cxa_begin_catch(void *exc)
 
 void pthread_exit(void *ret)
 {
-	static pthread_exit_t real;
+	pthread_exit_t real = real_pthread_exit;
 
 	if (!real)
-		real = (pthread_exit_t)next_sym("pthread_exit");
+		real = real_pthread_exit = (pthread_exit_t)next_sym("pthread_exit");
 	if (ft_cur.depth)
 		fgraph_unwind_all();
 	real(ret);
