@@ -411,6 +411,28 @@ func TestTracerFunctionFib(t *testing.T) {
 	}
 }
 
+func TestTracerMapsDlopen(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_dlopen.c")
+	out, _ := trRun(t, dir, prog, []string{"FTRACE_TRACER=function"})
+	if out != "loaded=1\n" {
+		t.Fatalf("output %q", out)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	var late []string
+	for _, m := range tr.Maps {
+		if m.Flags&4 != 0 {
+			late = append(late, filepath.Base(m.Path))
+		}
+		if m.Flags&2 == 0 && (len(m.BuildID) == 0 || !filepath.IsAbs(m.Path)) {
+			t.Errorf("map entry %+v: no build-id or relative path", m)
+		}
+	}
+	if len(late) != 1 || !(strings.HasPrefix(late[0], "libz.so") || strings.HasPrefix(late[0], "libm.so")) {
+		t.Errorf("objects loaded after start-up: %v", late)
+	}
+}
+
 func TestTracerGraphFib(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_fib.c")
