@@ -886,3 +886,32 @@ func trNoTimes(s string) string {
 	}
 	return b.String()
 }
+
+// Switching tracers (function_graph, function, off) 200 times while three threads run traced
+// calls: no crash, the threads compute what they would untraced, every switch succeeds.
+func TestTracerToggleUnderThreads(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_toggle.c")
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=nop", "FTRACE_CONTROL=0"}, "200")
+	if out != "ok=1 errors=0\n" || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v", out, ws)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	trCheckComplete(t, tr, 1)
+	var funcs, entries, exits int
+	for _, th := range tr.Threads {
+		for _, r := range th.Recs {
+			switch r.Type {
+			case 1:
+				funcs++
+			case 2:
+				entries++
+			case 3:
+				exits++
+			}
+		}
+	}
+	if funcs == 0 || entries == 0 || exits > entries {
+		t.Errorf("records: %d function, %d entries, %d exits", funcs, entries, exits)
+	}
+}
