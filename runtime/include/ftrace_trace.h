@@ -13,6 +13,14 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#ifdef __cplusplus
+}
+#endif
+
+#endif
+
 enum ftrace_tracer {
 	FTRACE_TRACER_NOP = 0,
 	FTRACE_TRACER_FUNCTION = 1,
@@ -42,5 +50,9 @@ int ftrace_trace_enable(int on);
 int ftrace_trace_snapshot(const char *path, char *out, size_t outlen);
 /* Stop tracing and finalise the trace file now. */
 int ftrace_trace_finish(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
