@@ -222,9 +222,11 @@ func TestE2ECallTree(t *testing.T) {
 			t.Errorf("%s: %d calls, want %d (all: %v)", k, calls[k], v, calls)
 		}
 	}
-	// Per thread: the worker thread has 1 call of b.
+	// Per thread: each thread has 1 call of b, and 4 and 3 of leaf.
 	out = testenv.Run(t, dir, ftrace, "report", "--per-thread", "--sort", "name")
-	if !regexp.MustCompile(`(?m)^ +\d+ +1 .* b$`).MatchString(out) {
+	if len(regexp.MustCompile(`(?m)^ +\d+ +1 .*  b \[tree\.c:6\]$`).FindAllString(out, -1)) != 2 ||
+		!regexp.MustCompile(`(?m)^ +\d+ +4 .*  leaf \[tree\.c:4\]$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^ +\d+ +3 .*  leaf \[tree\.c:4\]$`).MatchString(out) {
 		t.Errorf("per-thread report:\n%s", out)
 	}
 }

@@ -30,6 +30,19 @@ func TestValidateRejects(t *testing.T) {
 	}
 }
 
+// Float rounding of ts+dur must not break nesting: a sibling starting where the previous
+// one ended (3686.954 + 0.141 = 3687.0950000000003).
+func TestValidateRounding(t *testing.T) {
+	doc := `{"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"x"}},
+{"name":"p","ph":"X","pid":1,"tid":1,"ts":3686.9,"dur":1},
+{"name":"a","ph":"X","pid":1,"tid":1,"ts":3686.954,"dur":0.141},
+{"name":"b","ph":"X","pid":1,"tid":1,"ts":3687.095,"dur":0.08},
+{"name":"z","ph":"X","pid":1,"tid":1,"ts":3687.175,"dur":0}]}`
+	if _, err := Validate([]byte(doc)); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestWriteGraph(t *testing.T) {
 	f := tracetest.Forest(t, tracetest.Sample)
 	var b bytes.Buffer

@@ -76,10 +76,13 @@ func Validate(data []byte) (map[string]int, error) {
 			}
 			used[tid] = true
 			st := open[tid]
-			for len(st) > 0 && (ts > st[len(st)-1].end || (ts == st[len(st)-1].end && dur > 0)) {
+			// Times are µs with ns resolution: compare with a tolerance far below that
+			// to absorb float rounding of ts+dur.
+			const eps = 1e-4
+			for len(st) > 0 && ts+eps >= st[len(st)-1].end && (dur > 0 || ts > st[len(st)-1].end+eps) {
 				st = st[:len(st)-1]
 			}
-			if len(st) > 0 && (ts < st[len(st)-1].start || ts+dur > st[len(st)-1].end+1e-6) {
+			if len(st) > 0 && (ts < st[len(st)-1].start-eps || ts+dur > st[len(st)-1].end+eps) {
 				return nil, fmt.Errorf("event %v is not inside its enclosing event [%v, %v]", e, st[len(st)-1].start, st[len(st)-1].end)
 			}
 			open[tid] = append(st, span{ts, ts + dur})
