@@ -163,7 +163,7 @@ func writeGraph(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options
 		return true
 	}
 	if !walk(t.Roots) {
-		ew.printf("# ... output limited to %d lines (thread %d has %d calls)\n", o.Limit, t.TID, t.Nodes)
+		ew.printf("# ... output limited to %d lines (thread %d made %d calls in all)\n", o.Limit, t.TID, t.Nodes)
 	}
 }
 

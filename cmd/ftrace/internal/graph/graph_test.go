@@ -36,7 +36,7 @@ func TestWrite(t *testing.T) {
    100)                |  main() {
    100)       0.400 us |    foo();
    100)       0.050 us |    bar();
-# ... output limited to 3 lines (thread 100 has 4 calls)
+# ... output limited to 3 lines (thread 100 made 4 calls in all)
 `},
 		{"unwound, lost, time", Options{TIDs: []int{102}, Time: true}, `# thread 102 (late)
 #   TIME (us)     TID       DURATION |  FUNCTION CALLS
