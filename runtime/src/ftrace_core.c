@@ -1073,6 +1073,16 @@ static int rescan(void)
 	/* Drop objects that are gone (their code is unmapped: nothing to unpatch). */
 	for (pp = &objects; (o = *pp);) {
 		if (!o->seen) {
+			for (j = 0; j < o->nrecs; j++) {
+				struct ftrace_ops *op;
+
+				if (!(o->recs[j].flags & REC_COUNT_MASK))
+					continue;
+				for (op = atomic_load(&ops_list); op; op = op->next)
+					if (!(op->flags & FL_REMOVING) && op->nr_sites &&
+					    ops_match(op, o->recs[j].ip))
+						op->nr_sites--;
+			}
 			*pp = o->next;
 			object_free(o);
 		} else {

@@ -37,6 +37,7 @@ int main(void)
 {
 	struct ftrace_func_info fi;
 	struct ftrace_ops *dyn;
+	struct ftrace_stats st0, st;
 	volatile int sink = 0;
 
 	CHECK_EQ(ftrace_lookup_function((unsigned long)func1, &fi), 0);
@@ -45,6 +46,7 @@ int main(void)
 	CHECK_EQ(ftrace_lookup_function((unsigned long)func2, &fi), 0);
 	func2_site = fi.ip;
 	CHECK(is_nop(func1) && is_nop(func2) && is_nop(other));
+	ftrace_get_stats(&st0);
 
 	CHECK_EQ(ftrace_set_filter(&probe1, "func1", 5, 1), 0);
 	CHECK_EQ(ftrace_set_filter(&probe2, "func2", 5, 1), 0);
@@ -54,6 +56,8 @@ int main(void)
 	CHECK_EQ(register_ftrace_function(&probe1), 0);
 	CHECK_EQ(register_ftrace_function(&probe1), -EBUSY);
 	CHECK(calls_tramp_of(func1, &probe1));
+	ftrace_get_stats(&st);
+	CHECK_EQ(st.nr_trampolines, st0.nr_trampolines + 1);
 	CHECK(is_nop(func2) && is_nop(other));
 	sink += func1(1);
 	COUNTS(1, 0, 0, 0, 0);
@@ -133,6 +137,9 @@ int main(void)
 	sink += func2(1);
 	COUNTS(6, 6, 9, 12, 6);
 	CHECK(is_nop(func1) && is_nop(func2) && is_nop(other));
+	/* Every ops' trampolines were freed; the shared caller stays. */
+	ftrace_get_stats(&st);
+	CHECK_EQ(st.nr_trampolines, st0.nr_trampolines + 1);
 
 	/* Register again: filters survived unregistering. */
 	CHECK_EQ(register_ftrace_function(&probe3), 0);
