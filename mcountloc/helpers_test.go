@@ -95,8 +95,8 @@ func gccSites(t testing.TB, data []byte) siteMap {
 			m[sec] = append(m[sec], sym.Value+uint64(r.Addend))
 		}
 	}
-	if !found {
-		t.Fatal("gcc object has no .rela__mcount_loc")
+	if !found && f.Section("__mcount_loc") != nil {
+		t.Fatal("gcc object has __mcount_loc without .rela__mcount_loc")
 	}
 	for _, v := range m {
 		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
