@@ -6,6 +6,7 @@ package mcountloc
 import (
 	"bytes"
 	"cmp"
+	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -22,6 +23,13 @@ var (
 	ErrNoTable     = errors.New("no __mcount_loc table")
 	ErrMachine     = errors.New("unsupported machine")
 	ErrBadFile     = errors.New("malformed file")
+	// ErrOutsideText: the table has entries but none is a call site of the hook, and
+	// some are plainly wrong (outside the code, malformed, not a call to the hook): the
+	// table is corrupt or not a call-site table at all.
+	ErrOutsideText = errors.New("table pointing outside text")
+	// ErrNoFunction is wrapped in LinkedSite.Err for a site no function symbol covers
+	// (code of an overridden weak function, or of a discarded copy): a legitimate drop.
+	ErrNoFunction = errors.New("not inside any function")
 )
 
 // SlotFormat says how a table slot was written.
@@ -53,8 +61,11 @@ type LinkedSite struct {
 	Nop    bool       // the site already holds the ftkit nop of its length
 	Func   string     // raw (mangled) name of the function holding the site, or ""
 	FuncAt uint64     // address of that function
-	Dup    bool       // an earlier slot already records this site
-	Err    error      // why the entry is bad (dropped, never patched); nil when good
+	// Near is, for a site no symbol or DWARF subprogram names, the nearest preceding
+	// function symbol and the offset from it ("frame_dummy+0x50"), or "".
+	Near string
+	Dup  bool  // an earlier slot already records this site
+	Err  error // why the entry is bad (dropped, never patched); nil when good
 }
 
 // Good reports whether the site is verified and kept (not bad and not a duplicate).
@@ -70,7 +81,9 @@ type Linked struct {
 	TableAddr uint64 // sh_addr of __mcount_loc
 	TableOff  uint64 // file offset of __mcount_loc
 	TableSize uint64
-	// Processed reports a table already rewritten by ftlink (first slot has MagicLinked).
+	// Processed reports a table already rewritten by ftlink: its first non-empty slot has
+	// MagicLinked, or it has no entry at all and no dynamic relocation targets it (what
+	// ftlink leaves when it drops every entry; nothing to verify or patch either way).
 	Processed bool
 	// Stripped reports a file without .symtab (names come from .dynsym, if any).
 	Stripped bool
@@ -87,9 +100,11 @@ type Linked struct {
 	relrSize uint64
 	dynsyms  []elf.Symbol
 
-	fentry map[uint64]bool // addresses of locally defined __fentry__/mcount/_mcount
-	funcs  []funcSym       // function symbols sorted by address
-	plt    map[uint64]int8 // memo: is a call target a PLT stub for fentry (1) or not (-1)
+	fentry    map[uint64]bool // addresses of locally defined __fentry__/mcount/_mcount
+	funcs     []funcSym       // function symbols sorted by address
+	dwarf     []funcSym       // DWARF subprograms sorted by address (loaded on first use)
+	dwarfRead bool
+	plt       map[uint64]int8 // memo: is a call target a PLT stub for fentry (1) or not (-1)
 
 	// Sites are the non-empty slots in table order; filled by OpenLinked.
 	Sites []LinkedSite
@@ -195,7 +210,43 @@ func OpenLinked(data []byte, progress func(done, total int)) (l *Linked, err err
 	}
 	l.readSymbols()
 	l.readSlots(progress)
+	if err := l.checkTable(); err != nil {
+		return nil, err
+	}
 	return l, nil
+}
+
+// checkTable refuses a table none of whose entries is a call site of the hook when some
+// entries are plainly wrong (outside the executable sections, malformed, at code that is
+// not a call to the hook): that is a corrupt table, or not a call-site table, and nothing
+// in it can be trusted. Entries dropped for a legitimate reason (duplicates, code of
+// overridden weak functions or discarded copies) never fail the file, and neither do a
+// few wrong entries next to verified ones: those are reported and dropped.
+func (l *Linked) checkTable() error {
+	var wrong, outside int
+	first := -1
+	for i := range l.Sites {
+		s := &l.Sites[i]
+		if s.Good() {
+			return nil
+		}
+		if s.Err == nil || errors.Is(s.Err, ErrNoFunction) {
+			continue
+		}
+		wrong++
+		if _, ok := l.code(s.Addr); !ok {
+			outside++
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	if wrong == 0 {
+		return nil
+	}
+	s := &l.Sites[first]
+	return fmt.Errorf("%w: none of the %d entries of %s is a call to __fentry__/mcount, %d point outside the executable sections (first bad: slot %d: %v)",
+		ErrOutsideText, len(l.Sites), TableSection, outside, s.Slot, s.Err)
 }
 
 // fileOff maps [addr, addr+n) to a file offset inside one PT_LOAD's file image.
@@ -407,13 +458,90 @@ func (l *Linked) FuncAt(addr uint64) (string, uint64, bool) {
 	return "", 0, false
 }
 
-// after names the function symbol ending before addr, for messages.
-func (l *Linked) after(addr uint64) string {
+// near names the nearest function symbol at or before addr and the offset from it
+// ("frame_dummy+0x50"), or "" when there is none.
+func (l *Linked) near(addr uint64) string {
 	i := sort.Search(len(l.funcs), func(i int) bool { return l.funcs[i].addr > addr }) - 1
 	if i < 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (after %s, which ends at %#x)", l.funcs[i].name, l.funcs[i].addr+l.funcs[i].size)
+	return fmt.Sprintf("%s+%#x", l.funcs[i].name, addr-l.funcs[i].addr)
+}
+
+// dwarfFuncAt names the DWARF subprogram whose code holds addr: the name an overridden
+// weak function (or a discarded copy) had, after its symbol went away. The debug info is
+// read on first use only (most files never need it).
+func (l *Linked) dwarfFuncAt(addr uint64) (string, uint64, bool) {
+	if !l.dwarfRead {
+		l.dwarfRead = true
+		l.dwarf = readDwarfFuncs(l.f)
+	}
+	i := sort.Search(len(l.dwarf), func(i int) bool { return l.dwarf[i].addr > addr }) - 1
+	// Ranges hardly ever nest; look back a little in case one does.
+	for k := i; k >= 0 && k > i-16; k-- {
+		if s := l.dwarf[k]; addr-s.addr < s.size {
+			return s.name, s.addr, true
+		}
+	}
+	return "", 0, false
+}
+
+// readDwarfFuncs lists the address ranges of every DW_TAG_subprogram with code, named by
+// DW_AT_linkage_name or DW_AT_name (through DW_AT_specification / DW_AT_abstract_origin
+// when the definition refers to a declaration). Nil without usable DWARF.
+func readDwarfFuncs(f *elf.File) []funcSym {
+	d, err := f.DWARF()
+	if err != nil {
+		return nil
+	}
+	ref := d.Reader()
+	var nameOf func(e *dwarf.Entry, depth int) string
+	nameOf = func(e *dwarf.Entry, depth int) string {
+		if n, ok := e.Val(dwarf.AttrLinkageName).(string); ok {
+			return n
+		}
+		if n, ok := e.Val(dwarf.AttrName).(string); ok {
+			return n
+		}
+		if depth > 4 {
+			return ""
+		}
+		for _, a := range []dwarf.Attr{dwarf.AttrSpecification, dwarf.AttrAbstractOrigin} {
+			if off, ok := e.Val(a).(dwarf.Offset); ok {
+				ref.Seek(off)
+				if o, err := ref.Next(); err == nil && o != nil {
+					return nameOf(o, depth+1)
+				}
+			}
+		}
+		return ""
+	}
+	var out []funcSym
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag != dwarf.TagSubprogram {
+			continue
+		}
+		rs, err := d.Ranges(e)
+		if err != nil || len(rs) == 0 {
+			continue
+		}
+		name := nameOf(e, 0)
+		if name == "" {
+			continue
+		}
+		for _, rg := range rs {
+			if rg[1] > rg[0] {
+				out = append(out, funcSym{addr: rg[0], size: rg[1] - rg[0], name: name})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b funcSym) int { return cmp.Compare(a.addr, b.addr) })
+	return out
 }
 
 // code returns the bytes from addr to the end of the executable section holding it.
@@ -461,6 +589,9 @@ func (l *Linked) readSlots(progress func(done, total int)) {
 			s.Func, s.FuncAt, _ = l.FuncAt(s.Addr)
 		}
 		l.Sites = append(l.Sites, s)
+	}
+	if first && n > 0 && l.tableRelocs() == 0 {
+		l.Processed = true // an empty table: see Linked.Processed
 	}
 	if progress != nil {
 		progress(n, n)
@@ -510,7 +641,15 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 	if !l.Stripped {
 		name, at, ok := l.FuncAt(s.Addr)
 		if !ok {
-			s.Err = fmt.Errorf("site %#x is not inside any function%s (code of an overridden weak function, or discarded code)", s.Addr, l.after(s.Addr))
+			// The symbol is gone (overridden weak function, discarded copy); the debug
+			// info may still name the code, else say where it lies.
+			if name, at, ok := l.dwarfFuncAt(s.Addr); ok {
+				s.Func, s.FuncAt = name, at
+				s.Err = fmt.Errorf("site %#x is %w symbol: it is the code of %s (named by DWARF), an overridden weak function or a discarded copy", s.Addr, ErrNoFunction, name)
+				return
+			}
+			s.Near = l.near(s.Addr)
+			s.Err = fmt.Errorf("site %#x is %w symbol (code of an overridden weak function, or discarded code)", s.Addr, ErrNoFunction)
 			return
 		}
 		s.Func, s.FuncAt = name, at

@@ -12,7 +12,7 @@ import (
 // FuzzLinked feeds the linked-file reader, the site checker and the rewriter with mutated
 // linked binaries. The binaries are real ones built here (the crafted table as PIE and
 // ET_EXEC, a gcc-style relocated table with RELA and RELR, a C program built with
-// -pg -mfentry -mrecord-mcount); the fuzzer picks one, overwrites its table with table
+// -pg -mfentry -mrecord-mcount, one with DWARF and an overridden weak function); the fuzzer picks one, overwrites its table with table
 // (when not empty) and patches the bytes at patchOff. Inputs stay small, so mutation and
 // minimisation are fast. Without gcc only raw inputs are tried.
 func FuzzLinked(f *testing.F) {
@@ -34,6 +34,19 @@ func FuzzLinked(f *testing.F) {
 			f.Fatalf("gcc: %v\n%s", err, out)
 		}
 		paths = append(paths, prog)
+		// An overridden weak function with DWARF: its site is named from the debug info.
+		wa, wb := filepath.Join(dir, "wa.c"), filepath.Join(dir, "wb.c")
+		if err := os.WriteFile(wa, []byte("int __attribute__((weak)) hook(int x){return x+100;}\n"), 0o644); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(wb, []byte("int hook(int x){return x*2;}\nint main(void){return hook(0);}\n"), 0o644); err != nil {
+			f.Fatal(err)
+		}
+		weak := filepath.Join(dir, "weak")
+		if out, err := exec.Command("gcc", "-O2", "-g", "-pg", "-mfentry", "-mrecord-mcount", "-o", weak, wa, wb).CombinedOutput(); err != nil {
+			f.Fatalf("gcc: %v\n%s", err, out)
+		}
+		paths = append(paths, weak)
 		for _, p := range paths {
 			b, err := os.ReadFile(p)
 			if err != nil {

@@ -399,3 +399,126 @@ func TestOpenLinkedErrors(t *testing.T) {
 		}
 	}
 }
+
+// outsideAsm's table has no call site at all: entries into data, far outside the image,
+// at a non-call instruction, and a malformed one.
+const outsideAsm = `
+	.text
+	.globl main
+	.type main,@function
+main:
+	xor %eax,%eax
+	ret
+	.size main,.-main
+	.data
+val:	.quad 1
+	.section __mcount_loc,"a",@progbits
+	.p2align 3
+	.long val-.		# into .data
+	.byte 5,1
+	.short 0xF7CA
+	.quad 0x12345678	# absolute address outside the image
+	.long main-.		# xor, not a call
+	.byte 5,1
+	.short 0xF7CA
+	.quad 0xffffffffffffffff	# garbage
+`
+
+// deadOnlyAsm's table records only code no function symbol covers (what an overridden
+// weak function leaves): every entry is dropped, legitimately.
+const deadOnlyAsm = `
+	.text
+	.globl main
+	.type main,@function
+main:
+	xor %eax,%eax
+	ret
+	.size main,.-main
+.Ldead:
+	call *__fentry__@GOTPCREL(%rip)
+	ret
+	.section __mcount_loc,"a",@progbits
+	.p2align 3
+	.long .Ldead-.
+	.byte 6,2
+	.short 0xF7CA
+	.long .Ldead-.
+	.byte 6,2
+	.short 0xF7CA
+`
+
+func TestLinkedOutsideText(t *testing.T) {
+	needTools(t, "gcc")
+	dir := t.TempDir()
+	for _, mode := range []string{"-pie", "-no-pie"} {
+		prog := gccBuild(t, dir, "outside"+mode, outsideAsm, mode)
+		data, err := os.ReadFile(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = OpenLinked(data, nil)
+		if !errors.Is(err, ErrOutsideText) {
+			t.Fatalf("%s: error %v, want %v", mode, err, ErrOutsideText)
+		}
+		if !strings.Contains(err.Error(), "none of the 4 entries") || !strings.Contains(err.Error(), "3 point outside the executable sections") {
+			t.Errorf("%s: error %q does not count the entries", mode, err)
+		}
+	}
+	// The same wrong entries next to verified ones are dropped, not a file error.
+	if _, err := OpenLinked(mustRead(t, gccBuild(t, dir, "crafted", craftedAsm)), nil); err != nil {
+		t.Errorf("crafted table with good entries: %v", err)
+	}
+}
+
+// TestLinkedAllDropped: a table whose every entry is legitimately dropped is no error;
+// ftlink empties it, and the empty table is recognised as processed, so that a second run
+// changes nothing and --check accepts it.
+func TestLinkedAllDropped(t *testing.T) {
+	needTools(t, "gcc")
+	dir := t.TempDir()
+	prog := gccBuild(t, dir, "dead", deadOnlyAsm)
+	mustRun(t, prog)
+	l, data := openFile(t, prog)
+	if l.Processed {
+		t.Error("fresh table reported as processed")
+	}
+	if bad, dups := l.Problems(); bad != 2 || dups != 0 || len(l.Sites) != 2 || !errors.Is(l.Sites[0].Err, ErrNoFunction) {
+		t.Fatalf("sites %+v; want 2 entries of dead code", l.Sites)
+	}
+	if l.Sites[0].Near != "main+0x3" {
+		t.Errorf("nearest symbol %q, want main+0x3", l.Sites[0].Near)
+	}
+	out, err := l.Rewrite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(out, data) {
+		t.Fatal("Rewrite left the table as it was")
+	}
+	if !bytes.Equal(out[l.TableOff:l.TableOff+l.TableSize], make([]byte, l.TableSize)) {
+		t.Errorf("table not emptied: % x", out[l.TableOff:l.TableOff+l.TableSize])
+	}
+	l2, err := OpenLinked(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l2.Processed || len(l2.Sites) != 0 {
+		t.Errorf("emptied table: processed %v, %d sites; want processed, none", l2.Processed, len(l2.Sites))
+	}
+	if p := l2.CheckProcessed(); len(p) != 0 {
+		t.Errorf("CheckProcessed on the emptied table: %v", p)
+	}
+	again, err := l2.Rewrite()
+	if err != nil || !bytes.Equal(again, out) {
+		t.Errorf("second rewrite changed the file (err %v)", err)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -32,7 +32,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "check", Usage: "verify without writing; exit 1 if anything is wrong"},
-			&cli.BoolFlag{Name: "list", Usage: "print every site (address, length, state, function, file:line) without writing"},
+			&cli.BoolFlag{Name: "list", Usage: "print every site (address, length, state, function, file:line) without writing; exit 1 if an entry is bad or duplicated"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON (implies listing the sites)"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print a summary line per file"},
 		},
@@ -146,7 +146,7 @@ func processFile(path string, o opts) (*fileReport, error) {
 	rep.Good = len(l.Sites) - rep.Bad - rep.Dups
 	for _, s := range l.Sites {
 		if s.Err != nil {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("dropped entry %d for %s: %v", s.Slot, funcName(s.Func, s.Addr), s.Err))
+			rep.Problems = append(rep.Problems, fmt.Sprintf("dropped entry %d for %s: %v", s.Slot, funcName(s), s.Err))
 		}
 	}
 	if rep.Dups > 0 {
@@ -210,11 +210,16 @@ func processFile(path string, o opts) (*fileReport, error) {
 	return rep, nil
 }
 
-func funcName(name string, addr uint64) string {
-	if name == "" {
-		return fmt.Sprintf("%#x", addr)
+// funcName names a site's function for messages: the (demangled) name, else the nearest
+// symbol and offset, else the address.
+func funcName(s mcountloc.LinkedSite) string {
+	switch {
+	case s.Func != "":
+		return demangle.Filter(s.Func)
+	case s.Near != "":
+		return fmt.Sprintf("%#x (%s)", s.Addr, demangle.Filter(s.Near))
 	}
-	return demangle.Filter(name)
+	return fmt.Sprintf("%#x", s.Addr)
 }
 
 // listSites describes every site. afterWrite: the file was just rewritten, so every good
@@ -239,10 +244,8 @@ func listSites(l *mcountloc.Linked, data []byte, afterWrite bool) []siteReport {
 		}
 		if s.Func != "" {
 			r.Func = demangle.Filter(s.Func)
-			r.funcDisp = r.Func
-		} else {
-			r.funcDisp = fmt.Sprintf("%#x", s.Addr)
 		}
+		r.funcDisp = funcName(s)
 		if s.Err != nil {
 			r.funcDisp += " (" + s.Err.Error() + ")"
 		}

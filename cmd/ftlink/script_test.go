@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ftkit/ftkit/internal/testenv"
@@ -18,14 +19,17 @@ import (
 // recordmcount, gcc and these commands:
 //
 //	setmachine FILE N       set e_machine of an ELF file
-//	checkmode FILE MODE     fail unless FILE has permission bits MODE (octal)
+//	checkmode FILE MODE     fail unless FILE has mode bits MODE (octal, with setuid & co.)
+//	setmode FILE MODE       chmod FILE to MODE (octal, with setuid & co.)
 //	unnop ORIG FILE FUNC    copy FUNC's (or its clone's) call site bytes from ORIG into FILE
 func TestScripts(t *testing.T) {
 	rm := testenv.Tool(t, "recordmcount")
 	testscript.Run(t, testscript.Params{
 		Dir: srcDir("script"),
 		Setup: func(e *testscript.Env) error {
-			e.Setenv("PATH", filepath.Dir(rm)+string(os.PathListSeparator)+e.Getenv("PATH"))
+			// After testscript's own directory: "ftlink" must be this test binary, not a
+			// (possibly stale) build/bin/ftlink next to recordmcount.
+			e.Setenv("PATH", e.Getenv("PATH")+string(os.PathListSeparator)+filepath.Dir(rm))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -45,13 +49,21 @@ func TestScripts(t *testing.T) {
 				if len(args) != 2 {
 					ts.Fatalf("usage: checkmode FILE MODE")
 				}
-				st, err := os.Stat(ts.MkAbs(args[0]))
-				ts.Check(err)
+				var st syscall.Stat_t
+				ts.Check(syscall.Stat(ts.MkAbs(args[0]), &st))
 				want, err := strconv.ParseUint(args[1], 8, 32)
 				ts.Check(err)
-				if got := uint64(st.Mode().Perm()); (got == want) == neg {
+				if got := uint64(st.Mode & 0o7777); (got == want) == neg {
 					ts.Fatalf("%s: mode %#o, want %#o", args[0], got, want)
 				}
+			},
+			"setmode": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: setmode FILE MODE")
+				}
+				m, err := strconv.ParseUint(args[1], 8, 32)
+				ts.Check(err)
+				ts.Check(syscall.Chmod(ts.MkAbs(args[0]), uint32(m)))
 			},
 			"unnop": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 3 {

@@ -1,0 +1,129 @@
+package elfrw
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func TestWriteFileAtomicKeepsMode(t *testing.T) {
+	for _, mode := range []os.FileMode{
+		0o644,
+		0o750 | os.ModeSetuid,                 // 4750
+		0o755 | os.ModeSetgid,                 // 2755
+		0o700 | os.ModeSticky,                 // 1700
+		0o711 | os.ModeSetuid | os.ModeSetgid, // 6711
+		0o400,
+	} {
+		t.Run(mode.String(), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "prog")
+			if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteFileAtomic(p, []byte("new contents")); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.Mode() & keptMode; got != mode {
+				t.Errorf("mode %v (%#o), want %v", got, got, mode)
+			}
+			if b, _ := os.ReadFile(p); string(b) != "new contents" {
+				t.Errorf("contents %q", b)
+			}
+		})
+	}
+}
+
+func TestWriteFileAtomicKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give a file to another owner")
+	}
+	p := filepath.Join(t.TempDir(), "prog")
+	if err := os.WriteFile(p, []byte("old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, 4321, 8765); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o750|os.ModeSetuid|os.ModeSetgid); err != nil { // after chown, which clears them
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(p, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	if sys.Uid != 4321 || sys.Gid != 8765 {
+		t.Errorf("owner %d:%d, want 4321:8765", sys.Uid, sys.Gid)
+	}
+	if got := st.Mode() & keptMode; got != 0o750|os.ModeSetuid|os.ModeSetgid {
+		t.Errorf("mode %v after chown", got)
+	}
+}
+
+// A write that fails half-way (here: fsync) leaves the original file as it was and no
+// temporary file behind.
+func TestWriteFileAtomicFailure(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "prog")
+	orig := []byte("original contents")
+	if err := os.WriteFile(p, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o750|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(p)
+	failure := errors.New("disk on fire")
+	defer func(f func(*os.File) error) { syncFile = f }(syncFile)
+	var tmpName string
+	syncFile = func(f *os.File) error {
+		tmpName = f.Name()
+		return failure
+	}
+	err := WriteFileAtomic(p, []byte("new contents"))
+	if !errors.Is(err, failure) {
+		t.Fatalf("error %v, want the sync failure", err)
+	}
+	if tmpName == "" || filepath.Dir(tmpName) != dir {
+		t.Fatalf("temporary file %q not in the file's directory", tmpName)
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, orig) {
+		t.Errorf("original file changed to %q", b)
+	}
+	after, _ := os.Stat(p)
+	if after.Mode() != before.Mode() || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("original file's mode/time changed: %v %v -> %v %v", before.Mode(), before.ModTime(), after.Mode(), after.ModTime())
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory holds %v, want only prog (temporary file left behind)", names)
+	}
+
+	// Not a regular file: refused before anything is created.
+	if err := WriteFileAtomic(dir, []byte("x")); err == nil {
+		t.Error("WriteFileAtomic on a directory succeeded")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("directory holds %d entries after the refused write", len(ents))
+	}
+}
