@@ -16,9 +16,15 @@ const keptMode = os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky
 
 // WriteFileAtomic replaces path with data: it writes a temporary file in the same
 // directory, fsyncs it, gives it the original file's owner (where permitted) and mode
-// (including setuid/setgid/sticky) and renames it into place. On any failure the original
+// (including setuid/setgid/sticky) and renames it into place. A symbolic link is followed:
+// the file it names is replaced and the link stays a link. On any failure the original
 // file is left untouched and the temporary file removed.
 func WriteFileAtomic(path string, data []byte) (err error) {
+	// Rename would replace a link with a plain file; write beside the real file instead.
+	path, err = filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return err

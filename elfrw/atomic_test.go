@@ -127,3 +127,32 @@ func TestWriteFileAtomicFailure(t *testing.T) {
 		t.Errorf("directory holds %d entries after the refused write", len(ents))
 	}
 }
+
+// A link given as the path stays a link; the file it names (in another directory) gets
+// the new contents, and the temporary file is made beside that file.
+func TestWriteFileAtomicFollowsSymlink(t *testing.T) {
+	realDir, linkDir := t.TempDir(), t.TempDir()
+	target := filepath.Join(realDir, "foo.o")
+	if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(linkDir, "foo.o")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("link replaced: %v %v", st.Mode(), err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "new" {
+		t.Errorf("target holds %q", b)
+	}
+	for _, d := range []string{realDir, linkDir} {
+		ents, _ := os.ReadDir(d)
+		if len(ents) != 1 {
+			t.Errorf("%s holds %d entries, want 1 (temporary file left?)", d, len(ents))
+		}
+	}
+}
