@@ -1,11 +1,16 @@
 package ftrt
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ftkit/ftkit/internal/testenv"
 )
@@ -212,4 +217,54 @@ func TestRefusedSite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The listing: every state (nop, own trampoline + owner, caller, regs caller), counts,
+// names, order, ftrace_print_functions' lines.
+func TestListing(t *testing.T) { runVariants(t, "listing.c") }
+
+// W^X after every kind of patching, with both ways of writing code.
+func TestWX(t *testing.T) {
+	for _, poke := range []string{"", "mprotect"} {
+		for _, v := range variants("wx.c") {
+			name := v.name
+			if poke != "" {
+				name += "-" + poke
+			}
+			t.Run(name, func(t *testing.T) {
+				dir := t.TempDir()
+				exe := build(t, dir, "prog", v.p)
+				r := execEnv(t, dir, []string{"FTRT_POKE=" + poke}, exe)
+				if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
+					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+				}
+			})
+		}
+	}
+}
+
+// execEnv runs a test program with extra environment and a time limit (a hang fails the
+// test instead of blocking it); a signal is reported as exit code -1.
+func execEnv(t *testing.T, dir string, env []string, path string, args ...string) testenv.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v: no result within 2 minutes (hang?)\nstdout:\n%s\nstderr:\n%s", filepath.Base(path), args, so.String(), se.String())
+	}
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%s: %v", path, err)
+		}
+		code = ee.ExitCode()
+	}
+	return testenv.Result{Stdout: so.String(), Stderr: se.String(), Code: code}
 }
