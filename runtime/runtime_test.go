@@ -202,19 +202,120 @@ func TestCXX(t *testing.T) {
 	}
 }
 
-// Sites with unexpected bytes are refused, reported and never patched.
+// printed reads the "site NAME ADDRESS" and "KEY VALUE..." lines a test program prints.
+func printed(out string) map[string]string {
+	m := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "site":
+			m[f[1]] = f[2]
+		case len(f) >= 2:
+			m[f[0]] = strings.Join(f[1:], " ")
+		}
+	}
+	return m
+}
+
+// wantReports checks that stderr holds each report; %[1]s in a report is replaced by the
+// address the program printed for the named site ("site NAME ADDRESS").
+func wantReports(t *testing.T, r testenv.Result, reports map[string]string) {
+	t.Helper()
+	addrs := printed(r.Stdout)
+	for name, format := range reports {
+		want := format
+		if strings.Contains(format, "%[1]s") {
+			a, ok := addrs[name]
+			if !ok {
+				t.Errorf("the program did not print the address of %s:\n%s", name, r.Stdout)
+				continue
+			}
+			want = strings.ReplaceAll(format, "%[1]s", a)
+		}
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("%s: no report %q on stderr:\n%s", name, want, r.Stderr)
+		}
+	}
+}
+
+func runWantOK(t *testing.T, r testenv.Result) {
+	t.Helper()
+	if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// Sites with unexpected bytes are refused, reported (naming the site, the bytes found and
+// the bytes expected) and never patched.
 func TestRefusedSite(t *testing.T) {
 	for _, v := range variants("refuse.c")[:2] {
 		t.Run(v.name, func(t *testing.T) {
 			dir := t.TempDir()
 			exe := build(t, dir, "prog", v.p)
 			r := testenv.Exec(t, dir, exe)
-			if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
-				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			runWantOK(t, r)
+			p := printed(r.Stdout)
+			wantReports(t, r, map[string]string{
+				"victim": "ftrt: refusing to patch site %[1]s: found bytes [" + p["found"] + "], expected [" + p["expected"] + "]",
+			})
+			if p["found"] == "" || p["found"] == p["expected"] {
+				t.Errorf("bad found/expected lines:\n%s", r.Stdout)
 			}
-			if !strings.Contains(r.Stderr, "0x") {
-				t.Errorf("no report naming the refused site on stderr:\n%s", r.Stderr)
+		})
+	}
+}
+
+// A program not processed by ftlink whose table points at bytes that are not a call to
+// __fentry__ (a prologue, a call to another function, a call of the wrong length), outside
+// code, or holds an unknown entry: refused at load, reported, never written.
+func TestLoadRefusal(t *testing.T) {
+	for _, v := range []variant{
+		{"nopie-gcc-table", prog{srcs: []string{"loadrefuse.c"}, gccTable: true}},
+		{"nopie-gcc-table-asan-ubsan", prog{srcs: []string{"loadrefuse.c"}, gccTable: true, san: true}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := testenv.Exec(t, dir, build(t, dir, "prog", v.p))
+			runWantOK(t, r)
+			const not = "refused (not a call to __fentry__ nor a nop): bytes "
+			wantReports(t, r, map[string]string{
+				"lr_bad_bytes":  "ftrt: /proc/self/exe: site %[1]s " + not + "55 48 89 e5 5d",
+				"lr_wrong_len":  "ftrt: /proc/self/exe: site %[1]s " + not + "e8 ",
+				"lr_other_site": "ftrt: /proc/self/exe: site %[1]s " + not + "e8 ",
+				"lr_data":       "ftrt: /proc/self/exe: site %[1]s refused (not in executable code)",
+				"unknown":       "is not a known format",
+			})
+		})
+	}
+}
+
+// Bad entries of an ftlink-format table: refused at load or at the first patch, reported.
+func TestBadTable(t *testing.T) {
+	for _, san := range []bool{false, true} {
+		name := "pie"
+		if san {
+			name = "pie-asan-ubsan"
+		}
+		t.Run(name, func(t *testing.T) {
+			testenv.Need(t, "gcc")
+			dir := t.TempDir()
+			lib, inc := testenv.Runtime(t)
+			args := []string{"-O2", "-g", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-I" + inc, "-I" + srcDir()}
+			if san {
+				args = append(args, "-fsanitize=address,undefined", "-fno-sanitize-recover=all")
+				lib = sanitizedRuntime(t)
 			}
+			exe := filepath.Join(dir, "badtable")
+			args = append(args, filepath.Join(srcDir(), "badtable.c"), filepath.Join(srcDir(), "badtable.S"),
+				"-o", exe, "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+			testenv.Run(t, dir, "gcc", args...)
+			r := testenv.Exec(t, dir, exe)
+			runWantOK(t, r)
+			wantReports(t, r, map[string]string{
+				"bt_len7":  "ftrt: /proc/self/exe: site %[1]s refused (bad table entry)",
+				"bt_ro":    "ftrt: /proc/self/exe: site %[1]s refused (bad table entry)",
+				"bt_wrong": "ftrt: refusing to patch site %[1]s: found bytes [55 48 89 e5 5d], expected [0f 1f 44 00 00]",
+			})
 		})
 	}
 }
