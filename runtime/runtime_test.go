@@ -369,3 +369,7 @@ func execEnv(t *testing.T, dir string, env []string, path string, args ...string
 	}
 	return testenv.Result{Stdout: so.String(), Stderr: se.String(), Code: code}
 }
+
+// -ENOMEM when no executable memory can be reserved (RLIMIT_AS in a child): nothing changes,
+// and the same ops registers once the limit is lifted.
+func TestENOMEM(t *testing.T) { runVariants(t, "enomem.c") }
