@@ -210,7 +210,7 @@ func printed(out string) map[string]string {
 		switch {
 		case len(f) == 3 && f[0] == "site":
 			m[f[1]] = f[2]
-		case len(f) >= 2:
+		case len(f) >= 1:
 			m[f[0]] = strings.Join(f[1:], " ")
 		}
 	}
@@ -373,3 +373,55 @@ func execEnv(t *testing.T, dir string, env []string, path string, args ...string
 // -ENOMEM when no executable memory can be reserved (RLIMIT_AS in a child): nothing changes,
 // and the same ops registers once the limit is lifted.
 func TestENOMEM(t *testing.T) { runVariants(t, "enomem.c") }
+
+// Systems that forbid writing code (forbid.c): /proc/self/mem unusable → automatic
+// fallback to transient rwx; MDWE (no executable memory gain) with and without the fallback
+// → clear errors, the program runs on untraced.
+func TestForbidden(t *testing.T) {
+	const nowrite = "ftrt: cannot make code writable (mprotect rwx "
+	const forbids = "the system forbids writable executable memory"
+	for _, v := range variants("forbid.c") {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := build(t, dir, "prog", v.p)
+			unlinked := !v.p.ftlink
+			for _, mode := range []string{"procmem-denied", "mdwe", "mdwe-mprotect", "both"} {
+				t.Run(mode, func(t *testing.T) {
+					r := execEnv(t, dir, nil, exe, mode)
+					runWantOK(t, r)
+					if strings.Contains(r.Stdout, "skip ") {
+						t.Skip(strings.TrimSpace(r.Stdout))
+					}
+					p := printed(r.Stdout)
+					switch {
+					case mode == "procmem-denied":
+						if p["method"] != "mprotect" || p["register"] != "0" {
+							t.Errorf("no fallback to mprotect:\n%s", r.Stdout)
+						}
+					case mode == "mdwe":
+						// Sites can still be written through /proc/self/mem, but
+						// no trampoline can become executable.
+						if p["register"] != "-12" {
+							t.Errorf("register under MDWE: want -ENOMEM:\n%s", r.Stdout)
+						}
+					case unlinked:
+						// The load-time nops need writable code: refused, reported,
+						// the program runs untraced.
+						if _, ok := p["untraced"]; !ok {
+							t.Errorf("want the program untraced:\n%s", r.Stdout)
+						}
+						for _, w := range []string{nowrite, forbids, "ftrt: /proc/self/exe: cannot nop the call sites (Permission denied): tracing disabled for it"} {
+							if !strings.Contains(r.Stderr, w) {
+								t.Errorf("stderr lacks %q:\n%s", w, r.Stderr)
+							}
+						}
+					default:
+						if p["register"] != "-12" {
+							t.Errorf("register: want -ENOMEM:\n%s", r.Stdout)
+						}
+					}
+				})
+			}
+		})
+	}
+}
