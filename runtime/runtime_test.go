@@ -425,3 +425,8 @@ func TestForbidden(t *testing.T) {
 		})
 	}
 }
+
+// fork while another thread switches ops, from inside a callback, and from inside a
+// callback that an unregister on another thread waits for: children are consistent and can
+// use the API.
+func TestFork(t *testing.T) { runVariants(t, "forks.c") }
