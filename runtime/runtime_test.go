@@ -289,6 +289,35 @@ func TestLoadRefusal(t *testing.T) {
 	}
 }
 
+// The other side of TestLoadRefusal: sites of an unlinked library reaching __fentry__
+// through its PLT or GOT are calls to __fentry__ (the runtime's with -rdynamic, else the C
+// library's), nopped at load and traceable.
+func TestLoadPLTGOT(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	lib, inc := testenv.Runtime(t)
+	testenv.Run(t, dir, "gcc", "-shared", filepath.Join(srcDir(), "pltcall.S"), "-o", filepath.Join(dir, "libplt.so"))
+	for _, v := range []struct {
+		name string
+		ld   []string
+	}{
+		{"libc-fentry", nil}, {"rdynamic", []string{"-rdynamic"}}, {"rdynamic-now", []string{"-rdynamic", "-Wl,-z,now"}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			exe := filepath.Join(dir, "pltmain-"+v.name)
+			args := []string{"-O2", "-g", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-I" + inc, "-I" + srcDir(),
+				filepath.Join(srcDir(), "pltmain.c"), "-o", exe, "-L" + dir, "-lplt", "-Wl,-rpath," + dir,
+				"-L" + lib, "-lftrt", "-lpthread", "-ldl"}
+			testenv.Run(t, dir, "gcc", append(args, v.ld...)...)
+			r := testenv.Exec(t, dir, exe)
+			runWantOK(t, r)
+			if strings.Contains(r.Stderr, "refused") {
+				t.Errorf("unexpected refusal:\n%s", r.Stderr)
+			}
+		})
+	}
+}
+
 // Bad entries of an ftlink-format table: refused at load or at the first patch, reported.
 func TestBadTable(t *testing.T) {
 	for _, san := range []bool{false, true} {
