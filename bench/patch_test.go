@@ -3,6 +3,9 @@
 // patch_*: the live-patching engine (runtime/src/poke*.c): switching every site of a
 // generated program with 300k functions, one site, and the per-call cost of a site before
 // and after a switch.  Run: go test ./bench -run '^$' -bench Patch -benchtime 1x
+//
+// patch_api_*: the same through the runtime's API (register_ftrace_function etc.) on the
+// 300k generated sites of bench/runtime/c/gen_sites.S, against the engine in the same run.
 package bench_test
 
 import (
@@ -92,6 +95,77 @@ func BenchmarkPatch300k(b *testing.B) {
 					b.ReportMetric(nums[k], k)
 				}
 			}
+		})
+	}
+}
+
+// buildAPIBench builds bench/patch/api_bench.c against libftrt.a with n generated sites
+// (bench/runtime/c/gen_sites.S).
+func buildAPIBench(t testing.TB, n int) string {
+	t.Helper()
+	testenv.Need(t, "gcc")
+	lib, inc := testenv.Runtime(t)
+	root := testenv.Root()
+	dir := t.TempDir()
+	gen := filepath.Join(dir, "gen_sites.o")
+	testenv.Run(t, dir, "gcc", "-c", "-DNSITES="+strconv.Itoa(n), filepath.Join(root, "bench/runtime/c/gen_sites.S"), "-o", gen)
+	out := filepath.Join(dir, "api_bench")
+	testenv.Run(t, dir, "gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-I"+inc,
+		filepath.Join(root, "bench/patch/api_bench.c"), gen, "-o", out, "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	return out
+}
+
+var apiMetrics = []string{"api_enable_ms", "api_disable_ms", "engine_enable_ms", "engine_disable_ms",
+	"api_one_enable_us", "api_one_disable_us", "engine_one_us"}
+
+// TestAPIBenchRuns checks that the API benchmark works (small, no timing asserted).
+func TestAPIBenchRuns(t *testing.T) {
+	prog := buildAPIBench(t, 2000)
+	for _, method := range []string{"procmem", "mprotect"} {
+		cmd := exec.Command(prog, "1")
+		cmd.Env = append(cmd.Environ(), "FTRT_POKE="+method)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", method, err, b)
+		}
+		nums, words := parseMetrics(t, string(b))
+		if words["method"] != method || nums["sites"] != 2000 {
+			t.Errorf("%s: unexpected output:\n%s", method, b)
+		}
+		for _, k := range apiMetrics {
+			if nums[k] <= 0 {
+				t.Errorf("%s: %s missing or not positive:\n%s", method, k, b)
+			}
+		}
+	}
+}
+
+// BenchmarkPatchAPI300k: every site of a 300k-function program enabled and disabled
+// through register_ftrace_function / unregister_ftrace_function (targets ≤ 100 ms each
+// way), one site through ftrace_set_filter_ip + register (target ≤ 50 µs); ratios against
+// the engine alone on the same sites in the same run.
+//
+//	go test ./bench -run '^$' -bench PatchAPI300k -benchtime 1x
+func BenchmarkPatchAPI300k(b *testing.B) {
+	prog := buildAPIBench(b, 300000)
+	for _, method := range []string{"procmem", "mprotect"} {
+		b.Run(method, func(b *testing.B) {
+			var nums map[string]float64
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command(prog, "5")
+				cmd.Env = append(cmd.Environ(), "FTRT_POKE="+method)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					b.Fatalf("%v\n%s", err, out)
+				}
+				nums, _ = parseMetrics(b, string(out))
+			}
+			for _, k := range apiMetrics {
+				b.ReportMetric(nums[k], k)
+			}
+			b.ReportMetric(nums["api_enable_ms"]/nums["engine_enable_ms"], "api/engine-enable")
+			b.ReportMetric(nums["api_disable_ms"]/nums["engine_disable_ms"], "api/engine-disable")
+			b.ReportMetric(nums["api_one_enable_us"]/nums["engine_one_us"], "api/engine-one")
 		})
 	}
 }

@@ -95,6 +95,9 @@ func TestPoke(t *testing.T) {
 		{"fork-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"fork", "400", "3"}, []string{"ok toggle", "forks="}},
 		{"refuse", nil, []string{"refuse"}, []string{"ok refuse"}},
 		{"chain", nil, []string{"chain"}, []string{"ok chain"}},
+		// foreign int3s while batches are live reach the program's handler, every one
+		{"chain-live", nil, []string{"chain-live", "1000", "3"}, []string{"ok chain-live", "ok toggle: batches=1000"}},
+		{"chain-live-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"chain-live", "500", "3"}, []string{"ok chain-live", "method=mprotect"}},
 		{"refuse-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"refuse"}, []string{"ok refuse"}},
 		{"sync", nil, []string{"sync"}, []string{"ok sync idle", "ok sync signal taken", "ok sync churn", "ok sync callback:", "ok sync from a callback: -EDEADLK", "ok sync trampoline:", "ok sync callback-signals-blocked:"}},
 	}
@@ -125,7 +128,7 @@ func TestPokeSanitizers(t *testing.T) {
 	}{
 		{"asan-ubsan", []string{"-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"},
 			[]string{"ASAN_OPTIONS=detect_leaks=1", "UBSAN_OPTIONS=halt_on_error=1"},
-			[][]string{{"toggle", "500", "4"}, {"signals", "300", "4"}, {"blocked", "300", "4"}, {"fork", "100", "2"}, {"refuse"}, {"chain"}, {"sync"}}},
+			[][]string{{"toggle", "500", "4"}, {"signals", "300", "4"}, {"blocked", "300", "4"}, {"fork", "100", "2"}, {"refuse"}, {"chain"}, {"chain-live", "200", "3"}, {"sync"}}},
 		{"tsan", []string{"-O1", "-fsanitize=thread"}, []string{"TSAN_OPTIONS=halt_on_error=1"},
 			[][]string{{"toggle", "300", "4"}, {"blocked", "200", "4"}, {"fork", "60", "2"}, {"refuse"}, {"sync"}}},
 	} {

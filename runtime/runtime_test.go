@@ -1,11 +1,16 @@
 package ftrt
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ftkit/ftkit/internal/testenv"
 )
@@ -197,19 +202,260 @@ func TestCXX(t *testing.T) {
 	}
 }
 
-// Sites with unexpected bytes are refused, reported and never patched.
+// printed reads the "site NAME ADDRESS" and "KEY VALUE..." lines a test program prints.
+func printed(out string) map[string]string {
+	m := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "site":
+			m[f[1]] = f[2]
+		case len(f) >= 1:
+			m[f[0]] = strings.Join(f[1:], " ")
+		}
+	}
+	return m
+}
+
+// wantReports checks that stderr holds each report; %[1]s in a report is replaced by the
+// address the program printed for the named site ("site NAME ADDRESS").
+func wantReports(t *testing.T, r testenv.Result, reports map[string]string) {
+	t.Helper()
+	addrs := printed(r.Stdout)
+	for name, format := range reports {
+		want := format
+		if strings.Contains(format, "%[1]s") {
+			a, ok := addrs[name]
+			if !ok {
+				t.Errorf("the program did not print the address of %s:\n%s", name, r.Stdout)
+				continue
+			}
+			want = strings.ReplaceAll(format, "%[1]s", a)
+		}
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("%s: no report %q on stderr:\n%s", name, want, r.Stderr)
+		}
+	}
+}
+
+func runWantOK(t *testing.T, r testenv.Result) {
+	t.Helper()
+	if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// Sites with unexpected bytes are refused, reported (naming the site, the bytes found and
+// the bytes expected) and never patched.
 func TestRefusedSite(t *testing.T) {
 	for _, v := range variants("refuse.c")[:2] {
 		t.Run(v.name, func(t *testing.T) {
 			dir := t.TempDir()
 			exe := build(t, dir, "prog", v.p)
 			r := testenv.Exec(t, dir, exe)
-			if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
-				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
-			}
-			if !strings.Contains(r.Stderr, "0x") {
-				t.Errorf("no report naming the refused site on stderr:\n%s", r.Stderr)
+			runWantOK(t, r)
+			p := printed(r.Stdout)
+			wantReports(t, r, map[string]string{
+				"victim": "ftrt: refusing to patch site %[1]s: found bytes [" + p["found"] + "], expected [" + p["expected"] + "]",
+			})
+			if p["found"] == "" || p["found"] == p["expected"] {
+				t.Errorf("bad found/expected lines:\n%s", r.Stdout)
 			}
 		})
 	}
 }
+
+// A program not processed by ftlink whose table points at bytes that are not a call to
+// __fentry__ (a prologue, a call to another function, a call of the wrong length), outside
+// code, or holds an unknown entry: refused at load, reported, never written.
+func TestLoadRefusal(t *testing.T) {
+	for _, v := range []variant{
+		{"nopie-gcc-table", prog{srcs: []string{"loadrefuse.c"}, gccTable: true}},
+		{"nopie-gcc-table-asan-ubsan", prog{srcs: []string{"loadrefuse.c"}, gccTable: true, san: true}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := testenv.Exec(t, dir, build(t, dir, "prog", v.p))
+			runWantOK(t, r)
+			const not = "refused (not a call to __fentry__ nor a nop): bytes "
+			wantReports(t, r, map[string]string{
+				"lr_bad_bytes":  "ftrt: /proc/self/exe: site %[1]s " + not + "55 48 89 e5 5d",
+				"lr_wrong_len":  "ftrt: /proc/self/exe: site %[1]s " + not + "e8 ",
+				"lr_other_site": "ftrt: /proc/self/exe: site %[1]s " + not + "e8 ",
+				"lr_data":       "ftrt: /proc/self/exe: site %[1]s refused (not in executable code)",
+				"unknown":       "is not a known format",
+			})
+		})
+	}
+}
+
+// The other side of TestLoadRefusal: sites of an unlinked library reaching __fentry__
+// through its PLT or GOT are calls to __fentry__ (the runtime's with -rdynamic, else the C
+// library's), nopped at load and traceable.
+func TestLoadPLTGOT(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	lib, inc := testenv.Runtime(t)
+	testenv.Run(t, dir, "gcc", "-shared", filepath.Join(srcDir(), "pltcall.S"), "-o", filepath.Join(dir, "libplt.so"))
+	for _, v := range []struct {
+		name string
+		ld   []string
+	}{
+		{"libc-fentry", nil}, {"rdynamic", []string{"-rdynamic"}}, {"rdynamic-now", []string{"-rdynamic", "-Wl,-z,now"}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			exe := filepath.Join(dir, "pltmain-"+v.name)
+			args := []string{"-O2", "-g", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-I" + inc, "-I" + srcDir(),
+				filepath.Join(srcDir(), "pltmain.c"), "-o", exe, "-L" + dir, "-lplt", "-Wl,-rpath," + dir,
+				"-L" + lib, "-lftrt", "-lpthread", "-ldl"}
+			testenv.Run(t, dir, "gcc", append(args, v.ld...)...)
+			r := testenv.Exec(t, dir, exe)
+			runWantOK(t, r)
+			if strings.Contains(r.Stderr, "refused") {
+				t.Errorf("unexpected refusal:\n%s", r.Stderr)
+			}
+		})
+	}
+}
+
+// Bad entries of an ftlink-format table: refused at load or at the first patch, reported.
+func TestBadTable(t *testing.T) {
+	for _, san := range []bool{false, true} {
+		name := "pie"
+		if san {
+			name = "pie-asan-ubsan"
+		}
+		t.Run(name, func(t *testing.T) {
+			testenv.Need(t, "gcc")
+			dir := t.TempDir()
+			lib, inc := testenv.Runtime(t)
+			args := []string{"-O2", "-g", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-I" + inc, "-I" + srcDir()}
+			if san {
+				args = append(args, "-fsanitize=address,undefined", "-fno-sanitize-recover=all")
+				lib = sanitizedRuntime(t)
+			}
+			exe := filepath.Join(dir, "badtable")
+			args = append(args, filepath.Join(srcDir(), "badtable.c"), filepath.Join(srcDir(), "badtable.S"),
+				"-o", exe, "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+			testenv.Run(t, dir, "gcc", args...)
+			r := testenv.Exec(t, dir, exe)
+			runWantOK(t, r)
+			wantReports(t, r, map[string]string{
+				"bt_len7":  "ftrt: /proc/self/exe: site %[1]s refused (bad table entry)",
+				"bt_ro":    "ftrt: /proc/self/exe: site %[1]s refused (bad table entry)",
+				"bt_wrong": "ftrt: refusing to patch site %[1]s: found bytes [55 48 89 e5 5d], expected [0f 1f 44 00 00]",
+			})
+		})
+	}
+}
+
+// The listing: every state (nop, own trampoline + owner, caller, regs caller), counts,
+// names, order, ftrace_print_functions' lines.
+func TestListing(t *testing.T) { runVariants(t, "listing.c") }
+
+// W^X after every kind of patching, with both ways of writing code.
+func TestWX(t *testing.T) {
+	for _, poke := range []string{"", "mprotect"} {
+		for _, v := range variants("wx.c") {
+			name := v.name
+			if poke != "" {
+				name += "-" + poke
+			}
+			t.Run(name, func(t *testing.T) {
+				dir := t.TempDir()
+				exe := build(t, dir, "prog", v.p)
+				r := execEnv(t, dir, []string{"FTRT_POKE=" + poke}, exe)
+				if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
+					t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+				}
+			})
+		}
+	}
+}
+
+// execEnv runs a test program with extra environment and a time limit (a hang fails the
+// test instead of blocking it); a signal is reported as exit code -1.
+func execEnv(t *testing.T, dir string, env []string, path string, args ...string) testenv.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v: no result within 2 minutes (hang?)\nstdout:\n%s\nstderr:\n%s", filepath.Base(path), args, so.String(), se.String())
+	}
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%s: %v", path, err)
+		}
+		code = ee.ExitCode()
+	}
+	return testenv.Result{Stdout: so.String(), Stderr: se.String(), Code: code}
+}
+
+// -ENOMEM when no executable memory can be reserved (RLIMIT_AS in a child): nothing changes,
+// and the same ops registers once the limit is lifted.
+func TestENOMEM(t *testing.T) { runVariants(t, "enomem.c") }
+
+// Systems that forbid writing code (forbid.c): /proc/self/mem unusable → automatic
+// fallback to transient rwx; MDWE (no executable memory gain) with and without the fallback
+// → clear errors, the program runs on untraced.
+func TestForbidden(t *testing.T) {
+	const nowrite = "ftrt: cannot make code writable (mprotect rwx "
+	const forbids = "the system forbids writable executable memory"
+	for _, v := range variants("forbid.c") {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := build(t, dir, "prog", v.p)
+			unlinked := !v.p.ftlink
+			for _, mode := range []string{"procmem-denied", "mdwe", "mdwe-mprotect", "both"} {
+				t.Run(mode, func(t *testing.T) {
+					r := execEnv(t, dir, nil, exe, mode)
+					runWantOK(t, r)
+					if strings.Contains(r.Stdout, "skip ") {
+						t.Skip(strings.TrimSpace(r.Stdout))
+					}
+					p := printed(r.Stdout)
+					switch {
+					case mode == "procmem-denied":
+						if p["method"] != "mprotect" || p["register"] != "0" {
+							t.Errorf("no fallback to mprotect:\n%s", r.Stdout)
+						}
+					case mode == "mdwe":
+						// Sites can still be written through /proc/self/mem, but
+						// no trampoline can become executable.
+						if p["register"] != "-12" {
+							t.Errorf("register under MDWE: want -ENOMEM:\n%s", r.Stdout)
+						}
+					case unlinked:
+						// The load-time nops need writable code: refused, reported,
+						// the program runs untraced.
+						if _, ok := p["untraced"]; !ok {
+							t.Errorf("want the program untraced:\n%s", r.Stdout)
+						}
+						for _, w := range []string{nowrite, forbids, "ftrt: /proc/self/exe: cannot nop the call sites (Permission denied): tracing disabled for it"} {
+							if !strings.Contains(r.Stderr, w) {
+								t.Errorf("stderr lacks %q:\n%s", w, r.Stderr)
+							}
+						}
+					default:
+						if p["register"] != "-12" {
+							t.Errorf("register: want -ENOMEM:\n%s", r.Stdout)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// fork while another thread switches ops, from inside a callback, and from inside a
+// callback that an unregister on another thread waits for: children are consistent and can
+// use the API.
+func TestFork(t *testing.T) { runVariants(t, "forks.c") }

@@ -464,6 +464,41 @@ static void refuse_site(struct ftrt_object *o, uintptr_t ip, const char *why)
 		ftrt_warn("ftrt: %s: site %#lx refused (%s)", o->path, (unsigned long)ip, why);
 }
 
+extern void __fentry__(void);
+
+/* The plt stub shapes a call to __fentry__ in a library may go through (jmp *GOT). */
+static int plt_stub(const unsigned char *t)
+{
+	return (t[0] == 0xff && t[1] == 0x25) || (t[0] == 0xf2 && t[1] == 0xff && t[2] == 0x25) ||
+	       (!memcmp(t, "\xf3\x0f\x1e\xfa", 4) &&
+		((t[4] == 0xff && t[5] == 0x25) || (t[4] == 0xf2 && t[5] == 0xff && t[6] == 0x25)));
+}
+
+/*
+ * Does the call at b (e8 / 67 e8 / ff 15, len bytes) go to __fentry__ (the runtime's or the C
+ * library's), directly or through a plt stub?  A table entry pointing at a call to anything
+ * else must not be nopped: that would silently change the program.
+ */
+static int calls_fentry(const struct ftrt_object *o, const unsigned char *b, unsigned len)
+{
+	static uintptr_t libc_fentry;
+	uintptr_t next = (uintptr_t)b + len, t;
+	int32_t rel;
+
+	if (!libc_fentry)
+		libc_fentry = (uintptr_t)dlsym(RTLD_NEXT, "__fentry__");
+	memcpy(&rel, b + len - 4, 4);
+	t = next + (intptr_t)rel;
+	if (b[0] == 0xff) {	/* ff 15: through a GOT slot, resolved by the loader */
+		if (!in_load(o, t, sizeof(t)))
+			return 0;
+		memcpy(&t, (const void *)t, sizeof(t));
+	}
+	if (t == (uintptr_t)__fentry__ || (libc_fentry && t == libc_fentry))
+		return 1;
+	return b[0] != 0xff && in_exec(o, t, 8) && plt_stub((const unsigned char *)t);
+}
+
 /*
  * A table not processed by ftlink (recordmcount's 0xF7CA entries, or gcc -mrecord-mcount
  * absolute addresses): the sites may still be calls to __fentry__; check each and turn the
@@ -490,6 +525,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		int32_t rel;
 		uintptr_t ip;
 		unsigned kind = 0, len;
+		int isnop;
 		const unsigned char *b;
 		struct ftrt_rec *r;
 
@@ -517,6 +553,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		 * relaxed ff 15 into 67 e8 since: only the length must agree.
 		 */
 		b = (const unsigned char *)ip;
+		isnop = 0;
 		if (b[0] == 0xe8 && (kind == 0 || e[4] == 5))
 			len = 5;
 		else if (b[0] == 0xff && b[1] == 0x15 && (kind == 0 || e[4] == 6))
@@ -524,10 +561,12 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		else if (b[0] == 0x67 && b[1] == 0xe8 && (kind == 0 || e[4] == 6))
 			len = 6;
 		else if (!memcmp(b, nop5, 5))
-			len = 5, kind = 0xff;
+			len = 5, isnop = 1;
 		else if (!memcmp(b, nop6, 6))
-			len = 6, kind = 0xff;
-		else {
+			len = 6, isnop = 1;
+		else
+			len = 0;
+		if (!len || (!isnop && !calls_fentry(o, b, len))) {
 			refuse_site(o, ip, "not a call to __fentry__ nor a nop");
 			continue;
 		}
@@ -535,7 +574,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		r->ip = ip;
 		r->rel = 0;
 		r->flags = len == 6 ? REC_LEN6 | REC_NOP6 : 0;
-		if (kind == 0xff)
+		if (isnop)
 			continue;
 		pk[np].addr = (void *)ip;
 		memcpy(pk[np].old, b, len);

@@ -12,6 +12,9 @@
  *   poke_test refuse                   wrong old bytes / unsafe transitions change nothing
  *   poke_test chain                    breakpoints that are not ours reach the program's
  *                                      handler, or kill by default
+ *   poke_test chain-live BATCHES THREADS  the toggle test while one more thread executes
+ *                                      foreign int3s in a loop: every one reaches the
+ *                                      program's handler, also while a batch is live
  *   poke_test sync                     ftrt_synchronize() waits for a parked callback,
  *                                      a thread spinning in a trampoline, and a thread that
  *                                      blocks every signal; refuses from a callback
@@ -184,6 +187,8 @@ static int with_signals;
 static pthread_t workers[64];
 static _Atomic pid_t worker_tid[64];
 static int nworkers;
+static int with_int3;
+static atomic_long int3_done, int3_live;
 
 static void call_all(unsigned start)
 {
@@ -240,6 +245,37 @@ static void *signaller(void *arg)
 	return NULL;
 }
 
+/*
+ * Foreign breakpoints in a loop.  Site 0 holding 0xcc before and after one means it ran
+ * while a batch was in its breakpoint phase (counted in int3_live).
+ */
+static void *int3er(void *arg)
+{
+	volatile unsigned char *s0 = site(0);
+
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		int live = *s0 == 0xcc;
+
+		__asm__ __volatile__("int3");
+		atomic_fetch_add(&int3_done, 1);
+		if (live && *s0 == 0xcc)
+			atomic_fetch_add(&int3_live, 1);
+	}
+	return NULL;
+}
+
+static atomic_int prog_traps;
+static atomic_int prog_trap_code;
+
+static void prog_trap(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	atomic_store(&prog_trap_code, si->si_code);
+	atomic_fetch_add(&prog_traps, 1);
+}
+
 static void check_sum(const char *when)
 {
 	int i;
@@ -291,7 +327,7 @@ static void fork_child_check(unsigned r)
 static void run_toggle(int batches, int nthreads, int mode_signals, int mode_fork)
 {
 	unsigned char mask[NFUNC];
-	pthread_t sig_thread;
+	pthread_t sig_thread, int3_thread;
 	unsigned r = 12345;
 	long b;
 	int i, forks = 0;
@@ -310,6 +346,15 @@ static void run_toggle(int batches, int nthreads, int mode_signals, int mode_for
 		pthread_create(&workers[i], NULL, worker, (void *)(long)i);
 	if (mode_signals)
 		pthread_create(&sig_thread, NULL, signaller, NULL);
+	if (with_int3) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = prog_trap;
+		sa.sa_flags = SA_SIGINFO;
+		sigaction(SIGTRAP, &sa, NULL);
+		pthread_create(&int3_thread, NULL, int3er, NULL);
+	}
 
 	for (b = 0; b < batches; b++) {
 		int en = (int)(b & 1), k;
@@ -342,11 +387,34 @@ static void run_toggle(int batches, int nthreads, int mode_signals, int mode_for
 			forks++;
 		}
 	}
+	if (with_int3) {
+		/* Until a foreign int3 has run during a live batch (bounded: 30 s). */
+		struct timespec t0, t1;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			switch_sites(NULL, 1, &r);
+			switch_sites(NULL, 0, &r);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		} while (!atomic_load(&int3_live) && t1.tv_sec - t0.tv_sec < 30);
+	}
 	atomic_store(&stop, 1);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(workers[i], NULL);
 	if (mode_signals)
 		pthread_join(sig_thread, NULL);
+	if (with_int3) {
+		pthread_join(int3_thread, NULL);
+		if (atomic_load(&prog_traps) != atomic_load(&int3_done))
+			FAIL("chain-live: %ld foreign int3 executed, the program's handler saw %d",
+			     atomic_load(&int3_done), atomic_load(&prog_traps));
+		if (!atomic_load(&int3_live))
+			FAIL("chain-live: no foreign int3 ran while a batch was live");
+		if (atomic_load(&prog_trap_code) != SI_KERNEL)
+			FAIL("chain-live: si_code %d", atomic_load(&prog_trap_code));
+		printf("ok chain-live: %ld foreign int3 reached the program's handler, %ld during a live batch\n",
+		       atomic_load(&int3_done), atomic_load(&int3_live));
+	}
 	check_sum("after toggling");
 	for (i = 0; i < NFUNC; i++)
 		if (current(i) == F_BAD)
@@ -672,17 +740,6 @@ static void run_sync(void)
 
 /* ---- chaining to the program's SIGTRAP handling ------------------------------------- */
 
-static atomic_int prog_traps;
-static atomic_int prog_trap_code;
-
-static void prog_trap(int sig, siginfo_t *si, void *uc)
-{
-	(void)sig;
-	(void)uc;
-	atomic_store(&prog_trap_code, si->si_code);
-	atomic_fetch_add(&prog_traps, 1);
-}
-
 static void one_batch(void)
 {
 	unsigned r = 3;
@@ -755,6 +812,10 @@ int main(int argc, char **argv)
 		run_refuse();
 	else if (!strcmp(mode, "chain"))
 		run_chain();
+	else if (!strcmp(mode, "chain-live")) {
+		with_int3 = 1;
+		run_toggle(batches, threads, 0, 0);
+	}
 	else if (!strcmp(mode, "sync"))
 		run_sync();
 	else

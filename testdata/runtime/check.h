@@ -126,6 +126,59 @@ static CB int calls_list(void *fn, int regs)
 	       d.regs == regs;
 }
 
+
+/* ---- /proc/self/maps ------------------------------------------------------------------ */
+
+/*
+ * Count the mappings that are writable and executable at once (W^X broken); the first one
+ * is described in bad (if not NULL).  -1 if the maps cannot be read.
+ */
+static CB int maps_wx(char *bad, size_t badlen)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char perm[8];
+
+		if (sscanf(line, "%*x-%*x %7s", perm) != 1)
+			continue;
+		if (perm[1] == 'w' && perm[2] == 'x') {
+			if (!n++ && bad)
+				snprintf(bad, badlen, "%s", line);
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+/* The permissions ("r-xp", "---p", ...) of the mapping holding addr, into perm[5]; 0 or -1. */
+static CB int maps_perm(uintptr_t addr, char perm[5])
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int ret = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char p[8];
+
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, p) == 3 && addr >= lo && addr < hi) {
+			memcpy(perm, p, 4);
+			perm[4] = 0;
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
 #define DONE() do { if (failures) { fprintf(stderr, "%d failure(s)\n", failures); return 1; } \
 	printf("ok\n"); return 0; } while (0)
 

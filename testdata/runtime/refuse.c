@@ -17,6 +17,18 @@ int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad);
 NOINLINE int victim(int x) { __asm__ volatile(""); return x + 1; }
 NOINLINE int bystander(int x) { __asm__ volatile(""); return x + 2; }
 
+/* "aa bb cc" */
+static const char *hexs(const unsigned char *b, unsigned n)
+{
+	static char buf[64];
+	unsigned i;
+
+	buf[0] = 0;
+	for (i = 0; i < n && i < 16; i++)
+		sprintf(buf + strlen(buf), i ? " %02x" : "%02x", b[i]);
+	return buf;
+}
+
 static volatile long calls;
 static CB void cb(unsigned long ip, unsigned long p, struct ftrace_ops *op, struct ftrace_regs *r)
 {
@@ -47,6 +59,10 @@ int main(void)
 		p.new[5] = 0x90;
 	CHECK_EQ(ftrt_text_poke_batch(&p, 1, NULL), 0);
 	memcpy(planted, (void *)fi.ip, 6);
+	/* For the Go test, which checks the report names this site, what it found and wanted. */
+	printf("site victim %#lx\n", fi.ip);
+	printf("found %s\n", hexs(planted, fi.len));
+	printf("expected %s\n", hexs(p.old, fi.len));
 
 	CHECK_EQ(ftrace_set_filter(&ops, "victim bystander", 16, 1), 0);
 	CHECK_EQ(register_ftrace_function(&ops), 0);
