@@ -45,12 +45,12 @@ func fuzzSeeds(f *testing.F) [][]byte {
 	return files
 }
 
-// FuzzParse reads mutated real objects (a seed file patched at off, cut to cut bytes when
+// FuzzElfrw reads mutated real objects (a seed file patched at off, cut to cut bytes when
 // cut is not 0; patch alone when seed is out of range) with every reader of elfrw, then
 // adds a section symbol, a section and a group member and writes the result. Nothing may
 // panic or modify the input; errors must wrap ErrFormat; a written file must parse again,
 // with the additions in it and every section elfrw does not rewrite byte-identical.
-func FuzzParse(f *testing.F) {
+func FuzzElfrw(f *testing.F) {
 	files := fuzzSeeds(f)
 	for i, data := range files {
 		f.Add(uint8(i), uint32(0), []byte(nil), uint32(0))
