@@ -24,13 +24,24 @@ __attribute__((noinline)) int f(int x) { return s(x) + w(x); }
 int h(int x) { return f(x) + 1; }
 `
 
-// compile builds testC into an object with the given compiler and flags.
-func compile(t *testing.T, cc string, flags ...string) string {
+// testCXX has inline and template functions, which g++ puts in COMDAT section groups.
+const testCXX = `
+template <class T> struct Box { T v; __attribute__((noinline)) T get() const { return v; } };
+inline __attribute__((noinline)) int twice(int x) { return 2 * x; }
+int use(int x) { Box<int> b{x}; Box<long> c{x}; return b.get() + (int)c.get() + twice(x); }
+`
+
+// compile builds testC (testCXX when cxx) into an object with the given compiler and flags.
+func compile(t *testing.T, cxx bool, cc string, flags ...string) string {
 	t.Helper()
 	testenv.Need(t, cc)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "t.c")
-	if err := os.WriteFile(src, []byte(testC), 0o644); err != nil {
+	body := testC
+	if cxx {
+		body = testCXX
+	}
+	if err := os.WriteFile(src, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	obj := filepath.Join(dir, "t.o")
@@ -45,15 +56,17 @@ type target struct {
 	ldr   []string // relocatable link command
 	class elf.Class
 	data  elf.Data
+	cxx   bool // compile testCXX: the object has COMDAT section groups
 }
 
 var targets = []target{
-	{"x86-64 gcc", "gcc", []string{"-O2", "-ffunction-sections"}, []string{"ld", "-r"}, elf.ELFCLASS64, elf.ELFDATA2LSB},
-	{"x86-64 gcc comdat c++", "g++", []string{"-O0", "-x", "c++"}, []string{"ld", "-r"}, elf.ELFCLASS64, elf.ELFDATA2LSB},
-	{"i386 clang", "clang", []string{"-target", "i386-linux-gnu", "-O1"}, []string{"ld.lld", "-r"}, elf.ELFCLASS32, elf.ELFDATA2LSB},
-	{"ppc64 big-endian clang", "clang", []string{"-target", "powerpc64-linux-gnu", "-O1", "-ffunction-sections"}, []string{"ld.lld", "-r"}, elf.ELFCLASS64, elf.ELFDATA2MSB},
-	{"mips32 big-endian clang", "clang", []string{"-target", "mips-linux-gnu", "-O1"}, []string{"ld.lld", "-r"}, elf.ELFCLASS32, elf.ELFDATA2MSB},
-	{"aarch64 clang", "clang", []string{"-target", "aarch64-linux-gnu", "-O1", "-ffunction-sections"}, []string{"ld.lld", "-r"}, elf.ELFCLASS64, elf.ELFDATA2LSB},
+	{"x86-64 gcc", "gcc", []string{"-O2", "-ffunction-sections"}, []string{"ld", "-r"}, elf.ELFCLASS64, elf.ELFDATA2LSB, false},
+	{"x86-64 gcc comdat c++", "g++", []string{"-O0", "-x", "c++"}, []string{"ld", "-r"}, elf.ELFCLASS64, elf.ELFDATA2LSB, true},
+	{"x86-64 gcc comdat c++ -ffunction-sections", "g++", []string{"-O2", "-x", "c++", "-ffunction-sections", "-pg", "-mfentry"}, []string{"ld", "-r"}, elf.ELFCLASS64, elf.ELFDATA2LSB, true},
+	{"i386 clang", "clang", []string{"-target", "i386-linux-gnu", "-O1"}, []string{"ld.lld", "-r"}, elf.ELFCLASS32, elf.ELFDATA2LSB, false},
+	{"ppc64 big-endian clang", "clang", []string{"-target", "powerpc64-linux-gnu", "-O1", "-ffunction-sections"}, []string{"ld.lld", "-r"}, elf.ELFCLASS64, elf.ELFDATA2MSB, false},
+	{"mips32 big-endian clang", "clang", []string{"-target", "mips-linux-gnu", "-O1"}, []string{"ld.lld", "-r"}, elf.ELFCLASS32, elf.ELFDATA2MSB, false},
+	{"aarch64 clang", "clang", []string{"-target", "aarch64-linux-gnu", "-O1", "-ffunction-sections"}, []string{"ld.lld", "-r"}, elf.ELFCLASS64, elf.ELFDATA2LSB, false},
 }
 
 // namedRelocs describes every relocation by section, offset, type, symbol name and addend,
@@ -133,7 +146,7 @@ func TestAddSectionsAndSymbols(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			testenv.Need(t, tg.ldr[0])
-			obj := compile(t, tg.cc, tg.flags...)
+			obj := compile(t, tg.cxx, tg.cc, tg.flags...)
 			orig, err := os.ReadFile(obj)
 			if err != nil {
 				t.Fatal(err)
@@ -181,15 +194,19 @@ func TestAddSectionsAndSymbols(t *testing.T) {
 				}
 			}
 			note := f.AddSection(elfrw.Section{Name: ".note.ftkit-test", Type: elf.SHT_NOTE, Addralign: 4}, noteBytes(f.ByteOrder))
-			// Put a new section into the first COMDAT group, if any.
+			// Put a new section into the first COMDAT group (C++ objects have some).
+			var group *elfrw.Section
+			var groupMembers []uint32
 			for _, g := range f.Sections {
 				if g.Type == elf.SHT_GROUP {
+					group = g
 					fl, m, err := f.GroupMembers(g)
 					if err != nil {
 						t.Fatal(err)
 					}
 					extra := f.AddSection(elfrw.Section{Name: ".comment.ftkit", Type: elf.SHT_PROGBITS, Flags: elf.SHF_GROUP, Addralign: 1}, []byte("in group\x00"))
-					f.SetGroupMembers(g, fl, append(m, uint32(extra.Index)))
+					groupMembers = append(m, uint32(extra.Index))
+					f.SetGroupMembers(g, fl, groupMembers)
 					break
 				}
 			}
@@ -224,6 +241,19 @@ func TestAddSectionsAndSymbols(t *testing.T) {
 				s := gs[idx[i]]
 				if s.Type() != elf.STT_SECTION || s.Bind() != elf.STB_LOCAL || s.Shndx != a.Shndx {
 					t.Errorf("symbol %d = %+v, want section symbol of %d", idx[i], s, a.Shndx)
+				}
+			}
+			if tg.cxx && group == nil {
+				t.Fatal("C++ object without section groups: the GROUP case is not tested")
+			}
+			if group != nil {
+				// The group grew by the new member, which ld -r below must keep with it.
+				_, m, err := g.GroupMembers(g.Sections[group.Index])
+				if err != nil || fmt.Sprint(m) != fmt.Sprint(groupMembers) {
+					t.Errorf("group members %v (%v), want %v", m, err, groupMembers)
+				}
+				if !strings.Contains(readelfClean(t, path), ".comment.ftkit") {
+					t.Error("readelf does not show the new group member")
 				}
 			}
 			if n := g.SectionByName(".note.ftkit-test"); n == nil || !bytes.Equal(g.SectionData(n), noteBytes(g.ByteOrder)) || n.Index != note.Index {
@@ -273,7 +303,7 @@ func noteBytes(bo binary.ByteOrder) []byte {
 // TestParseCorrupt mutates a real object in ways that break its tables: every mutation
 // must give an error wrapping ErrFormat (or a clear "not ELF"), never a panic.
 func TestParseCorrupt(t *testing.T) {
-	obj := compile(t, "gcc", "-O2", "-ffunction-sections")
+	obj := compile(t, false, "gcc", "-O2", "-ffunction-sections")
 	orig, err := os.ReadFile(obj)
 	if err != nil {
 		t.Fatal(err)
@@ -315,6 +345,23 @@ func TestParseCorrupt(t *testing.T) {
 		{"shstrndx xindex bad link", func(b []byte) []byte { bo.PutUint16(b[62:], 0xffff); bo.PutUint32(b[shdr(0, 40):], 5000); return b }, "parse"},
 		{"section offset past end", func(b []byte) []byte { bo.PutUint64(b[shdr(1, 24):], uint64(len(b))+1); return b }, "parse"},
 		{"section size overflow", func(b []byte) []byte { bo.PutUint64(b[shdr(1, 32):], ^uint64(0)); return b }, "parse"},
+		{"section alignment not a power of two", func(b []byte) []byte { bo.PutUint64(b[shdr(1, 48):], 24); return b }, "parse"},
+		{"section overlaps the ELF header", func(b []byte) []byte {
+			bo.PutUint64(b[shdr(2, 24):], 0x30)
+			bo.PutUint64(b[shdr(2, 32):], 0x20)
+			return b
+		}, "parse"},
+		{"sections overlap", func(b []byte) []byte {
+			bo.PutUint64(b[shdr(2, 24):], symtab.Offset+8)
+			bo.PutUint64(b[shdr(2, 32):], 8)
+			bo.PutUint32(b[shdr(2, 4):], uint32(elf.SHT_PROGBITS))
+			return b
+		}, "parse"},
+		{"section overlaps the section headers", func(b []byte) []byte {
+			bo.PutUint64(b[shdr(2, 24):], uint64(shoff))
+			bo.PutUint64(b[shdr(2, 32):], 1)
+			return b
+		}, "parse"},
 		{"section name outside table", func(b []byte) []byte { bo.PutUint32(b[shdr(2, 0):], 0x7fffffff); return b }, "parse"},
 		{"symtab entsize", func(b []byte) []byte { bo.PutUint64(b[shdr(symtab.Index, 56):], 7); return b }, "symbols"},
 		{"symtab size", func(b []byte) []byte { bo.PutUint64(b[shdr(symtab.Index, 32):], symtab.Size-5); return b }, "symbols"},

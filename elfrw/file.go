@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 )
 
 // ErrFormat is wrapped by every error about malformed input.
@@ -141,9 +142,15 @@ func Parse(data []byte) (*File, error) {
 				return nil, formatErr("section %d: contents [%#x, +%#x) outside the file (%d bytes)", i, s.Offset, s.Size, len(data))
 			}
 		}
+		if s.Addralign&(s.Addralign-1) != 0 {
+			return nil, formatErr("section %d: alignment %#x is not a power of two", i, s.Addralign)
+		}
 		f.Sections[i] = s
 	}
 	f.origShnum = shnum
+	if err := checkOverlaps(f.Sections, uint64(ehsize), shoff, uint64(shnum*shentsize)); err != nil {
+		return nil, err
+	}
 	if shstrndx <= 0 || shstrndx >= shnum {
 		return nil, formatErr("section-name table index %d out of range", shstrndx)
 	}
@@ -161,6 +168,34 @@ func Parse(data []byte) (*File, error) {
 		s.Name = n
 	}
 	return f, nil
+}
+
+// checkOverlaps refuses files whose sections share bytes with each other, the ELF header or
+// the section header table: Bytes rewrites some of them in place and patches the header, and
+// the untouched ones must stay byte-identical. Toolchains never produce such files.
+func checkOverlaps(secs []*Section, ehsize, shoff, shsize uint64) error {
+	type span struct {
+		start, end uint64
+		what       string
+	}
+	spans := []span{{0, ehsize, "the ELF header"}, {shoff, shoff + shsize, "the section header table"}}
+	for _, s := range secs {
+		if s.Type == elf.SHT_NULL || s.Type == elf.SHT_NOBITS || s.Size == 0 {
+			continue
+		}
+		spans = append(spans, span{s.Offset, s.Offset + s.Size, fmt.Sprintf("section %d", s.Index)})
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	last := 0 // the span reaching furthest so far
+	for i := 1; i < len(spans); i++ {
+		if p := spans[last]; spans[i].start < p.end {
+			return formatErr("%s [%#x, %#x) overlaps %s [%#x, %#x)", spans[i].what, spans[i].start, spans[i].end, p.what, p.start, p.end)
+		}
+		if spans[i].end > spans[last].end {
+			last = i
+		}
+	}
+	return nil
 }
 
 func cstring(tab []byte, off uint32) (string, bool) {
@@ -340,6 +375,10 @@ func (f *File) Bytes() ([]byte, error) {
 			copy(out[s.Offset:], s.data)
 			continue
 		}
+		if s.Addralign > maxMoveAlign {
+			// Moving it would pad the file by up to that much; no real object needs it.
+			return nil, formatErr("section %s: alignment %#x too large to move the section", s.Name, s.Addralign)
+		}
 		align(max(s.Addralign, 1))
 		s.Offset = uint64(len(out))
 		out = append(out, s.data...)
@@ -387,6 +426,9 @@ func (f *File) Bytes() ([]byte, error) {
 	}
 	return out, nil
 }
+
+// maxMoveAlign is the largest alignment of a section Bytes moves to the end of the file.
+const maxMoveAlign = 1 << 16
 
 // origSize is the size of a section as parsed (before SetData).
 func (f *File) origSize(s *Section) uint64 {

@@ -1,6 +1,8 @@
 package mcountloc_test
 
 import (
+	"debug/elf"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"sort"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ftkit/ftkit/internal/testenv"
+	"github.com/ftkit/ftkit/mcountloc"
 )
 
 // corpus describes the library sources of a Debian package compiled for the oracle test.
@@ -172,9 +175,81 @@ func linkAndRun(t *testing.T, dir string, objs []string, stub string, link []str
 	return testenv.Run(t, dir, run[0], run[1:]...)
 }
 
-// TestTinyxml2: a real C++ library split into objects (the library and its test program)
-// links with PIE and -fno-pie, with and without --gc-sections; the tables are right and
-// xmltest passes.
+// tinyxml2Extra is a third object using tinyxml2.h's inline members, so some COMDAT
+// functions (XMLPrinter's destructor, attribute queries) have copies with call sites in
+// three objects. Its constructor runs before xmltest's main and aborts on a wrong result.
+const tinyxml2Extra = `#include "tinyxml2.h"
+#include <cstdlib>
+#include <cstring>
+using namespace tinyxml2;
+
+namespace {
+struct Counter : XMLVisitor {
+	int elements = 0;
+	bool VisitEnter(const XMLElement &, const XMLAttribute *) override { elements++; return true; }
+};
+}
+
+__attribute__((constructor)) static void extra_check() {
+	XMLDocument doc;
+	if (doc.Parse("<a x='3' y='2.5' f='1.5' u='4' l='-5' b='true'><b/><c>t</c></a>") != XML_SUCCESS)
+		abort();
+	XMLElement *a = doc.FirstChildElement("a");
+	int x = 0; double y = 0; float f = 0; unsigned u = 0; int64_t l = 0; bool b = false;
+	const char *s = nullptr;
+	if (!a || a->QueryIntAttribute("x", &x) || a->QueryDoubleAttribute("y", &y) || a->QueryFloatAttribute("f", &f) ||
+	    a->QueryUnsignedAttribute("u", &u) || a->QueryInt64Attribute("l", &l) || a->QueryBoolAttribute("b", &b) ||
+	    a->QueryStringAttribute("x", &s))
+		abort();
+	if (x != 3 || y != 2.5 || f != 1.5f || u != 4 || l != -5 || !b || strcmp(s, "3") != 0)
+		abort();
+	a->SetAttribute("n", 7);
+	a->SetAttribute("d", 0.25);
+	a->SetAttribute("g", 0.5f);
+	a->SetAttribute("t", false);
+	XMLPrinter p;
+	doc.Print(&p);
+	if (!strstr(p.CStr(), "n=\"7\"") || !strstr(p.CStr(), "t=\"false\""))
+		abort();
+	Counter c;
+	doc.Accept(&c);
+	XMLHandle h(&doc);
+	if (c.elements != 3 || !h.FirstChildElement("a").FirstChildElement("c").ToElement())
+		abort();
+}
+`
+
+// tabledGroups returns the signatures of an object's COMDAT groups that hold a
+// __mcount_loc part.
+func tabledGroups(t testing.TB, path string) []string {
+	t.Helper()
+	f := openELF(t, mustRead(t, path))
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, g := range f.Sections {
+		if g.Type != elf.SHT_GROUP || g.Info == 0 || int(g.Info) > len(syms) {
+			continue
+		}
+		d, err := g.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 4; i+4 <= len(d); i += 4 {
+			if m := binary.LittleEndian.Uint32(d[i:]); int(m) < len(f.Sections) && f.Sections[m].Name == mcountloc.TableSection {
+				out = append(out, syms[g.Info-1].Name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestTinyxml2: a real C++ library split into objects (the library, its test program and
+// a third object of ours using the header's inline members) links with PIE and -fno-pie,
+// with and without --gc-sections; the tables are right and xmltest passes.
 func TestTinyxml2(t *testing.T) {
 	testenv.Need(t, "g++", "readelf")
 	src := testenv.DebianSource(t, "tinyxml2")
@@ -187,18 +262,33 @@ func TestTinyxml2(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			testenv.CopyTree(t, src, dir)
-			for _, f := range []string{"tinyxml2", "xmltest"} {
-				testenv.Run(t, dir, "g++", "-O2", pie, "-ffunction-sections", "-pg", "-mfentry", "-c", f+".cpp", "-o", f+".o")
+			writeFiles(t, dir, map[string]string{"extra.cpp": tinyxml2Extra})
+			copies := map[string]int{}
+			for _, f := range []string{"tinyxml2", "xmltest", "extra"} {
+				testenv.Run(t, dir, "g++", "-O2", pie, "-ffunction-sections", "-pg", "-mfentry", "-Wall", "-Wextra", "-Werror", "-c", f+".cpp", "-o", f+".o")
 				record(t, filepath.Join(dir, f+".o"))
 				ourSites(t, mustRead(t, filepath.Join(dir, f+".o")))
+				for _, g := range tabledGroups(t, filepath.Join(dir, f+".o")) {
+					copies[g]++
+				}
 			}
+			var in3 []string
+			for g, n := range copies {
+				if n >= 3 {
+					in3 = append(in3, g)
+				}
+			}
+			if len(in3) == 0 {
+				t.Fatalf("no COMDAT function with a table part in all three objects: %v", copies)
+			}
+			t.Logf("COMDAT functions with table parts in three objects: %v", in3)
 			link := "-pie"
 			if pie == "-fno-pie" {
 				link = "-no-pie"
 			}
 			var n [2]int
 			for i, gc := range []string{"", "-Wl,--gc-sections"} {
-				args := []string{link, "tinyxml2.o", "xmltest.o", stub, "-o", "xmltest"}
+				args := []string{link, "tinyxml2.o", "xmltest.o", "extra.o", stub, "-o", "xmltest"}
 				if gc != "" {
 					args = append(args, gc)
 				}

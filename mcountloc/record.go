@@ -47,6 +47,9 @@ func Record(data []byte) (*Result, error) {
 	if arch == nil {
 		return nil, fmt.Errorf("unsupported machine %v (%v)", f.Machine, f.Class)
 	}
+	if len(f.Sections) == 0 {
+		return nil, fmt.Errorf("%w: no section header table", elfrw.ErrFormat)
+	}
 	res := &Result{}
 	for _, s := range f.Sections[1:] {
 		if s.Name == TableSection {

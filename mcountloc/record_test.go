@@ -3,6 +3,7 @@ package mcountloc_test
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -156,6 +157,7 @@ func TestCXXComdat(t *testing.T) {
 						}
 					}
 				}
+				checkStartStop(t, dir, link, objs, len(plain))
 				// gcc's own tables break this link (COMDAT duplicates) in gcc 12; log it.
 				for _, o := range objs {
 					src := strings.TrimSuffix(o, ".o") + ".cc"
@@ -317,5 +319,87 @@ func TestManySections(t *testing.T) {
 	testenv.Run(t, dir, "ld", "-r", p, "-o", filepath.Join(dir, "many.r.o"))
 	if _, err := os.Stat(filepath.Join(dir, "many.r.o")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkStartStop links objs with an object that references __start___mcount_loc and
+// __stop___mcount_loc: GNU ld (bfd) must define them around one output __mcount_loc that
+// gathers every part of every object, less the parts of discarded COMDAT duplicates, in
+// the same number of entries as the link without the reference (entries).
+func checkStartStop(t *testing.T, dir, link string, objs []string, entries int) {
+	t.Helper()
+	writeFiles(t, dir, map[string]string{"startstop.c": `
+extern const char __start___mcount_loc[], __stop___mcount_loc[];
+const void *const ftkit_table[2] = {__start___mcount_loc, __stop___mcount_loc};
+`})
+	testenv.Run(t, dir, "gcc", "-O2", "-fPIC", "-c", "startstop.c", "-o", "startstop.o")
+	prog := filepath.Join(dir, "prog-startstop")
+	args := append(append([]string{link, "-fuse-ld=bfd"}, objs...), "startstop.o", "stub.o", "-o", prog)
+	if r := testenv.Exec(t, dir, "g++", args...); r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("link with __start/__stop: exit %d\n%s", r.Code, r.Stderr)
+	}
+	// Expected entries: every object's parts, a COMDAT group's only from its first copy.
+	want, dropped, seen := 0, 0, map[string]bool{}
+	for _, o := range objs {
+		f := openELF(t, mustRead(t, filepath.Join(dir, o)))
+		syms, _ := f.Symbols()
+		sig := map[int]string{}
+		for _, g := range f.Sections {
+			if g.Type != elf.SHT_GROUP || g.Info == 0 || int(g.Info) > len(syms) {
+				continue
+			}
+			d, _ := g.Data()
+			for i := 4; i+4 <= len(d); i += 4 {
+				sig[int(binary.LittleEndian.Uint32(d[i:]))] = syms[g.Info-1].Name
+			}
+		}
+		dup := map[string]bool{}
+		for i, s := range f.Sections {
+			if s.Name != mcountloc.TableSection {
+				continue
+			}
+			if g, ok := sig[i]; ok {
+				if seen[g] {
+					dropped += int(s.Size / mcountloc.EntrySize)
+					continue
+				}
+				dup[g] = true
+			}
+			want += int(s.Size / mcountloc.EntrySize)
+		}
+		for g := range dup {
+			seen[g] = true
+		}
+	}
+	if dropped == 0 {
+		t.Fatal("no COMDAT duplicates with table parts: the objects do not test discarding")
+	}
+	t.Logf("__start/__stop: %d entries, %d in discarded COMDAT duplicates", want, dropped)
+	f := openELF(t, mustRead(t, prog))
+	tab := f.Section(mcountloc.TableSection)
+	syms, _ := f.Symbols()
+	var start, stop uint64
+	found := 0
+	for _, s := range syms {
+		switch s.Name {
+		case "__start___mcount_loc":
+			start = s.Value
+			found++
+		case "__stop___mcount_loc":
+			stop = s.Value
+			found++
+		}
+	}
+	if tab == nil || found != 2 {
+		t.Fatalf("linked program: table %v, %d of the __start/__stop symbols", tab != nil, found)
+	}
+	if start != tab.Addr || stop != tab.Addr+tab.Size {
+		t.Errorf("__start/__stop = [%#x, %#x), table at [%#x, %#x)", start, stop, tab.Addr, tab.Addr+tab.Size)
+	}
+	if n := int(tab.Size / mcountloc.EntrySize); n != want || n != entries {
+		t.Errorf("table between __start and __stop has %d entries; %d parts' entries expected, %d without the reference", n, want, entries)
+	}
+	if len(checkLinkedCalls(t, prog)) != entries {
+		t.Errorf("linked entries differ with the __start/__stop reference")
 	}
 }

@@ -44,6 +44,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.GOMAXPROCS(0), Usage: "files processed at once"},
 		},
 		HideHelpCommand: true,
+		// Return exit errors to run instead of letting cli call os.Exit, so run reports
+		// the status itself (and works in-process, as the tests use it).
+		ExitErrHandler: func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return cli.Exit("recordmcount: no input files (usage: recordmcount [flags] FILE.o...)", 2)

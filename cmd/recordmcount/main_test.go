@@ -125,3 +125,64 @@ func TestReadOnlyDir(t *testing.T) {
 		t.Errorf("directory has %d entries (temporary file left?)", len(ents))
 	}
 }
+
+// TestExitCodes runs the command in-process on a good object next to each kind of bad
+// input: exit status 1, an error naming the bad file, the bad file unchanged, and the good
+// file still recorded. Only good files give 0; no file at all is a usage error (2).
+func TestExitCodes(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "t.c"), []byte("int f(int x) { return x + 1; }\nint main(void) { return f(-1); }\n"), 0o644)
+	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-c", "t.c", "-o", "good.o")
+	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-no-pie", "t.c", "-o", "prog", "-Wl,--defsym=__fentry__=main")
+	good, err := os.ReadFile(filepath.Join(dir, "good.o"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, _ := os.ReadFile(filepath.Join(dir, "prog"))
+	tests := []struct {
+		name, file string
+		data       []byte // nil: the file does not exist
+		want       string
+	}{
+		{"not ELF", "text.o", []byte("int f(void);\n"), "not an ELF file"},
+		{"truncated", "trunc.o", good[:200], "malformed ELF"},
+		{"linked program", "prog", prog, "not a relocatable object (type ET_EXEC)"},
+		{"missing", "missing.o", nil, "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			g := filepath.Join(d, "good.o")
+			os.WriteFile(g, good, 0o644)
+			bad := filepath.Join(d, tc.file)
+			if tc.data != nil {
+				os.WriteFile(bad, tc.data, 0o644)
+			}
+			var so, se strings.Builder
+			if code := run([]string{"recordmcount", bad, g}, &so, &se); code != 1 {
+				t.Fatalf("exit %d, want 1; stderr %s", code, se.String())
+			}
+			if !strings.Contains(se.String(), "recordmcount: "+bad+": ") || !strings.Contains(se.String(), tc.want) {
+				t.Errorf("stderr %q does not name %s and %q", se.String(), bad, tc.want)
+			}
+			if tc.data != nil {
+				if after, _ := os.ReadFile(bad); string(after) != string(tc.data) {
+					t.Error("bad file changed")
+				}
+			}
+			if after, _ := os.ReadFile(g); len(after) <= len(good) {
+				t.Error("the good file was not recorded")
+			}
+		})
+	}
+	g := filepath.Join(dir, "good.o")
+	var so, se strings.Builder
+	if code := run([]string{"recordmcount", g}, &so, &se); code != 0 {
+		t.Errorf("good file: exit %d: %s", code, se.String())
+	}
+	se.Reset()
+	if code := run([]string{"recordmcount"}, &so, &se); code != 2 || !strings.Contains(se.String(), "no input files") {
+		t.Errorf("no arguments: exit %d, want 2; stderr %q", code, se.String())
+	}
+}
