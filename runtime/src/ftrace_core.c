@@ -772,16 +772,51 @@ static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *tar
 	return 0;
 }
 
+/*
+ * An update visits only the records it marked: each object keeps the index range of its
+ * dirty records, so switching one site of a 300k-site program does not walk them all.
+ */
+static void mark_dirty(struct ftrt_object *o, struct ftrt_rec *r)
+{
+	size_t i = (size_t)(r - o->recs);
+
+	r->flags |= REC_DIRTY;
+	if (!o->dirty_end) {
+		o->dirty_lo = i;
+		o->dirty_end = i + 1;
+		return;
+	}
+	if (i < o->dirty_lo)
+		o->dirty_lo = i;
+	if (i >= o->dirty_end)
+		o->dirty_end = i + 1;
+}
+
 static size_t nr_dirty(void)
 {
 	struct ftrt_object *o;
 	size_t i, n = 0;
 
 	for (o = objects; o; o = o->next)
-		for (i = 0; i < o->nrecs; i++)
+		for (i = o->dirty_lo; i < o->dirty_end; i++)
 			if (o->recs[i].flags & REC_DIRTY)
 				n++;
 	return n;
+}
+
+/*
+ * A site found holding unexpected bytes while being patched is never touched again, and no
+ * longer counts as matched: the ops that match it give it up (refused sites are never
+ * counted, so unregistering them later changes nothing).
+ */
+static void uncount_refused(struct ftrt_rec *r)
+{
+	struct ftrace_ops *op;
+
+	for (op = atomic_load(&ops_list); op; op = op->next)
+		if (!(op->flags & FL_REMOVING) && op->nr_sites && ops_match(op, r->ip))
+			op->nr_sites--;
+	r->flags = (r->flags & ~REC_COUNT_MASK) | REC_REFUSED;
 }
 
 /* Patch every dirty record to its target, in one batch. */
@@ -802,7 +837,7 @@ static int patch_dirty(void)
 		goto out;
 	}
 	for (o = objects; o; o = o->next) {
-		for (i = 0; i < o->nrecs; i++) {
+		for (i = o->dirty_lo; i < o->dirty_end; i++) {
 			struct ftrt_rec *r = &o->recs[i];
 			struct ftrt_poke *p = &pk[np];
 			uintptr_t target;
@@ -851,7 +886,7 @@ static int patch_dirty(void)
 		ret = ftrt_text_poke_batch(pk, np, &bad);
 		if (ret != -EINVAL || bad >= np)
 			break;
-		pr[bad]->flags |= REC_REFUSED;
+		uncount_refused(pr[bad]);
 		nr_refused++;
 		memmove(pk + bad, pk + bad + 1, (np - bad - 1) * sizeof(*pk));
 		memmove(pr + bad, pr + bad + 1, (np - bad - 1) * sizeof(*pr));
@@ -872,12 +907,45 @@ static int patch_dirty(void)
 		}
 	}
 out:
-	for (o = objects; o; o = o->next)
-		for (i = 0; i < o->nrecs; i++)
+	for (o = objects; o; o = o->next) {
+		for (i = o->dirty_lo; i < o->dirty_end; i++)
 			o->recs[i].flags &= ~REC_DIRTY;
+		o->dirty_lo = o->dirty_end = 0;
+	}
 	free(pk);
 	free(pr);
 	return ret;
+}
+
+static void adjust_rec(struct ftrace_ops *x, struct ftrt_object *o, struct ftrt_rec *r,
+		       int om, int nm)
+{
+	if (om == nm || (r->flags & REC_REFUSED))
+		return;
+	if (nm) {
+		r->flags++;
+		x->nr_sites++;
+	} else {
+		r->flags--;
+		x->nr_sites--;
+	}
+	mark_dirty(o, r);
+}
+
+static void adjust_ip(struct ftrace_ops *x, unsigned long ip, int old_en,
+		      const struct ftrt_hash *of, const struct ftrt_hash *on, int new_en,
+		      const struct ftrt_hash *nf, const struct ftrt_hash *nn)
+{
+	struct ftrt_object *o;
+	struct ftrt_rec *r = rec_lookup(ip, &o);
+
+	if (r)
+		adjust_rec(x, o, r, old_en && hash_match(of, on, ip), new_en && hash_match(nf, nn, ip));
+}
+
+static size_t hash_count(const struct ftrt_hash *h)
+{
+	return h ? h->count : 0;
 }
 
 static void adjust_counts(struct ftrace_ops *x, int old_en, const struct ftrt_hash *of,
@@ -885,29 +953,33 @@ static void adjust_counts(struct ftrace_ops *x, int old_en, const struct ftrt_ha
 			  const struct ftrt_hash *nn)
 {
 	struct ftrt_object *o;
-	size_t i;
+	size_t i, nrecs = 0;
 
-	for (o = objects; o; o = o->next) {
+	for (o = objects; o; o = o->next)
+		nrecs += o->nrecs;
+	/*
+	 * With a filter on both sides (or a side disabled), only the filtered addresses can
+	 * change: look those up instead of testing every record, when they are few.
+	 */
+	if ((!old_en || hash_count(of)) && (!new_en || hash_count(nf)) &&
+	    ((old_en ? hash_count(of) : 0) + (new_en ? hash_count(nf) : 0)) * 16 < nrecs) {
+		if (old_en)
+			for (i = 0; i <= of->mask; i++)
+				if (of->e[i])
+					adjust_ip(x, of->e[i], old_en, of, on, new_en, nf, nn);
+		if (new_en)
+			for (i = 0; i <= nf->mask; i++)
+				if (nf->e[i] && !(old_en && hash_has(of, nf->e[i])))
+					adjust_ip(x, nf->e[i], old_en, of, on, new_en, nf, nn);
+		return;
+	}
+	for (o = objects; o; o = o->next)
 		for (i = 0; i < o->nrecs; i++) {
 			struct ftrt_rec *r = &o->recs[i];
-			int om, nm;
 
-			if (r->flags & REC_REFUSED)
-				continue;
-			om = old_en && hash_match(of, on, r->ip);
-			nm = new_en && hash_match(nf, nn, r->ip);
-			if (om == nm)
-				continue;
-			if (nm) {
-				r->flags++;
-				x->nr_sites++;
-			} else {
-				r->flags--;
-				x->nr_sites--;
-			}
-			r->flags |= REC_DIRTY;
+			adjust_rec(x, o, r, old_en && hash_match(of, on, r->ip),
+				   new_en && hash_match(nf, nn, r->ip));
 		}
-	}
 }
 
 /* Is any site that x newly matches already matched by another IPMODIFY ops? */
@@ -1160,7 +1232,7 @@ static int rescan(void)
 					op->nr_sites++;
 				}
 			if (r->flags & REC_COUNT_MASK) {
-				r->flags |= REC_DIRTY;
+				mark_dirty(o, r);
 				any_new = 1;
 			}
 		}

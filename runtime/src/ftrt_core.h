@@ -62,6 +62,7 @@ struct ftrt_object {
 	struct ftrt_rec		*recs;		/* sorted by ip */
 	size_t			nrecs;
 	size_t			recs_cap;	/* allocated records */
+	size_t			dirty_lo, dirty_end;	/* records an update marked dirty (end 0: none) */
 	struct ftrt_arena	*arena;		/* trampolines reachable from its sites */
 	struct ftrt_syms	*syms;
 	int			seen;

@@ -49,6 +49,7 @@ int main(void)
 	CHECK_EQ(fi.state, FTRACE_SITE_REFUSED);
 	ftrace_get_stats(&st);
 	CHECK_EQ(st.nr_refused, 3);
+	CHECK_EQ(all.nr_sites, 1);	/* bt_good */
 	CHECK_EQ(good(), 1);
 	CHECK_EQ(hits, 1);
 	CHECK_EQ(l7(), 2);
@@ -58,12 +59,14 @@ int main(void)
 	m = open_memstream(&buf, &len);
 	CHECK_EQ(ftrace_print_functions(m), 0);
 	fclose(m);
-	snprintf(want, sizeof(want), "%#lx refused 1 bt_wrong [", (unsigned long)bt_wrong);
+	/* A site refused while being patched no longer counts as matched. */
+	snprintf(want, sizeof(want), "%#lx refused 0 bt_wrong [", (unsigned long)bt_wrong);
 	CHECK(strstr(buf, want) != NULL);
 	snprintf(want, sizeof(want), "%#lx tramp 1 bt_good [", (unsigned long)bt_good);
 	CHECK(strstr(buf, want) != NULL);
 	free(buf);
 	CHECK_EQ(unregister_ftrace_function(&all), 0);
+	CHECK_EQ(all.nr_sites, 0);
 	CHECK(is_nop(bt_good));
 	CHECK(!memcmp((void *)bt_wrong, prologue, 5));
 	CHECK(!memcmp(bt_ro, "\x0f\x1f\x44\x00\x00", 5));
