@@ -15,6 +15,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -922,4 +923,101 @@ func TestTracerToggleUnderThreads(t *testing.T) {
 	if funcs == 0 || entries == 0 || exits > entries {
 		t.Errorf("records: %d function, %d entries, %d exits", funcs, entries, exits)
 	}
+}
+
+// Signals whose default action ends the process (SIGTERM, SIGINT, SIGHUP, SIGPIPE...):
+// the runtime finalises the file (the records staged since the last flush included) and
+// the process still dies of the signal, as it does untraced. A signal the program
+// inherited as ignored stays ignored.
+func TestTracerTermSignals(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_term.c")
+	type proc struct {
+		cmd   *exec.Cmd
+		stdin io.WriteCloser
+		out   io.ReadCloser
+		rd    *bufio.Reader
+	}
+	start := func(env []string, args ...string) *proc {
+		t.Helper()
+		p := &proc{cmd: exec.Command(args[0], args[1:]...)}
+		p.cmd.Dir = dir
+		p.cmd.Env = append(trCleanEnv(), env...)
+		p.stdin, _ = p.cmd.StdinPipe()
+		p.out, _ = p.cmd.StdoutPipe()
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.rd = bufio.NewReader(p.out)
+		return p
+	}
+	expect := func(p *proc, want string) {
+		t.Helper()
+		if line, err := p.rd.ReadString('\n'); err != nil || line != want+"\n" {
+			t.Fatalf("program said %q (%v), want %q", line, err, want)
+		}
+	}
+	wait := func(p *proc) syscall.WaitStatus {
+		p.cmd.Wait()
+		return p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	}
+	// killed runs the program (waiter mode) and sends sig once it is waiting.
+	killed := func(env []string, sig syscall.Signal) syscall.WaitStatus {
+		p := start(env, prog, "wait")
+		expect(p, "ready")
+		p.cmd.Process.Signal(sig)
+		return wait(p)
+	}
+	checkTrace := func(name string, sig syscall.Signal, open int) {
+		t.Helper()
+		tr := trRead(t, filepath.Join(dir, name))
+		if sig != 0 && (tr.Flags&3 != 3 || tr.Signal != uint32(sig) || tr.Reason != 2) {
+			t.Errorf("%s: flags %#x signal %d reason %d, want complete+abnormal, signal %d, reason 2", name, tr.Flags, tr.Signal, tr.Reason, sig)
+		}
+		if sig == 0 {
+			trCheckComplete(t, tr, 1)
+		}
+		ent, unw, o := trGraph(t, tr.Threads[0], trSymbols(t, tr, prog))
+		if ent["main"] != 1 || ent["work"] != 1 || ent["leaf"] < 100 || len(unw) != 0 || o != open {
+			t.Errorf("%s: entries %v unwound %v, %d frames open (want %d)", name, ent, unw, o, open)
+		}
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		plain := killed(nil, sig)
+		name := strings.ToLower(sig.String()[:3]) + ".dat"
+		ws := killed([]string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + name}, sig)
+		if ws != plain || !ws.Signaled() || ws.Signal() != sig {
+			t.Errorf("%v: traced status %v, untraced %v", sig, ws, plain)
+		}
+		// main and waiter were running
+		checkTrace(name, sig, 2)
+	}
+
+	// SIGPIPE: the reader goes away
+	pipe := func(env []string) syscall.WaitStatus {
+		p := start(env, prog, "pipe")
+		expect(p, "line 0")
+		p.out.Close()
+		return wait(p)
+	}
+	plain := pipe(nil)
+	ws := pipe([]string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=pipe.dat"})
+	if ws != plain || !ws.Signaled() || ws.Signal() != syscall.SIGPIPE {
+		t.Errorf("SIGPIPE: traced status %v, untraced %v", ws, plain)
+	}
+	checkTrace("pipe.dat", syscall.SIGPIPE, 2)
+
+	// SIGINT ignored by the parent (a shell's background job): still ignored
+	p := start([]string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=ign.dat"},
+		"sh", "-c", `trap "" INT; exec "$0" wait`, prog)
+	expect(p, "ready")
+	p.cmd.Process.Signal(syscall.SIGINT)
+	fmt.Fprintf(p.stdin, "ping\n")
+	expect(p, "pong")
+	p.stdin.Close()
+	expect(p, "bye")
+	if ws := wait(p); ws.ExitStatus() != 0 {
+		t.Errorf("ignored SIGINT: status %v", ws)
+	}
+	checkTrace("ign.dat", 0, 0)
 }
