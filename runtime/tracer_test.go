@@ -204,6 +204,8 @@ type trMap struct {
 type trTrace struct {
 	Flags, PID, Signal, Clock, Reason, Tracer uint32
 	NsPerTick                                 float64
+	RefTicks, RefMono, RefReal                uint64
+	StartTicks, EndTicks, TscHz               uint64
 	LostNoBuf                                 uint64
 	Cmdline                                   []string
 	Maps                                      []trMap
@@ -224,6 +226,8 @@ func trRead(t *testing.T, path string) *trTrace {
 		Flags: le.Uint32(d[16:]), PID: le.Uint32(d[20:]), Signal: le.Uint32(d[24:]),
 		Clock: le.Uint32(d[28:]), NsPerTick: math.Float64frombits(le.Uint64(d[32:])),
 		Tracer: le.Uint32(d[80:]), Reason: le.Uint32(d[84:]), LostNoBuf: le.Uint64(d[104:]),
+		RefTicks: le.Uint64(d[40:]), RefMono: le.Uint64(d[48:]), RefReal: le.Uint64(d[56:]),
+		StartTicks: le.Uint64(d[64:]), EndTicks: le.Uint64(d[72:]), TscHz: le.Uint64(d[96:]),
 	}
 	if rs := le.Uint32(d[88:]); rs != 32 {
 		t.Fatalf("record_size %d", rs)
@@ -1088,5 +1092,93 @@ func TestTracerSigaltstack(t *testing.T) {
 				t.Logf("handler interrupted: %v; not graphed: %d", parents, lostDepth/4)
 			})
 		}
+	}
+}
+
+// The trace clock: FTRACE_CLOCK=mono records CLOCK_MONOTONIC nanoseconds (clock 2, 1 ns
+// per tick, no TSC rate); the default and FTRACE_CLOCK=tsc use the calibrated TSC (clock
+// 1) when CPUID reports it invariant (Linux's constant_tsc + nonstop_tsc flags), else
+// fall back to the monotonic clock. Either way: timestamps lie between start-up and
+// finalisation, never go back on a thread, convert to wall-clock times within the run,
+// and measure three 20 ms sleeps as 20 ms (± what a loaded machine adds).
+func TestTracerClock(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_clock.c")
+	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
+	invariant := strings.Contains(string(cpuinfo), " constant_tsc") && strings.Contains(string(cpuinfo), " nonstop_tsc")
+	for _, tc := range []struct {
+		env   string
+		clock uint32
+	}{
+		{"FTRACE_CLOCK=mono", 2},
+		{"FTRACE_CLOCK=tsc", map[bool]uint32{true: 1, false: 2}[invariant]},
+		{"", map[bool]uint32{true: 1, false: 2}[invariant]},
+	} {
+		name := "default"
+		if tc.env != "" {
+			name = strings.TrimPrefix(tc.env, "FTRACE_CLOCK=")
+		}
+		t.Run(name, func(t *testing.T) {
+			env := []string{"FTRACE_TRACER=function_graph"}
+			if tc.env != "" {
+				env = append(env, tc.env)
+			}
+			before := time.Now()
+			out, _ := trRun(t, dir, prog, env)
+			after := time.Now()
+			if out != "slept 3 times\n" {
+				t.Fatalf("output %q", out)
+			}
+			tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+			trCheckComplete(t, tr, 1)
+			if tr.Clock != tc.clock {
+				t.Fatalf("clock %d, want %d (invariant TSC: %v)", tr.Clock, tc.clock, invariant)
+			}
+			switch tr.Clock {
+			case 2:
+				if tr.NsPerTick != 1 || tr.RefTicks != tr.RefMono || tr.TscHz != 0 {
+					t.Errorf("monotonic clock: ns_per_tick %v, ref_ticks %d, ref_mono_ns %d, tsc_hz %d", tr.NsPerTick, tr.RefTicks, tr.RefMono, tr.TscHz)
+				}
+			case 1:
+				if tr.NsPerTick < 0.05 || tr.NsPerTick > 5 || math.Abs(float64(tr.TscHz)*tr.NsPerTick/1e9-1) > 1e-3 {
+					t.Errorf("TSC: ns_per_tick %v, tsc_hz %d", tr.NsPerTick, tr.TscHz)
+				}
+			}
+			wall := func(ticks uint64) time.Time {
+				ns := float64(tr.RefMono) + (float64(ticks)-float64(tr.RefTicks))*tr.NsPerTick
+				return time.Unix(0, int64(ns)+int64(tr.RefReal)-int64(tr.RefMono))
+			}
+			// wall clock (CLOCK_REALTIME): allow for NTP slewing, not for nonsense
+			slack := 50 * time.Millisecond
+			if w := wall(tr.StartTicks); w.Before(before.Add(-slack)) || w.After(after.Add(slack)) {
+				t.Errorf("start %v not within the run [%v, %v]", w, before, after)
+			}
+			if w := wall(tr.EndTicks); w.Before(before.Add(-slack)) || w.After(after.Add(slack)) {
+				t.Errorf("end %v not within the run [%v, %v]", w, before, after)
+			}
+			if len(tr.Threads) != 1 {
+				t.Fatalf("%d threads", len(tr.Threads))
+			}
+			s := trSymbols(t, tr, prog)
+			ent, _, open := trGraph(t, tr.Threads[0], s) // checks that time never goes back
+			if ent["nap"] != 3 || ent["leaf"] != 306 || open != 0 {
+				t.Errorf("entries %v, %d open", ent, open)
+			}
+			var naps []time.Duration
+			for _, r := range tr.Threads[0].Recs {
+				if r.TS < tr.StartTicks || r.TS > tr.EndTicks {
+					t.Errorf("record at %d outside [%d, %d]", r.TS, tr.StartTicks, tr.EndTicks)
+				}
+				if r.Type == 3 && s.name(r.IP) == "nap" {
+					naps = append(naps, time.Duration(float64(r.TS-r.Aux)*tr.NsPerTick))
+				}
+			}
+			for _, d := range naps {
+				if d < 20*time.Millisecond || d > 200*time.Millisecond {
+					t.Errorf("nap took %v, want 20 ms (and not much more)", d)
+				}
+			}
+			t.Logf("clock %d, %.4f ns/tick, naps %v", tr.Clock, tr.NsPerTick, naps)
+		})
 	}
 }
