@@ -721,7 +721,8 @@ func TestTracerGraphUsers(t *testing.T) {
 	}
 }
 
-// Live control through the unix socket: status, disable/enable, tracer switch, snapshot,
+// Live control through the unix socket of a real running process: status, disable/enable,
+// tracer switch, snapshot, depth (limit and bad values), notrace (set, cleared),
 // finish; the socket is private to the user and removed at the end.
 func TestTracerLiveControl(t *testing.T) {
 	dir := t.TempDir()
@@ -794,6 +795,32 @@ func TestTracerLiveControl(t *testing.T) {
 		t.Errorf("tracer: %q", r)
 	}
 	call(5)
+	// depth 1: calls (depth 0) is graphed, its ticks are counted over depth
+	for _, req := range []string{"depth 1", "depth x", "depth"} {
+		r := ask(req)
+		if (req == "depth 1") != (r == "ok") || (r != "ok" && !strings.HasPrefix(r, "error depth needs a number")) {
+			t.Errorf("%s: %q", req, r)
+		}
+	}
+	call(7)
+	// notrace tick (unlimited depth again): calls only
+	if r := ask("depth 0"); r != "ok" {
+		t.Errorf("depth 0: %q", r)
+	}
+	if r := ask("notrace tick"); r != "ok" {
+		t.Errorf("notrace: %q", r)
+	}
+	call(9)
+	// the function tracer follows the notrace list too
+	if r := ask("tracer function"); r != "ok" {
+		t.Errorf("tracer function: %q", r)
+	}
+	call(4)
+	// an empty notrace list: everything again
+	if r := ask("notrace"); r != "ok" {
+		t.Errorf("empty notrace: %q", r)
+	}
+	call(3)
 	if r := ask("bogus"); !strings.HasPrefix(r, "error unknown command") {
 		t.Errorf("bogus: %q", r)
 	}
@@ -827,8 +854,18 @@ func TestTracerLiveControl(t *testing.T) {
 	}
 	ft := trRead(t, filepath.Join(dir, "ftrace.dat"))
 	trCheckComplete(t, ft, 4)
-	if c := count(ft); c["tick/1"] != 30 || c["tick/2"] != 5 || c["tick/3"] != 5 || c["calls/2"] != 1 {
-		t.Errorf("final counts %v", c)
+	// function tracer: main at start-up, 10+20+3 ticks, calls 10 20 4 3 (ticks of call(4) not traced)
+	// graph: call(5) all, call(7) calls only (depth 1), call(9) calls only (notrace)
+	want := map[string]int{"main/1": 1, "tick/1": 30 + 3, "calls/1": 4, "tick/2": 5, "tick/3": 5, "calls/2": 3, "calls/3": 3}
+	if c := count(ft); fmt.Sprint(c) != fmt.Sprint(want) {
+		t.Errorf("final counts %v, want %v", c, want)
+	}
+	var overDepth uint64
+	for _, th := range ft.Threads {
+		overDepth += th.LostDepth
+	}
+	if overDepth != 7 {
+		t.Errorf("over depth %d, want the 7 ticks of call(7)", overDepth)
 	}
 }
 
