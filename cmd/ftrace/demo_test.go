@@ -37,11 +37,13 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"demo: sold 3 loaves for 753 coins\n",
 		"demo: " + filepath.Join(build, "bin", "ftrace") + " graph --limit 25 ",
-		"  CALLS        TOTAL         SELF",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
+	}
+	if !regexp.MustCompile(`(?m)^ +CALLS +TOTAL +SELF +AVG +MIN +MAX  FUNCTION\n(.*\n){8}$`).MatchString(text) {
+		t.Errorf("output does not end with an 8-row report:\n%s", text)
 	}
 	// one section per thread: "# thread TID (name)", then its lines "TID) ... |  call"
 	threads := map[string][]string{}
