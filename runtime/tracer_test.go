@@ -1219,3 +1219,32 @@ func TestTracerClock(t *testing.T) {
 		})
 	}
 }
+
+// Unwinders under function_graph: _Unwind_Backtrace and backtrace() called three traced
+// frames deep see the same frames as without tracing (both are interposed: the real
+// return addresses are put back for the duration of the call).
+func TestTracerUnwinders(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_unwind.c")
+	plain, pws := trRun(t, dir, prog, nil)
+	lines := strings.Split(strings.TrimSpace(plain), "\n")
+	// u3 u2 u1 main, then libc's start-up frames
+	if len(lines) != 2 || strings.Count(lines[0], " ") < 5 || strings.Count(lines[1], " ") < 5 {
+		t.Fatalf("untraced output %q", plain)
+	}
+	for _, tracer := range []string{"function_graph", "function"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer})
+		if out != plain || ws != pws {
+			t.Errorf("%s: output %q, untraced %q", tracer, out, plain)
+		}
+	}
+	out, _ := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=g.dat"})
+	if out != plain {
+		t.Fatalf("graph: %q", out)
+	}
+	g := trRead(t, filepath.Join(dir, "g.dat"))
+	ent, unw, open := trGraph(t, g.Threads[0], trSymbols(t, g, prog))
+	if ent["u3"] != 1 || ent["u1"] != 1 || len(unw) != 0 || open != 0 {
+		t.Errorf("graph entries %v unwound %v open %d", ent, unw, open)
+	}
+}
