@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"debug/elf"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -900,7 +901,8 @@ func TestTracerTinyXML2(t *testing.T) {
 	}
 	total := map[string]uint64{}
 	for _, tracer := range []string{"function", "function_graph"} {
-		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + tracer + ".dat"})
+		// 256 MiB buffers: the graph's 6.4M records fit, nothing is lost
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + tracer + ".dat", "FTRACE_BUFFER_KB=262144"})
 		if trNoTimes(out) != trNoTimes(plain) || ws != pws {
 			t.Fatalf("%s: output or status changed (%v)", tracer, ws)
 		}
@@ -923,6 +925,46 @@ func TestTracerTinyXML2(t *testing.T) {
 	}
 	if total["function"] != total["function_graph"] || total["function"] < 1000000 {
 		t.Errorf("calls: function tracer %d, graph %d", total["function"], total["function_graph"])
+	}
+
+	// The same through `ftrace report --format json`, per function: nothing lost, no
+	// call without its return or return without its call, and the same calls of the
+	// same functions under both tracers.
+	calls := map[string]map[string]uint64{}
+	for _, tracer := range []string{"function", "function_graph"} {
+		out := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "report", "--format", "json", tracer+".dat")
+		var r struct {
+			Tracer                string
+			Complete              bool
+			Lost                  uint64
+			LostNoBuf             uint64 `json:"lost_nobuf"`
+			LostDepth             uint64 `json:"lost_depth"`
+			Unmatched, Unfinished uint64
+			Functions             []struct {
+				Name           string
+				Calls, Partial uint64
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("ftrace report: %v", err)
+		}
+		if r.Tracer != tracer || !r.Complete || r.Lost != 0 || r.LostNoBuf != 0 || r.LostDepth != 0 || r.Unmatched != 0 || r.Unfinished != 0 {
+			t.Errorf("ftrace report %s: tracer %s complete %v lost %d/%d/%d unmatched %d unfinished %d", tracer,
+				r.Tracer, r.Complete, r.Lost, r.LostNoBuf, r.LostDepth, r.Unmatched, r.Unfinished)
+		}
+		calls[tracer] = map[string]uint64{}
+		for _, f := range r.Functions {
+			calls[tracer][f.Name] += f.Calls
+		}
+	}
+	fn, fg := calls["function"], calls["function_graph"]
+	if len(fn) < 100 || len(fn) != len(fg) {
+		t.Errorf("functions: %d traced by function, %d by function_graph", len(fn), len(fg))
+	}
+	for name, n := range fn {
+		if fg[name] != n {
+			t.Errorf("%s: %d calls traced by function, %d by function_graph", name, n, fg[name])
+		}
 	}
 }
 
