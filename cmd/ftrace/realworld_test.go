@@ -81,11 +81,11 @@ func TestRealWorldTraced(t *testing.T) {
 		}, []string{"make", "-C", "tests", cc, "test-lz4-essentials"}, 100, []string{"LZ4F_compressUpdate", "LZ4F_decompress"}, 131072, true},
 		// zstd: `make -C tests check` runs playTests.sh (1843 lines, 717 processes), which
 		// takes ≈ 7 min here traced twice and reported (≈ 85 s untraced): too long for CI.
-		// We run its first part, up to the dictionary tests (simple tests, multiple files,
-		// permissions, --list..., advanced parameters, pass-through, concatenation, sparse
-		// files, stream-size and size-hint modes: 328 processes, ≈ 2 min with the build on
-		// this loaded 2-vCPU machine), the way `check` runs
-		// the whole script.
+		// We run its first part, up to the dictionary tests (simple tests, file removal,
+		// multiple files, permissions and timestamps, output directories, content size,
+		// advanced parameters, pass-through, concatenation, symbolic links, sparse files,
+		// stream-size and size-hint modes: 328 processes, ≈ 2 min with the build on this
+		// loaded 2-vCPU machine), the way `check` runs the whole script.
 		{"zstd", [][]string{
 			{"make", "-j2", "-C", "tests", cc, "zstd", "datagen"},
 			{"sh", "-c", `sed '/^println "\\n===>  dictionary tests "/,$d' tests/playTests.sh > tests/playTests-part.sh &&
