@@ -7,6 +7,7 @@ package bench_test
 // Run: go test ./bench -run '^$' -bench Tracer -benchtime 1x   (figures in RESULTS.md)
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -103,6 +104,46 @@ func trMedian(t testing.TB, reps int, env []string, argv ...string) trResult {
 	return r
 }
 
+func trXRayEnv(dir string) []string {
+	return []string{"XRAY_OPTIONS=xray_logfile_base=" + dir + "/xray-log.",
+		"BENCH_XRAY_FDR=buffer_size=1048576:buffer_max=512:func_duration_threshold_us=0"}
+}
+
+// trXRayRecorded runs the XRay build once more and counts the function entries and
+// exits (plain and tail) its FDR log holds (llvm-xray convert, streamed).
+func trXRayRecorded(t testing.TB, prog string, argv []string) (enters, exits int) {
+	t.Helper()
+	testenv.Need(t, "llvm-xray")
+	dir := t.TempDir()
+	trBenchRun(t, trXRayEnv(dir), argv...)
+	logs, _ := filepath.Glob(filepath.Join(dir, "xray-log.*"))
+	if len(logs) != 1 {
+		t.Fatalf("XRay logs %v", logs)
+	}
+	cmd := exec.Command("llvm-xray", "convert", "-instr_map="+prog, "-output-format=yaml", logs[0])
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("llvm-xray convert: %v", err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case strings.Contains(l, "kind: function-enter"):
+			enters++
+		case strings.Contains(l, "kind: function-exit"), strings.Contains(l, "kind: function-tail-exit"):
+			exits++
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("llvm-xray convert: %v", err)
+	}
+	return enters, exits
+}
+
 var trEnvOff = []string{"FTRACE_TRACER=", "FTRACE_CONTROL=0"}
 
 func trEnv(tracer string) []string {
@@ -133,8 +174,11 @@ func BenchmarkTracer(b *testing.B) {
 		name string
 		args []string
 	}{
-		{"fib", []string{"fib", "22", "20"}},        // 1.15M calls of a tiny function
-		{"msort", []string{"msort", "100000", "4"}}, // 1.2M calls, ~40 ns bodies
+		// One top-level call each: XRay FDR keeps the records of only one of several
+		// top-level calls of a function (fib 22 x20 left 57k of 1.15M calls in its log),
+		// which made it look cheap; with one call it records every call (checked below).
+		{"fib", []string{"fib", "28", "1"}},         // 1.03M calls of a tiny function
+		{"msort", []string{"msort", "400000", "1"}}, // 1.2M calls, ~30 ns bodies
 	} {
 		b.Run(w.name, func(b *testing.B) {
 			arg := func(prog string) []string { return append([]string{prog}, w.args...) }
@@ -154,8 +198,14 @@ func BenchmarkTracer(b *testing.B) {
 			ufDir := b.TempDir()
 			uf := trMedian(b, reps, nil, append([]string{"uftrace", "record", "-d", filepath.Join(ufDir, "uftrace.data")}, arg(p.uftrace)...)...)
 			cplain := trMedian(b, reps, nil, arg(p.clangPlain)...)
-			xr := trMedian(b, reps, []string{"XRAY_OPTIONS=xray_logfile_base=" + b.TempDir() + "/xray-log.",
-				"BENCH_XRAY_FDR=buffer_size=1048576:buffer_max=512:func_duration_threshold_us=0"}, arg(p.xray)...)
+			xr := trMedian(b, reps, trXRayEnv(b.TempDir()), arg(p.xray)...)
+			// XRay's cost is per call it recorded: every call must be in its log (clang
+			// may split or inline differently from gcc: it can record more calls).
+			enters, exits := trXRayRecorded(b, p.xray, arg(p.xray))
+			if float64(enters) < xr.calls || enters != exits {
+				b.Fatalf("XRay FDR log: %d entries, %d exits for %.0f calls: not comparable", enters, exits, xr.calls)
+			}
+			xrCalls := trResult{calls: float64(enters)}
 
 			per := func(r, base trResult) float64 { return (r.ns - base.ns) / r.calls }
 			m := map[string]float64{
@@ -164,9 +214,10 @@ func BenchmarkTracer(b *testing.B) {
 				"function_ns/call":     per(fn, plain),
 				"graph_ns/call":        per(fg, plain),
 				"uftrace_ns/call":      per(uf, plain),
-				"xray_fdr_ns/call":     per(xr, cplain),
+				"xray_fdr_ns/call":     (xr.ns - cplain.ns) / xrCalls.calls,
+				"xray_recorded/calls":  xrCalls.calls / xr.calls,
 				"graph/uftrace":        per(fg, plain) / per(uf, plain),
-				"graph/xray_fdr":       per(fg, plain) / per(xr, cplain),
+				"graph/xray_fdr":       per(fg, plain) / ((xr.ns - cplain.ns) / xrCalls.calls),
 				"function/graph_ratio": per(fn, plain) / per(fg, plain),
 			}
 			keys := make([]string, 0, len(m))

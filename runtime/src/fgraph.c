@@ -172,21 +172,20 @@ static inline int call_entryfunc(struct ft_thread *t, struct fgraph_ops *gops,
 	return r;
 }
 
-static FT_CALLBACK void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
-			 struct ftrace_regs *fregs)
+/*
+ * The body of fgraph_entry, run with t->in_ret raised: a signal handler that
+ * interrupts it (or fgraph_return) on this thread, between reading the clock,
+ * recording the entry, pushing the shadow frame and hooking the slot, must not
+ * push frames of its own (it would overwrite the half-built frame and record
+ * out of order), so its traced calls are not graphed; they are counted with
+ * the frames over depth. A handler that runs anywhere else nests normally.
+ */
+static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, int idx,
+				 unsigned long ip, unsigned long *slot)
 {
-	struct fgraph_ops *gops = op->private;
-	struct ft_thread *t = &ft_cur;
-	unsigned long *slot = (unsigned long *)ftrace_regs_get_stack_pointer(fregs);
 	struct ftrace_graph_ent e;
 	struct fgraph_frame *f;
-	int idx = gops->idx, d;
-
-	if (unlikely(idx < 0 || t->in_ret))
-		return;
-	if (unlikely(!shadow_get(t)))
-		return;
-	(void)parent_ip;
+	int d;
 
 	/* another graph user of the same call: join its frame */
 	if (t->last_slot == slot && t->last_ip == ip && t->depth > 0 &&
@@ -228,6 +227,31 @@ static FT_CALLBACK void fgraph_entry(unsigned long ip, unsigned long parent_ip, 
 	t->last_ip = ip;
 }
 
+static FT_CALLBACK void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			 struct ftrace_regs *fregs)
+{
+	struct fgraph_ops *gops = op->private;
+	struct ft_thread *t = &ft_cur;
+	unsigned long *slot = (unsigned long *)ftrace_regs_get_stack_pointer(fregs);
+	int idx = gops->idx;
+
+	(void)parent_ip;
+	if (unlikely(idx < 0))
+		return;
+	if (unlikely(t->in_ret)) {
+		/* a graph callback's own call, or a signal handler interrupting us */
+		ft_note_lost_depth();
+		return;
+	}
+	if (unlikely(!shadow_get(t)))
+		return;
+	t->in_ret++;
+	barrier();
+	fgraph_entry_guarded(t, gops, idx, ip, slot);
+	barrier();
+	t->in_ret--;
+}
+
 /*
  * Called by return_to_handler with the stack pointer after the traced
  * function's `ret`: its slot is sp - 8. Returns where to continue.
@@ -237,9 +261,12 @@ unsigned long fgraph_return(unsigned long sp)
 	struct ft_thread *t = &ft_cur;
 	unsigned long *slot = (unsigned long *)sp - 1;
 	struct fgraph_frame f;
-	uint64_t now = ft_clock_read();
+	uint64_t now;
 	int d;
 
+	t->in_ret++;	/* see fgraph_entry_guarded */
+	barrier();
+	now = ft_clock_read();
 	/* the most recent frame of this slot; anything pushed after it is dead */
 	for (d = t->depth - 1; d >= 0; d--)
 		if (t->shadow[d].slot == slot)
@@ -255,6 +282,8 @@ unsigned long fgraph_return(unsigned long sp)
 	t->last_slot = NULL;
 	barrier();
 	frame_close(&f, d, 0, now);
+	barrier();
+	t->in_ret--;
 	return f.ret;
 }
 

@@ -9,7 +9,8 @@
  * (dlsym RTLD_NEXT). Without any graph frame on the thread they cost one TLS
  * load.
  *
- * backtrace() gets the real return addresses for the duration of the call.
+ * backtrace() and _Unwind_Backtrace() get the real return addresses for the duration
+ * of the call.
  *
  * Not covered: _Unwind_RaiseException called directly (not through
  * __cxa_throw), std::rethrow_exception, pthread_cancel (the forced unwind
@@ -123,4 +124,60 @@ int backtrace(void **buf, int size)
 	if (n > 0)
 		memmove(buf, buf + 1, (size_t)(n - 1) * sizeof(*buf));
 	return n > 0 ? n - 1 : n;
+}
+
+/*
+ * _Unwind_Backtrace (libgcc's DWARF unwinder, used directly by crash reporters and
+ * profilers) reads return addresses from the stack: like backtrace(), run it with
+ * the real ones back in place. Weak: a program that links libgcc_eh statically keeps
+ * its own definition (and sees return_to_handler). The real one is in libgcc_s, which
+ * a C program calling only this function does not load by itself (our definition
+ * satisfies the link): load it then, as glibc's backtrace() does.
+ */
+struct _Unwind_Context;
+typedef int (*unwind_trace_fn)(struct _Unwind_Context *, void *);
+typedef int (*unwind_backtrace_t)(unwind_trace_fn, void *);
+
+struct unwind_skip {
+	unwind_trace_fn fn;
+	void *arg;
+	int skip;
+};
+
+/* Hide our own frame (the first one reported) from the caller's callback. */
+static int unwind_skip_cb(struct _Unwind_Context *ctx, void *arg)
+{
+	struct unwind_skip *s = arg;
+
+	if (s->skip) {
+		s->skip = 0;
+		return 0;	/* _URC_NO_REASON */
+	}
+	return s->fn(ctx, s->arg);
+}
+
+__attribute__((weak)) int _Unwind_Backtrace(unwind_trace_fn fn, void *arg)
+{
+	static unwind_backtrace_t real;
+	struct unwind_skip s = { fn, arg, 1 };
+	int r;
+
+	if (!real) {
+		unwind_backtrace_t p = (unwind_backtrace_t)dlsym(RTLD_NEXT, "_Unwind_Backtrace");
+
+		if (!p) {
+			void *h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+
+			p = h ? (unwind_backtrace_t)dlsym(h, "_Unwind_Backtrace") : NULL;
+		}
+		if (!p)
+			return 5;	/* _URC_END_OF_STACK: nothing to unwind with */
+		real = p;
+	}
+	if (!ft_cur.depth)
+		return real(unwind_skip_cb, &s);
+	fgraph_unhook_all();
+	r = real(unwind_skip_cb, &s);
+	fgraph_rehook_live(0);
+	return r;
 }

@@ -209,6 +209,14 @@ static int ops_apply(void)
 /* ---- fatal signals ---- */
 
 static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+/*
+ * Signals whose default action ends the process without a fault: handled only
+ * while their disposition is still the default (a program's own handler, or
+ * SIG_IGN inherited from a shell, is left alone), so that a test suite's
+ * `prog | head`, `kill`, ^C or a closed terminal leave a complete file.
+ */
+static const int term_sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGTERM,
+				  SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGVTALRM };
 static struct sigaction old_act[65];
 
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
@@ -239,6 +247,14 @@ static void install_fatal_handlers(void)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(fatal_sigs) / sizeof(fatal_sigs[0]); i++)
 		sigaction(fatal_sigs[i], &sa, &old_act[fatal_sigs[i]]);
+	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++) {
+		struct sigaction cur;
+		int sig = term_sigs[i];
+
+		if (sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_handler == SIG_DFL)
+			sigaction(sig, &sa, &old_act[sig]);
+	}
 }
 
 /* ---- exit, fork ---- */

@@ -457,6 +457,25 @@ static int stage_write(struct ft_stage *st, uint64_t n)
 	return err;
 }
 
+/*
+ * A chunk reserves room for a whole buffer; once its thread is done with it (thread
+ * exit, finalisation) give back the blocks after its records so that a finalised file
+ * takes disk space for what it holds (thousands of traced processes otherwise fill a
+ * disk with 16 MiB each). The file's size and layout do not change: a hole reads as
+ * zeros. Errors (a file system without hole punching) only cost space. One syscall,
+ * async-signal-safe.
+ */
+static void stage_trim(const struct ft_stage *st)
+{
+	uint64_t nrec = __atomic_load_n(&st->hdr->nrec, __ATOMIC_ACQUIRE);
+	uint64_t from = ROUND_UP(st->rec_off + nrec * sizeof(struct ftkit_rec), PAGE);
+	uint64_t end = st->rec_off + st->cap * sizeof(struct ftkit_rec);
+
+	if (end > from)
+		(void)fallocate(ft_sess.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)from, (off_t)(end - from));
+}
+
 /* Slow path of the first event of a thread. Async-signal-safe. */
 struct ft_thread *ft_thread_buf(void)
 {
@@ -587,8 +606,10 @@ void ft_thread_exit(void)
 
 		t->state = FT_THREAD_DEAD;
 		barrier();
-		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE)
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE) {
 			stage_write(st, t->head);
+			stage_trim(st);
+		}
 		read_comm((pid_t)c->tid, c->name);
 		c->flags |= FTKIT_T_EXITED;
 		__atomic_fetch_add(&s->lost_exited, c->lost + c->lost_depth, __ATOMIC_RELAXED);
@@ -664,6 +685,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 
 		if (st) {
 			stage_write(st, __atomic_load_n(&st->head, __ATOMIC_ACQUIRE));
+			stage_trim(st);
 			read_comm((pid_t)st->hdr->tid, st->hdr->name);
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 )
 
 // Stat is one function's figures. Times are in nanoseconds. Total counts the time of
@@ -166,11 +167,22 @@ func lessFunc(key string) (func(a, b *Stat) bool, error) {
 	return nil, fmt.Errorf("unknown sort key %q (want one of %s)", key, strings.Join(SortKeys, ", "))
 }
 
-// JSON is the document `ftrace report --format json` prints.
+// JSON is the document `ftrace report --format json` prints. Besides the per-function
+// rows it carries what a consumer needs to judge them: whether the file was finalised and
+// the whole trace's lost-event counts (every thread, whatever --tid selects).
 type JSON struct {
-	Tracer    string  `json:"tracer"`
-	PID       int     `json:"pid,omitempty"`
-	Functions []*Stat `json:"functions"`
+	Tracer   string `json:"tracer"`
+	PID      int    `json:"pid,omitempty"`
+	Complete bool   `json:"complete"`
+	// Lost: events dropped because a thread's buffer was full (+ LostNoBuf: no buffer).
+	Lost      uint64 `json:"lost"`
+	LostNoBuf uint64 `json:"lost_nobuf"`
+	// LostDepth: graph calls not recorded (depth limit, shadow stack full).
+	LostDepth uint64 `json:"lost_depth"`
+	// Unmatched: returns without a recorded entry; Unfinished: calls without a return.
+	Unmatched  uint64  `json:"unmatched"`
+	Unfinished uint64  `json:"unfinished"`
+	Functions  []*Stat `json:"functions"`
 }
 
 // WriteJSON prints stats as JSON.
@@ -178,9 +190,17 @@ func WriteJSON(w io.Writer, f *calltree.Forest, stats []*Stat) error {
 	if stats == nil {
 		stats = []*Stat{}
 	}
+	doc := JSON{Tracer: f.Header.Tracer, PID: f.Header.PID, Functions: stats,
+		Complete: f.Header.Flags&tracefile.FlagComplete != 0, LostNoBuf: f.Header.LostNoBuf}
+	for _, th := range f.Threads {
+		doc.Lost += th.Lost
+		doc.LostDepth += th.LostDepth
+		doc.Unmatched += uint64(th.Unmatched)
+		doc.Unfinished += uint64(th.Unclosed)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(JSON{Tracer: f.Header.Tracer, PID: f.Header.PID, Functions: stats})
+	return enc.Encode(doc)
 }
 
 // WriteText prints stats as an aligned table. Function traces have no times: only the

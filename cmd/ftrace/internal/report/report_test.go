@@ -137,3 +137,25 @@ func TestMixedTracers(t *testing.T) {
 		t.Errorf("times not shown:\n%s", b.String())
 	}
 }
+
+// The JSON document carries the trace's lost counts and the calls without a return or an
+// entry, so that a consumer can tell a complete report from a partial one.
+func TestJSONLossFields(t *testing.T) {
+	f := tracetest.Forest(t, "tracer function_graph\nlostnobuf 4\nthread 1 a\nlost 3\nlostdepth 2\n"+
+		"> 100 main\n> 110 foo\n< 120 foo\n< 130 bar 90\nthread 2 b\nlost 1\n> 200 work\n")
+	stats, _ := Compute(f, Options{})
+	var b bytes.Buffer
+	if err := WriteJSON(&b, f, stats); err != nil {
+		t.Fatal(err)
+	}
+	var doc JSON
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("complete=%v lost=%d nobuf=%d depth=%d unmatched=%d unfinished=%d",
+		doc.Complete, doc.Lost, doc.LostNoBuf, doc.LostDepth, doc.Unmatched, doc.Unfinished)
+	// main and work never return; bar returns without an entry
+	if want := "complete=false lost=4 nobuf=4 depth=2 unmatched=1 unfinished=2"; got != want {
+		t.Errorf("got  %s\nwant %s\n%s", got, want, b.String())
+	}
+}
