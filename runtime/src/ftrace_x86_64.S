@@ -15,6 +15,7 @@
 	.p2align 4
 	.type ftrace_caller, @function
 ftrace_caller:
+.Lftrace_caller_self:
 	subq $288, %rsp
 	movups %xmm0, 160(%rsp)
 	movups %xmm1, 176(%rsp)
@@ -39,12 +40,21 @@ ftrace_caller:
 	movq $0, 136(%rsp)
 	movq (%rsi), %rsi
 	subq $5, %rdi
+	movq %fs:ftrt_cb_tramp@tpoff, %rax
+	movq %rax, 144(%rsp)
+	leaq .Lftrace_caller_self(%rip), %rax
+	movq %rax, %fs:ftrt_cb_tramp@tpoff
+	incl %fs:ftrt_cb_depth@tpoff
 ftrace_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	movq %rsp, %rcx
-	incl %fs:ftrt_cb_depth@tpoff
+	testq %rdx, %rdx
+	jz 1f
 ftrace_call:
 	call ftrace_stub
+1:
+	movq 144(%rsp), %rax
+	movq %rax, %fs:ftrt_cb_tramp@tpoff
 	decl %fs:ftrt_cb_depth@tpoff
 	movups 160(%rsp), %xmm0
 	movups 176(%rsp), %xmm1
@@ -69,6 +79,7 @@ ftrace_caller_end:
 	.p2align 4
 	.type ftrace_regs_caller, @function
 ftrace_regs_caller:
+.Lftrace_regs_caller_self:
 	leaq -288(%rsp), %rsp
 	pushfq
 	popq 152(%rsp)
@@ -102,12 +113,21 @@ ftrace_regs_caller:
 	movq $1, 136(%rsp)
 	movq (%rsi), %rsi
 	subq $5, %rdi
+	movq %fs:ftrt_cb_tramp@tpoff, %rax
+	movq %rax, 144(%rsp)
+	leaq .Lftrace_regs_caller_self(%rip), %rax
+	movq %rax, %fs:ftrt_cb_tramp@tpoff
+	incl %fs:ftrt_cb_depth@tpoff
 ftrace_regs_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	movq %rsp, %rcx
-	incl %fs:ftrt_cb_depth@tpoff
+	testq %rdx, %rdx
+	jz 1f
 ftrace_regs_call:
 	call ftrace_stub
+1:
+	movq 144(%rsp), %rax
+	movq %rax, %fs:ftrt_cb_tramp@tpoff
 	decl %fs:ftrt_cb_depth@tpoff
 	movq 120(%rsp), %rax
 	movq %rax, 288(%rsp)

@@ -78,10 +78,45 @@ int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad);
  * interrupted with a real-time signal; they need not cooperate.  A thread parked inside a
  * callback keeps this waiting.
  *
- * Returns 0, or -EDEADLK when called from inside a callback on this thread (it would wait
- * for itself).  Must not be called from a signal handler.
+ * A thread running a signal handler that interrupted a registered range counts as inside
+ * (its signal frames are examined).
+ * Returns 0, or -EDEADLK when called from inside a callback on this thread, or from a
+ * handler that interrupted a range (it would wait for itself).
  */
 int ftrt_synchronize(void);
+
+/*
+ * The cheap grace period for callbacks (SRCU-like), for trampolines that raise
+ * ftrt_cb_depth as their first instruction and call their callback only if their op slot
+ * is still set.  The caller has cleared the slots (or unlinked the ops from the list the
+ * list function walks); this issues membarrier, so that every thread either sees the change
+ * or has its raised counter seen here, then waits until every thread whose counter was
+ * raised has been seen at zero (read from memory; threads never sampled before get one
+ * signal, whose handler also tells where their counter is).  On return no thread runs, or
+ * will run, a callback through a cleared slot; threads may still execute the trampolines'
+ * own instructions: their memory is released only after ftrt_sync_retired().
+ * busy (NULL: every thread whose counter is raised) narrows which threads are waited for,
+ * from what a thread published (ftrt_cb_tramp, ftrt_cb_node below); it is evaluated on
+ * values read after the barrier, so a frame that already held the old slot or ops is seen.
+ * Without membarrier this is ftrt_synchronize().  0, -EDEADLK (inside a callback), -errno.
+ */
+struct ftrt_cb_view {
+	int depth;		/* ftrt_cb_depth */
+	uintptr_t tramp;	/* ftrt_cb_tramp */
+	uintptr_t node;		/* ftrt_cb_node */
+};
+/* Must a thread whose counters read v be waited for?  Async-signal-safe, no side effects. */
+typedef int (*ftrt_cb_busy_fn)(const struct ftrt_cb_view *v, void *ctx);
+int ftrt_sync_callbacks(ftrt_cb_busy_fn busy, void *ctx);
+
+/*
+ * Quiescence for retired ranges only (ftrt_sync_range_retire): returns 0 once no thread
+ * executes code in them or is in a signal handler that interrupted such code (signal
+ * frames on its stacks are examined).  Threads inside other code, callbacks included, do
+ * not hold it up.  -EAGAIN if the calling thread itself is in such a handler (an API call
+ * from a handler), or limit_us > 0 passed first.
+ */
+int ftrt_sync_retired(long limit_us);
 
 /*
  * Code ranges whose execution counts as "inside tracing" for ftrt_synchronize(): the
@@ -93,6 +128,7 @@ int ftrt_synchronize(void);
  */
 #define FTRT_SYNC_MAX_RANGES 4096
 int ftrt_sync_range_add(const void *start, size_t len);
+int ftrt_sync_range_retire(const void *start);
 int ftrt_sync_range_del(const void *start);
 
 /*
@@ -103,6 +139,15 @@ int ftrt_sync_range_del(const void *start);
  * handler that reads it runs on the same thread, so no CPU fence is needed.
  */
 extern __thread int ftrt_cb_depth __attribute__((tls_model("initial-exec")));
+
+/*
+ * Published by the thread before it can obtain a callback: ftrt_cb_tramp, the start of the
+ * trampoline it entered last (stored before ftrt_cb_depth is raised); ftrt_cb_node, where
+ * the list function is in its walk (see ftrace_core.c).  Only meaningful while the depth
+ * is 1 (nested frames overwrite them).
+ */
+extern __thread uintptr_t ftrt_cb_tramp __attribute__((tls_model("initial-exec")));
+extern __thread uintptr_t ftrt_cb_node __attribute__((tls_model("initial-exec")));
 
 static inline void ftrt_cb_enter(void)
 {
@@ -156,6 +201,8 @@ uintptr_t ftrt_arch_sp(const void *uc);
 
 /* Serialise all cores of the process (sync.c); used between patch phases. */
 int ftrt_sync_cores(void);
+/* Is ftrt_sync_cores() a membarrier, i.e. also a full memory barrier on every thread? */
+int ftrt_sync_cores_barrier(void);
 /* Which serialisation is in use: "membarrier-sync-core", "membarrier", "signals". */
 const char *ftrt_sync_cores_method(void);
 /* Which code writing method is in use: "procmem" or "mprotect". */
