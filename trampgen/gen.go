@@ -77,7 +77,7 @@ func (a *asm) restoreXMM() {
 // common emits the part after the registers are saved: ip, sp, the full marker, the
 // arguments of the callback, the op_ptr load and the patchable call, skipped when the op
 // slot has been cleared (the ops is being unregistered, see enterDepth).
-func (a *asm) common(start, prefix, callLabel string, full int) {
+func (a *asm) common(prefix, callLabel string, full int) {
 	a.l("movq %d(%%rsp), %%rdi", FrameSize) // return address = site + 5
 	a.l("movq %%rdi, %d(%%rsp)", RegOff("ip"))
 	a.l("leaq %d(%%rsp), %%rsi", FrameSize+8) // stack pointer at function entry
@@ -85,15 +85,6 @@ func (a *asm) common(start, prefix, callLabel string, full int) {
 	a.l("movq $%d, %d(%%rsp)", full, RegOff("full"))
 	a.l("movq (%%rsi), %%rsi") // parent ip
 	a.l("subq $5, %%rdi")      // ip of the site
-	// Which trampoline this thread is in (its own start: position-independent, so clones
-	// publish themselves): lets an unregister wait only for the threads that may be in
-	// that ops' callback. Published before the counter is raised; the previous value (an
-	// outer frame's, e.g. when a callback or a signal handler calls a traced function) is
-	// kept in the frame and put back before the counter is lowered.
-	a.l("movq %%fs:ftrt_cb_tramp@tpoff, %%rax")
-	a.l("movq %%rax, %d(%%rsp)", RegOff("reserved"))
-	a.l("leaq .L%s_self(%%rip), %%rax", start)
-	a.l("movq %%rax, %%fs:ftrt_cb_tramp@tpoff")
 	a.enterDepth()
 	a.label(prefix + "_op_ptr")
 	a.l("movq ftrace_template_op(%%rip), %%rdx") // 48 8b 15 rel32, re-pointed in clones
@@ -103,8 +94,6 @@ func (a *asm) common(start, prefix, callLabel string, full int) {
 	a.label(callLabel)
 	a.l("call ftrace_stub") // e8 rel32, patched in clones
 	a.raw("1:\n")
-	a.l("movq %d(%%rsp), %%rax", RegOff("reserved"))
-	a.l("movq %%rax, %%fs:ftrt_cb_tramp@tpoff")
 	a.leaveDepth()
 }
 
@@ -137,13 +126,12 @@ func Assembly() string {
 
 	// ftrace_caller: argument registers only.
 	a.fn("ftrace_caller")
-	a.label(".Lftrace_caller_self") // local: no relocation, the copy points at itself
 	a.l("subq $%d, %%rsp", FrameSize)
 	a.saveXMM()
 	for _, r := range callerSaved {
 		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
 	}
-	a.common("ftrace_caller", "ftrace_caller", "ftrace_call", 0)
+	a.common("ftrace_caller", "ftrace_call", 0)
 	a.restoreXMM()
 	for _, r := range callerSaved {
 		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
@@ -156,7 +144,6 @@ func Assembly() string {
 	// ftrace_regs_caller: every register and the flags; the callback may change the
 	// saved ip, and the trampoline returns there instead of into the traced function.
 	a.fn("ftrace_regs_caller")
-	a.label(".Lftrace_regs_caller_self")
 	a.l("leaq -%d(%%rsp), %%rsp", FrameSize) // lea leaves the flags alone
 	a.l("pushfq")
 	a.l("popq %d(%%rsp)", RegOff("flags"))
@@ -164,7 +151,7 @@ func Assembly() string {
 	for _, r := range regsSaved {
 		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
 	}
-	a.common("ftrace_regs_caller", "ftrace_regs_caller", "ftrace_regs_call", 1)
+	a.common("ftrace_regs_caller", "ftrace_regs_call", 1)
 	a.l("movq %d(%%rsp), %%rax", RegOff("ip")) // resume where the callback said
 	a.l("movq %%rax, %d(%%rsp)", FrameSize)
 	a.restoreXMM()

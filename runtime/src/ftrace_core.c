@@ -991,33 +991,15 @@ static void defer_free(void *p)
 static struct ftrt_tramp *leaked;
 
 /*
- * Which threads an unregister of one ops must wait for, from what they published: inside
- * one of its trampolines, or in a list walk that holds it or is reading the link to it.
- * Threads at depth 1 in a trampoline known to belong to another ops are not waited for;
- * anything else (nested frames, code unknown) is.
+ * Which threads an unregister of ops X must wait for, from what they published (read after
+ * the barrier): a thread at depth 1 in a list walk (ftrt_cb_node != 0) only if it holds X
+ * or is reading the link to it (X | 1, pred(X) | 1 from list_remove); any other thread
+ * whose counter is raised (in a trampoline of some ops: which one is not published, to keep
+ * the per-call cost down; nested frames) is waited for.
  */
 struct busy_ctx {
-	uintptr_t x, pred_tag;		/* the ops, and list_remove()'s value */
-	const uintptr_t *mine, *others, *lists;	/* trampoline starts, sorted */
-	size_t nmine, nothers, nlists;
+	uintptr_t x, pred_tag;
 };
-
-static int in_sorted(const uintptr_t *v, size_t n, uintptr_t a)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid] == a)
-			return 1;
-		if (v[mid] < a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
-}
 
 static int cb_busy(const struct ftrt_cb_view *v, void *ctxv)
 {
@@ -1025,48 +1007,9 @@ static int cb_busy(const struct ftrt_cb_view *v, void *ctxv)
 
 	if (v->depth <= 0)
 		return 0;
-	if (v->depth > 1 || in_sorted(c->mine, c->nmine, v->tramp))
+	if (v->depth > 1 || !v->node)
 		return 1;
-	if (in_sorted(c->lists, c->nlists, v->tramp))
-		return v->node == c->x || v->node == (c->x | 1) || v->node == c->pred_tag;
-	return !in_sorted(c->others, c->nothers, v->tramp);
-}
-
-static int uintptr_cmp(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The trampoline starts of ops (mine), of the other registered ops and the shared callers. */
-static int busy_ctx_init(struct busy_ctx *c, struct ftrace_ops *ops, uintptr_t pred_tag)
-{
-	size_t nm = 0, no = 0, nl = 0, cap = 0;
-	struct ftrace_ops *op;
-	struct ftrt_tramp *t;
-	uintptr_t *v;
-
-	for (t = ops->trampolines; t; t = t->next)
-		cap++;
-	for (op = atomic_load(&ops_list); op; op = op->next)
-		for (t = op->trampolines; t; t = t->next)
-			cap++;
-	cap += 2 * ftrt_nr_arenas();
-	v = malloc((cap ? cap : 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (t = ops->trampolines; t; t = t->next)
-		v[nm++] = (uintptr_t)t->code;
-	for (op = atomic_load(&ops_list); op; op = op->next)
-		for (t = op->trampolines; t; t = t->next)
-			v[nm + no++] = (uintptr_t)t->code;
-	nl = ftrt_shared_callers(v + nm + no, cap - nm - no);
-	qsort(v, nm, sizeof(*v), uintptr_cmp);
-	qsort(v + nm, no, sizeof(*v), uintptr_cmp);
-	qsort(v + nm + no, nl, sizeof(*v), uintptr_cmp);
-	*c = (struct busy_ctx){ (uintptr_t)ops, pred_tag, v, v + nm, v + nm + no, nm, no, nl };
-	return 0;
+	return v->node == c->x || v->node == (c->x | 1) || v->node == c->pred_tag;
 }
 
 /*
@@ -1077,18 +1020,13 @@ static int busy_ctx_init(struct busy_ctx *c, struct ftrace_ops *ops, uintptr_t p
  */
 static int retire_trampolines(struct ftrace_ops *ops, uintptr_t pred_tag)
 {
+	struct busy_ctx c = { (uintptr_t)ops, pred_tag };
 	struct ftrt_tramp *t, *n;
-	struct busy_ctx c;
 	int err;
 
 	for (t = ops->trampolines; t; t = t->next)
 		ftrt_tramp_kill(t);
-	if (busy_ctx_init(&c, ops, pred_tag)) {
-		err = ftrt_sync_callbacks(NULL, NULL);
-	} else {
-		err = ftrt_sync_callbacks(cb_busy, &c);
-		free((void *)c.mine);
-	}
+	err = ftrt_sync_callbacks(cb_busy, &c);
 	if (err)
 		ftrt_warn("ftrt: waiting for callbacks to finish failed (%s); the trampolines "
 			  "are kept", strerror(-err));

@@ -304,31 +304,6 @@ struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *op
 	return t;
 }
 
-size_t ftrt_nr_arenas(void)
-{
-	struct ftrt_arena *a;
-	size_t n = 0;
-
-	for (a = arenas; a; a = a->next)
-		n++;
-	return n;
-}
-
-/* Starts of the shared callers (at most max): 0.. their number. */
-size_t ftrt_shared_callers(uintptr_t *v, size_t max)
-{
-	struct ftrt_arena *a;
-	size_t n = 0;
-
-	for (a = arenas; a; a = a->next) {
-		if (a->caller && n < max)
-			v[n++] = (uintptr_t)a->caller->code;
-		if (a->regs_caller && n < max)
-			v[n++] = (uintptr_t)a->regs_caller->code;
-	}
-	return n;
-}
-
 /* No site calls t any more: clear its slot, so it stops calling its callback. */
 void ftrt_tramp_kill(struct ftrt_tramp *t)
 {

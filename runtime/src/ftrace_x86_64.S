@@ -15,7 +15,6 @@
 	.p2align 4
 	.type ftrace_caller, @function
 ftrace_caller:
-.Lftrace_caller_self:
 	subq $288, %rsp
 	movups %xmm0, 160(%rsp)
 	movups %xmm1, 176(%rsp)
@@ -40,10 +39,6 @@ ftrace_caller:
 	movq $0, 136(%rsp)
 	movq (%rsi), %rsi
 	subq $5, %rdi
-	movq %fs:ftrt_cb_tramp@tpoff, %rax
-	movq %rax, 144(%rsp)
-	leaq .Lftrace_caller_self(%rip), %rax
-	movq %rax, %fs:ftrt_cb_tramp@tpoff
 	incl %fs:ftrt_cb_depth@tpoff
 ftrace_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
@@ -53,8 +48,6 @@ ftrace_caller_op_ptr:
 ftrace_call:
 	call ftrace_stub
 1:
-	movq 144(%rsp), %rax
-	movq %rax, %fs:ftrt_cb_tramp@tpoff
 	decl %fs:ftrt_cb_depth@tpoff
 	movups 160(%rsp), %xmm0
 	movups 176(%rsp), %xmm1
@@ -79,7 +72,6 @@ ftrace_caller_end:
 	.p2align 4
 	.type ftrace_regs_caller, @function
 ftrace_regs_caller:
-.Lftrace_regs_caller_self:
 	leaq -288(%rsp), %rsp
 	pushfq
 	popq 152(%rsp)
@@ -113,10 +105,6 @@ ftrace_regs_caller:
 	movq $1, 136(%rsp)
 	movq (%rsi), %rsi
 	subq $5, %rdi
-	movq %fs:ftrt_cb_tramp@tpoff, %rax
-	movq %rax, 144(%rsp)
-	leaq .Lftrace_regs_caller_self(%rip), %rax
-	movq %rax, %fs:ftrt_cb_tramp@tpoff
 	incl %fs:ftrt_cb_depth@tpoff
 ftrace_regs_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
@@ -126,8 +114,6 @@ ftrace_regs_caller_op_ptr:
 ftrace_regs_call:
 	call ftrace_stub
 1:
-	movq 144(%rsp), %rax
-	movq %rax, %fs:ftrt_cb_tramp@tpoff
 	decl %fs:ftrt_cb_depth@tpoff
 	movq 120(%rsp), %rax
 	movq %rax, 288(%rsp)

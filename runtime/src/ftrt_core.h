@@ -103,8 +103,6 @@ struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *op
 void ftrt_tramp_kill(struct ftrt_tramp *t);
 void ftrt_tramp_retire(struct ftrt_tramp *t);
 int ftrt_tramp_release(long limit_us);
-size_t ftrt_nr_arenas(void);
-size_t ftrt_shared_callers(uintptr_t *v, size_t max);
 extern unsigned long ftrt_nr_trampolines, ftrt_nr_quarantined, ftrt_nr_released;
 
 /* ftrace_core.c */

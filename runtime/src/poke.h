@@ -96,13 +96,12 @@ int ftrt_synchronize(void);
  * will run, a callback through a cleared slot; threads may still execute the trampolines'
  * own instructions: their memory is released only after ftrt_sync_retired().
  * busy (NULL: every thread whose counter is raised) narrows which threads are waited for,
- * from what a thread published (ftrt_cb_tramp, ftrt_cb_node below); it is evaluated on
+ * from what a thread published (ftrt_cb_node below); it is evaluated on
  * values read after the barrier, so a frame that already held the old slot or ops is seen.
  * Without membarrier this is ftrt_synchronize().  0, -EDEADLK (inside a callback), -errno.
  */
 struct ftrt_cb_view {
 	int depth;		/* ftrt_cb_depth */
-	uintptr_t tramp;	/* ftrt_cb_tramp */
 	uintptr_t node;		/* ftrt_cb_node */
 };
 /* Must a thread whose counters read v be waited for?  Async-signal-safe, no side effects. */
@@ -141,12 +140,9 @@ int ftrt_sync_range_del(const void *start);
 extern __thread int ftrt_cb_depth __attribute__((tls_model("initial-exec")));
 
 /*
- * Published by the thread before it can obtain a callback: ftrt_cb_tramp, the start of the
- * trampoline it entered last (stored before ftrt_cb_depth is raised); ftrt_cb_node, where
- * the list function is in its walk (see ftrace_core.c).  Only meaningful while the depth
- * is 1 (nested frames overwrite them).
+ * Where the list function is in its walk (ftrace_core.c), published before each read that
+ * can yield an ops; 0 outside a walk (saved and put back by nested walks).
  */
-extern __thread uintptr_t ftrt_cb_tramp __attribute__((tls_model("initial-exec")));
 extern __thread uintptr_t ftrt_cb_node __attribute__((tls_model("initial-exec")));
 
 static inline void ftrt_cb_enter(void)

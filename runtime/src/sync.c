@@ -42,7 +42,6 @@
 #include "poke.h"
 
 __thread int ftrt_cb_depth __attribute__((tls_model("initial-exec")));
-__thread uintptr_t ftrt_cb_tramp __attribute__((tls_model("initial-exec")));
 __thread uintptr_t ftrt_cb_node __attribute__((tls_model("initial-exec")));
 /* The thread's own tid, set by the sampling handler: validates a cached TLS address. */
 static __thread pid_t sync_tid __attribute__((tls_model("initial-exec")));
@@ -162,7 +161,7 @@ struct slot {
 	int blocked_checks;
 	struct timespec since;
 	_Atomic uintptr_t depth_addr, tag_addr;	/* published by the handler (its TLS) */
-	_Atomic uintptr_t tramp_addr, node_addr;
+	_Atomic uintptr_t node_addr;
 };
 
 struct maprange {
@@ -194,7 +193,7 @@ static int sync_sig;		/* 0 until chosen */
  */
 struct tls_ref {
 	pid_t tid;
-	uintptr_t depth, tag, tramp, node;
+	uintptr_t depth, tag, node;
 };
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tls_ref *reg;
@@ -263,7 +262,7 @@ static void tls_register(void)
 
 	sync_tid = (pid_t)syscall(SYS_gettid);
 	e = (struct tls_ref){ sync_tid, (uintptr_t)&ftrt_cb_depth, (uintptr_t)&sync_tid,
-			      (uintptr_t)&ftrt_cb_tramp, (uintptr_t)&ftrt_cb_node };
+			      (uintptr_t)&ftrt_cb_node };
 	pthread_mutex_lock(&reg_lock);
 	reg_put(&e);
 	pthread_mutex_unlock(&reg_lock);
@@ -455,7 +454,6 @@ static void sync_handler(int sig, siginfo_t *si, void *uc)
 
 			sync_tid = tid;
 			atomic_store(&s->tag_addr, (uintptr_t)&sync_tid);
-			atomic_store(&s->tramp_addr, (uintptr_t)&ftrt_cb_tramp);
 			atomic_store(&s->node_addr, (uintptr_t)&ftrt_cb_node);
 			atomic_store(&s->depth_addr, (uintptr_t)&ftrt_cb_depth);
 			switch (r->check) {
@@ -464,7 +462,7 @@ static void sync_handler(int sig, siginfo_t *si, void *uc)
 					 frames_inside(r, sp_here(), ftrt_arch_sp(uc), 0);
 				break;
 			case CHECK_CB: {
-				struct ftrt_cb_view v = { ftrt_cb_depth, ftrt_cb_tramp, ftrt_cb_node };
+				struct ftrt_cb_view v = { ftrt_cb_depth, ftrt_cb_node };
 
 				inside = r->busy ? r->busy(&v, r->busy_ctx) : v.depth > 0;
 				break;
@@ -776,9 +774,9 @@ static void cache_update(const struct round *r)
 	for (i = 0; i < r->n; i++) {
 		const struct slot *s = &r->slots[i];
 		struct tls_ref e = { s->tid, atomic_load(&s->depth_addr), atomic_load(&s->tag_addr),
-				     atomic_load(&s->tramp_addr), atomic_load(&s->node_addr) };
+				     atomic_load(&s->node_addr) };
 
-		if (e.depth && e.tag && e.tramp && e.node)
+		if (e.depth && e.tag && e.node)
 			reg_put(&e);
 	}
 	if (nreg > r->n + 32) {
@@ -801,24 +799,21 @@ static int read_view(pid_t tid, const struct slot *s, struct ftrt_cb_view *v)
 {
 	pid_t tag = 0;
 	int d = 0;
-	uintptr_t tr = 0, nd = 0;
-	struct iovec l[4] = { { &d, sizeof(d) }, { &tag, sizeof(tag) }, { &tr, sizeof(tr) },
-			      { &nd, sizeof(nd) } };
-	struct iovec rm[4] = { { (void *)atomic_load(&s->depth_addr), sizeof(d) },
+	uintptr_t nd = 0;
+	struct iovec l[3] = { { &d, sizeof(d) }, { &tag, sizeof(tag) }, { &nd, sizeof(nd) } };
+	struct iovec rm[3] = { { (void *)atomic_load(&s->depth_addr), sizeof(d) },
 			       { (void *)atomic_load(&s->tag_addr), sizeof(tag) },
-			       { (void *)atomic_load(&s->tramp_addr), sizeof(tr) },
 			       { (void *)atomic_load(&s->node_addr), sizeof(nd) } };
 	ssize_t got;
 
 	if (no_vm_read)
 		return -1;
-	got = syscall(SYS_process_vm_readv, getpid(), l, 4, rm, 4, 0);
+	got = syscall(SYS_process_vm_readv, getpid(), l, 3, rm, 3, 0);
 	if (got < 0 && (errno == ENOSYS || errno == EPERM))
 		no_vm_read = 1;
-	if (got != (ssize_t)(sizeof(d) + sizeof(tag) + 2 * sizeof(uintptr_t)) || tag != tid)
+	if (got != (ssize_t)(sizeof(d) + sizeof(tag) + sizeof(nd)) || tag != tid)
 		return -1;
 	v->depth = d;
-	v->tramp = tr;
 	v->node = nd;
 	return 0;
 }
@@ -864,7 +859,6 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 
 			if (reg_find(s->tid, &t)) {	/* known: poll its counter below */
 				atomic_store(&s->tag_addr, t.tag);
-				atomic_store(&s->tramp_addr, t.tramp);
 				atomic_store(&s->node_addr, t.node);
 				atomic_store(&s->depth_addr, t.depth);
 				atomic_store(&s->state, SLOT_INSIDE);
