@@ -48,14 +48,14 @@ func TestStress(t *testing.T) {
 	}{
 		// the acceptance target: 10,000 switches with 8 busy threads (each unregister
 		// waits only for the threads whose callback counter is raised)
-		{"8-threads", []string{"stress", "8", "10000", "40"}, 10000},
-		{"2-threads", []string{"stress", "2", "10000", "4"}, 100},
+		{"8-threads", []string{"stress", "8", "10000", "50"}, 10000},
+		{"2-threads", []string{"stress", "2", "10000", "3"}, 100},
 		// checked calls from signal handlers too (some interrupt callbacks)
-		{"signals", []string{"signals", "4", "10000", "4"}, 50},
+		{"signals", []string{"signals", "4", "10000", "3"}, 50},
 		// every 10th switch forks; the child checks its calls and re-registers
-		{"fork", []string{"fork", "4", "10000", "4"}, 10},
+		{"fork", []string{"fork", "4", "10000", "3"}, 10},
 		// one switching thread per ops, all at once: the API serialises them fairly
-		{"api", []string{"api", "4", "10000", "4"}, 8},
+		{"api", []string{"api", "4", "10000", "3"}, 8},
 		{"park", []string{"park"}, 0},
 		// a signal handler that interrupted a trampoline keeps its memory alive
 		{"nested-park", []string{"nested", "park"}, 0},
