@@ -14,11 +14,12 @@
  * Threads that block the signal are examined through /proc (see blocked_quiescent()).
  *
  * ftrt_sync_callbacks(): the cheap grace period for callbacks (SRCU-like).  Trampolines
- * raise ftrt_cb_depth as their first instruction and call the callback only if their op
- * slot is still set; the core clears the slot, then this function issues membarrier (every
- * running thread executes a full barrier) and waits only for the threads whose counter is
- * non-zero, reading it from memory.  Trampoline memory is retired and released later by
- * ftrt_sync_retired(), a signal round that only looks for retired code.
+ * raise ftrt_cb_depth before they read their op slot and call the callback only if the
+ * slot is still set; the core clears the slot (unlinks the ops), then this function issues
+ * membarrier (every running thread executes a full barrier) and waits only for the threads
+ * whose counters, read from memory, say they may still hold it.  Trampoline memory is
+ * retired and released later by ftrt_sync_retired(), a signal round that only looks for
+ * retired code, including code interrupted by a signal handler (frames_inside()).
  * Design notes: docs/live-patching.md.
  */
 #define _GNU_SOURCE
@@ -43,7 +44,7 @@
 
 __thread int ftrt_cb_depth __attribute__((tls_model("initial-exec")));
 __thread uintptr_t ftrt_cb_node __attribute__((tls_model("initial-exec")));
-/* The thread's own tid, set by the sampling handler: validates a cached TLS address. */
+/* The thread's own tid, set when it publishes its TLS addresses: validates them later. */
 static __thread pid_t sync_tid __attribute__((tls_model("initial-exec")));
 
 /* ---- registered ranges (lock-free readers) --------------------------------------------- */
@@ -217,6 +218,16 @@ static void reg_put(const struct tls_ref *e)
 	if (lo < nreg && reg[lo].tid == tid) {
 		reg[lo] = *e;
 		return;
+	}
+	if (nreg == capreg && nreg >= 256) {	/* threads come and go: forget the exited */
+		size_t i, w = 0, at = lo;
+
+		for (i = 0; i < nreg; i++)
+			if (!syscall(SYS_tgkill, getpid(), reg[i].tid, 0))
+				reg[w++] = reg[i];
+			else if (i < at)
+				lo--;	/* the insertion point moves down */
+		nreg = w;
 	}
 	if (nreg == capreg) {
 		size_t cap = capreg ? capreg * 2 : 64;
@@ -827,7 +838,7 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 {
 	struct round r = { .check = check, .busy = busy, .busy_ctx = busy_ctx };
 	struct timespec t0;
-	long backoff = check == CHECK_CB ? 10 : 5;
+	long backoff = check == CHECK_CB ? 10 : 5, polls;
 	size_t i;
 	int err, retired_only = check == CHECK_RETIRED;
 
@@ -870,8 +881,7 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 		if (send_sig(s->tid, sync_sig))
 			atomic_store(&s->state, SLOT_OUT);	/* gone */
 	}
-	long polls = 0;
-	for (;;) {
+	for (polls = 0;;) {
 		int done = 1, resent = 0;
 
 		polls++;
