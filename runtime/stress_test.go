@@ -61,9 +61,15 @@ func TestStress(t *testing.T) {
 		{"nested-park", []string{"nested", "park"}, 0},
 		{"nested-self", []string{"nested", "self"}, 0},
 		{"nested-altstack", []string{"nested", "altstack"}, 0},
+		// a failed wait for callbacks never frees (FTRT_TEST_SYNC_FAIL injects the failure)
+		{"syncfail", []string{"syncfail"}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out := runC(t, 2*time.Minute, nil, prog, c.args...)
+			var env []string
+			if c.args[0] == "syncfail" {
+				env = []string{"FTRT_TEST_SYNC_FAIL=1"}
+			}
+			out := runC(t, 2*time.Minute, env, prog, c.args...)
 			t.Log(out)
 			switch c.args[0] {
 			case "park":
@@ -71,6 +77,9 @@ func TestStress(t *testing.T) {
 				return
 			case "nested":
 				wantLines(t, out, "ok nested "+c.args[1])
+				return
+			case "syncfail":
+				wantLines(t, out, "ok syncfail")
 				return
 			}
 			m := stressLine.FindStringSubmatch(out)

@@ -152,7 +152,12 @@ static inline unsigned long *ftrace_regs_get_return_slot(struct ftrace_regs *fre
 	return (unsigned long *)fregs->regs.sp;
 }
 
-/* Register / unregister a callback: its sites are patched before these return. */
+/*
+ * Register / unregister a callback: its sites are patched before these return.  Unregister
+ * returns once no thread can still run the callback.  If waiting for that fails (an error
+ * other than -EINVAL/-EBUSY), the ops is unregistered but may still be in use: do not free
+ * it (its trampolines are kept for good).
+ */
 int register_ftrace_function(struct ftrace_ops *ops);
 int unregister_ftrace_function(struct ftrace_ops *ops);
 

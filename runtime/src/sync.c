@@ -977,12 +977,22 @@ int ftrt_synchronize(void)
 	return err;
 }
 
+/* FTRT_TEST_SYNC_FAIL=1: ftrt_sync_callbacks() fails (tests of the callers' error paths). */
+static int test_fail = -1;
+
 int ftrt_sync_callbacks(ftrt_cb_busy_fn busy, void *ctx)
 {
 	int err;
 
 	if (ftrt_cb_depth > 0)
 		return -EDEADLK;
+	if (test_fail < 0) {
+		const char *e = getenv("FTRT_TEST_SYNC_FAIL");
+
+		test_fail = e && *e && strcmp(e, "0");
+	}
+	if (test_fail)
+		return -EIO;
 	if (!ftrt_sync_cores_barrier())
 		return ftrt_synchronize();	/* no cheap barrier: the full round */
 	/* every thread now sees the cleared slots, or we see its raised counter */

@@ -29,6 +29,9 @@
  *	ftrace_synchronize(), which must keep the memory (-EAGAIN).  Either way the thread
  *	then resumes in the trampoline: releasing it early would crash.  altstack: as park,
  *	with the program's handler on an alternate signal stack.
+ *   stress_test syncfail
+ *	run with FTRT_TEST_SYNC_FAIL=1 (the wait for callbacks fails): unregister returns the
+ *	error and keeps the trampoline (in use, executable), the callback is no longer called.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -716,6 +719,51 @@ static void run_nested(int mode)
 	       atomic_load(&nest_pc) - nest_lo, sent);
 }
 
+/* ---- syncfail: a failed wait never frees ---------------------------------------------- */
+
+static void run_syncfail(void)
+{
+	static struct ftrace_ops fops = { .func = cb };
+	struct ftrace_func_info info;
+	struct ftrace_stats st;
+	unsigned long tramp, before;
+	int err;
+
+	if (ftrace_set_filter(&fops, "stress_fn_0", 11, 1) || register_ftrace_function(&fops))
+		FAIL("register");
+	if (ftrace_lookup_function((unsigned long)stress_fns[0], &info) ||
+	    info.state != FTRACE_SITE_TRAMP)
+		FAIL("stress_fn_0 should call its own trampoline");
+	tramp = info.target;
+	stress_fns[0]();
+	before = atomic_load(&cb_count[0]);
+	if (before != 1)
+		FAIL("callback count %lu, want 1", before);
+	err = unregister_ftrace_function(&fops);
+	if (err != -EIO)
+		FAIL("unregister with a failing wait returned %d, want -EIO", err);
+	ftrace_get_stats(&st);
+	if (st.nr_trampolines != 1 || st.nr_tramp_retired != 0 || st.nr_tramp_released != 0 ||
+	    !page_exec(tramp))
+		FAIL("trampoline not kept after a failed wait: %lu in use, %lu retired, %lu "
+		     "released, page %s", st.nr_trampolines, st.nr_tramp_retired,
+		     st.nr_tramp_released, page_exec(tramp) ? "executable" : "gone");
+	if (ftrace_lookup_function((unsigned long)stress_fns[0], &info) ||
+	    info.state != FTRACE_SITE_NOP)
+		FAIL("stress_fn_0 not a nop after unregister");
+	stress_fns[0]();
+	if (atomic_load(&cb_count[0]) != before)
+		FAIL("callback called after unregister");
+	if (ftrace_synchronize() != -EIO)
+		FAIL("ftrace_synchronize with a failing wait did not fail");
+	if (register_ftrace_function(&fops))
+		FAIL("register again");
+	stress_fns[0]();
+	if (atomic_load(&cb_count[0]) != before + 1)
+		FAIL("callback not called after registering again");
+	printf("ok syncfail: unregister -EIO, trampoline kept (%lu in use)\n", st.nr_trampolines);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "stress";
@@ -733,6 +781,8 @@ int main(int argc, char **argv)
 			   !strcmp(mode, "api"));
 	} else if (!strcmp(mode, "park")) {
 		run_park();
+	} else if (!strcmp(mode, "syncfail")) {
+		run_syncfail();
 	} else if (!strcmp(mode, "nested")) {
 		const char *m = argc > 2 ? argv[2] : "park";
 
