@@ -842,8 +842,9 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 	size_t i;
 	int err, retired_only = check == CHECK_RETIRED;
 
-	/* CHECK_CB can do without a signal (every thread known, or idle in a system call) */
-	if ((err = sig_init()) && check != CHECK_CB)
+	/* CHECK_CB and CHECK_RETIRED can do without a signal (the program took them all, as
+	 * the Go runtime does): threads known by their counters, or idle in a system call */
+	if ((err = sig_init()) && check != CHECK_CB && check != CHECK_RETIRED)
 		return err;
 	err = 0;
 	if ((err = list_threads(&r.slots, &r.n)))
