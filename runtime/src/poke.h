@@ -9,16 +9,19 @@
  *
  *  1. ftrt_text_poke_batch(): change a batch of call sites while other threads run them
  *     (int3 + serialise protocol, SIGTRAP emulation, pages never left writable).
- *  2. ftrt_synchronize(): quiescence before freeing a trampoline / ops (RCU-tasks-like,
- *     no cooperation from program threads needed).  It relies on two things the core
+ *  2. Quiescence, no cooperation from program threads needed: ftrt_sync_callbacks()
+ *     (SRCU-like: membarrier + per-thread counters; what unregister waits for),
+ *     ftrt_sync_retired() (before releasing retired trampolines' memory) and the
+ *     conservative ftrt_synchronize() (RCU-tasks-like).  They rely on what the core
  *     provides:
  *       - every code range whose execution means "inside tracing" (cloned trampolines,
  *         the shared ftrace_caller / ftrace_regs_caller, the list function and any
  *         wrapper that runs before ftrt_cb_enter()) is registered with
  *         ftrt_sync_range_add();
- *       - every call of a callback (ops->func) is bracketed by ftrt_cb_enter() /
- *         ftrt_cb_exit() on the calling thread (the recursion-guard wrapper is the natural
- *         place; the list function does it once around its walk).
+ *       - every call of a callback (ops->func), and the read of the slot or list that
+ *         yields it, is bracketed by a raised ftrt_cb_depth on the calling thread (the
+ *         trampolines do it; ftrt_cb_enter()/ftrt_cb_exit() for C code), and the
+ *         trampolines skip the call when their op slot has been cleared.
  *  3. ftrt_lock()/ftrt_unlock(): the one (FIFO) lock that serialises the API (register,
  *     unregister, filters, dlopen hooks) and fork().
  * poke_sigmask.c also defines pthread_sigmask/sigprocmask/sigaction for the program so that
@@ -26,8 +29,8 @@
  * FTRT_SYNC_CORES=membarrier-sync-core|membarrier|signals, FTRT_SYNC_SIGNAL=n and
  * FTRT_KEEP_SIGTRAP_BLOCKED=1 override the automatic choices.
  *
- * Lock order: ftrt_lock() → internal patch lock.  ftrt_text_poke_batch() and
- * ftrt_synchronize() may be called with or without ftrt_lock() held.
+ * Lock order: ftrt_lock() → internal patch lock.  ftrt_text_poke_batch() and the
+ * quiescence functions may be called with or without ftrt_lock() held.
  */
 #ifndef FTRT_POKE_H
 #define FTRT_POKE_H
