@@ -75,7 +75,8 @@ func (a *asm) restoreXMM() {
 }
 
 // common emits the part after the registers are saved: ip, sp, the full marker, the
-// arguments of the callback, the op_ptr load and the patchable call.
+// arguments of the callback, the op_ptr load and the patchable call, skipped when the op
+// slot has been cleared (the ops is being unregistered, see enterDepth).
 func (a *asm) common(prefix, callLabel string, full int) {
 	a.l("movq %d(%%rsp), %%rdi", FrameSize) // return address = site + 5
 	a.l("movq %%rdi, %d(%%rsp)", RegOff("ip"))
@@ -84,17 +85,28 @@ func (a *asm) common(prefix, callLabel string, full int) {
 	a.l("movq $%d, %d(%%rsp)", full, RegOff("full"))
 	a.l("movq (%%rsi), %%rsi") // parent ip
 	a.l("subq $5, %%rdi")      // ip of the site
+	a.enterDepth()
 	a.label(prefix + "_op_ptr")
 	a.l("movq ftrace_template_op(%%rip), %%rdx") // 48 8b 15 rel32, re-pointed in clones
 	a.l("movq %%rsp, %%rcx")                     // struct ftrace_regs *
-	// Inside a callback from here: ftrt_synchronize() waits for threads with a
-	// non-zero depth (local-exec TLS: position-independent bytes, so clones work;
-	// libftrt.a is linked into the executable).
-	a.l("incl %%fs:ftrt_cb_depth@tpoff")
+	a.l("testq %%rdx, %%rdx")
+	a.l("jz 1f")
 	a.label(callLabel)
 	a.l("call ftrace_stub") // e8 rel32, patched in clones
-	a.l("decl %%fs:ftrt_cb_depth@tpoff")
+	a.raw("1:\n")
+	a.leaveDepth()
 }
+
+// enterDepth and leaveDepth bracket the op slot load and the callback with the per-thread
+// counter ftrt_cb_depth (local-exec TLS: position-independent bytes, so clones work;
+// libftrt.a is linked into the executable). The counter is raised before the slot is
+// read: the runtime clears the slot, issues membarrier and then waits only for threads
+// whose counter is raised (ftrt_sync_callbacks), so a thread either sees the cleared slot
+// and skips the call or is waited for. The bracket is kept short (unregister waits for
+// threads preempted inside it); the instructions outside it are covered by the later
+// release of the trampoline's memory (ftrt_sync_retired), which looks at program counters.
+func (a *asm) enterDepth() { a.l("incl %%fs:ftrt_cb_depth@tpoff") }
+func (a *asm) leaveDepth() { a.l("decl %%fs:ftrt_cb_depth@tpoff") }
 
 func (a *asm) fn(name string) {
 	a.l(".p2align 4")

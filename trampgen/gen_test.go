@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/arch/x86/x86asm"
@@ -122,6 +123,8 @@ func TestTemplatesDecode(t *testing.T) {
 			boundaries := map[uint64]bool{}
 			depth := 0 // bytes pushed since entry; %rsp % 16 == 0 on entry
 			sawCall := false
+			var incAt, decAt []uint64 // ftrt_cb_depth (%fs:) increments, decrements
+			jumps := 0
 			pc := start
 			for pc < end {
 				in, err := x86asm.Decode(text[pc:], 64)
@@ -141,6 +144,27 @@ func TestTemplatesDecode(t *testing.T) {
 					}
 					sawCall = true
 				}
+				if m, ok := in.Args[0].(x86asm.Mem); ok && m.Segment == x86asm.FS {
+					switch in.Op {
+					case x86asm.INC:
+						incAt = append(incAt, pc)
+					case x86asm.DEC:
+						decAt = append(decAt, pc)
+					}
+				}
+				// A jump must stay inside the clone ([start, end]): clones copy only that.
+				if strings.HasPrefix(in.Op.String(), "J") {
+					jumps++
+					if rel, ok := in.Args[0].(x86asm.Rel); ok {
+						to := pc + uint64(in.Len) + uint64(int64(rel))
+						if to < start || to > end {
+							t.Errorf("jump at %#x leaves the template (to %#x)", pc, to)
+						}
+						if to <= syms[tp.call] {
+							t.Errorf("jump at %#x goes backwards or onto the call", pc)
+						}
+					}
+				}
 				depth -= stackDelta(t, in)
 				pc += uint64(in.Len)
 			}
@@ -157,6 +181,15 @@ func TestTemplatesDecode(t *testing.T) {
 				if !boundaries[syms[n]] {
 					t.Errorf("%s (%#x) is not at an instruction boundary", n, syms[n])
 				}
+			}
+			if jumps != 1 {
+				t.Errorf("%d jumps, want 1 (skipping the call when the op slot is cleared)", jumps)
+			}
+			// The counter brackets the op slot load and the call (ftrt_sync_callbacks).
+			if len(incAt) != 1 || len(decAt) != 1 || incAt[0] > syms[tp.opPtr] ||
+				decAt[0] < syms[tp.call] {
+				t.Errorf("ftrt_cb_depth raised at %#x, lowered at %#x; want once before op_ptr %#x and once after the call %#x",
+					incAt, decAt, syms[tp.opPtr], syms[tp.call])
 			}
 			op := text[syms[tp.opPtr]:]
 			if !bytes.Equal(op[:3], []byte{0x48, 0x8b, 0x15}) {

@@ -152,7 +152,12 @@ static inline unsigned long *ftrace_regs_get_return_slot(struct ftrace_regs *fre
 	return (unsigned long *)fregs->regs.sp;
 }
 
-/* Register / unregister a callback: its sites are patched before these return. */
+/*
+ * Register / unregister a callback: its sites are patched before these return.  Unregister
+ * returns once no thread can still run the callback.  If waiting for that fails (an error
+ * other than -EINVAL/-EBUSY), the ops is unregistered but may still be in use: do not free
+ * it (its trampolines are kept for good).
+ */
 int register_ftrace_function(struct ftrace_ops *ops);
 int unregister_ftrace_function(struct ftrace_ops *ops);
 
@@ -222,9 +227,22 @@ int ftrace_dlclose(void *handle);
 
 /* Counters: sites known, sites refused (unexpected bytes), objects with tables. */
 struct ftrace_stats {
-	unsigned long nr_sites, nr_refused, nr_objects, nr_trampolines;
+	unsigned long nr_sites, nr_refused, nr_objects;
+	unsigned long nr_trampolines;	/* in use: registered ops' and the shared callers */
+	unsigned long nr_tramp_retired;	/* of unregistered ops, memory not yet released */
+	unsigned long nr_tramp_released;	/* memory released so far */
 };
 void ftrace_get_stats(struct ftrace_stats *st);
+
+/*
+ * Unregistering an ops stops its callback before returning, but the memory of its
+ * trampolines is released in batches (a thread may still be on their last instructions,
+ * or in a signal handler that interrupted them).  This waits until no thread can execute a
+ * retired trampoline and releases them all; also frees replaced filter lists.  0, -EBUSY
+ * inside a callback, -EAGAIN when called from a signal handler that interrupted a retired
+ * trampoline (it is kept for a later call).
+ */
+int ftrace_synchronize(void);
 
 /* Empty callback (for tests and as a placeholder). */
 void ftrace_stub(void);

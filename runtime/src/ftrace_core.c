@@ -213,25 +213,43 @@ void ftrt_recursion_assist(unsigned long ip, unsigned long parent_ip, struct ftr
 	op->func(ip, parent_ip, op, fregs);
 }
 
-/* Called by the shared callers: every registered ops whose hashes match ip. */
+#define BARRIER() __asm__ __volatile__("" ::: "memory")
+
+/*
+ * Called by the shared callers: every registered ops whose hashes match ip.
+ *
+ * The walk publishes where it is in ftrt_cb_node, before each read that can yield an ops:
+ * "op | 1" while reading op->next (1 alone: reading the list head), then the ops it holds.
+ * An unregister of X (which unlinks X, issues membarrier and reads this) then only waits
+ * for threads showing X, X|1 or pred(X)|1 (see cb_busy).  Saved and put back, so a nested
+ * walk leaves the outer one's value.
+ */
 void ftrt_list_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *unused,
 		    struct ftrace_regs *fregs)
 {
-	struct ftrace_ops *op;
+	struct ftrace_ops *op, *next;
 	int nested = ftrt_cb_depth > 1;
+	uintptr_t saved = ftrt_cb_node;
 
 	(void)unused;
-	for (op = atomic_load_explicit(&ops_list, memory_order_acquire); op;
-	     op = __atomic_load_n(&op->next, __ATOMIC_ACQUIRE)) {
-		if ((op->flags & FTRACE_OPS_FL_RECURSION) && nested)
-			continue;
-		/* kernel semantics: a SAVE_REGS ops is not called without a full frame (a
-		 * thread in the plain caller while the site moves to the regs caller) */
-		if ((op->flags & FL_REGS) && !(fregs && fregs->regs.full))
-			continue;
-		if (ops_match(op, ip))
+	ftrt_cb_node = 1;
+	BARRIER();
+	for (op = atomic_load_explicit(&ops_list, memory_order_acquire); op; op = next) {
+		ftrt_cb_node = (uintptr_t)op;
+		BARRIER();
+		if (!((op->flags & FTRACE_OPS_FL_RECURSION) && nested) &&
+		    /* kernel semantics: a SAVE_REGS ops is not called without a full frame (a
+		     * thread in the plain caller while the site moves to the regs caller) */
+		    !((op->flags & FL_REGS) && !(fregs && fregs->regs.full)) &&
+		    ops_match(op, ip))
 			op->func(ip, parent_ip, op, fregs);
+		BARRIER();
+		ftrt_cb_node = (uintptr_t)op | 1;
+		BARRIER();
+		next = __atomic_load_n(&op->next, __ATOMIC_ACQUIRE);
 	}
+	BARRIER();
+	ftrt_cb_node = saved;
 }
 
 /* ---- records ----------------------------------------------------------------------------- */
@@ -1025,27 +1043,133 @@ static int update(struct ftrace_ops *x, int old_en, const struct ftrt_hash *of,
 	return ret;
 }
 
-static void free_trampolines(struct ftrace_ops *ops)
-{
-	struct ftrt_tramp *t, *n;
+/*
+ * Memory the list function may still read (old filter hashes), freed after the next grace
+ * period: a filter change does not wait for one itself.
+ */
+static void **deferred;
+static size_t ndeferred, capdeferred;
 
-	for (t = ops->trampolines; t; t = n) {
-		n = t->next;
-		ftrt_tramp_free(t);
+/* Retire after this many (amortises the signal round of ftrt_sync_retired). */
+#define QUARANTINE_MAX	96
+/* An unregister that also releases the quarantine gives up waiting after this long. */
+#define RELEASE_LIMIT_US 500000
+
+/*
+ * A grace period for callbacks: the ops unlinked and the slots cleared before it are no
+ * longer used by any thread when it returns 0; then the deferred memory is freed.
+ */
+static int grace_period(void)
+{
+	size_t i, n = ndeferred;
+	int err = ftrt_sync_callbacks(NULL, NULL);
+
+	if (err) {
+		ftrt_warn("ftrt: waiting for callbacks to finish failed (%s); memory they may use "
+			  "is kept", strerror(-err));
+		return err;
 	}
-	ops->trampolines = NULL;
+	for (i = 0; i < n; i++)
+		free(deferred[i]);
+	if (n)
+		memmove(deferred, deferred + n, (ndeferred - n) * sizeof(*deferred));
+	ndeferred -= n;
+	return 0;
 }
 
-static void list_remove(struct ftrace_ops *ops)
+static void defer_free(void *p)
 {
-	struct ftrace_ops *_Atomic *pp = &ops_list;
-	struct ftrace_ops *p;
+	if (!p)
+		return;
+	if (ndeferred == capdeferred) {
+		size_t cap = capdeferred ? capdeferred * 2 : 16;
+		void **n = realloc(deferred, cap * sizeof(*n));
 
-	for (p = atomic_load(pp); p; pp = (struct ftrace_ops *_Atomic *)&p->next, p = atomic_load(pp))
-		if (p == ops) {
-			atomic_store_explicit(pp, ops->next, memory_order_release);
+		if (!n) {	/* cannot queue it: wait now (or keep it) */
+			if (!grace_period())
+				free(p);
 			return;
 		}
+		deferred = n;
+		capdeferred = cap;
+	}
+	deferred[ndeferred++] = p;
+	if (ndeferred >= 256)
+		grace_period();
+}
+
+/* Trampolines whose callbacks could not be shown finished: never freed. */
+static struct ftrt_tramp *leaked;
+
+/*
+ * Which threads an unregister of ops X must wait for, from what they published (read after
+ * the barrier): a thread at depth 1 in a list walk (ftrt_cb_node != 0) only if it holds X
+ * or is reading the link to it (X | 1, pred(X) | 1 from list_remove); any other thread
+ * whose counter is raised (in a trampoline of some ops: which one is not published, to keep
+ * the per-call cost down; nested frames) is waited for.
+ */
+struct busy_ctx {
+	uintptr_t x, pred_tag;
+};
+
+static int cb_busy(const struct ftrt_cb_view *v, void *ctxv)
+{
+	const struct busy_ctx *c = ctxv;
+
+	if (v->depth <= 0)
+		return 0;
+	if (v->depth > 1 || !v->node)
+		return 1;
+	return v->node == c->x || v->node == (c->x | 1) || v->node == c->pred_tag;
+}
+
+/*
+ * No site calls ops' trampolines any more and ops is off the list (pred_tag: from
+ * list_remove): stop them calling the callback, wait until no thread still runs it, then
+ * quarantine their memory (released in batches, see ftrt_tramp_release).  If the wait
+ * fails, the memory is kept for good.
+ */
+static int retire_trampolines(struct ftrace_ops *ops, uintptr_t pred_tag)
+{
+	struct busy_ctx c = { (uintptr_t)ops, pred_tag };
+	struct ftrt_tramp *t, *n;
+	int err;
+
+	for (t = ops->trampolines; t; t = t->next)
+		ftrt_tramp_kill(t);
+	err = ftrt_sync_callbacks(cb_busy, &c);
+	if (err)
+		ftrt_warn("ftrt: waiting for callbacks to finish failed (%s); the trampolines "
+			  "are kept", strerror(-err));
+	for (t = ops->trampolines; t; t = n) {
+		n = t->next;
+		if (err) {
+			t->next = leaked;
+			leaked = t;
+		} else {
+			ftrt_tramp_retire(t);
+		}
+	}
+	ops->trampolines = NULL;
+	/* amortised: the conservative grace period for the deferred frees, then the release */
+	if (!err && (ftrt_nr_quarantined >= QUARANTINE_MAX || ndeferred >= 128) &&
+	    !grace_period())
+		ftrt_tramp_release(RELEASE_LIMIT_US);	/* on failure: kept, tried again later */
+	return err;
+}
+
+/* Unlink ops; returns what a walk shows while reading the link to it (see ftrt_list_func). */
+static uintptr_t list_remove(struct ftrace_ops *ops)
+{
+	struct ftrace_ops *_Atomic *pp = &ops_list;
+	struct ftrace_ops *p, *prev = NULL;
+
+	for (p = atomic_load(pp); p; prev = p, pp = (struct ftrace_ops *_Atomic *)&p->next, p = atomic_load(pp))
+		if (p == ops) {
+			atomic_store_explicit(pp, ops->next, memory_order_release);
+			return (uintptr_t)prev | 1;
+		}
+	return 0;
 }
 
 /* ---- objects ---------------------------------------------------------------------------- */
@@ -1320,9 +1444,8 @@ int register_ftrace_function(struct ftrace_ops *ops)
 	ops->flags |= FTRACE_OPS_FL_ENABLED | FTRACE_OPS_FL_ALLOC_TRAMP;
 	ret = update(ops, 0, NULL, NULL, 1, ops->filter_hash, ops->notrace_hash);
 	if (ret) {
-		list_remove(ops);
-		ftrt_synchronize();
-		free_trampolines(ops);
+		/* a failed batch may have reached them */
+		retire_trampolines(ops, list_remove(ops));
 		ops->flags &= ~(FTRACE_OPS_FL_ENABLED | FTRACE_OPS_FL_ALLOC_TRAMP);
 	}
 out:
@@ -1349,9 +1472,8 @@ int unregister_ftrace_function(struct ftrace_ops *ops)
 		ops->flags &= ~FL_REMOVING;
 		goto out;
 	}
-	list_remove(ops);
-	ftrt_synchronize();	/* nobody runs its trampolines or is in the list walk */
-	free_trampolines(ops);
+	/* nobody runs its callback (through its trampolines or the list walk) after this */
+	ret = retire_trampolines(ops, list_remove(ops));
 	ops->flags &= ~(FTRACE_OPS_FL_ENABLED | FTRACE_OPS_FL_ALLOC_TRAMP | FL_REMOVING);
 out:
 	ftrt_unlock();
@@ -1445,12 +1567,10 @@ static int set_hash(struct ftrace_ops *ops, int is_notrace, struct ftrt_hash *nh
 	ret = update(ops, 1, of, on, 1, ops->filter_hash, ops->notrace_hash);
 	if (ret) {
 		__atomic_store_n(slot, old, __ATOMIC_RELEASE);
-		ftrt_synchronize();
-		free(nh);
+		defer_free(nh);
 		return ret;
 	}
-	ftrt_synchronize();	/* no list walk still reads the old hash */
-	free(old);
+	defer_free(old);	/* a list walk may still read it: freed after a grace period */
 	return 0;
 }
 
@@ -1809,7 +1929,22 @@ void ftrace_get_stats(struct ftrace_stats *st)
 	}
 	st->nr_refused = nr_refused;
 	st->nr_trampolines = ftrt_nr_trampolines;
+	st->nr_tramp_retired = ftrt_nr_quarantined;
+	st->nr_tramp_released = ftrt_nr_released;
 	ftrt_unlock();
+}
+
+int ftrace_synchronize(void)
+{
+	int ret = api_enter();
+
+	if (ret)
+		return ret;
+	ret = grace_period();
+	if (!ret)
+		ret = ftrt_tramp_release(0);
+	ftrt_unlock();
+	return ret;
 }
 
 /*

@@ -39,12 +39,15 @@ ftrace_caller:
 	movq $0, 136(%rsp)
 	movq (%rsi), %rsi
 	subq $5, %rdi
+	incl %fs:ftrt_cb_depth@tpoff
 ftrace_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	movq %rsp, %rcx
-	incl %fs:ftrt_cb_depth@tpoff
+	testq %rdx, %rdx
+	jz 1f
 ftrace_call:
 	call ftrace_stub
+1:
 	decl %fs:ftrt_cb_depth@tpoff
 	movups 160(%rsp), %xmm0
 	movups 176(%rsp), %xmm1
@@ -102,12 +105,15 @@ ftrace_regs_caller:
 	movq $1, 136(%rsp)
 	movq (%rsi), %rsi
 	subq $5, %rdi
+	incl %fs:ftrt_cb_depth@tpoff
 ftrace_regs_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	movq %rsp, %rcx
-	incl %fs:ftrt_cb_depth@tpoff
+	testq %rdx, %rdx
+	jz 1f
 ftrace_regs_call:
 	call ftrace_stub
+1:
 	decl %fs:ftrt_cb_depth@tpoff
 	movq 120(%rsp), %rax
 	movq %rax, 288(%rsp)

@@ -73,15 +73,16 @@ enum { FTRT_TABLE_NONE, FTRT_TABLE_LINKED, FTRT_TABLE_RECORDED, FTRT_TABLE_GCC }
 
 /* A trampoline: a clone of a template for one ops (or the list function) in one arena. */
 struct ftrt_tramp {
-	struct ftrt_tramp	*next;		/* in its ops' list */
+	struct ftrt_tramp	*next;		/* in its ops' list, then in the quarantine */
 	struct ftrt_arena	*arena;
+	uintptr_t		*slot;		/* op slot in the arena's data page */
 	unsigned char		*code;
 	size_t			size;
 	struct ftrace_ops	*ops;
 	int			regs;
 };
 
-/* Executable memory reserved near some objects. */
+/* Executable memory reserved near some objects (page 0: the op slots of the others). */
 struct ftrt_arena {
 	struct ftrt_arena	*next;
 	uintptr_t		base;
@@ -100,8 +101,10 @@ const struct ftrt_sym *ftrt_syms_lookup(const struct ftrt_syms *s, uintptr_t add
 struct ftrt_arena *ftrt_arena_for(uintptr_t lo, uintptr_t hi);
 struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *ops,
 				     ftrace_func_t func, int regs);
-void ftrt_tramp_free(struct ftrt_tramp *t);
-extern unsigned long ftrt_nr_trampolines;
+void ftrt_tramp_kill(struct ftrt_tramp *t);
+void ftrt_tramp_retire(struct ftrt_tramp *t);
+int ftrt_tramp_release(long limit_us);
+extern unsigned long ftrt_nr_trampolines, ftrt_nr_quarantined, ftrt_nr_released;
 
 /* ftrace_core.c */
 void ftrt_list_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,

@@ -9,16 +9,19 @@
  *
  *  1. ftrt_text_poke_batch(): change a batch of call sites while other threads run them
  *     (int3 + serialise protocol, SIGTRAP emulation, pages never left writable).
- *  2. ftrt_synchronize(): quiescence before freeing a trampoline / ops (RCU-tasks-like,
- *     no cooperation from program threads needed).  It relies on two things the core
+ *  2. Quiescence, no cooperation from program threads needed: ftrt_sync_callbacks()
+ *     (SRCU-like: membarrier + per-thread counters; what unregister waits for),
+ *     ftrt_sync_retired() (before releasing retired trampolines' memory) and the
+ *     conservative ftrt_synchronize() (RCU-tasks-like).  They rely on what the core
  *     provides:
  *       - every code range whose execution means "inside tracing" (cloned trampolines,
  *         the shared ftrace_caller / ftrace_regs_caller, the list function and any
  *         wrapper that runs before ftrt_cb_enter()) is registered with
  *         ftrt_sync_range_add();
- *       - every call of a callback (ops->func) is bracketed by ftrt_cb_enter() /
- *         ftrt_cb_exit() on the calling thread (the recursion-guard wrapper is the natural
- *         place; the list function does it once around its walk).
+ *       - every call of a callback (ops->func), and the read of the slot or list that
+ *         yields it, is bracketed by a raised ftrt_cb_depth on the calling thread (the
+ *         trampolines do it; ftrt_cb_enter()/ftrt_cb_exit() for C code), and the
+ *         trampolines skip the call when their op slot has been cleared.
  *  3. ftrt_lock()/ftrt_unlock(): the one (FIFO) lock that serialises the API (register,
  *     unregister, filters, dlopen hooks) and fork().
  * poke_sigmask.c also defines pthread_sigmask/sigprocmask/sigaction for the program so that
@@ -26,8 +29,8 @@
  * FTRT_SYNC_CORES=membarrier-sync-core|membarrier|signals, FTRT_SYNC_SIGNAL=n and
  * FTRT_KEEP_SIGTRAP_BLOCKED=1 override the automatic choices.
  *
- * Lock order: ftrt_lock() → internal patch lock.  ftrt_text_poke_batch() and
- * ftrt_synchronize() may be called with or without ftrt_lock() held.
+ * Lock order: ftrt_lock() → internal patch lock.  ftrt_text_poke_batch() and the
+ * quiescence functions may be called with or without ftrt_lock() held.
  */
 #ifndef FTRT_POKE_H
 #define FTRT_POKE_H
@@ -78,10 +81,44 @@ int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad);
  * interrupted with a real-time signal; they need not cooperate.  A thread parked inside a
  * callback keeps this waiting.
  *
- * Returns 0, or -EDEADLK when called from inside a callback on this thread (it would wait
- * for itself).  Must not be called from a signal handler.
+ * A thread running a signal handler that interrupted a registered range counts as inside
+ * (its signal frames are examined).
+ * Returns 0, or -EDEADLK when called from inside a callback on this thread, or from a
+ * handler that interrupted a range (it would wait for itself).
  */
 int ftrt_synchronize(void);
+
+/*
+ * The cheap grace period for callbacks (SRCU-like), for trampolines that raise
+ * ftrt_cb_depth as their first instruction and call their callback only if their op slot
+ * is still set.  The caller has cleared the slots (or unlinked the ops from the list the
+ * list function walks); this issues membarrier, so that every thread either sees the change
+ * or has its raised counter seen here, then waits until every thread whose counter was
+ * raised has been seen at zero (read from memory; threads never sampled before get one
+ * signal, whose handler also tells where their counter is).  On return no thread runs, or
+ * will run, a callback through a cleared slot; threads may still execute the trampolines'
+ * own instructions: their memory is released only after ftrt_sync_retired().
+ * busy (NULL: every thread whose counter is raised) narrows which threads are waited for,
+ * from what a thread published (ftrt_cb_node below); it is evaluated on
+ * values read after the barrier, so a frame that already held the old slot or ops is seen.
+ * Without membarrier this is ftrt_synchronize().  0, -EDEADLK (inside a callback), -errno.
+ */
+struct ftrt_cb_view {
+	int depth;		/* ftrt_cb_depth */
+	uintptr_t node;		/* ftrt_cb_node */
+};
+/* Must a thread whose counters read v be waited for?  Async-signal-safe, no side effects. */
+typedef int (*ftrt_cb_busy_fn)(const struct ftrt_cb_view *v, void *ctx);
+int ftrt_sync_callbacks(ftrt_cb_busy_fn busy, void *ctx);
+
+/*
+ * Quiescence for retired ranges only (ftrt_sync_range_retire): returns 0 once no thread
+ * executes code in them or is in a signal handler that interrupted such code (signal
+ * frames on its stacks are examined).  Threads inside other code, callbacks included, do
+ * not hold it up.  -EAGAIN if the calling thread itself is in such a handler (an API call
+ * from a handler), or limit_us > 0 passed first.
+ */
+int ftrt_sync_retired(long limit_us);
 
 /*
  * Code ranges whose execution counts as "inside tracing" for ftrt_synchronize(): the
@@ -93,6 +130,7 @@ int ftrt_synchronize(void);
  */
 #define FTRT_SYNC_MAX_RANGES 4096
 int ftrt_sync_range_add(const void *start, size_t len);
+int ftrt_sync_range_retire(const void *start);
 int ftrt_sync_range_del(const void *start);
 
 /*
@@ -103,6 +141,12 @@ int ftrt_sync_range_del(const void *start);
  * handler that reads it runs on the same thread, so no CPU fence is needed.
  */
 extern __thread int ftrt_cb_depth __attribute__((tls_model("initial-exec")));
+
+/*
+ * Where the list function is in its walk (ftrace_core.c), published before each read that
+ * can yield an ops; 0 outside a walk (saved and put back by nested walks).
+ */
+extern __thread uintptr_t ftrt_cb_node __attribute__((tls_model("initial-exec")));
 
 static inline void ftrt_cb_enter(void)
 {
@@ -156,6 +200,8 @@ uintptr_t ftrt_arch_sp(const void *uc);
 
 /* Serialise all cores of the process (sync.c); used between patch phases. */
 int ftrt_sync_cores(void);
+/* Is ftrt_sync_cores() a membarrier, i.e. also a full memory barrier on every thread? */
+int ftrt_sync_cores_barrier(void);
 /* Which serialisation is in use: "membarrier-sync-core", "membarrier", "signals". */
 const char *ftrt_sync_cores_method(void);
 /* Which code writing method is in use: "procmem" or "mprotect". */

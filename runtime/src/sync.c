@@ -8,13 +8,23 @@
  *
  * ftrt_synchronize(): a signal round with a check.  Every other thread of the process is
  * sent a dedicated real-time signal; its handler records whether the thread is "inside"
- * (interrupted PC in a registered range, or ftrt_cb_depth > 0).  A thread seen outside at
- * any moment after the unpatch can never enter the unpatched trampolines again; a thread
- * seen inside is asked again later.  Threads that block the signal are examined through
- * /proc (see blocked_quiescent()).  Design notes: docs/live-patching.md.
+ * (interrupted PC in a registered range, a signal frame on its stack whose saved PC is in
+ * one, or ftrt_cb_depth > 0).  A thread seen outside at any moment after the unpatch can
+ * never enter the unpatched trampolines again; a thread seen inside is asked again later.
+ * Threads that block the signal are examined through /proc (see blocked_quiescent()).
+ *
+ * ftrt_sync_callbacks(): the cheap grace period for callbacks (SRCU-like).  Trampolines
+ * raise ftrt_cb_depth before they read their op slot and call the callback only if the
+ * slot is still set; the core clears the slot (unlinks the ops), then this function issues
+ * membarrier (every running thread executes a full barrier) and waits only for the threads
+ * whose counters, read from memory, say they may still hold it.  Trampoline memory is
+ * retired and released later by ftrt_sync_retired(), a signal round that only looks for
+ * retired code, including code interrupted by a signal handler (frames_inside()).
+ * Design notes: docs/live-patching.md.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
@@ -25,17 +35,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "poke.h"
 
 __thread int ftrt_cb_depth __attribute__((tls_model("initial-exec")));
+__thread uintptr_t ftrt_cb_node __attribute__((tls_model("initial-exec")));
+/* The thread's own tid, set when it publishes its TLS addresses: validates them later. */
+static __thread pid_t sync_tid __attribute__((tls_model("initial-exec")));
 
 /* ---- registered ranges (lock-free readers) --------------------------------------------- */
 
 static struct {
 	_Atomic uintptr_t start, end;
+	atomic_int retired;	/* only these count for ftrt_sync_retired() */
 } ranges[FTRT_SYNC_MAX_RANGES];
 static atomic_size_t nranges;		/* high-water mark */
 
@@ -50,11 +66,25 @@ int ftrt_sync_range_add(const void *start, size_t len)
 	if (i == FTRT_SYNC_MAX_RANGES)
 		return -ENOSPC;
 	/* end first: a reader that sees start sees a valid (or larger old) end */
+	atomic_store(&ranges[i].retired, 0);
 	atomic_store(&ranges[i].end, (uintptr_t)start + len);
 	atomic_store(&ranges[i].start, (uintptr_t)start);
 	if (i == n)
 		atomic_store(&nranges, n + 1);
 	return 0;
+}
+
+int ftrt_sync_range_retire(const void *start)
+{
+	size_t i, n = atomic_load(&nranges);
+
+	for (i = 0; i < n; i++) {
+		if (atomic_load(&ranges[i].start) == (uintptr_t)start) {
+			atomic_store(&ranges[i].retired, 1);
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 int ftrt_sync_range_del(const void *start)
@@ -93,40 +123,161 @@ __attribute__((constructor)) static void sync_static_ranges(void)
 		ftrt_sync_range_add(ftrace_regs_caller, re - r + 1);
 }
 
-int ftrt_sync_in_range(uintptr_t pc)
+/* pc in a registered range (retired_only: in a retired one)?  Async-signal-safe. */
+static int in_ranges(uintptr_t pc, int retired_only)
 {
 	size_t i, n = atomic_load(&nranges);
 
 	for (i = 0; i < n; i++) {
 		uintptr_t s = atomic_load(&ranges[i].start);
 
-		if (s && pc >= s && pc < atomic_load(&ranges[i].end))
+		if (s && pc >= s && pc < atomic_load(&ranges[i].end) &&
+		    (!retired_only || atomic_load(&ranges[i].retired)))
 			return 1;
 	}
 	return 0;
+}
+
+int ftrt_sync_in_range(uintptr_t pc)
+{
+	return in_ranges(pc, 0);
 }
 
 /* ---- signal rounds ---------------------------------------------------------------------- */
 
 enum { SLOT_PENDING, SLOT_INSIDE, SLOT_OUT };
 
+/*
+ * What a sampled thread must be outside of:
+ *   CHECK_NONE     nothing (serialisation only: any handler run counts)
+ *   CHECK_ALL      callbacks, every registered range, signal frames interrupting one
+ *   CHECK_CB       callbacks (ftrt_cb_depth); the handler also publishes its TLS addresses
+ *   CHECK_RETIRED  retired ranges, and signal frames interrupting one
+ */
+enum { CHECK_NONE, CHECK_ALL, CHECK_CB, CHECK_RETIRED };
+
 struct slot {
 	pid_t tid;
 	_Atomic int state;
 	int blocked_checks;
 	struct timespec since;
+	_Atomic uintptr_t depth_addr, tag_addr;	/* published by the handler (its TLS) */
+	_Atomic uintptr_t node_addr;
+};
+
+struct maprange {
+	uintptr_t start, end;
+	int stack;		/* the main thread's [stack]: grows below start */
 };
 
 struct round {
 	struct slot *slots;
 	size_t n;
-	int check;		/* 0: any handler run counts (serialisation only) */
+	int check;
+	ftrt_cb_busy_fn busy;	/* CHECK_CB: which threads must be waited for (NULL: depth > 0) */
+	void *busy_ctx;
+	struct maprange *maps;	/* CHECK_ALL/CHECK_RETIRED: the address space, sorted */
+	size_t nmaps;
+	uintptr_t restorers[8];	/* sa_restorer of every installed handler */
+	size_t nrest;
 };
 
 static struct round *_Atomic live_round;
 static atomic_int round_users;
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sync_sig;		/* 0 until chosen */
+
+/*
+ * Where each thread's ftrt_cb_depth is, sorted by tid (under reg_lock): published by the
+ * thread itself (the main thread's constructor, pthread_create below) or by the sampling
+ * handler.  An entry is checked at every read (sync_tid at the same place must be the tid).
+ */
+struct tls_ref {
+	pid_t tid;
+	uintptr_t depth, tag, node;
+};
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tls_ref *reg;
+static size_t nreg, capreg;
+static int no_vm_read;		/* process_vm_readv refused: sample with signals only */
+
+/* Insert or replace (reg_lock held). */
+static void reg_put(const struct tls_ref *e)
+{
+	pid_t tid = e->tid;
+	size_t lo = 0, hi = nreg;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (reg[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < nreg && reg[lo].tid == tid) {
+		reg[lo] = *e;
+		return;
+	}
+	if (nreg == capreg && nreg >= 256) {	/* threads come and go: forget the exited */
+		size_t i, w = 0, at = lo;
+
+		for (i = 0; i < nreg; i++)
+			if (!syscall(SYS_tgkill, getpid(), reg[i].tid, 0))
+				reg[w++] = reg[i];
+			else if (i < at)
+				lo--;	/* the insertion point moves down */
+		nreg = w;
+	}
+	if (nreg == capreg) {
+		size_t cap = capreg ? capreg * 2 : 64;
+		struct tls_ref *n = realloc(reg, cap * sizeof(*n));
+
+		if (!n)
+			return;	/* that thread is sampled with signals */
+		reg = n;
+		capreg = cap;
+	}
+	memmove(reg + lo + 1, reg + lo, (nreg - lo) * sizeof(*reg));
+	reg[lo] = *e;
+	nreg++;
+}
+
+static int reg_find(pid_t tid, struct tls_ref *out)
+{
+	size_t lo = 0, hi = nreg;
+	int found = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (reg[mid].tid == tid) {
+			*out = reg[mid];
+			found = 1;
+			break;
+		}
+		if (reg[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return found;
+}
+
+/* The calling thread publishes where its counter is. */
+static void tls_register(void)
+{
+	struct tls_ref e;
+
+	sync_tid = (pid_t)syscall(SYS_gettid);
+	e = (struct tls_ref){ sync_tid, (uintptr_t)&ftrt_cb_depth, (uintptr_t)&sync_tid,
+			      (uintptr_t)&ftrt_cb_node };
+	pthread_mutex_lock(&reg_lock);
+	reg_put(&e);
+	pthread_mutex_unlock(&reg_lock);
+}
 
 static struct slot *find_slot(const struct round *r, pid_t tid)
 {
@@ -145,6 +296,152 @@ static struct slot *find_slot(const struct round *r, pid_t tid)
 	return NULL;
 }
 
+/* Read n words at remote address a without faulting (the memory may be gone): words read. */
+static size_t vm_read(uintptr_t a, uintptr_t *buf, size_t n)
+{
+	struct iovec l = { buf, n * sizeof(*buf) }, rm = { (void *)a, n * sizeof(*buf) };
+	ssize_t got = syscall(SYS_process_vm_readv, getpid(), &l, 1, &rm, 1, 0);
+
+	return got > 0 ? (size_t)got / sizeof(*buf) : 0;
+}
+
+/* End of the mapping that holds a (0: unknown).  Async-signal-safe. */
+static uintptr_t map_end(const struct round *r, uintptr_t a)
+{
+	size_t lo = 0, hi = r->nmaps;
+
+	while (lo < hi) {		/* first mapping with end > a */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->maps[mid].end > a)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo == r->nmaps)
+		return 0;
+	if (a >= r->maps[lo].start || r->maps[lo].stack)
+		return r->maps[lo].end;
+	return 0;
+}
+
+/* Offset of the siginfo from the start of a signal frame (learnt from our own frames). */
+static atomic_size_t info_off = 8 + 304;
+
+static int is_restorer(const struct round *r, uintptr_t w)
+{
+	size_t i;
+
+	for (i = 0; i < r->nrest; i++)
+		if (w == r->restorers[i])
+			return 1;
+	return 0;
+}
+
+/*
+ * Is the thread running on stack pointer sp nested in a signal handler that interrupted
+ * code in a (retired) range?  Its interrupted PC is then only in the kernel's signal frame,
+ * above the current frames: each frame starts with the handler's return address, the
+ * sa_restorer, followed by the ucontext.  Scans from sp to the end of the stack (the
+ * alternate stack, or the mapping), and follows a frame's saved stack pointer to another
+ * stack (a handler on the alternate stack that interrupted the normal one).  Frames of our
+ * own signal are skipped (our handler never runs the API): they interrupt trampolines all
+ * the time, and stale copies of them lie in the stack areas that later calls reuse.  An
+ * unknown stack counts as inside; a saved stack pointer that leads nowhere is a stale
+ * word.  Stale frames of other signals only make us wait longer.  Async-signal-safe.
+ */
+__attribute__((no_sanitize_address))	/* reads whole stacks, redzones included */
+static int frames_inside(const struct round *r, uintptr_t sp, uintptr_t isp, int retired_only)
+{
+	const size_t rip_off = 8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RIP;
+	const size_t rsp_off = 8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RSP;
+	uintptr_t todo[8], los[8], his[8], alo = 0, ahi = 0;
+	size_t nt = 1, k, own;
+	stack_t ss;
+
+	if (!r->nrest)
+		return 0;
+	if (!sigaltstack(NULL, &ss) && !(ss.ss_flags & SS_DISABLE)) {
+		alo = (uintptr_t)ss.ss_sp;
+		ahi = alo + ss.ss_size;
+	}
+	todo[0] = sp;
+	if (isp)	/* the stack our handler interrupted (we may be on the alternate one) */
+		todo[nt++] = isp;
+	own = nt;	/* stacks of this thread: mapped while it runs, read directly */
+	for (k = 0; k < nt; k++) {
+		uintptr_t lo = todo[k] & ~(uintptr_t)7, hi, a;
+		size_t j;
+
+		for (j = 0; j < k && !(lo >= los[j] && lo < his[j]); j++)
+			;
+		los[k] = his[k] = 0;
+		if (j < k)
+			continue;	/* inside a stack scanned already */
+		hi = lo >= alo && lo < ahi ? ahi : map_end(r, lo);
+		if (!hi) {
+			if (k < own)
+				return 1;	/* our own stack is not in the snapshot */
+			continue;		/* a stale saved stack pointer */
+		}
+		los[k] = lo;
+		his[k] = hi;
+		for (a = lo; a + sizeof(uintptr_t) <= hi;) {
+			uintptr_t buf[64], f[2];
+			size_t n = (hi - a) / sizeof(uintptr_t), i;
+
+			if (n > 64)
+				n = 64;
+			if (k < own) {	/* our own stack: mapped while we run on it */
+				for (i = 0; i < n; i++)
+					buf[i] = ((const volatile uintptr_t *)a)[i];
+			} else if ((n = vm_read(a, buf, n)) == 0) {
+				break;	/* not a stack: a stale saved stack pointer */
+			}
+			for (i = 0; i < n; i++) {
+				uintptr_t fa = a + i * sizeof(uintptr_t), s;
+
+				size_t io = atomic_load(&info_off);
+				uintptr_t f2 = 0;
+
+				if (!is_restorer(r, buf[i]) || fa + rsp_off + 8 > hi ||
+				    fa + rip_off + 8 > hi || fa + io + 8 > hi)
+					continue;
+				if (k < own) {
+					f[0] = *(const volatile uintptr_t *)(fa + rip_off);
+					f[1] = *(const volatile uintptr_t *)(fa + rsp_off);
+					f2 = *(const volatile uintptr_t *)(fa + io);
+				} else if (vm_read(fa + rip_off, &f[0], 1) != 1 ||
+					   vm_read(fa + rsp_off, &f[1], 1) != 1 ||
+					   vm_read(fa + io, &f2, 1) != 1) {
+					continue;
+				}
+				/* si_signo is the first int of the siginfo */
+				if (sync_sig && (int)(uint32_t)f2 == sync_sig)
+					continue;
+				if (in_ranges(f[0], retired_only))
+					return 1;
+				s = f[1];
+				if (s >= lo && s < hi)
+					continue;	/* same stack, scanned anyway */
+				for (j = 0; j < nt && todo[j] != s; j++)
+					;
+				if (j == nt && nt < 8)
+					todo[nt++] = s;
+				else if (j == nt)
+					return 1;	/* too many stacks to follow */
+			}
+			a += n * sizeof(uintptr_t);
+		}
+	}
+	return 0;
+}
+
+static uintptr_t sp_here(void)
+{
+	return (uintptr_t)__builtin_frame_address(0);
+}
+
 static void sync_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno;
@@ -156,12 +453,36 @@ static void sync_handler(int sig, siginfo_t *si, void *uc)
 	atomic_fetch_add(&round_users, 1);
 	r = atomic_load(&live_round);
 	if (r) {
-		struct slot *s = find_slot(r, (pid_t)syscall(SYS_gettid));
+		pid_t tid = (pid_t)syscall(SYS_gettid);
+		struct slot *s = find_slot(r, tid);
 
 		if (s) {
-			int inside = r->check &&
-				     (ftrt_cb_depth > 0 || ftrt_sync_in_range(ftrt_arch_pc(uc)));
+			uintptr_t pc = ftrt_arch_pc(uc);
+			int inside = 0;
 
+			/* our frame: restorer at uc - 8, then the ucontext, then the siginfo */
+			atomic_store(&info_off, (size_t)((uintptr_t)si - ((uintptr_t)uc - 8)));
+
+			sync_tid = tid;
+			atomic_store(&s->tag_addr, (uintptr_t)&sync_tid);
+			atomic_store(&s->node_addr, (uintptr_t)&ftrt_cb_node);
+			atomic_store(&s->depth_addr, (uintptr_t)&ftrt_cb_depth);
+			switch (r->check) {
+			case CHECK_ALL:
+				inside = ftrt_cb_depth > 0 || in_ranges(pc, 0) ||
+					 frames_inside(r, sp_here(), ftrt_arch_sp(uc), 0);
+				break;
+			case CHECK_CB: {
+				struct ftrt_cb_view v = { ftrt_cb_depth, ftrt_cb_node };
+
+				inside = r->busy ? r->busy(&v, r->busy_ctx) : v.depth > 0;
+				break;
+			}
+			case CHECK_RETIRED:
+				inside = in_ranges(pc, 1) ||
+					 frames_inside(r, sp_here(), ftrt_arch_sp(uc), 1);
+				break;
+			}
 			atomic_store(&s->state, inside ? SLOT_INSIDE : SLOT_OUT);
 		}
 	}
@@ -189,6 +510,7 @@ static int sig_init(void)
 		    cur.sa_sigaction == sync_handler)
 			return 0;
 		env = NULL;
+		sync_sig = 0;	/* taken: never send it again */
 	}
 	s = env ? atoi(env) : 0;
 	if (!s) {
@@ -209,6 +531,67 @@ static int sig_init(void)
 	if (sigaction(s, &sa, NULL))
 		return -errno;
 	sync_sig = s;
+	return 0;
+}
+
+/* The kernel's view of every handler's sa_restorer (the first word of its signal frames). */
+static void read_restorers(struct round *r)
+{
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		unsigned long mask;
+	} ka;
+	int s;
+
+	r->nrest = 0;
+	for (s = 1; s < 65; s++) {
+		size_t i;
+
+		if (s == SIGKILL || s == SIGSTOP ||
+		    syscall(SYS_rt_sigaction, s, NULL, &ka, sizeof(ka.mask)) ||
+		    !(ka.flags & 0x04000000 /* SA_RESTORER */) || !ka.restorer)
+			continue;
+		for (i = 0; i < r->nrest && r->restorers[i] != (uintptr_t)ka.restorer; i++)
+			;
+		if (i == r->nrest && r->nrest < 8)
+			r->restorers[r->nrest++] = (uintptr_t)ka.restorer;
+	}
+}
+
+/* The address space (/proc/self/maps), for frames_inside(). */
+static int read_maps(struct round *r)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	size_t cap = 0;
+
+	r->maps = NULL;
+	r->nmaps = 0;
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx", &s, &e) != 2)
+			continue;
+		if (r->nmaps == cap) {
+			struct maprange *n = realloc(r->maps, (cap ? cap * 2 : 256) * sizeof(*n));
+
+			if (!n) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			r->maps = n;
+			cap = cap ? cap * 2 : 256;
+		}
+		r->maps[r->nmaps].start = s;
+		r->maps[r->nmaps].end = e;
+		r->maps[r->nmaps].stack = strstr(line, "[stack]") != NULL;
+		r->nmaps++;
+	}
+	fclose(f);
 	return 0;
 }
 
@@ -286,6 +669,7 @@ static int read_small(const char *path, char *buf, size_t size)
 	return 0;
 }
 
+/* sig 0: none chosen (every signal taken by the program): counts as blocked */
 static int signal_blocked(pid_t tid, int sig, unsigned long *switches)
 {
 	char path[64], buf[4096], *p;
@@ -303,17 +687,18 @@ static int signal_blocked(pid_t tid, int sig, unsigned long *switches)
 	if (!p)
 		return 0;
 	mask = strtoull(p + 7, NULL, 16);
-	return (mask >> (sig - 1)) & 1;
+	return !sig || ((mask >> (sig - 1)) & 1);
 }
 
 /*
  * Fallback for a thread that blocks the signal: if /proc shows it blocked in a system call
- * at a PC outside every range, with no word of its stack (sp .. end of the stack mapping)
- * pointing into a range, and it did not run while we looked, it cannot be inside: a thread
- * inside a callback has the return address into its trampoline on its stack.  Conservative
- * (stale words only make us wait longer).
+ * at a PC outside every (retired) range, with no word of its stack (sp .. end of the stack
+ * mapping) pointing into one, and it did not run while we looked, it cannot be inside: a
+ * thread inside a callback has the return address into its trampoline on its stack, and a
+ * handler that interrupted a trampoline has its PC in a signal frame.  Conservative (stale
+ * words only make us wait longer).
  */
-static int blocked_quiescent(pid_t tid)
+static int blocked_quiescent(pid_t tid, int retired_only)
 {
 	char path[64], buf[512], *p;
 	unsigned long sw1 = 0, sw2 = 0;
@@ -339,7 +724,7 @@ static int blocked_quiescent(pid_t tid)
 		pc = strtoul(last + 1, NULL, 16);
 		sp = strtoul(prev ? prev + 1 : buf, NULL, 16);
 	}
-	if (!sp || ftrt_sync_in_range(pc))
+	if (!sp || in_ranges(pc, retired_only))
 		return 0;
 	/* end of the mapping that holds sp */
 	{
@@ -374,7 +759,7 @@ static int blocked_quiescent(pid_t tid)
 			break;
 		}
 		for (k = 0; k < (size_t)r / sizeof(uintptr_t); k++)
-			if (ftrt_sync_in_range(words[k]))
+			if (in_ranges(words[k], retired_only))
 				ok = 0;
 		a += r;
 	}
@@ -391,43 +776,142 @@ static void sleep_us(long us)
 	nanosleep(&ts, NULL);
 }
 
-/* Wait until every other thread has run the handler (and, with check, was seen outside). */
-static int round_run(int check)
+/* Remember the TLS addresses the handler published; forget threads that exited. */
+static void cache_update(const struct round *r)
 {
-	struct round r = { NULL, 0, check };
-	long backoff = 5;
-	size_t i;
-	int err;
+	size_t i, w = 0;
 
-	if ((err = sig_init()))
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < r->n; i++) {
+		const struct slot *s = &r->slots[i];
+		struct tls_ref e = { s->tid, atomic_load(&s->depth_addr), atomic_load(&s->tag_addr),
+				     atomic_load(&s->node_addr) };
+
+		if (e.depth && e.tag && e.node)
+			reg_put(&e);
+	}
+	if (nreg > r->n + 32) {
+		for (i = 0; i < nreg; i++)
+			if (find_slot(r, reg[i].tid) || !send_sig(reg[i].tid, 0))
+				reg[w++] = reg[i];
+		nreg = w;
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/*
+ * Another thread's counters, read through process_vm_readv (the thread may have exited and
+ * its stack be gone).  The depth is read first: a frame it counts that is still live when
+ * the other words are read is described by them (a frame entered meanwhile began after our
+ * barrier).  0 and *v, or -1: unknown (exited, the address no longer belongs to that
+ * thread, or reading is not allowed).
+ */
+static int read_view(pid_t tid, const struct slot *s, struct ftrt_cb_view *v)
+{
+	pid_t tag = 0;
+	int d = 0;
+	uintptr_t nd = 0;
+	struct iovec l[3] = { { &d, sizeof(d) }, { &tag, sizeof(tag) }, { &nd, sizeof(nd) } };
+	struct iovec rm[3] = { { (void *)atomic_load(&s->depth_addr), sizeof(d) },
+			       { (void *)atomic_load(&s->tag_addr), sizeof(tag) },
+			       { (void *)atomic_load(&s->node_addr), sizeof(nd) } };
+	ssize_t got;
+
+	if (no_vm_read)
+		return -1;
+	got = syscall(SYS_process_vm_readv, getpid(), l, 3, rm, 3, 0);
+	if (got < 0 && (errno == ENOSYS || errno == EPERM))
+		no_vm_read = 1;
+	if (got != (ssize_t)(sizeof(d) + sizeof(tag) + sizeof(nd)) || tag != tid)
+		return -1;
+	v->depth = d;
+	v->node = nd;
+	return 0;
+}
+
+/*
+ * Wait until every other thread has run the handler (and, with a check, was seen outside).
+ * CHECK_CB threads whose TLS is known are read from memory instead of being interrupted.
+ * limit_us > 0: give up with -EAGAIN after that long.
+ */
+static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_ctx)
+{
+	struct round r = { .check = check, .busy = busy, .busy_ctx = busy_ctx };
+	struct timespec t0;
+	long backoff = check == CHECK_CB ? 10 : 5, polls;
+	size_t i;
+	int err, retired_only = check == CHECK_RETIRED;
+
+	/* CHECK_CB and CHECK_RETIRED can do without a signal (the program took them all, as
+	 * the Go runtime does): threads known by their counters, or idle in a system call */
+	if ((err = sig_init()) && check != CHECK_CB && check != CHECK_RETIRED)
 		return err;
+	err = 0;
 	if ((err = list_threads(&r.slots, &r.n)))
 		return err;
 	if (!r.n) {
 		free(r.slots);
 		return 0;
 	}
+	if (check == CHECK_ALL || check == CHECK_RETIRED) {
+		read_restorers(&r);
+		if ((err = read_maps(&r))) {
+			free(r.slots);
+			return err;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	atomic_store(&live_round, &r);
 	for (i = 0; i < r.n; i++) {
-		clock_gettime(CLOCK_MONOTONIC, &r.slots[i].since);
-		if (send_sig(r.slots[i].tid, sync_sig))
-			atomic_store(&r.slots[i].state, SLOT_OUT);	/* gone */
+		struct slot *s = &r.slots[i];
+
+		clock_gettime(CLOCK_MONOTONIC, &s->since);
+		if (check == CHECK_CB) {
+			struct tls_ref t;
+
+			if (reg_find(s->tid, &t)) {	/* known: poll its counter below */
+				atomic_store(&s->tag_addr, t.tag);
+				atomic_store(&s->node_addr, t.node);
+				atomic_store(&s->depth_addr, t.depth);
+				atomic_store(&s->state, SLOT_INSIDE);
+				continue;
+			}
+		}
+		if (!sync_sig)
+			continue;	/* no signal to sample with: /proc below */
+		if (send_sig(s->tid, sync_sig))
+			atomic_store(&s->state, SLOT_OUT);	/* gone */
 	}
-	for (;;) {
+	for (polls = 0;;) {
 		int done = 1, resent = 0;
+
+		polls++;
 
 		for (i = 0; i < r.n; i++) {
 			struct slot *s = &r.slots[i];
 			int st = atomic_load(&s->state);
+			struct ftrt_cb_view v;
 
 			if (st == SLOT_OUT)
 				continue;
 			done = 0;
+			if (st == SLOT_INSIDE && check == CHECK_CB) {
+				/* read the counters: one moment outside is enough */
+				if (!read_view(s->tid, s, &v)) {
+					if (r.busy ? !r.busy(&v, r.busy_ctx) : v.depth <= 0)
+						atomic_store(&s->state, SLOT_OUT);
+					continue;
+				}
+				/* unknown: exited, or ask its handler */
+				atomic_store(&s->depth_addr, 0);
+				atomic_store(&s->tag_addr, 0);
+				st = SLOT_INSIDE;
+			}
 			if (st == SLOT_INSIDE) {
 				/* Seen inside: look again later (it costs the thread a wake-up). */
 				atomic_store(&s->state, SLOT_PENDING);
 				clock_gettime(CLOCK_MONOTONIC, &s->since);
-				if (send_sig(s->tid, sync_sig))
+				if (sync_sig && send_sig(s->tid, sync_sig))
 					atomic_store(&s->state, SLOT_OUT);
 				resent = 1;
 				continue;
@@ -439,33 +923,152 @@ static int round_run(int check)
 			}
 			if (elapsed_us(&s->since) > 5000 * (s->blocked_checks + 1)) {
 				s->blocked_checks++;
-				if (check && blocked_quiescent(s->tid))
+				if (check != CHECK_NONE && blocked_quiescent(s->tid, retired_only))
 					atomic_store(&s->state, SLOT_OUT);
 			}
 		}
 		if (done)
 			break;
-		/* a fresh sample was asked for: look again soon; else back off */
-		backoff = resent ? 10 : backoff < 2000 ? backoff * 2 : backoff;
+		if (limit_us > 0 && elapsed_us(&t0) > limit_us) {
+			err = -EAGAIN;
+			break;
+		}
+		/* Counters: a running thread leaves within microseconds; poll at once a few
+		 * times.  Not sched_yield(): with busy threads it costs a whole rotation of the
+		 * run queue, where a short sleep is woken up early. */
+		if (check == CHECK_CB && !resent && polls < 16)
+			continue;
+		/* a fresh sample was asked for: look again soon; else back off (counters are
+		 * cheap to read: not far) */
+		backoff = resent ? 10 : backoff < (check == CHECK_CB ? 400 : 2000) ? backoff * 2 : backoff;
 		sleep_us(backoff);
 	}
 	atomic_store(&live_round, NULL);
 	while (atomic_load(&round_users))
 		sched_yield();
+	cache_update(&r);
+	free(r.maps);
 	free(r.slots);
-	return 0;
+	return err;
+}
+
+/* Is the calling thread itself in a handler that interrupted a (retired) range? */
+static int self_nested(int retired_only)
+{
+	struct round r = { .check = CHECK_NONE };
+	int inside;
+
+	read_restorers(&r);
+	if (read_maps(&r))
+		return 1;
+	inside = frames_inside(&r, sp_here(), 0, retired_only);
+	free(r.maps);
+	return inside;
 }
 
 int ftrt_synchronize(void)
 {
 	int err;
 
-	if (ftrt_cb_depth > 0)
+	if (ftrt_cb_depth > 0 || self_nested(0))
 		return -EDEADLK;
 	pthread_mutex_lock(&sync_lock);
-	err = round_run(1);
+	err = round_run(CHECK_ALL, 0, NULL, NULL);
 	pthread_mutex_unlock(&sync_lock);
 	return err;
+}
+
+/* FTRT_TEST_SYNC_FAIL=1: ftrt_sync_callbacks() fails (tests of the callers' error paths). */
+static int test_fail = -1;
+
+int ftrt_sync_callbacks(ftrt_cb_busy_fn busy, void *ctx)
+{
+	int err;
+
+	if (ftrt_cb_depth > 0)
+		return -EDEADLK;
+	if (test_fail < 0) {
+		const char *e = getenv("FTRT_TEST_SYNC_FAIL");
+
+		test_fail = e && *e && strcmp(e, "0");
+	}
+	if (test_fail)
+		return -EIO;
+	if (!ftrt_sync_cores_barrier())
+		return ftrt_synchronize();	/* no cheap barrier: the full round */
+	/* every thread now sees the cleared slots, or we see its raised counter */
+	if ((err = ftrt_sync_cores()))
+		return err;
+	pthread_mutex_lock(&sync_lock);
+	err = round_run(CHECK_CB, 0, busy, ctx);
+	pthread_mutex_unlock(&sync_lock);
+	return err;
+}
+
+int ftrt_sync_retired(long limit_us)
+{
+	int err;
+
+	if (self_nested(1))
+		return -EAGAIN;
+	pthread_mutex_lock(&sync_lock);
+	err = round_run(CHECK_RETIRED, limit_us, NULL, NULL);
+	pthread_mutex_unlock(&sync_lock);
+	return err;
+}
+
+/* ---- threads publish their counter ------------------------------------------------------ */
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static pthread_create_fn next_pthread_create;
+extern int __pthread_create_2_1(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
+	__attribute__((weak));	/* static links: no dlsym */
+
+__attribute__((constructor(101))) static void sync_threads_init(void)
+{
+	next_pthread_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+	if (!next_pthread_create)
+		next_pthread_create = __pthread_create_2_1;
+	tls_register();		/* the main thread */
+}
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *thread_start(void *p)
+{
+	struct start s = *(struct start *)p;
+
+	free(p);
+	tls_register();
+	return s.fn(s.arg);
+}
+
+/*
+ * Threads publish where their callback counter is as they start, so ftrt_sync_callbacks()
+ * reads it instead of interrupting them (and works when the program leaves no signal
+ * free, as the Go runtime does).  Threads created otherwise are sampled with a signal once.
+ */
+int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	struct start *s;
+	int ret;
+
+	if (!next_pthread_create)
+		sync_threads_init();
+	if (!next_pthread_create)
+		return ENOSYS;
+	s = malloc(sizeof(*s));
+	if (!s)
+		return next_pthread_create(th, attr, fn, arg);
+	s->fn = fn;
+	s->arg = arg;
+	ret = next_pthread_create(th, attr, thread_start, s);
+	if (ret)
+		free(s);
+	return ret;
 }
 
 /* ---- serialising cores ---------------------------------------------------------------- */
@@ -525,9 +1128,17 @@ int ftrt_sync_cores(void)
 	}
 	/* Signals (or membarrier failed unexpectedly): a round where any handler run counts. */
 	pthread_mutex_lock(&sync_lock);
-	err = round_run(0);
+	err = round_run(CHECK_NONE, 0, NULL, NULL);
 	pthread_mutex_unlock(&sync_lock);
 	return err;
+}
+
+/* Is ftrt_sync_cores() a membarrier (a full memory barrier on every running thread)? */
+int ftrt_sync_cores_barrier(void)
+{
+	if (cores == CORES_UNSET)
+		cores_init();
+	return cores == CORES_SYNC_CORE || cores == CORES_EXPEDITED;
 }
 
 void ftrt_sync_atfork_child(void)
@@ -537,4 +1148,7 @@ void ftrt_sync_atfork_child(void)
 	atomic_store(&live_round, NULL);
 	atomic_store(&round_users, 0);
 	pthread_mutex_init(&sync_lock, NULL);
+	pthread_mutex_init(&reg_lock, NULL);
+	nreg = 0;		/* tids of the parent's threads */
+	tls_register();
 }

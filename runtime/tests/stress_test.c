@@ -19,7 +19,19 @@
  *	the same with one switching thread per ops, all switching at once.
  *   stress_test park
  *	a thread parks inside a callback; unregister on another thread must wait for it, then
- *	free the trampoline; unregister from inside a callback is refused.
+ *	retire the trampoline, and ftrace_synchronize() releases its memory; unregister from
+ *	inside a callback is refused.
+ *   stress_test nested park|self|altstack
+ *	a thread is interrupted by a signal while on a trampoline's own instructions (outside
+ *	its callback: ftrt_cb_depth 0).  park: the handler waits; the ops is unregistered on
+ *	another thread, and ftrace_synchronize() must not release the trampoline until the
+ *	handler has returned into it.  self: the handler itself unregisters the ops and calls
+ *	ftrace_synchronize(), which must keep the memory (-EAGAIN).  Either way the thread
+ *	then resumes in the trampoline: releasing it early would crash.  altstack: as park,
+ *	with the program's handler on an alternate signal stack.
+ *   stress_test syncfail
+ *	run with FTRT_TEST_SYNC_FAIL=1 (the wait for callbacks fails): unregister returns the
+ *	error and keeps the trampoline (in use, executable), the callback is no longer called.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,6 +45,7 @@
 #include <time.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -468,6 +481,27 @@ static void run_stress(int nthreads, long max_switches, double seconds, int with
 
 /* ---- park: unregister waits for a thread inside the callback --------------------------- */
 
+/* Is the page holding a mapped with execute permission (/proc/self/maps)? */
+static int page_exec(unsigned long a)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512], perm[8];
+	int x = 0;
+
+	if (!f)
+		FAIL("/proc/self/maps");
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx %7s", &s, &e, perm) == 3 && a >= s && a < e) {
+			x = perm[2] == 'x';
+			break;
+		}
+	}
+	fclose(f);
+	return x;
+}
+
 static atomic_int parked, release_cb, inner_ret = 1;
 
 static void park_cb(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
@@ -506,6 +540,7 @@ static void run_park(void)
 	struct ftrace_func_info info;
 	pthread_t a, b;
 	double t0, tr;
+	unsigned long tramp;
 
 	if (ftrace_set_filter(&park_ops, "stress_fn_0", 11, 1))
 		FAIL("filter");
@@ -516,6 +551,7 @@ static void run_park(void)
 	    info.state != FTRACE_SITE_TRAMP || st.nr_trampolines != 1)
 		FAIL("stress_fn_0 should call the ops' own trampoline (state %d, %lu trampolines)",
 		     info.state, st.nr_trampolines);
+	tramp = info.target;
 	pthread_create(&a, NULL, park_caller, NULL);
 	while (!atomic_load(&parked))
 		usleep(1000);
@@ -535,13 +571,197 @@ static void run_park(void)
 	if (atomic_load(&unreg_ret))
 		FAIL("unregister: %d", atomic_load(&unreg_ret));
 	ftrace_get_stats(&st);
-	if (st.nr_trampolines != 0)
-		FAIL("trampoline not freed after unregister (%lu left)", st.nr_trampolines);
+	if (st.nr_trampolines != 0 || st.nr_tramp_retired != 1)
+		FAIL("after unregister: %lu trampolines in use (want 0), %lu retired (want 1)",
+		     st.nr_trampolines, st.nr_tramp_retired);
 	if (ftrace_lookup_function((unsigned long)stress_fns[0], &info) ||
 	    info.state != FTRACE_SITE_NOP)
 		FAIL("stress_fn_0 not a nop after unregister");
+	if (!page_exec(tramp))
+		FAIL("retired trampoline %#lx no longer executable before ftrace_synchronize", tramp);
+	if (ftrace_synchronize())
+		FAIL("ftrace_synchronize");
+	ftrace_get_stats(&st);
+	if (st.nr_tramp_retired != 0 || st.nr_tramp_released < 1 || page_exec(tramp))
+		FAIL("trampoline memory not released by ftrace_synchronize (%lu retired, page %s)",
+		     st.nr_tramp_retired, page_exec(tramp) ? "executable" : "gone");
 	printf("ok park: unregister waited for the parked callback (released after %.2f s), "
-	       "from inside a callback -EBUSY, trampoline freed\n", tr - t0);
+	       "from inside a callback -EBUSY, trampoline released\n", tr - t0);
+}
+
+/* ---- nested: a signal handler that interrupted a trampoline's own instructions -------- */
+
+static struct ftrace_ops nest_ops = { .func = cb };
+static uintptr_t nest_lo, nest_hi;
+static atomic_int nest_mode, nest_caught, nest_release, nest_stop;
+static atomic_int nest_unreg = 1, nest_sync = 1, nest_retired = -1;
+static atomic_ulong nest_pc;
+
+static void on_usr2(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+
+	(void)sig;
+	(void)si;
+	if (pc < nest_lo || pc >= nest_hi || ftrt_cb_depth != 0 || atomic_load(&nest_caught))
+		return;
+	atomic_store(&nest_pc, pc);
+	if (atomic_load(&nest_mode) == 1) {	/* self: the API from this handler */
+		struct ftrace_stats st;
+
+		atomic_store(&nest_unreg, unregister_ftrace_function(&nest_ops));
+		atomic_store(&nest_sync, ftrace_synchronize());
+		ftrace_get_stats(&st);
+		atomic_store(&nest_retired, (int)st.nr_tramp_retired);
+		atomic_store(&nest_caught, 1);
+		return;
+	}
+	atomic_store(&nest_caught, 1);
+	while (!atomic_load(&nest_release))
+		;
+}
+
+static _Atomic pid_t nest_tid;
+
+static void *nest_worker(void *arg)
+{
+	(void)arg;
+	if (atomic_load(&nest_mode) == 2) {
+		stack_t ss = { .ss_sp = malloc(1 << 16), .ss_size = 1 << 16 };
+
+		if (!ss.ss_sp || sigaltstack(&ss, NULL))
+			FAIL("sigaltstack");
+	}
+	atomic_store(&nest_tid, (pid_t)syscall(SYS_gettid));
+	while (!atomic_load_explicit(&nest_stop, memory_order_relaxed))
+		stress_fns[0]();
+	return NULL;
+}
+
+static atomic_int nsync_done, nsync_ret = 1;
+
+static void *nest_syncer(void *arg)
+{
+	(void)arg;
+	atomic_store(&nsync_ret, ftrace_synchronize());
+	atomic_store(&nsync_done, 1);
+	return NULL;
+}
+
+static void run_nested(int mode)
+{
+	int self = mode == 1;
+	struct ftrace_func_info info;
+	struct ftrace_stats st;
+	struct sigaction sa;
+	pthread_t w, sy;
+	long sent = 0;
+	double t0;
+
+	if (ftrace_set_filter(&nest_ops, "stress_fn_0", 11, 1) || register_ftrace_function(&nest_ops))
+		FAIL("register");
+	if (ftrace_lookup_function((unsigned long)stress_fns[0], &info) ||
+	    info.state != FTRACE_SITE_TRAMP)
+		FAIL("stress_fn_0 should call its own trampoline");
+	nest_lo = info.target;		/* the trampoline's page holds nothing else */
+	nest_hi = (info.target | 4095) + 1;
+	atomic_store(&nest_mode, mode);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_usr2;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | (mode == 2 ? SA_ONSTACK : 0);
+	sigaction(SIGUSR2, &sa, NULL);
+	pthread_create(&w, NULL, nest_worker, NULL);
+	while (!atomic_load(&nest_tid))
+		usleep(100);
+	t0 = now_s();
+	while (!atomic_load(&nest_caught)) {
+		if (now_s() - t0 > 30)
+			FAIL("no signal landed on the trampoline's own instructions in 30 s (%ld sent)",
+			     sent);
+		syscall(SYS_tgkill, getpid(), atomic_load(&nest_tid), SIGUSR2);
+		sent++;
+		usleep(50);
+	}
+	if (self) {
+		if (atomic_load(&nest_unreg) || atomic_load(&nest_sync) != -EAGAIN ||
+		    atomic_load(&nest_retired) != 1)
+			FAIL("from the handler: unregister %d (want 0), ftrace_synchronize %d (want "
+			     "-EAGAIN), %d retired (want 1)", atomic_load(&nest_unreg),
+			     atomic_load(&nest_sync), atomic_load(&nest_retired));
+		usleep(20000);	/* the worker resumes in the retired trampoline and goes on */
+	} else {
+		if (unregister_ftrace_function(&nest_ops))
+			FAIL("unregister while the handler waits");
+		pthread_create(&sy, NULL, nest_syncer, NULL);
+		t0 = now_s();
+		while (now_s() - t0 < 0.3)
+			usleep(10000);
+		if (atomic_load(&nsync_done))
+			FAIL("ftrace_synchronize returned (%d) while a handler had interrupted the "
+			     "trampoline at %#lx", atomic_load(&nsync_ret), atomic_load(&nest_pc));
+		if (!page_exec(nest_lo))
+			FAIL("trampoline released while a handler had interrupted it");
+		atomic_store(&nest_release, 1);
+		pthread_join(sy, NULL);
+		if (atomic_load(&nsync_ret))
+			FAIL("ftrace_synchronize: %d", atomic_load(&nsync_ret));
+	}
+	if (ftrace_synchronize())
+		FAIL("ftrace_synchronize after the handler returned");
+	ftrace_get_stats(&st);
+	if (st.nr_tramp_retired != 0 || page_exec(nest_lo))
+		FAIL("trampoline not released after the handler returned");
+	atomic_store(&nest_stop, 1);
+	pthread_join(w, NULL);
+	printf("ok nested %s: handler interrupted the trampoline at +%#lx after %ld signals; "
+	       "memory kept until it returned\n", mode == 1 ? "self" : mode == 2 ? "altstack" : "park",
+	       atomic_load(&nest_pc) - nest_lo, sent);
+}
+
+/* ---- syncfail: a failed wait never frees ---------------------------------------------- */
+
+static void run_syncfail(void)
+{
+	static struct ftrace_ops fops = { .func = cb };
+	struct ftrace_func_info info;
+	struct ftrace_stats st;
+	unsigned long tramp, before;
+	int err;
+
+	if (ftrace_set_filter(&fops, "stress_fn_0", 11, 1) || register_ftrace_function(&fops))
+		FAIL("register");
+	if (ftrace_lookup_function((unsigned long)stress_fns[0], &info) ||
+	    info.state != FTRACE_SITE_TRAMP)
+		FAIL("stress_fn_0 should call its own trampoline");
+	tramp = info.target;
+	stress_fns[0]();
+	before = atomic_load(&cb_count[0]);
+	if (before != 1)
+		FAIL("callback count %lu, want 1", before);
+	err = unregister_ftrace_function(&fops);
+	if (err != -EIO)
+		FAIL("unregister with a failing wait returned %d, want -EIO", err);
+	ftrace_get_stats(&st);
+	if (st.nr_trampolines != 1 || st.nr_tramp_retired != 0 || st.nr_tramp_released != 0 ||
+	    !page_exec(tramp))
+		FAIL("trampoline not kept after a failed wait: %lu in use, %lu retired, %lu "
+		     "released, page %s", st.nr_trampolines, st.nr_tramp_retired,
+		     st.nr_tramp_released, page_exec(tramp) ? "executable" : "gone");
+	if (ftrace_lookup_function((unsigned long)stress_fns[0], &info) ||
+	    info.state != FTRACE_SITE_NOP)
+		FAIL("stress_fn_0 not a nop after unregister");
+	stress_fns[0]();
+	if (atomic_load(&cb_count[0]) != before)
+		FAIL("callback called after unregister");
+	if (ftrace_synchronize() != -EIO)
+		FAIL("ftrace_synchronize with a failing wait did not fail");
+	if (register_ftrace_function(&fops))
+		FAIL("register again");
+	stress_fns[0]();
+	if (atomic_load(&cb_count[0]) != before + 1)
+		FAIL("callback not called after registering again");
+	printf("ok syncfail: unregister -EIO, trampoline kept (%lu in use)\n", st.nr_trampolines);
 }
 
 int main(int argc, char **argv)
@@ -561,6 +781,12 @@ int main(int argc, char **argv)
 			   !strcmp(mode, "api"));
 	} else if (!strcmp(mode, "park")) {
 		run_park();
+	} else if (!strcmp(mode, "syncfail")) {
+		run_syncfail();
+	} else if (!strcmp(mode, "nested")) {
+		const char *m = argc > 2 ? argv[2] : "park";
+
+		run_nested(!strcmp(m, "self") ? 1 : !strcmp(m, "altstack") ? 2 : 0);
 	} else {
 		FAIL("unknown mode %s", mode);
 	}

@@ -2,6 +2,7 @@
    (function_graph <-> function <-> off) many times: nothing may crash, every
    hooked frame returns, and the workers' results are unchanged. */
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -39,9 +40,12 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < 3; i++)
 		pthread_create(&th[i], NULL, worker, NULL);
-	for (int r = 0; r < rounds; r++)
+	for (int r = 0; r < rounds; r++) {
 		if (ftrace_trace_set_tracer(seq[r % 4]) != 0)
 			errs++;
+		/* a switch takes well under a millisecond: let the workers run in each phase */
+		usleep(500);
+	}
 	stop = 1;
 	for (int i = 0; i < 3; i++) {
 		void *ret;
