@@ -106,6 +106,13 @@ int main(void)
 		for (i = 0; i < 4; i++)
 			CHECK(is_nop(fns[i]));
 		check_wx("after disabling every site");
+		/* Unregistered trampolines are retired, still r-x, until a release round. */
+		for (i = 0; i < 2; i++) {
+			CHECK_EQ(maps_perm(tramp[i], perm), 0);
+			CHECK(!strcmp(perm, "r-xp"));
+		}
+		CHECK_EQ(ftrace_synchronize(), 0);
+		check_wx("after releasing the retired trampolines");
 		/* a's and b's trampolines were freed: their pages are inaccessible. */
 		for (i = 0; i < 2; i++) {
 			CHECK_EQ(maps_perm(tramp[i], perm), 0);
