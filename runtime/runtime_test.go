@@ -433,6 +433,9 @@ func TestForbidden(t *testing.T) {
 						if p["register"] != "-12" {
 							t.Errorf("register under MDWE: want -ENOMEM:\n%s", r.Stdout)
 						}
+						if w := "ftrt: cannot make a trampoline page executable (Permission denied)"; !strings.Contains(r.Stderr, w) {
+							t.Errorf("stderr lacks %q:\n%s", w, r.Stderr)
+						}
 					case unlinked:
 						// The load-time nops need writable code: refused, reported,
 						// the program runs untraced.

@@ -1696,6 +1696,7 @@ void ftrace_free_filter(struct ftrace_ops *ops)
 int ftrace_ops_test(struct ftrace_ops *ops, unsigned long ip)
 {
 	struct ftrt_rec *r;
+	int ret;
 
 	if (!ops)
 		return 0;
@@ -1703,8 +1704,10 @@ int ftrace_ops_test(struct ftrace_ops *ops, unsigned long ip)
 		return 0;
 	ensure_init();
 	r = rec_find(ip, NULL);
+	/* Under the lock: a concurrent filter change may replace (and later free) the hashes. */
+	ret = r ? ops_match(ops, r->ip) : 0;
 	ftrt_unlock();
-	return r ? ops_match(ops, r->ip) : 0;
+	return ret;
 }
 
 /* ---- API: listing, objects, stats --------------------------------------------------------- */

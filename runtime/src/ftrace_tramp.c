@@ -285,6 +285,8 @@ struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *op
 	rel = (int32_t)(target - ((uintptr_t)code + call_off + 5));
 	memcpy(code + call_off + 1, &rel, 4);
 	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
+		/* E.g. prctl(PR_SET_MDWE): written pages may never become executable. */
+		ftrt_warn("ftrt: cannot make a trampoline page executable (%s)", strerror(errno));
 		page_free(a, code);
 		free(t);
 		return NULL;
