@@ -47,8 +47,9 @@ func TestStress(t *testing.T) {
 		minSwit int
 	}{
 		// the acceptance target: 10,000 switches with 8 busy threads (each unregister
-		// waits only for the threads whose callback counter is raised)
-		{"8-threads", []string{"stress", "8", "10000", "50"}, 10000},
+		// waits only for the threads whose callback counter is raised); ≈ 16–20 s here,
+		// the budget leaves room for a machine loaded by other tests
+		{"8-threads", []string{"stress", "8", "10000", "100"}, 10000},
 		{"2-threads", []string{"stress", "2", "10000", "3"}, 100},
 		// checked calls from signal handlers too (some interrupt callbacks)
 		{"signals", []string{"signals", "4", "10000", "3"}, 50},
@@ -69,7 +70,7 @@ func TestStress(t *testing.T) {
 			if c.args[0] == "syncfail" {
 				env = []string{"FTRT_TEST_SYNC_FAIL=1"}
 			}
-			out := runC(t, 2*time.Minute, env, prog, c.args...)
+			out := runC(t, 3*time.Minute, env, prog, c.args...)
 			t.Log(out)
 			switch c.args[0] {
 			case "park":
