@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,8 +10,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,6 +175,10 @@ type rwResult struct {
 }
 
 // rwRun runs args in dir with the environment (minus FTRACE_*) plus env.
+// rwTimeout bounds one build or suite run: a hang fails the test with the processes it
+// left (and is killed with its whole process group) instead of running into go test's limit.
+var rwTimeout = 10 * time.Minute
+
 func rwRun(dir string, env, args []string) rwResult {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
@@ -181,8 +188,30 @@ func rwRun(dir string, env, args []string) rwResult {
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.CombinedOutput()
-	return rwResult{string(out), err}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		return rwResult{"", err}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return rwResult{buf.String(), err}
+	case <-time.After(rwTimeout):
+		pgid := cmd.Process.Pid
+		ps, _ := exec.Command("ps", "-eo", "pgid,pid,stat,wchan:24,etime,args").Output()
+		var left []string
+		for _, l := range strings.Split(string(ps), "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == strconv.Itoa(pgid) {
+				left = append(left, l)
+			}
+		}
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+		return rwResult{buf.String(), fmt.Errorf("timed out after %v; processes left:\n%s", rwTimeout, strings.Join(left, "\n"))}
+	}
 }
 
 // suiteSum adds up the reports of every trace of a suite run.
@@ -330,4 +359,22 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
+}
+
+// TestRwRunTimeout: a hung suite is killed with its children and reported with them.
+func TestRwRunTimeout(t *testing.T) {
+	old := rwTimeout
+	rwTimeout = time.Second
+	defer func() { rwTimeout = old }()
+	start := time.Now()
+	r := rwRun(t.TempDir(), nil, []string{"sh", "-c", "sleep 60 & sleep 61; echo never"})
+	if r.err == nil || !strings.Contains(r.err.Error(), "timed out") || !strings.Contains(r.err.Error(), "sleep 61") {
+		t.Fatalf("err = %v", r.err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if strings.Contains(r.out, "never") {
+		t.Errorf("output %q", r.out)
+	}
 }
