@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ftkit/ftkit/elfrw"
+	"github.com/ftkit/ftkit/internal/testenv"
 )
 
 // fuzzSeeds compiles testC (and, for section groups, a C++ source with inline and template
@@ -59,18 +60,7 @@ func FuzzElfrw(f *testing.F) {
 	}
 	f.Add(uint8(255), uint32(0), []byte("\x7fELF\x01\x02\x01"), uint32(0))
 	f.Fuzz(func(t *testing.T, seed uint8, off uint32, patch []byte, cut uint32) {
-		var in []byte
-		if int(seed) < len(files) {
-			in = append([]byte(nil), files[seed]...)
-			if len(patch) > 0 {
-				copy(in[int(off)%len(in):], patch)
-			}
-			if cut > 0 && int(cut) < len(in) {
-				in = in[:cut]
-			}
-		} else {
-			in = append([]byte(nil), patch...)
-		}
+		in := testenv.FuzzInput(files, seed, off, patch, cut)
 		orig := append([]byte(nil), in...)
 		check := func(err error) bool {
 			t.Helper()

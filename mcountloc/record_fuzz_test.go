@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ftkit/ftkit/elfrw"
+	"github.com/ftkit/ftkit/internal/testenv"
 )
 
 // fuzzC has static, weak, cold and custom-section functions, so the seeds have several text
@@ -136,18 +137,7 @@ func FuzzRecord(f *testing.F) {
 	f.Add(uint8(255), uint32(0), []byte("\x7fELF\x02\x01\x01"), uint32(0))
 	f.Add(uint8(255), uint32(0), []byte("!<arch>\n"), uint32(0))
 	f.Fuzz(func(t *testing.T, seed uint8, off uint32, patch []byte, cut uint32) {
-		var in []byte
-		if int(seed) < len(files) {
-			in = append([]byte(nil), files[seed]...)
-			if len(patch) > 0 {
-				copy(in[int(off)%len(in):], patch)
-			}
-			if cut > 0 && int(cut) < len(in) {
-				in = in[:cut]
-			}
-		} else {
-			in = append([]byte(nil), patch...)
-		}
+		in := testenv.FuzzInput(files, seed, off, patch, cut)
 		orig := append([]byte(nil), in...)
 		res, err := Record(in)
 		if !bytes.Equal(in, orig) {

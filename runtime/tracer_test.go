@@ -933,18 +933,7 @@ func TestTracerTinyXML2(t *testing.T) {
 	calls := map[string]map[string]uint64{}
 	for _, tracer := range []string{"function", "function_graph"} {
 		out := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "report", "--format", "json", tracer+".dat")
-		var r struct {
-			Tracer                string
-			Complete              bool
-			Lost                  uint64
-			LostNoBuf             uint64 `json:"lost_nobuf"`
-			LostDepth             uint64 `json:"lost_depth"`
-			Unmatched, Unfinished uint64
-			Functions             []struct {
-				Name           string
-				Calls, Partial uint64
-			}
-		}
+		var r testenv.Report
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("ftrace report: %v", err)
 		}

@@ -230,19 +230,6 @@ func (s *suiteSum) total() uint64 {
 	return n
 }
 
-type rwReport struct {
-	Tracer                string
-	Complete              bool
-	Lost                  uint64
-	LostNoBuf             uint64 `json:"lost_nobuf"`
-	LostDepth             uint64 `json:"lost_depth"`
-	Unmatched, Unfinished uint64
-	Functions             []struct {
-		Name           string
-		Calls, Partial uint64
-	}
-}
-
 // checkSuiteTraces checks every trace in dir with `ftrace report --format json` (and
 // `ftrace graph` for the ones with calls that never returned) and adds them up.
 func checkSuiteTraces(t *testing.T, dir, tracer string) *suiteSum {
@@ -288,7 +275,7 @@ func checkOneTrace(ftrace, file, tracer string, sum *suiteSum) error {
 	if err != nil {
 		return fmt.Errorf("ftrace report: %v", err)
 	}
-	var r rwReport
+	var r testenv.Report
 	if err := json.Unmarshal(out, &r); err != nil {
 		return fmt.Errorf("report json: %v", err)
 	}
