@@ -474,6 +474,17 @@ func TestTracerGraphFib(t *testing.T) {
 	if s.name(last.IP) != "main" || last.Type != 3 || last.TS-last.Aux == 0 {
 		t.Errorf("last record %+v", last)
 	}
+	// main's own time is a printf: the thread's buffer setup at its first event (ms on a
+	// VM) is not charged to it, so it is below the time of the fib(20) it calls.
+	var fibDur uint64
+	for _, r := range recs {
+		if r.Type == 3 && r.Depth == 1 {
+			fibDur += r.TS - r.Aux
+		}
+	}
+	if mainSelf := last.TS - last.Aux - fibDur; fibDur == 0 || mainSelf >= fibDur {
+		t.Errorf("main's self time %d ticks, fib(20) %d ticks: setup charged to main?", mainSelf, fibDur)
+	}
 }
 
 func TestTracerGraphDepthFilter(t *testing.T) {

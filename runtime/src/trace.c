@@ -80,9 +80,19 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 		ft_note_lost_depth();
 		return 0;
 	}
-	t = thread_buf();
-	if (unlikely(!t))
-		return 0;
+	if (unlikely(ft_cur.state != FT_THREAD_LIVE)) {
+		/*
+		 * The thread's first event sets its buffer up (milliseconds on a VM that zeroes
+		 * fresh pages slowly): time the call from after that, not from before it, so
+		 * the setup is not charged to the thread's first function.
+		 */
+		t = ft_thread_buf();
+		if (unlikely(!t))
+			return 0;
+		e->calltime = ft_clock_read();
+	} else {
+		t = &ft_cur;
+	}
 	/* keep room for the exits of every recorded frame still open */
 	if (unlikely(t->head + t->open + 2 > t->limit) && !ft_rec_more(t, t->head + t->open + 2)) {
 		t->chunk->lost++;
