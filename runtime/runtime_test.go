@@ -353,6 +353,29 @@ func TestBadTable(t *testing.T) {
 // names, order, ftrace_print_functions' lines.
 func TestListing(t *testing.T) { runVariants(t, "listing.c") }
 
+// The vector-free trampoline for callbacks proven to leave the vector registers alone, the
+// full one for the others (and for every callback with FTRT_NOVEC=0); floating-point
+// arguments intact either way; the decoder's verdicts on hand-written code.
+func TestNovec(t *testing.T) {
+	for _, v := range variants("novec.c") {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := build(t, dir, "prog", v.p)
+			for _, off := range []bool{false, true} {
+				var env, args []string
+				want := "count novec=1"
+				if off {
+					env, args, want = []string{"FTRT_NOVEC=0"}, []string{"off"}, "count novec=0"
+				}
+				r := execEnv(t, dir, env, exe, args...)
+				if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") || !strings.Contains(r.Stdout, want) {
+					t.Fatalf("FTRT_NOVEC off=%v: exit %d\nstdout:\n%s\nstderr:\n%s", off, r.Code, r.Stdout, r.Stderr)
+				}
+			}
+		})
+	}
+}
+
 // W^X after every kind of patching, with both ways of writing code.
 func TestWX(t *testing.T) {
 	for _, poke := range []string{"", "mprotect"} {

@@ -121,7 +121,8 @@ func Assembly() string {
 	a.raw("/* Trampoline templates of the ftkit runtime (x86-64). See docs/runtime.md. */\n\n")
 	a.l(".text")
 	a.global("ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end",
-		"ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call",
+		"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call",
+		"ftrace_caller_novec_end", "ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call",
 		"ftrace_regs_caller_end", "ftrace_stub", "__fentry__")
 
 	// ftrace_caller: argument registers only.
@@ -140,6 +141,24 @@ func Assembly() string {
 	a.label("ftrace_caller_end")
 	a.l("ret")
 	a.l(".size ftrace_caller, .-ftrace_caller")
+
+	// ftrace_caller_novec: ftrace_caller without the vector registers, for a callback the
+	// runtime proved leaves them alone (a leaf with no SSE/AVX/x87 instruction that never
+	// reads the frame pointer argument: runtime/src/insn_x86_64.c). The frame keeps its
+	// layout, so the xmm area is left unwritten.
+	a.fn("ftrace_caller_novec")
+	a.l("subq $%d, %%rsp", FrameSize)
+	for _, r := range callerSaved {
+		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
+	}
+	a.common("ftrace_caller_novec", "ftrace_novec_call", 0)
+	for _, r := range callerSaved {
+		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
+	}
+	a.l("addq $%d, %%rsp", FrameSize)
+	a.label("ftrace_caller_novec_end")
+	a.l("ret")
+	a.l(".size ftrace_caller_novec, .-ftrace_caller_novec")
 
 	// ftrace_regs_caller: every register and the flags; the callback may change the
 	// saved ip, and the trampoline returns there instead of into the traced function.

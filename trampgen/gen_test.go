@@ -31,6 +31,7 @@ type template struct {
 
 var templates = []template{
 	{"ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end"},
+	{"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call", "ftrace_caller_novec_end"},
 	{"ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call", "ftrace_regs_caller_end"},
 }
 
@@ -221,5 +222,44 @@ func TestHeaderOffsets(t *testing.T) {
 	}
 	if xmmBase%16 != 0 {
 		t.Fatalf("xmm area at %d is not 16-byte aligned", xmmBase)
+	}
+}
+
+// TestNovecTemplate: ftrace_caller_novec is ftrace_caller less the 16 moves of xmm0..xmm7,
+// instruction for instruction, and touches no vector register.
+func TestNovecTemplate(t *testing.T) {
+	text, syms := assemble(t)
+	decode := func(start, end string) (all, scalar []string) {
+		for pc := syms[start]; pc < syms[end]; {
+			in, err := x86asm.Decode(text[pc:], 64)
+			if err != nil {
+				t.Fatalf("decode %s at %#x: %v", start, pc, err)
+			}
+			s := in.String()
+			// relative operands differ between the copies; compare the opcode for those
+			if in.Op == x86asm.CALL || strings.HasPrefix(in.Op.String(), "J") || strings.Contains(s, "RIP") {
+				s = in.Op.String()
+			}
+			all = append(all, s)
+			if !strings.Contains(s, "X") || !strings.Contains(s, "MOVUPS") {
+				scalar = append(scalar, s)
+			}
+			pc += uint64(in.Len)
+		}
+		return all, scalar
+	}
+	plain, plainScalar := decode("ftrace_caller", "ftrace_caller_end")
+	novec, _ := decode("ftrace_caller_novec", "ftrace_caller_novec_end")
+	if len(plain)-len(plainScalar) != 16 {
+		t.Errorf("ftrace_caller has %d xmm moves, want 16", len(plain)-len(plainScalar))
+	}
+	if strings.Join(novec, "\n") != strings.Join(plainScalar, "\n") {
+		t.Errorf("novec template is not the plain one without its xmm moves:\n%s\n---\n%s",
+			strings.Join(novec, "\n"), strings.Join(plainScalar, "\n"))
+	}
+	for _, s := range novec {
+		if strings.Contains(s, "X0") || strings.Contains(s, "XMM") || strings.Contains(s, "MM") {
+			t.Errorf("novec template touches a vector register: %s", s)
+		}
 	}
 }

@@ -1,5 +1,6 @@
 // Command trampgen generates the x86-64 trampoline templates of the ftkit runtime:
-// runtime/src/ftrace_x86_64.S (ftrace_caller, ftrace_regs_caller, ftrace_stub, __fentry__)
+// runtime/src/ftrace_x86_64.S (ftrace_caller, ftrace_caller_novec, ftrace_regs_caller,
+// ftrace_stub, __fentry__)
 // and runtime/src/ftrace_frame.h (the frame offsets the C code checks its structures against).
 //
 // The runtime clones each template from its start up to its end marker into a per-ops

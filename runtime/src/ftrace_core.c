@@ -738,7 +738,8 @@ static struct ftrt_tramp *ops_tramp(struct ftrace_ops *op, struct ftrt_arena *a)
 		if (t->arena == a)
 			return t;
 	fn = (op->flags & FTRACE_OPS_FL_RECURSION) ? ftrt_recursion_assist : op->func;
-	t = ftrt_tramp_create(a, op, fn, !!(op->flags & FL_REGS));
+	t = ftrt_tramp_create(a, op, fn, (op->flags & FL_REGS) ? FTRT_TMPL_REGS :
+				  ftrt_tramp_novec_ok(fn) ? FTRT_TMPL_NOVEC : FTRT_TMPL_CALLER);
 	if (t) {
 		t->next = op->trampolines;
 		op->trampolines = t;
@@ -751,7 +752,8 @@ static struct ftrt_tramp *shared_caller(struct ftrt_arena *a, int regs)
 	struct ftrt_tramp **tp = regs ? &a->regs_caller : &a->caller;
 
 	if (!*tp)
-		*tp = ftrt_tramp_create(a, &ftrt_list_ops, ftrt_list_func, regs);
+		*tp = ftrt_tramp_create(a, &ftrt_list_ops, ftrt_list_func,
+					regs ? FTRT_TMPL_REGS : FTRT_TMPL_CALLER);
 	return *tp;
 }
 

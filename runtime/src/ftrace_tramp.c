@@ -238,13 +238,39 @@ static int fits_rel32(uintptr_t from_next, uintptr_t to)
  *	start ... op_ptr: 48 8b 15 <rel32 → slot> ... call: e8 <rel32 → func|stub> ... end
  *	c3, cc padding, stub: ff 25 00 00 00 00 .quad func
  */
-struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *ops,
-				     ftrace_func_t func, int regs)
+/*
+ * May a trampoline calling func skip the vector registers (ftrace_caller_novec)?  Only when
+ * the decoder proves func never touches them; FTRT_NOVEC=0 turns the shortcut off (to
+ * compare, or to rule it out).
+ */
+int ftrt_tramp_novec_ok(ftrace_func_t func)
 {
-	const unsigned char *start = regs ? ftrace_regs_caller : ftrace_caller;
-	const unsigned char *end = regs ? ftrace_regs_caller_end : ftrace_caller_end;
-	size_t op_off = (size_t)((regs ? ftrace_regs_caller_op_ptr : ftrace_caller_op_ptr) - start);
-	size_t call_off = (size_t)((regs ? ftrace_regs_call : ftrace_call) - start);
+	static int enabled = -1;
+
+	if (enabled < 0) {
+		const char *e = getenv("FTRT_NOVEC");
+
+		enabled = !(e && !strcmp(e, "0"));
+	}
+	return enabled && ftrt_arch_scalar_leaf((const void *)func);
+}
+
+static const struct {
+	const unsigned char *start, *end, *op_ptr, *call;
+} templates[] = {
+	[FTRT_TMPL_CALLER] = { ftrace_caller, ftrace_caller_end, ftrace_caller_op_ptr, ftrace_call },
+	[FTRT_TMPL_REGS] = { ftrace_regs_caller, ftrace_regs_caller_end, ftrace_regs_caller_op_ptr,
+			     ftrace_regs_call },
+	[FTRT_TMPL_NOVEC] = { ftrace_caller_novec, ftrace_caller_novec_end,
+			      ftrace_caller_novec_op_ptr, ftrace_novec_call },
+};
+
+struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *ops,
+				     ftrace_func_t func, int tmpl)
+{
+	const unsigned char *start = templates[tmpl].start, *end = templates[tmpl].end;
+	size_t op_off = (size_t)(templates[tmpl].op_ptr - start);
+	size_t call_off = (size_t)(templates[tmpl].call - start);
 	size_t size = (size_t)(end - start), stub_off, total;
 	static const unsigned char op_ref[3] = { 0x48, 0x8b, 0x15 };
 	struct ftrt_tramp *t;
@@ -301,7 +327,7 @@ struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *op
 	t->code = code;
 	t->size = total;
 	t->ops = ops;
-	t->regs = regs;
+	t->regs = tmpl == FTRT_TMPL_REGS;
 	ftrt_nr_trampolines++;
 	return t;
 }

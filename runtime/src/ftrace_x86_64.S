@@ -6,6 +6,10 @@
 	.globl ftrace_caller_op_ptr
 	.globl ftrace_call
 	.globl ftrace_caller_end
+	.globl ftrace_caller_novec
+	.globl ftrace_caller_novec_op_ptr
+	.globl ftrace_novec_call
+	.globl ftrace_caller_novec_end
 	.globl ftrace_regs_caller
 	.globl ftrace_regs_caller_op_ptr
 	.globl ftrace_regs_call
@@ -69,6 +73,47 @@ ftrace_call:
 ftrace_caller_end:
 	ret
 	.size ftrace_caller, .-ftrace_caller
+	.p2align 4
+	.type ftrace_caller_novec, @function
+ftrace_caller_novec:
+	subq $288, %rsp
+	movq %rdi, 112(%rsp)
+	movq %rsi, 104(%rsp)
+	movq %rdx, 96(%rsp)
+	movq %rcx, 88(%rsp)
+	movq %r8, 72(%rsp)
+	movq %r9, 64(%rsp)
+	movq %rax, 80(%rsp)
+	movq %r10, 56(%rsp)
+	movq 288(%rsp), %rdi
+	movq %rdi, 120(%rsp)
+	leaq 296(%rsp), %rsi
+	movq %rsi, 128(%rsp)
+	movq $0, 136(%rsp)
+	movq (%rsi), %rsi
+	subq $5, %rdi
+	incl %fs:ftrt_cb_depth@tpoff
+ftrace_caller_novec_op_ptr:
+	movq ftrace_template_op(%rip), %rdx
+	movq %rsp, %rcx
+	testq %rdx, %rdx
+	jz 1f
+ftrace_novec_call:
+	call ftrace_stub
+1:
+	decl %fs:ftrt_cb_depth@tpoff
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+ftrace_caller_novec_end:
+	ret
+	.size ftrace_caller_novec, .-ftrace_caller_novec
 	.p2align 4
 	.type ftrace_regs_caller, @function
 ftrace_regs_caller:

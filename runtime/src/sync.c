@@ -110,17 +110,22 @@ extern char ftrace_caller[] __attribute__((weak));
 extern char ftrace_caller_end[] __attribute__((weak));
 extern char ftrace_regs_caller[] __attribute__((weak));
 extern char ftrace_regs_caller_end[] __attribute__((weak));
+extern char ftrace_caller_novec[] __attribute__((weak));
+extern char ftrace_caller_novec_end[] __attribute__((weak));
 
 __attribute__((constructor)) static void sync_static_ranges(void)
 {
 	uintptr_t c = (uintptr_t)ftrace_caller, ce = (uintptr_t)ftrace_caller_end;
 	uintptr_t r = (uintptr_t)ftrace_regs_caller, re = (uintptr_t)ftrace_regs_caller_end;
+	uintptr_t v = (uintptr_t)ftrace_caller_novec, ve = (uintptr_t)ftrace_caller_novec_end;
 
 	/* + 1: the ret that follows the end marker */
 	if (c && ce > c)
 		ftrt_sync_range_add(ftrace_caller, ce - c + 1);
 	if (r && re > r)
 		ftrt_sync_range_add(ftrace_regs_caller, re - r + 1);
+	if (v && ve > v)
+		ftrt_sync_range_add(ftrace_caller_novec, ve - v + 1);
 }
 
 /* pc in a registered range (retired_only: in a retired one)?  Async-signal-safe. */

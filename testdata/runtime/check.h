@@ -24,7 +24,8 @@ static int failures;
 
 /* Template symbols (ftrace_x86_64.S) and runtime internals the tests decode against. */
 extern const unsigned char ftrace_caller[], ftrace_caller_op_ptr[], ftrace_call[],
-	ftrace_regs_caller[], ftrace_regs_caller_op_ptr[], ftrace_regs_call[];
+	ftrace_regs_caller[], ftrace_regs_caller_op_ptr[], ftrace_regs_call[],
+	ftrace_caller_novec[], ftrace_caller_novec_op_ptr[], ftrace_novec_call[];
 extern struct ftrace_ops ftrt_list_ops;
 void ftrt_list_func(unsigned long, unsigned long, struct ftrace_ops *, struct ftrace_regs *);
 void ftrt_recursion_assist(unsigned long, unsigned long, struct ftrace_ops *,
@@ -53,6 +54,7 @@ static CB uintptr_t call_dest(const unsigned char *insn)
 struct decoded {
 	uintptr_t site, target;		/* what the site calls (0: nop) */
 	int regs;			/* target is a clone of the regs caller */
+	int novec;			/* target is a clone of ftrace_caller_novec */
 	struct ftrace_ops *slot;	/* the ops its op_ptr instruction loads */
 	uintptr_t func;			/* what its call instruction calls */
 	int len;
@@ -80,12 +82,19 @@ static CB struct decoded decode(void *fn)
 	d.target = (uintptr_t)s + 5 + rd32(s + 1);
 	t = (const unsigned char *)d.target;
 	d.regs = !memcmp(t, ftrace_regs_caller, 16);
-	if (!d.regs && memcmp(t, ftrace_caller, 16))
+	d.novec = !memcmp(t, ftrace_caller_novec, 16);
+	if (d.regs) {
+		op_off = (size_t)(ftrace_regs_caller_op_ptr - ftrace_regs_caller);
+		call_off = (size_t)(ftrace_regs_call - ftrace_regs_caller);
+	} else if (d.novec) {
+		op_off = (size_t)(ftrace_caller_novec_op_ptr - ftrace_caller_novec);
+		call_off = (size_t)(ftrace_novec_call - ftrace_caller_novec);
+	} else if (!memcmp(t, ftrace_caller, 16)) {
+		op_off = (size_t)(ftrace_caller_op_ptr - ftrace_caller);
+		call_off = (size_t)(ftrace_call - ftrace_caller);
+	} else {
 		return d;
-	op_off = (size_t)((d.regs ? ftrace_regs_caller_op_ptr : ftrace_caller_op_ptr) -
-			  (d.regs ? ftrace_regs_caller : ftrace_caller));
-	call_off = (size_t)((d.regs ? ftrace_regs_call : ftrace_call) -
-			    (d.regs ? ftrace_regs_caller : ftrace_caller));
+	}
 	if (t[op_off] != 0x48 || t[op_off + 1] != 0x8b || t[op_off + 2] != 0x15)
 		return d;
 	memcpy(&d.slot, t + op_off + 7 + rd32(t + op_off + 3), sizeof(d.slot));
