@@ -114,6 +114,30 @@ func (a *asm) fn(name string) {
 	a.label(name)
 }
 
+// plainCaller emits a caller that saves the argument registers (and xmm0..xmm7 with vec):
+// name with the markers name_op_ptr, callLabel and name_end.
+func (a *asm) plainCaller(name, callLabel string, vec bool) {
+	a.fn(name)
+	a.l("subq $%d, %%rsp", FrameSize)
+	if vec {
+		a.saveXMM()
+	}
+	for _, r := range callerSaved {
+		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
+	}
+	a.common(name, callLabel, 0)
+	if vec {
+		a.restoreXMM()
+	}
+	for _, r := range callerSaved {
+		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
+	}
+	a.l("addq $%d, %%rsp", FrameSize)
+	a.label(name + "_end")
+	a.l("ret")
+	a.l(".size %s, .-%s", name, name)
+}
+
 // Assembly returns the text of ftrace_x86_64.S.
 func Assembly() string {
 	a := &asm{}
@@ -126,39 +150,12 @@ func Assembly() string {
 		"ftrace_regs_caller_end", "ftrace_stub", "__fentry__")
 
 	// ftrace_caller: argument registers only.
-	a.fn("ftrace_caller")
-	a.l("subq $%d, %%rsp", FrameSize)
-	a.saveXMM()
-	for _, r := range callerSaved {
-		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
-	}
-	a.common("ftrace_caller", "ftrace_call", 0)
-	a.restoreXMM()
-	for _, r := range callerSaved {
-		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
-	}
-	a.l("addq $%d, %%rsp", FrameSize)
-	a.label("ftrace_caller_end")
-	a.l("ret")
-	a.l(".size ftrace_caller, .-ftrace_caller")
-
+	a.plainCaller("ftrace_caller", "ftrace_call", true)
 	// ftrace_caller_novec: ftrace_caller without the vector registers, for a callback the
 	// runtime proved leaves them alone (a leaf with no SSE/AVX/x87 instruction that never
 	// reads the frame pointer argument: runtime/src/insn_x86_64.c). The frame keeps its
 	// layout, so the xmm area is left unwritten.
-	a.fn("ftrace_caller_novec")
-	a.l("subq $%d, %%rsp", FrameSize)
-	for _, r := range callerSaved {
-		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
-	}
-	a.common("ftrace_caller_novec", "ftrace_novec_call", 0)
-	for _, r := range callerSaved {
-		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
-	}
-	a.l("addq $%d, %%rsp", FrameSize)
-	a.label("ftrace_caller_novec_end")
-	a.l("ret")
-	a.l(".size ftrace_caller_novec, .-ftrace_caller_novec")
+	a.plainCaller("ftrace_caller_novec", "ftrace_novec_call", false)
 
 	// ftrace_regs_caller: every register and the flags; the callback may change the
 	// saved ip, and the trampoline returns there instead of into the traced function.
