@@ -57,13 +57,7 @@ func parseMetrics(t testing.TB, out string) (map[string]float64, map[string]stri
 func TestPatchBenchRuns(t *testing.T) {
 	prog := buildPatchBench(t)
 	for _, method := range []string{"procmem", "mprotect"} {
-		cmd := exec.Command(prog, "2000", "1")
-		cmd.Env = append(cmd.Environ(), "FTRT_POKE="+method)
-		b, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", method, err, b)
-		}
-		nums, words := parseMetrics(t, string(b))
+		b, nums, words := runWithPoke(t, method, prog, "2000", "1")
 		if words["method"] != method || nums["sites"] != 2000 {
 			t.Errorf("%s: unexpected output:\n%s", method, b)
 		}
@@ -82,13 +76,7 @@ func BenchmarkPatch300k(b *testing.B) {
 	for _, method := range []string{"procmem", "mprotect"} {
 		b.Run(method, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				cmd := exec.Command(prog, "300000", "5")
-				cmd.Env = append(cmd.Environ(), "FTRT_POKE="+method)
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					b.Fatalf("%v\n%s", err, out)
-				}
-				nums, _ := parseMetrics(b, string(out))
+				_, nums, _ := runWithPoke(b, method, prog, "300000", "5")
 				for _, k := range []string{"enable_all_ms", "disable_all_ms", "one_site_us", "serialise_us",
 					"call_ns_nop_before", "call_ns_call", "call_ns_nop_after", "call_ratio_after_before", "call_ratio_call_before",
 					"control_ns_before", "control_ns_call", "control_ns_after"} {
@@ -122,13 +110,7 @@ var apiMetrics = []string{"api_enable_ms", "api_disable_ms", "engine_enable_ms",
 func TestAPIBenchRuns(t *testing.T) {
 	prog := buildAPIBench(t, 2000)
 	for _, method := range []string{"procmem", "mprotect"} {
-		cmd := exec.Command(prog, "1")
-		cmd.Env = append(cmd.Environ(), "FTRT_POKE="+method)
-		b, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", method, err, b)
-		}
-		nums, words := parseMetrics(t, string(b))
+		b, nums, words := runWithPoke(t, method, prog, "1")
 		if words["method"] != method || nums["sites"] != 2000 {
 			t.Errorf("%s: unexpected output:\n%s", method, b)
 		}
@@ -152,13 +134,7 @@ func BenchmarkPatchAPI300k(b *testing.B) {
 		b.Run(method, func(b *testing.B) {
 			var nums map[string]float64
 			for i := 0; i < b.N; i++ {
-				cmd := exec.Command(prog, "5")
-				cmd.Env = append(cmd.Environ(), "FTRT_POKE="+method)
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					b.Fatalf("%v\n%s", err, out)
-				}
-				nums, _ = parseMetrics(b, string(out))
+				_, nums, _ = runWithPoke(b, method, prog, "5")
 			}
 			for _, k := range apiMetrics {
 				b.ReportMetric(nums[k], k)
@@ -168,4 +144,18 @@ func BenchmarkPatchAPI300k(b *testing.B) {
 			b.ReportMetric(nums["api_one_enable_us"]/nums["engine_one_us"], "api/engine-one")
 		})
 	}
+}
+
+// runWithPoke runs a benchmark program with FTRT_POKE=method (how the runtime writes code)
+// and returns its output and the metrics it printed.
+func runWithPoke(t testing.TB, method, prog string, args ...string) (string, map[string]float64, map[string]string) {
+	t.Helper()
+	cmd := exec.Command(prog, args...)
+	cmd.Env = append(cmd.Environ(), "FTRT_POKE="+method)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s (FTRT_POKE=%s): %v\n%s", filepath.Base(prog), method, err, out)
+	}
+	nums, words := parseMetrics(t, string(out))
+	return string(out), nums, words
 }
