@@ -22,15 +22,8 @@
 #include <time.h>
 
 #include <ftrace.h>
-
-struct ftrt_poke {
-	void *addr;
-	unsigned char old[8];
-	unsigned char new[8];
-	unsigned char len;
-};
-int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad);
-const char *ftrt_poke_method(void);
+#include "../../runtime/src/poke.h"
+#include "bench_util.h"
 
 static const unsigned char NOP5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 
@@ -48,25 +41,11 @@ static void stub(void)
 {
 }
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int dcmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void report(const char *name, double *v, int n, double unit)
 {
-	qsort(v, (size_t)n, sizeof(*v), dcmp);
-	printf("%s %.3f %.3f\n", name, v[n / 2] / unit, v[0] / unit);
+	double med = median(v, n);
+
+	printf("%s %.3f %.3f\n", name, med / unit, v[0] / unit);
 }
 
 static int collect(const struct ftrace_func_info *fi, void *data)
@@ -149,47 +128,47 @@ int main(int argc, char **argv)
 	printf("sites %zu\n", nsites);
 
 	for (i = 0; i < rounds; i++) {
-		t0 = now();
+		t0 = now_ns();
 		if ((err = register_ftrace_function(&all)))
 			die("register all", err);
-		t1 = now();
+		t1 = now_ns();
 		check_all(1);
 		hits = 0;
 		((void (*)(void))sites[nsites / 2])();
 		if (hits != 1)
 			die("callback not called", (long)hits);
-		t2 = now();
+		t2 = now_ns();
 		if ((err = unregister_ftrace_function(&all)))
 			die("unregister all", err);
 		ae[i] = t1 - t0;
-		ad[i] = now() - t2;
+		ad[i] = now_ns() - t2;
 		check_all(0);
 		/* the engine alone, same sites */
-		t0 = now();
+		t0 = now_ns();
 		engine_batch(pk, nsites, 1);
-		ee[i] = now() - t0;
+		ee[i] = now_ns() - t0;
 		check_all(1);
-		t0 = now();
+		t0 = now_ns();
 		engine_batch(pk, nsites, 0);
-		ed[i] = now() - t0;
+		ed[i] = now_ns() - t0;
 		check_all(0);
 	}
 	for (i = 0; i < ones; i++) {
 		unsigned long ip = sites[(size_t)i * 7919 % nsites];
 
-		t0 = now();
+		t0 = now_ns();
 		if ((err = ftrace_set_filter_ip(&one, ip, 0, 1)) || (err = register_ftrace_function(&one)))
 			die("register one", err);
-		t1 = now();
+		t1 = now_ns();
 		if ((err = unregister_ftrace_function(&one)))
 			die("unregister one", err);
-		t2 = now();
+		t2 = now_ns();
 		oe[i] = t1 - t0;
 		od[i] = t2 - t1;
-		t0 = now();
+		t0 = now_ns();
 		engine_batch(pk + (size_t)i * 7919 % nsites, 1, 1);
 		engine_batch(pk + (size_t)i * 7919 % nsites, 1, 0);
-		eo[i] = (now() - t0) / 2;
+		eo[i] = (now_ns() - t0) / 2;
 	}
 	report("api_enable_ms", ae, rounds, 1e6);
 	report("api_disable_ms", ad, rounds, 1e6);

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "../../runtime/src/poke.h"
+#include "bench_util.h"
 
 #ifndef NFUNC
 #define NFUNC 300000
@@ -34,27 +35,6 @@ extern unsigned char pb_base[];
 extern void pb_stub(void);
 
 static const unsigned char NOP5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-
-static double now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int dcmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), dcmp);
-	return v[n / 2];
-}
 
 static void mk(struct ftrt_poke *p, size_t i, int enable)
 {
