@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /*
  * api_bench.c - enabling and disabling every site of a program through the runtime's API
  * (register_ftrace_function / unregister_ftrace_function with an ops matching all), and

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /* bench_util.h - timing and statistics shared by the patching benchmark programs. */
 #ifndef BENCH_UTIL_H
 #define BENCH_UTIL_H

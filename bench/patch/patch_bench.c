@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /*
  * patch_bench.c - how fast the live-patching engine switches sites, and what a site costs
  * per call before and after a switch.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ftkit tracers: the function and function_graph tracers writing trace files
  * (format and controls: docs/trace-format.md).

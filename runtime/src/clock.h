@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Trace clock: the TSC when it is invariant, else CLOCK_MONOTONIC.
  *

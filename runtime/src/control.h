@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live control socket (control.c; protocol in docs/trace-format.md). */
 #ifndef FTKIT_CONTROL_H
 #define FTKIT_CONTROL_H

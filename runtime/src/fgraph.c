@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Function graph: return hooking with a per-thread shadow stack (kernel fgraph
  * model, see fgraph_api.h in ftrace.h).

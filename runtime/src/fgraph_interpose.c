@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Interposed C++ exception and thread-exit entry points (fgraph.c explains why).
  *

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /*
  * poke_x86_64.c - the x86-64 part of live patching: which instruction transitions are
  * safe, and emulating the new instruction for a thread that hit the breakpoint.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sync.c - serialising all cores, and quiescence before freeing trampolines.
  *

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /*
  * The function and function_graph tracers: ordinary ftrace_ops / fgraph_ops
  * users that record into the per-thread buffers of trace_buf.c, the

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /*
  * The trace file and the per-thread event buffers (docs/trace-format.md).
  *

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The trace file session and per-thread buffers (trace_buf.c). */
 #ifndef FTKIT_TRACE_BUF_H
 #define FTKIT_TRACE_BUF_H

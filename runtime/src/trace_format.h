@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * On-disk layout of the ftkit trace file, version 1 (docs/trace-format.md).
  * Little-endian x86-64: the structs are written as they are in memory.

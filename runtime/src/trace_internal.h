@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Shared state of the tracers (trace*.c) and the function graph (fgraph*.c).
  * Everything here is per thread (initial-exec TLS) or global; nothing on the

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /* Small async-signal-safe helpers for the tracers. */
 #include <string.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /*
  * poke_test.c - tests of the live-patching engine (runtime/src/poke*.c, sync.c).
  *

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: Apache-2.0
 /*
  * stress_test.c - the runtime under running threads (built with recordmcount + libftrt.a
  * + ftlink; the traced functions are in stress_funcs.S, this file is not traced).
