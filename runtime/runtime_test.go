@@ -353,9 +353,10 @@ func TestBadTable(t *testing.T) {
 // names, order, ftrace_print_functions' lines.
 func TestListing(t *testing.T) { runVariants(t, "listing.c") }
 
-// The vector-free trampoline for callbacks proven to leave the vector registers alone, the
-// full one for the others (and for every callback with FTRT_NOVEC=0); floating-point
-// arguments intact either way; the decoder's verdicts on hand-written code.
+// The lean trampoline (no vector registers, no %rcx, no frame) for callbacks proven to need
+// none of them, the full one for the others (and for every callback with FTRT_NOVEC=0);
+// floating-point and integer arguments intact and ip / parent ip right either way; the
+// decoder's verdicts on hand-written code.
 func TestNovec(t *testing.T) {
 	for _, v := range variants("novec.c") {
 		t.Run(v.name, func(t *testing.T) {

@@ -85,10 +85,18 @@ func (a *asm) common(prefix, callLabel string, full int) {
 	a.l("movq $%d, %d(%%rsp)", full, RegOff("full"))
 	a.l("movq (%%rsi), %%rsi") // parent ip
 	a.l("subq $5, %%rdi")      // ip of the site
+	a.opCall(prefix, callLabel, true)
+}
+
+// opCall emits the op_ptr load and the patchable call, bracketed by the depth counter;
+// with fregs, %rcx carries the frame (struct ftrace_regs *) to the callback.
+func (a *asm) opCall(prefix, callLabel string, fregs bool) {
 	a.enterDepth()
 	a.label(prefix + "_op_ptr")
 	a.l("movq ftrace_template_op(%%rip), %%rdx") // 48 8b 15 rel32, re-pointed in clones
-	a.l("movq %%rsp, %%rcx")                     // struct ftrace_regs *
+	if fregs {
+		a.l("movq %%rsp, %%rcx") // struct ftrace_regs *
+	}
 	a.l("testq %%rdx, %%rdx")
 	a.l("jz 1f")
 	a.label(callLabel)
@@ -114,24 +122,52 @@ func (a *asm) fn(name string) {
 	a.label(name)
 }
 
-// plainCaller emits a caller that saves the argument registers (and xmm0..xmm7 with vec):
-// name with the markers name_op_ptr, callLabel and name_end.
-func (a *asm) plainCaller(name, callLabel string, vec bool) {
+// plainCaller emits a caller that saves the argument registers and xmm0..xmm7, fills the
+// frame's ip, sp and full fields and passes the frame: name with the markers name_op_ptr,
+// callLabel and name_end.
+func (a *asm) plainCaller(name, callLabel string) {
 	a.fn(name)
 	a.l("subq $%d, %%rsp", FrameSize)
-	if vec {
-		a.saveXMM()
-	}
+	a.saveXMM()
 	for _, r := range callerSaved {
 		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
 	}
 	a.common(name, callLabel, 0)
-	if vec {
-		a.restoreXMM()
-	}
+	a.restoreXMM()
 	for _, r := range callerSaved {
 		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
 	}
+	a.epilogue(name)
+}
+
+// leanCaller emits the caller for a callback the runtime proved to be an integer-only leaf
+// that never refers to %rcx (runtime/src/insn_x86_64.c): such a callback cannot touch
+// xmm0..xmm7, cannot change %rcx and cannot read its struct ftrace_regs argument. So the
+// caller saves neither the vector registers nor %rcx, fills no frame field and passes no
+// frame: the callback's fourth argument is whatever %rcx held (the traced function's own
+// fourth argument), which it provably never reads. The frame keeps the layout of the
+// others, with only the saved registers written.
+func (a *asm) leanCaller(name, callLabel string) {
+	a.fn(name)
+	a.l("subq $%d, %%rsp", FrameSize)
+	for _, r := range callerSaved {
+		if r != "rcx" {
+			a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
+		}
+	}
+	a.l("movq %d(%%rsp), %%rdi", FrameSize)   // return address = site + 5
+	a.l("movq %d(%%rsp), %%rsi", FrameSize+8) // parent ip
+	a.l("subq $5, %%rdi")                     // ip of the site
+	a.opCall(name, callLabel, false)
+	for _, r := range callerSaved {
+		if r != "rcx" {
+			a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
+		}
+	}
+	a.epilogue(name)
+}
+
+func (a *asm) epilogue(name string) {
 	a.l("addq $%d, %%rsp", FrameSize)
 	a.label(name + "_end")
 	a.l("ret")
@@ -150,12 +186,10 @@ func Assembly() string {
 		"ftrace_regs_caller_end", "ftrace_stub", "__fentry__")
 
 	// ftrace_caller: argument registers only.
-	a.plainCaller("ftrace_caller", "ftrace_call", true)
-	// ftrace_caller_novec: ftrace_caller without the vector registers, for a callback the
-	// runtime proved leaves them alone (a leaf with no SSE/AVX/x87 instruction that never
-	// reads the frame pointer argument: runtime/src/insn_x86_64.c). The frame keeps its
-	// layout, so the xmm area is left unwritten.
-	a.plainCaller("ftrace_caller_novec", "ftrace_novec_call", false)
+	a.plainCaller("ftrace_caller", "ftrace_call")
+	// ftrace_caller_novec: the lean caller, for a callback the runtime proved to leave
+	// the vector registers and %rcx alone and not to read its frame argument.
+	a.leanCaller("ftrace_caller_novec", "ftrace_novec_call")
 
 	// ftrace_regs_caller: every register and the flags; the callback may change the
 	// saved ip, and the trampoline returns there instead of into the traced function.

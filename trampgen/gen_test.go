@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -226,40 +228,61 @@ func TestHeaderOffsets(t *testing.T) {
 }
 
 // TestNovecTemplate: ftrace_caller_novec is ftrace_caller less the 16 moves of xmm0..xmm7,
-// instruction for instruction, and touches no vector register.
+// less everything about %rcx (its save and restore, the frame pointer argument) and less
+// the frame fields ip, sp and full (the parent ip is read straight from the stack),
+// instruction for instruction; and it touches no vector register and no part of %rcx.
 func TestNovecTemplate(t *testing.T) {
 	text, syms := assemble(t)
-	decode := func(start, end string) (all, scalar []string) {
+	decode := func(start, end string) (all []string) {
 		for pc := syms[start]; pc < syms[end]; {
 			in, err := x86asm.Decode(text[pc:], 64)
 			if err != nil {
 				t.Fatalf("decode %s at %#x: %v", start, pc, err)
 			}
-			s := in.String()
+			s := x86asm.GNUSyntax(in, 0, nil)
 			// relative operands differ between the copies; compare the opcode for those
-			if in.Op == x86asm.CALL || strings.HasPrefix(in.Op.String(), "J") || strings.Contains(s, "RIP") {
+			if in.Op == x86asm.CALL || strings.HasPrefix(in.Op.String(), "J") || strings.Contains(s, "rip") {
 				s = in.Op.String()
 			}
 			all = append(all, s)
-			if !strings.Contains(s, "X") || !strings.Contains(s, "MOVUPS") {
-				scalar = append(scalar, s)
-			}
 			pc += uint64(in.Len)
 		}
-		return all, scalar
+		return all
 	}
-	plain, plainScalar := decode("ftrace_caller", "ftrace_caller_end")
-	novec, _ := decode("ftrace_caller_novec", "ftrace_caller_novec_end")
-	if len(plain)-len(plainScalar) != 16 {
-		t.Errorf("ftrace_caller has %d xmm moves, want 16", len(plain)-len(plainScalar))
+	field := func(name string) string { return fmt.Sprintf("%#x(%%rsp)", RegOff(name)) }
+	parent := fmt.Sprintf("%#x(%%rsp)", FrameSize+8)
+	var want []string
+	xmm, fields := 0, 0
+	for _, s := range decode("ftrace_caller", "ftrace_caller_end") {
+		switch {
+		case strings.Contains(s, "%xmm"):
+			xmm++
+		case strings.Contains(s, "%rcx"):
+		case strings.HasSuffix(s, ","+field("ip")) || strings.HasSuffix(s, ","+field("sp")) ||
+			strings.HasSuffix(s, ","+field("full")):
+			fields++
+		case s == "lea "+parent+",%rsi":
+		case s == "mov (%rsi),%rsi":
+			want = append(want, "mov "+parent+",%rsi")
+		default:
+			want = append(want, s)
+		}
 	}
-	if strings.Join(novec, "\n") != strings.Join(plainScalar, "\n") {
-		t.Errorf("novec template is not the plain one without its xmm moves:\n%s\n---\n%s",
-			strings.Join(novec, "\n"), strings.Join(plainScalar, "\n"))
+	if xmm != 16 || fields != 3 {
+		t.Fatalf("ftrace_caller has %d xmm moves and %d frame field stores, want 16 and 3", xmm, fields)
 	}
+	novec := decode("ftrace_caller_novec", "ftrace_caller_novec_end")
+	if strings.Join(novec, "\n") != strings.Join(want, "\n") {
+		t.Errorf("novec template is not the plain one less its xmm, %%rcx and frame field moves:\n%s\n---\n%s",
+			strings.Join(novec, "\n"), strings.Join(want, "\n"))
+	}
+	rcx := regexp.MustCompile(`%(rcx|ecx|cx|cl|ch)\b`)
 	for _, s := range novec {
-		if strings.Contains(s, "X0") || strings.Contains(s, "XMM") || strings.Contains(s, "MM") {
+		if strings.Contains(s, "mm") {
 			t.Errorf("novec template touches a vector register: %s", s)
+		}
+		if rcx.MatchString(s) {
+			t.Errorf("novec template refers to %%rcx: %s", s)
 		}
 	}
 }

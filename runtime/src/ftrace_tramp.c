@@ -239,9 +239,9 @@ static int fits_rel32(uintptr_t from_next, uintptr_t to)
  *	c3, cc padding, stub: ff 25 00 00 00 00 .quad func
  */
 /*
- * May a trampoline calling func skip the vector registers (ftrace_caller_novec)?  Only when
- * the decoder proves func never touches them; FTRT_NOVEC=0 turns the shortcut off (to
- * compare, or to rule it out).
+ * May a trampoline calling func be the lean ftrace_caller_novec (no vector registers, no
+ * %rcx, no frame)?  Only when the decoder proves func needs none of them; FTRT_NOVEC=0
+ * turns the shortcut off (to compare, or to rule it out).
  */
 int ftrt_tramp_novec_ok(ftrace_func_t func)
 {

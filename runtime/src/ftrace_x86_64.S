@@ -80,22 +80,16 @@ ftrace_caller_novec:
 	movq %rdi, 112(%rsp)
 	movq %rsi, 104(%rsp)
 	movq %rdx, 96(%rsp)
-	movq %rcx, 88(%rsp)
 	movq %r8, 72(%rsp)
 	movq %r9, 64(%rsp)
 	movq %rax, 80(%rsp)
 	movq %r10, 56(%rsp)
 	movq 288(%rsp), %rdi
-	movq %rdi, 120(%rsp)
-	leaq 296(%rsp), %rsi
-	movq %rsi, 128(%rsp)
-	movq $0, 136(%rsp)
-	movq (%rsi), %rsi
+	movq 296(%rsp), %rsi
 	subq $5, %rdi
 	incl %fs:ftrt_cb_depth@tpoff
 ftrace_caller_novec_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
-	movq %rsp, %rcx
 	testq %rdx, %rdx
 	jz 1f
 ftrace_novec_call:
@@ -105,7 +99,6 @@ ftrace_novec_call:
 	movq 112(%rsp), %rdi
 	movq 104(%rsp), %rsi
 	movq 96(%rsp), %rdx
-	movq 88(%rsp), %rcx
 	movq 72(%rsp), %r8
 	movq 64(%rsp), %r9
 	movq 80(%rsp), %rax

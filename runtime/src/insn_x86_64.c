@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * insn_x86_64.c - may a trampoline skip saving the vector registers around a callback?
+ * insn_x86_64.c - may a trampoline skip the vector registers and the frame around a callback?
  *
  * A traced function may receive arguments in xmm0..xmm7, so a trampoline must preserve them
  * across its callback; saving and restoring them costs about as much as the rest of the
@@ -11,9 +11,10 @@
  *    every SSE/AVX/x87/MMX instruction and any prefix we do not expect, answers no);
  *  - it calls nothing and jumps only inside itself (no call, no indirect jump, no jump
  *    that leaves the decoded code), so nothing else runs;
- *  - it never refers to %rcx (the struct ftrace_regs pointer: that template does not fill
- *    the frame's xmm area, so a callback must not be able to read it), neither as an
- *    operand, an address register, nor implicitly (shifts by %cl, string instructions).
+ *  - it never refers to %rcx, neither as an operand, an address register, nor implicitly
+ *    (shifts by %cl, string instructions): that template neither saves %rcx (the traced
+ *    function's fourth argument) nor sets it to the frame, so the callback must neither
+ *    change it nor read its struct ftrace_regs argument.
  *
  * The decode stops at the return after which no jump target remains; at most MAXLEN bytes
  * are read, all of them the callback's own code (it is read only up to where the decode

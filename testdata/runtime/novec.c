@@ -1,9 +1,11 @@
 /*
- * The vector-free trampoline.  A callback the runtime proves never touches the vector
+ * The lean trampoline.  A callback the runtime proves never touches the vector
  * registers nor reads its struct ftrace_regs (a leaf of plain integer instructions) gets a
  * clone of ftrace_caller_novec; any other gets the full ftrace_caller.  Either way the
  * traced functions' floating-point arguments arrive intact.  FTRT_NOVEC=0 (argument "off")
- * turns the shortcut off.  The decoder's verdicts on hand-written code are checked too.
+ * turns the shortcut off.  The lean template passes no frame and leaves %rcx alone, so the
+ * integer arguments (the fourth is in %rcx) must arrive intact too, and the ip and parent
+ * ip it computes must be right.  The decoder's verdicts on hand-written code are checked.
  */
 #include <stdlib.h>
 #include "check.h"
@@ -13,6 +15,14 @@ int ftrt_arch_scalar_leaf(const void *func);
 NOINLINE double fd(double a, double b) { __asm__ volatile(""); return a * b + 1.0; }
 NOINLINE double fd2(double a, double b, double c) { __asm__ volatile(""); return a * b - c; }
 
+/* six integer arguments (rdi, rsi, rdx, rcx, r8, r9) and the parent ip seen from inside */
+static void *fi_parent;
+NOINLINE long fi(long a, long b, long c, long d, long e, long f)
+{
+	fi_parent = __builtin_return_address(0);
+	return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f;
+}
+
 static unsigned long hits;
 static volatile double sink;
 static double seen;
@@ -21,6 +31,17 @@ static CB void cb_count(unsigned long ip, unsigned long pip, struct ftrace_ops *
 			struct ftrace_regs *fr)
 {
 	(void)ip; (void)pip; (void)op; (void)fr;
+	__atomic_fetch_add(&hits, 1, __ATOMIC_RELAXED);
+}
+
+/* a leaf that records its ip and parent ip: gets the lean template like cb_count */
+static unsigned long where_ip, where_pip;
+static CB void cb_where(unsigned long ip, unsigned long pip, struct ftrace_ops *op,
+			struct ftrace_regs *fr)
+{
+	(void)op; (void)fr;
+	__atomic_store_n(&where_ip, ip, __ATOMIC_RELAXED);
+	__atomic_store_n(&where_pip, pip, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&hits, 1, __ATOMIC_RELAXED);
 }
 
@@ -58,10 +79,14 @@ static void one(ftrace_func_t cb, int want_novec, const char *name)
 	struct ftrace_ops ops = { .func = cb };
 	struct decoded d;
 
+	struct ftrace_func_info info;
+	long r;
+
 	hits = 0;
 	seen = 0;
 	CHECK_EQ(ftrace_set_filter_ip(&ops, (unsigned long)fd, 0, 1), 0);
 	CHECK_EQ(ftrace_set_filter_ip(&ops, (unsigned long)fd2, 0, 0), 0);
+	CHECK_EQ(ftrace_set_filter_ip(&ops, (unsigned long)fi, 0, 0), 0);
 	CHECK_EQ(register_ftrace_function(&ops), 0);
 	CHECK(calls_tramp_of(fd, &ops));
 	d = decode(fd);
@@ -74,6 +99,15 @@ static void one(ftrace_func_t cb, int want_novec, const char *name)
 	CHECK_EQ(hits, 2);
 	if (cb == cb_fregs)
 		CHECK(seen == 3.0);	/* fd2's first argument, the last call */
+	CHECK(calls_tramp_of(fi, &ops));
+	r = fi(1, 10, 100, 1000, 10000, 100000);
+	CHECK_EQ(r, 1 + 20 + 300 + 4000 + 50000 + 600000);
+	CHECK_EQ(hits, 3);
+	if (cb == cb_where) {
+		CHECK_EQ(ftrace_lookup_function((unsigned long)fi, &info), 0);
+		CHECK_EQ(where_ip, info.ip);
+		CHECK_EQ(where_pip, (unsigned long)fi_parent);
+	}
 	CHECK_EQ(unregister_ftrace_function(&ops), 0);
 	CHECK(is_nop(fd));
 	ftrace_free_filter(&ops);
@@ -116,6 +150,13 @@ static const struct verdict verdicts[] = {
 	{ "shl %cl, %eax", { 0xd3, 0xe0, 0xc3, PAD }, 0 },
 	{ "rep movsb", { 0xf3, 0xa4, 0xc3, PAD }, 0 },
 	{ "cpuid", { 0x0f, 0xa2, 0xc3, PAD }, 0 },
+	{ "rdtscp", { 0x0f, 0x01, 0xf9, 0xc3, PAD }, 0 },
+	{ "xchg %ecx, %eax", { 0x91, 0xc3, PAD }, 0 },
+	{ "push %rcx", { 0x51, 0x59, 0xc3, PAD }, 0 },
+	{ "mov $1, %ecx", { 0xb9, 0x01, 0x00, 0x00, 0x00, 0xc3, PAD }, 0 },
+	{ "xor %ecx, %ecx", { 0x31, 0xc9, 0xc3, PAD }, 0 },
+	{ "mov %r9, %rcx (REX.R clear)", { 0x4c, 0x89, 0xc9, 0xc3, PAD }, 0 },
+	{ "mov %rcx, %r9", { 0x49, 0x89, 0xc9, 0xc3, PAD }, 0 },
 	{ "jump into an instruction",
 	  { 0xeb, 0x01, 0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3, PAD }, 0 },
 	{ "falls into int3", { 0x31, 0xc0, PAD }, 0 },
@@ -136,6 +177,7 @@ int main(int argc, char **argv)
 		}
 	}
 	one(cb_count, !off, "count");
+	one(cb_where, !off, "where");
 	one(cb_sse, 0, "sse");
 	one(cb_fregs, 0, "fregs");
 	one(cb_calls, 0, "calls");
