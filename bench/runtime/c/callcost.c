@@ -2,12 +2,14 @@
  * Per-call cost of a traced site, all in one run (ratios against baselines measured here):
  *   nop       the site disabled (ftlink's nop)
  *   fentry    the site calling an empty __fentry__ directly (baseline)
+ *   floor     the site calling a trampoline that only calls the empty callback and returns
  *   tramp     one ops with an empty callback: the site calls its own trampoline
  *   tramp_kN  the same while N other ops are registered on other functions
  *   list      two ops on the site: shared caller + list function
  *   list_k8   two ops on the site and 8 others registered elsewhere
  *   regs      one SAVE_REGS ops: its own regs trampoline
- * Output: one "name ns_per_call" line each.  Usage: callcost [iterations]
+ * Output: one "name ns_per_call ratio_to_fentry" line each (see report()).
+ * Usage: callcost [iterations]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,19 +30,33 @@ int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad);
 
 NOINLINE int traced(int x) { __asm__ volatile(""); return x + 1; }
 NOINLINE int baseline(int x) { __asm__ volatile(""); return x + 1; }
+NOINLINE int floored(int x) { __asm__ volatile(""); return x + 1; }
 
 /* 64 other functions for the K other ops. */
 #define O(n) NOINLINE int other##n(int x) { __asm__ volatile(""); return x + n; }
 #define O8(n) O(n##0) O(n##1) O(n##2) O(n##3) O(n##4) O(n##5) O(n##6) O(n##7)
 O8(1) O8(2) O8(3) O8(4) O8(5) O8(6) O8(7) O8(8)
 
-static ftrace_notrace void empty_cb(unsigned long ip, unsigned long p, struct ftrace_ops *op,
+__attribute__((used)) ftrace_notrace void empty_cb(unsigned long ip, unsigned long p, struct ftrace_ops *op,
 				    struct ftrace_regs *r)
 {
 	(void)ip; (void)p; (void)op; (void)r;
 }
 
+/*
+ * The floor of any trampoline: one that only calls the callback and returns (no registers
+ * saved, no ops loaded).  A site calling it costs what the extra call level costs.
+ */
+__asm__(".text\n"
+	".p2align 4\n"
+	"bare_tramp:\n"
+	"\tcall empty_cb\n"
+	"\tret\n");
+extern char bare_tramp[];
+
 static long iters = 20000000;
+
+#define PAIRS 201
 
 static ftrace_notrace double now(void)
 {
@@ -50,31 +66,72 @@ static ftrace_notrace double now(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/*
- * iters calls through a volatile pointer, in 100 short runs; the fastest run's ns per call
- * (short runs: on a loaded machine some run without being preempted).
- */
-static ftrace_notrace double measure(int (*fn)(int))
+static ftrace_notrace int dcmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ns per call of n calls of f through a volatile pointer */
+static ftrace_notrace double run(int (*fn)(int), long n)
 {
 	int (*volatile p)(int) = fn;
+	int (*f)(int) = p;
+	static volatile int sink;
+	double t0 = now();
+	int s = 0;
+
+	for (long i = 0; i < n; i++)
+		s += f((int)i);
+	sink += s;
+	return (now() - t0) / (double)n;
+}
+
+/*
+ * Prints "name ns ratio": fn's per-call ns (its fastest short run) and its ratio to
+ * baseline(), the median over pairs of adjacent short runs of the two.  Alternating matters
+ * on this VM: the same loop's per-call time drifts by up to 40 % within a process while the
+ * clock does not (a neighbour on the host core), so a baseline measured earlier is not
+ * comparable, and mins taken apart can come from different phases.
+ */
+static ftrace_notrace void report(const char *name, int (*fn)(int))
+{
+	static double ratio[PAIRS];
 	double best = 1e30;
-	volatile int sink = 0;
-	long n = iters / 100 > 0 ? iters / 100 : 1;
+	long n = iters / PAIRS > 0 ? iters / PAIRS : 1;
 
-	for (int r = 0; r < 100; r++) {
-		int (*f)(int) = p;
-		double t0 = now();
-		int s = 0;
+	for (int r = 0; r < PAIRS; r++) {
+		double b = run(baseline, n), t = run(fn, n);
 
-		for (long i = 0; i < n; i++)
-			s += f((int)i);
-		double t = (now() - t0) / (double)n;
-		sink += s;
+		ratio[r] = t / b;
 		if (t < best)
 			best = t;
 	}
-	(void)sink;
-	return best;
+	qsort(ratio, PAIRS, sizeof(ratio[0]), dcmp);
+	printf("%s %.3f %.4f\n", name, best, ratio[PAIRS / 2]);
+}
+
+/* fn's site becomes "call target" (the runtime's own patcher checks the bytes first). */
+static ftrace_notrace int plant(int (*fn)(int), const void *target)
+{
+	struct ftrace_func_info fi;
+	struct ftrt_poke pk;
+	int32_t rel;
+	int ret = ftrace_lookup_function((unsigned long)fn, &fi);
+
+	if (ret)
+		return ret;
+	memset(&pk, 0, sizeof(pk));
+	pk.addr = (void *)fi.ip;
+	pk.len = (unsigned char)fi.len;
+	memcpy(pk.old, (void *)fi.ip, fi.len);
+	rel = (int32_t)((unsigned long)target - (fi.ip + 5));
+	pk.new[0] = 0xe8;
+	memcpy(pk.new + 1, &rel, 4);
+	if (fi.len == 6)
+		pk.new[5] = 0x90;
+	return ftrt_text_poke_batch(&pk, 1, NULL);
 }
 
 static ftrace_notrace void need(int ret, const char *what)
@@ -90,33 +147,22 @@ int main(int argc, char **argv)
 	static struct ftrace_ops a = { .func = empty_cb }, b = { .func = empty_cb };
 	static struct ftrace_ops r = { .func = empty_cb, .flags = FTRACE_OPS_FL_SAVE_REGS };
 	static struct ftrace_ops others[64];
-	struct ftrace_func_info fi;
-	struct ftrt_poke pk;
-	int32_t rel;
 	char name[32];
 	int k = 0;
 
 	if (argc > 1)
 		iters = atol(argv[1]);
-	printf("nop %.3f\n", measure(traced));
 
 	/* Baseline: baseline()'s site becomes "call ftrace_stub" (an empty __fentry__). */
-	need(ftrace_lookup_function((unsigned long)baseline, &fi), "lookup");
-	memset(&pk, 0, sizeof(pk));
-	pk.addr = (void *)fi.ip;
-	pk.len = (unsigned char)fi.len;
-	memcpy(pk.old, (void *)fi.ip, fi.len);
-	rel = (int32_t)((unsigned long)ftrace_stub - (fi.ip + 5));
-	pk.new[0] = 0xe8;
-	memcpy(pk.new + 1, &rel, 4);
-	if (fi.len == 6)
-		pk.new[5] = 0x90;
-	need(ftrt_text_poke_batch(&pk, 1, NULL), "plant call");
-	printf("fentry %.3f\n", measure(baseline));
+	need(plant(baseline, ftrace_stub), "plant baseline");
+	need(plant(floored, bare_tramp), "plant floor");
+	report("nop", traced);
+	report("fentry", baseline);
+	report("floor", floored);
 
 	need(ftrace_set_filter(&a, "traced", 6, 1), "filter a");
 	need(register_ftrace_function(&a), "register a");
-	printf("tramp %.3f\n", measure(traced));
+	report("tramp", traced);
 	for (int want = 1; want <= 64; want *= 8) {
 		for (; k < want; k++) {
 			snprintf(name, sizeof(name), "other%d%d", k / 8 + 1, k % 8);
@@ -124,22 +170,23 @@ int main(int argc, char **argv)
 			need(ftrace_set_filter(&others[k], name, (int)strlen(name), 1), name);
 			need(register_ftrace_function(&others[k]), name);
 		}
-		printf("tramp_k%d %.3f\n", want, measure(traced));
+		snprintf(name, sizeof(name), "tramp_k%d", want);
+		report(name, traced);
 	}
 	for (k = 63; k >= 8; k--)
 		need(unregister_ftrace_function(&others[k]), "unregister other");
 	need(ftrace_set_filter(&b, "traced", 6, 1), "filter b");
 	need(register_ftrace_function(&b), "register b");
-	printf("list_k8 %.3f\n", measure(traced));
+	report("list_k8", traced);
 	for (; k >= 0; k--)
 		need(unregister_ftrace_function(&others[k]), "unregister other");
-	printf("list %.3f\n", measure(traced));
+	report("list", traced);
 	need(unregister_ftrace_function(&b), "unregister b");
 	need(unregister_ftrace_function(&a), "unregister a");
 
 	need(ftrace_set_filter(&r, "traced", 6, 1), "filter r");
 	need(register_ftrace_function(&r), "register r");
-	printf("regs %.3f\n", measure(traced));
+	report("regs", traced);
 	need(unregister_ftrace_function(&r), "unregister r");
 	return 0;
 }
