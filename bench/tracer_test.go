@@ -162,14 +162,23 @@ func TestTracerBenchRuns(t *testing.T) {
 			}
 		}
 	}
+	if r, _ := trBenchRun(t, nil, p.plain, "tsc2", "1000", "3"); r.calls != 3000 || r.ns <= 0 {
+		t.Errorf("tsc2 1000 3: %+v, want 3000 pairs in a positive time", r)
+	}
 }
 
 // BenchmarkTracer reports, per workload: ns per call plain; disabled/plain ratio; the
 // recording cost per call (traced − plain) of ftkit function and function_graph, uftrace
-// record and XRay FDR; and the ratios function_graph/uftrace and function_graph/XRay.
+// record and XRay FDR; the ratios function_graph/uftrace and function_graph/XRay; and the
+// cost of two back-to-back TSC reads against uftrace's per-call cost (the floor of the first
+// ratio on this machine).
 func BenchmarkTracer(b *testing.B) {
 	p := trBenchBuild(b, true)
 	const reps = 5
+	// Two TSC reads (one at entry, one at exit) are the least a graph tracer pays per call:
+	// "tsc_pair/uftrace" is the lowest graph/uftrace ratio this machine allows.
+	tsc := trMedian(b, reps, nil, p.plain, "tsc2", "10000000", "1")
+	tscPair := tsc.ns / tsc.calls
 	for _, w := range []struct {
 		name string
 		args []string
@@ -219,6 +228,8 @@ func BenchmarkTracer(b *testing.B) {
 				"graph/uftrace":        per(fg, plain) / per(uf, plain),
 				"graph/xray_fdr":       per(fg, plain) / ((xr.ns - cplain.ns) / xrCalls.calls),
 				"function/graph_ratio": per(fn, plain) / per(fg, plain),
+				"tsc_pair_ns":          tscPair,
+				"tsc_pair/uftrace":     tscPair / per(uf, plain),
 			}
 			keys := make([]string, 0, len(m))
 			for k := range m {

@@ -3,13 +3,16 @@
  * measured loop only (start-up and the tracers' write-out are outside it):
  *   calls <function calls in the loop> ns <nanoseconds> check <result>
  * fib N REPS: fib(N) REPS times (tiny functions: the worst case per call);
- * msort N REPS: merge sort of N pseudo-random ints REPS times (recursive, larger bodies).
+ * msort N REPS: merge sort of N pseudo-random ints REPS times (recursive, larger bodies);
+ * tsc2 N REPS: N x REPS pairs of rdtsc, the least a graph tracer reading the TSC at entry
+ * and exit pays per call (no function called: "calls" counts the pairs).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <x86intrin.h>
 
 #ifdef __clang__
 __attribute__((noinline, disable_tail_calls))
@@ -91,7 +94,7 @@ static long msort_calls(long n)
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: %s fib|msort N REPS\n", argv[0]);
+		fprintf(stderr, "usage: %s fib|msort|tsc2 N REPS\n", argv[0]);
 		return 2;
 	}
 	long n = atol(argv[2]), reps = atol(argv[3]), calls, t0, t1, check = 0;
@@ -111,6 +114,17 @@ int main(int argc, char **argv)
 		for (long r = 0; r < reps; r++)
 			check += fib((int)n);
 		t1 = now_ns();
+	} else if (!strcmp(argv[1], "tsc2")) {
+		unsigned long long sum = 0;
+
+		calls = n * reps;
+		t0 = now_ns();
+		for (long i = 0; i < calls; i++) {
+			sum += __rdtsc();
+			sum += __rdtsc();
+		}
+		t1 = now_ns();
+		check = (long)(sum & 1);
 	} else {
 		int *a = malloc((size_t)n * sizeof(int)), *tmp = malloc((size_t)n * sizeof(int));
 		unsigned x = 12345;
