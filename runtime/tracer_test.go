@@ -516,6 +516,56 @@ func TestTracerGraphDepthFilter(t *testing.T) {
 	}
 }
 
+// Start-up filters: a glob that matches nothing is named once on stderr and left out; a
+// filter none of whose globs matches traces nothing (not everything).
+func TestTracerFilterNoMatch(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fib.c")
+	for _, c := range []struct {
+		filter, notrace string
+		want            map[string]int // entries
+		warnings        []string       // each exactly once
+	}{
+		{"nosuch_fn,fib", "", map[string]int{"fib": 177},
+			[]string{"ftkit: filter 'nosuch_fn': No such device"}},
+		{"nosuch*", "", map[string]int{},
+			[]string{"ftkit: filter 'nosuch*': No such device", "ftkit: no function matches the filter 'nosuch*': nothing is traced"}},
+		{"nosuch*,!fib", "", map[string]int{},
+			[]string{"ftkit: filter 'nosuch*': No such device", "nothing is traced"}},
+		{"", "nosuch_fn, fi?", map[string]int{"main": 1},
+			[]string{"ftkit: notrace 'nosuch_fn': No such device"}},
+	} {
+		cmd := exec.Command(prog, "10")
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=nm.dat",
+			"FTRACE_FILTER="+c.filter, "FTRACE_NOTRACE="+c.notrace)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if out, err := cmd.Output(); err != nil || string(out) != "fib(10) = 55\n" {
+			t.Fatalf("filter %q: %v, output %q", c.filter, err, out)
+		}
+		for _, w := range c.warnings {
+			if n := strings.Count(stderr.String(), w); n != 1 {
+				t.Errorf("filter %q notrace %q: %q said %d times in:\n%s", c.filter, c.notrace, w, n, stderr.String())
+			}
+		}
+		tr := trRead(t, filepath.Join(dir, "nm.dat"))
+		ent := map[string]int{}
+		for _, th := range tr.Threads {
+			e, _, open := trGraph(t, th, trSymbols(t, tr, prog))
+			for k, v := range e {
+				ent[k] += v
+			}
+			if open != 0 {
+				t.Errorf("filter %q: %d frames open", c.filter, open)
+			}
+		}
+		if fmt.Sprint(ent) != fmt.Sprint(c.want) {
+			t.Errorf("filter %q notrace %q: entries %v, want %v", c.filter, c.notrace, ent, c.want)
+		}
+	}
+}
+
 func TestTracerBufferFull(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_fib.c")
@@ -826,6 +876,17 @@ func TestTracerLiveControl(t *testing.T) {
 	// the function tracer follows the notrace list too
 	if r := ask("tracer function"); r != "ok" {
 		t.Errorf("tracer function: %q", r)
+	}
+	// refused changes change nothing (a partly applied filter would now trace only tick,
+	// which notrace excludes: calls/1 would be one short)
+	for req, want := range map[string]string{
+		"filter nosuch_fn,tick": "error filter 'nosuch_fn': No such device (nothing changed)",
+		"filter tick,nosuch*":   "error filter 'nosuch*': No such device (nothing changed)",
+		"notrace calls,[x":      "error notrace '[x': Invalid argument (nothing changed)",
+	} {
+		if r := ask(req); r != want {
+			t.Errorf("%s: %q, want %q", req, r, want)
+		}
 	}
 	call(4)
 	// an empty notrace list: everything again

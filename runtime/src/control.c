@@ -112,10 +112,17 @@ static void handle(int fd, char *line)
 			result(fd, ftrace_trace_set_tracer(FTRACE_TRACER_NOP), NULL);
 		else
 			reply(fd, "error unknown tracer (function, function_graph, nop)\n");
-	} else if (!strcmp(line, "filter")) {
-		result(fd, ftrace_trace_set_filter(arg), NULL);
-	} else if (!strcmp(line, "notrace")) {
-		result(fd, ftrace_trace_set_notrace(arg), NULL);
+	} else if (!strcmp(line, "filter") || !strcmp(line, "notrace")) {
+		char bad[256] = "";
+		int err = ft_trace_set_globs(line[0] == 'n', arg, bad, sizeof(bad));
+
+		if (err && bad[0]) {
+			snprintf(out, sizeof(out), "error %s '%s': %s (nothing changed)\n", line, bad,
+				 strerror(-err));
+			reply(fd, out);
+		} else {
+			result(fd, err, NULL);
+		}
 	} else if (!strcmp(line, "depth")) {
 		char *end;
 		unsigned long v = strtoul(arg, &end, 10);

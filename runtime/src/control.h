@@ -10,5 +10,7 @@ void ft_control_unlink(void);	/* async-signal-safe */
 void ft_control_forked(void);
 /* trace.c */
 void ft_trace_status(char *buf, size_t len);
+/* a live filter (notrace = 0) or notrace change, all or nothing; bad: the glob refused */
+int ft_trace_set_globs(int notrace, const char *globs, char *bad, size_t badlen);
 
 #endif

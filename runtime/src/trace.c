@@ -32,7 +32,8 @@ static struct {
 	int enabled;			/* ops registered */
 	enum ftrace_tracer tracer;
 	unsigned int depth;
-	char *filter, *notrace;
+	char *filter, *notrace;		/* only globs that matched when they were set */
+	int filter_none;		/* FTRACE_FILTER named functions, none of them exists */
 	int registered;			/* which tracer's ops are registered */
 } tr;
 
@@ -143,39 +144,92 @@ static struct fgraph_ops trace_gops = {
 
 /* ---- ops management (under trace_mu) ---- */
 
+/* The next glob of the comma-separated list at *pp, trimmed, into buf ("" for an empty one). */
+static int next_glob(const char **pp, char *buf, size_t len)
+{
+	const char *p = *pp, *e;
+	size_t n;
+
+	if (!p)
+		return 0;
+	e = strchr(p, ',');
+	n = e ? (size_t)(e - p) : strlen(p);
+	*pp = e ? e + 1 : NULL;
+	while (n && (*p == ' ' || *p == '\t'))
+		p++, n--;
+	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\n'))
+		n--;
+	if (n >= len)
+		n = len - 1;	/* too long for any symbol: fails as it is */
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	return 1;
+}
+
+/*
+ * Sort a glob list into the globs that are valid and match something ("!glob" always may),
+ * copied comma-separated into out, and the others: the first error is returned and, with
+ * bad, the glob it is about; with report, each is also named on stderr.  Each glob is tried
+ * on a scratch ops, so the one at fault is known; *positive / *kept count the globs without
+ * "!" given / kept.
+ */
+static int sort_globs(const char *globs, int notrace, char *out, size_t outlen, int report,
+		      char *bad, size_t badlen, int *positive, int *kept)
+{
+	char g[1024];
+	const char *p = globs ? globs : "";
+	size_t used = 0;
+	int err = 0;
+
+	*positive = *kept = 0;
+	out[0] = 0;
+	while (next_glob(&p, g, sizeof(g))) {
+		struct ftrace_ops scratch;
+		size_t n = strlen(g);
+		int r;
+
+		if (!n)
+			continue;
+		memset(&scratch, 0, sizeof(scratch));
+		r = notrace ? ftrace_set_notrace(&scratch, g, (int)n, 1)
+			    : ftrace_set_filter(&scratch, g, (int)n, 1);
+		ftrace_free_filter(&scratch);
+		if (g[0] != '!')
+			(*positive)++;
+		if (!r && used + !!used + n + 1 > outlen)
+			r = -EINVAL;
+		if (r) {
+			if (report)
+				fprintf(stderr, "ftkit: %s '%s': %s\n", notrace ? "notrace" : "filter", g,
+					strerror(-r));
+			if (!err) {
+				err = r;
+				if (bad)
+					snprintf(bad, badlen, "%s", g);
+			}
+			continue;
+		}
+		if (g[0] != '!')
+			(*kept)++;
+		if (used)
+			out[used++] = ',';
+		memcpy(out + used, g, n + 1);
+		used += n;
+	}
+	return err;
+}
+
+/* Set ops' filter or notrace list to globs (already sorted: one call, all or nothing). */
 static int set_globs(struct ftrace_ops *ops, const char *globs, int notrace)
 {
-	char buf[4096];
-	int err = 0, first = 1;
-	const char *p = globs ? globs : "";
+	int n = globs ? (int)strlen(globs) : 0;
+	int r = notrace ? ftrace_set_notrace(ops, n ? globs : NULL, n, 1)
+			: ftrace_set_filter(ops, n ? globs : NULL, n, 1);
 
-	do {
-		const char *e = strchr(p, ',');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-
-		while (n && (*p == ' ' || *p == '\t'))
-			p++, n--;
-		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\n'))
-			n--;
-		if (n >= sizeof(buf))
-			return -EINVAL;
-		memcpy(buf, p, n);
-		buf[n] = 0;
-		if (n || first) {
-			int r = notrace ? ftrace_set_notrace(ops, n ? (unsigned char *)buf : NULL, (int)n, first)
-					: ftrace_set_filter(ops, n ? (unsigned char *)buf : NULL, (int)n, first);
-
-			if (r && n) {
-				fprintf(stderr, "ftkit: %s '%s': %s\n", notrace ? "notrace" : "filter", buf,
-					strerror(-r));
-				if (!err)
-					err = r;
-			}
-			first = 0;
-		}
-		p = e ? e + 1 : NULL;
-	} while (p);
-	return err;
+	if (r && n)	/* e.g. an object holding every match was dlclose'd since */
+		fprintf(stderr, "ftkit: %s '%s': %s\n", notrace ? "notrace" : "filter", globs,
+			strerror(-r));
+	return r;
 }
 
 static void ops_unregister(void)
@@ -190,18 +244,16 @@ static void ops_unregister(void)
 /* Make the registered ops match tr (tracer, filters, enabled). */
 static int ops_apply(void)
 {
-	int err = 0, e2;
+	struct ftrace_ops *ops = tr.tracer == FTRACE_TRACER_FUNCTION ? &trace_fops : &trace_gops.ops;
+	int err, e2;
 
 	ops_unregister();
-	err = set_globs(&trace_fops, tr.filter, 0);
-	e2 = set_globs(&trace_fops, tr.notrace, 1);
+	if (!tr.enabled || tr.tracer == FTRACE_TRACER_NOP || tr.filter_none)
+		return 0;
+	/* only the ops about to be registered: a switch of tracer comes back here */
+	err = set_globs(ops, tr.filter, 0);
+	e2 = set_globs(ops, tr.notrace, 1);
 	err = err ? err : e2;
-	e2 = set_globs(&trace_gops.ops, tr.filter, 0);
-	err = err ? err : e2;
-	e2 = set_globs(&trace_gops.ops, tr.notrace, 1);
-	err = err ? err : e2;
-	if (!tr.enabled || tr.tracer == FTRACE_TRACER_NOP)
-		return err;
 	if (tr.tracer == FTRACE_TRACER_FUNCTION)
 		e2 = register_ftrace_function(&trace_fops);
 	else
@@ -330,11 +382,45 @@ static char *dup_or_null(const char *s)
 	return s && *s ? strdup(s) : NULL;
 }
 
+/*
+ * The start-up lists (FTRACE_FILTER / FTRACE_NOTRACE, or ftrace_trace_start's caller): a
+ * glob that is invalid or matches nothing is named on stderr and left out, the others
+ * apply.  A filter that names functions none of which exists traces nothing (an empty
+ * filter would trace everything: not what was asked for).
+ */
+static int start_globs(const struct ftrace_trace_config *cfg)
+{
+	int err = 0;
+
+	for (int notrace = 0; notrace < 2; notrace++) {
+		const char *g = notrace ? cfg->notrace : cfg->filter;
+		size_t len = g ? strlen(g) + 1 : 1;
+		char *kept = malloc(len);
+		int positive, nkept, r;
+
+		if (!kept)
+			return -ENOMEM;
+		r = sort_globs(g, notrace, kept, len, 1, NULL, 0, &positive, &nkept);
+		err = err ? err : r;
+		if (notrace) {
+			tr.notrace = dup_or_null(kept);
+		} else {
+			tr.filter = dup_or_null(kept);
+			tr.filter_none = positive && !nkept;
+		}
+		free(kept);
+	}
+	if (tr.filter_none)
+		fprintf(stderr, "ftkit: no function matches the filter '%s': nothing is traced\n",
+			cfg->filter);
+	return err;
+}
+
 int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 {
 	static int once;
 	size_t kb = cfg->buffer_kb ? cfg->buffer_kb : 16384;
-	int err;
+	int err, e2;
 
 	pthread_mutex_lock(&trace_mu);
 	if (tr.started) {
@@ -356,10 +442,10 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 	tr.started = 1;
 	tr.tracer = cfg->tracer;
 	tr.depth = cfg->graph_depth;
-	tr.filter = dup_or_null(cfg->filter);
-	tr.notrace = dup_or_null(cfg->notrace);
+	err = start_globs(cfg);
 	tr.enabled = cfg->tracer != FTRACE_TRACER_NOP;
-	err = ops_apply();
+	e2 = ops_apply();
+	err = err ? err : e2;
 	pthread_mutex_unlock(&trace_mu);
 	if (cfg->control)
 		ft_control_start();
@@ -383,26 +469,50 @@ int ftrace_trace_set_tracer(enum ftrace_tracer tracer)
 	return err;
 }
 
-static int set_str(char **dst, const char *s)
+/*
+ * A live change of the filter or notrace list: all or nothing.  A glob that is invalid or
+ * matches nothing refuses the whole list (its error returned, the glob in bad) and leaves
+ * the tracer as it was.
+ */
+int ft_trace_set_globs(int notrace, const char *globs, char *bad, size_t badlen)
 {
-	int err;
+	size_t len = globs ? strlen(globs) + 1 : 1;
+	char *kept = malloc(len);
+	int err, positive, nkept;
 
+	if (!kept)
+		return -ENOMEM;
 	pthread_mutex_lock(&trace_mu);
-	free(*dst);
-	*dst = dup_or_null(s);
-	err = tr.started ? ops_apply() : -ENODEV;
+	if (!tr.started) {
+		err = -ENODEV;
+		goto out;
+	}
+	err = sort_globs(globs, notrace, kept, len, 0, bad, badlen, &positive, &nkept);
+	if (err)
+		goto out;
+	if (notrace) {
+		free(tr.notrace);
+		tr.notrace = dup_or_null(kept[0] ? kept : NULL);
+	} else {
+		free(tr.filter);
+		tr.filter = dup_or_null(kept[0] ? kept : NULL);
+		tr.filter_none = 0;
+	}
+	err = ops_apply();
+out:
 	pthread_mutex_unlock(&trace_mu);
+	free(kept);
 	return err;
 }
 
 int ftrace_trace_set_filter(const char *globs)
 {
-	return set_str(&tr.filter, globs);
+	return ft_trace_set_globs(0, globs, NULL, 0);
 }
 
 int ftrace_trace_set_notrace(const char *globs)
 {
-	return set_str(&tr.notrace, globs);
+	return ft_trace_set_globs(1, globs, NULL, 0);
 }
 
 int ftrace_trace_set_depth(unsigned int depth)

@@ -53,6 +53,12 @@ int ftrace_set_filter(struct ftrace_ops *ops, const void *buf, int len, int rese
 	return 0;
 }
 
+void ftrace_free_filter(struct ftrace_ops *ops)
+{
+	free(filter_of(ops));
+	ops->filter_hash = NULL;
+}
+
 int ftrace_set_notrace(struct ftrace_ops *ops, const void *buf, int len, int reset)
 {
 	(void)ops, (void)buf, (void)len, (void)reset;
