@@ -437,6 +437,34 @@ func TestTracerMapsDlopen(t *testing.T) {
 	if len(late) != 1 || !(strings.HasPrefix(late[0], "libz.so") || strings.HasPrefix(late[0], "libm.so")) {
 		t.Errorf("objects loaded after start-up: %v", late)
 	}
+
+	// loaded by a relative name, then the program changes directory: the map still
+	// names the file absolutely (the trace is read from elsewhere)
+	src := filepath.Join(dir, "rel.c")
+	if err := os.WriteFile(src, []byte("int rel_answer(void) { return 42; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(dir, "librel.so")
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	trace := filepath.Join(dir, "rel.dat")
+	if out, _ := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=" + trace}, "./librel.so"); out != "loaded=1\n" {
+		t.Fatalf("output %q", out)
+	}
+	want, err := filepath.EvalSymlinks(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, m := range trRead(t, trace).Maps {
+		if m.Flags&4 != 0 {
+			paths = append(paths, m.Path)
+		}
+	}
+	if len(paths) != 1 || paths[0] != want {
+		t.Errorf("object loaded as ./librel.so recorded as %q, want [%s]", paths, want)
+	}
 }
 
 func TestTracerGraphFib(t *testing.T) {

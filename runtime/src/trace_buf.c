@@ -133,6 +133,41 @@ static void mb_put(struct maps_build *mb, const void *p, size_t n)
 	mb->len += n;
 }
 
+/*
+ * The absolute path of the object mapped at addr, from /proc/self/maps: the loader's name
+ * for it is relative when it was found through a relative LD_LIBRARY_PATH entry, dlopen
+ * ("./x.so") or a relative rpath, and the reader of the trace runs elsewhere.  The kernel's
+ * name does not depend on the working directory, which may have changed since the load.
+ */
+static int mapped_path(unsigned long addr, char *path, size_t len)
+{
+	char line[PATH_MAX + 128];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		int off = 0;
+		char *name;
+
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &off) < 2 || !off)
+			continue;
+		if (addr < lo || addr >= hi)
+			continue;
+		name = line + off;
+		name[strcspn(name, "\n")] = 0;
+		if (name[0] == '/' && strlen(name) < len) {
+			memcpy(path, name, strlen(name) + 1);
+			found = 1;
+		}
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
 static int maps_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct maps_build *mb = arg;
@@ -186,6 +221,8 @@ static int maps_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (info->dlpi_addr && getauxval(AT_SYSINFO_EHDR) == lo)
 		e.flags |= FTKIT_MAP_VDSO;
+	else if (path[0] && path[0] != '/')
+		mapped_path(lo, path, sizeof(path));	/* or the loader's name stays */
 	plen = strlen(path);
 	if (plen > 65535)
 		plen = 65535;
