@@ -12,9 +12,14 @@
  * backtrace() and _Unwind_Backtrace() get the real return addresses for the duration
  * of the call.
  *
- * Not covered: _Unwind_RaiseException called directly (not through
- * __cxa_throw), std::rethrow_exception, pthread_cancel (the forced unwind
- * starts in a signal handler inside libc).
+ * std::rethrow_exception (std::future::get, std::rethrow_if_nested and
+ * exception_ptr users throw through it) calls _Unwind_RaiseException itself,
+ * not __cxa_throw: it is interposed too.
+ *
+ * Not covered: _Unwind_RaiseException called directly by other code (an
+ * interposed definition of it would clash with libgcc_eh.a in programs linked
+ * with -static-libgcc), pthread_cancel (the forced unwind starts in a signal
+ * handler inside libc).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -47,6 +52,10 @@ static cxa_rethrow_t real_cxa_rethrow;
 static cxa_begin_catch_t real_cxa_begin_catch;
 static pthread_exit_t real_pthread_exit;
 static backtrace_t real_backtrace;
+typedef void (*rethrow_exception_t)(void *);
+static rethrow_exception_t real_rethrow_exception;
+
+#define RETHROW_EXCEPTION "_ZSt17rethrow_exceptionNSt15__exception_ptr13exception_ptrE"
 
 __attribute__((constructor)) static void interpose_init(void)
 {
@@ -55,6 +64,7 @@ __attribute__((constructor)) static void interpose_init(void)
 	real_cxa_begin_catch = (cxa_begin_catch_t)dlsym(RTLD_NEXT, "__cxa_begin_catch");
 	real_pthread_exit = (pthread_exit_t)dlsym(RTLD_NEXT, "pthread_exit");
 	real_backtrace = (backtrace_t)dlsym(RTLD_NEXT, "backtrace");
+	real_rethrow_exception = (rethrow_exception_t)dlsym(RTLD_NEXT, RETHROW_EXCEPTION);
 }
 
 void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
@@ -78,6 +88,24 @@ void __cxa_rethrow(void)
 	if (ft_cur.depth)
 		fgraph_unhook_all();
 	real();
+	__builtin_unreachable();
+}
+
+/*
+ * std::rethrow_exception(std::exception_ptr): the class is not trivially copyable, so the
+ * argument is passed by invisible reference (Itanium C++ ABI): one pointer, forwarded.
+ */
+void ft_rethrow_exception(void *ep) __asm__(RETHROW_EXCEPTION);
+
+void ft_rethrow_exception(void *ep)
+{
+	rethrow_exception_t real = real_rethrow_exception;
+
+	if (!real)
+		real = real_rethrow_exception = (rethrow_exception_t)next_sym(RETHROW_EXCEPTION);
+	if (ft_cur.depth)
+		fgraph_unhook_all();
+	real(ep);
 	__builtin_unreachable();
 }
 
