@@ -594,6 +594,39 @@ func TestTracerFilterNoMatch(t *testing.T) {
 	}
 }
 
+// Traced code running after the trace was finalised at exit (a static's destructor
+// registered before the runtime's atexit handler) does not change the finalised file, even
+// when it records more than a staging buffer holds.
+func TestTracerAfterFinish(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_late.cc")
+	for _, tracer := range []string{"function", "function_graph"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "LATE_N=40000"})
+		if out != "main 1\n" || ws.ExitStatus() != 0 {
+			t.Fatalf("%s: output %q status %v", tracer, out, ws)
+		}
+		tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+		trCheckComplete(t, tr, 1)
+		s := trSymbols(t, tr, prog)
+		counts := map[string]int{}
+		for _, th := range tr.Threads {
+			for _, r := range th.Recs {
+				counts[fmt.Sprintf("%s/%d", s.name(r.IP), r.Type)]++
+			}
+			if th.Lost != 0 || th.Flags&2 != 0 {
+				t.Errorf("%s: thread %d lost %d flags %#x after finalisation", tracer, th.TID, th.Lost, th.Flags)
+			}
+		}
+		want := map[string]int{"main/1": 1, "_Z4leafi/1": 1}
+		if tracer == "function_graph" {
+			want = map[string]int{"main/2": 1, "main/3": 1, "_Z4leafi/2": 1, "_Z4leafi/3": 1}
+		}
+		if fmt.Sprint(counts) != fmt.Sprint(want) {
+			t.Errorf("%s: records %v, want %v (the destructor's 40000 calls come after finalisation)", tracer, counts, want)
+		}
+	}
+}
+
 func TestTracerBufferFull(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_fib.c")

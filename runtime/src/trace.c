@@ -96,8 +96,10 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	}
 	/* keep room for the exits of every recorded frame still open */
 	if (unlikely(t->head + t->open + 2 > t->limit) && !ft_rec_more(t, t->head + t->open + 2)) {
-		t->chunk->lost++;
-		t->chunk->flags |= FTKIT_T_FULL;
+		if (t->state == FT_THREAD_LIVE) {	/* else the file is final */
+			t->chunk->lost++;
+			t->chunk->flags |= FTKIT_T_FULL;
+		}
 		return 0;
 	}
 	r = &t->recs[t->head++];

@@ -607,6 +607,16 @@ int ft_rec_more(struct ft_thread *t, uint64_t need)
 
 	if (t->busy)
 		return 0;
+	if (__atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE) {
+		/*
+		 * Finalised (at exit: later atexit handlers and destructors still run traced
+		 * code): what finalisation wrote stays as it is.  The thread's later events
+		 * find no buffer and are counted in memory only.
+		 */
+		t->state = FT_THREAD_NOBUF;
+		t->gen = ft_sess.gen;
+		return 0;
+	}
 	t->busy = 1;
 	barrier();
 	if (n && stage_write(st, n) == 0) {

@@ -82,6 +82,10 @@ struct ft_thread *ft_thread_buf(void);	/* allocates on first use; NULL → drop 
 void ft_note_lost_depth(void);
 void ft_thread_exit(void);
 
+/*
+ * 0 when the chunk is full, or when the trace file has been finalised: the thread is then
+ * detached from it (no longer FT_THREAD_LIVE), so nothing it records later reaches the file.
+ */
 int ft_rec_more(struct ft_thread *t, uint64_t need);
 
 
@@ -91,8 +95,10 @@ static inline struct ftkit_rec *ft_rec_reserve(struct ft_thread *t)
 
 	if (unlikely(n >= t->limit)) {
 		if (!ft_rec_more(t, n + 1)) {
-			t->chunk->lost++;
-			t->chunk->flags |= FTKIT_T_FULL;
+			if (t->state == FT_THREAD_LIVE) {	/* else the file is final */
+				t->chunk->lost++;
+				t->chunk->flags |= FTKIT_T_FULL;
+			}
 			return 0;
 		}
 		n = t->head;	/* the staged records went to the file */
