@@ -114,11 +114,12 @@ static void handle(int fd, char *line)
 			reply(fd, "error unknown tracer (function, function_graph, nop)\n");
 	} else if (!strcmp(line, "filter") || !strcmp(line, "notrace")) {
 		char bad[256] = "";
-		int err = ft_trace_set_globs(line[0] == 'n', arg, bad, sizeof(bad));
+		int notrace = line[0] == 'n';
+		int err = ft_trace_set_globs(notrace, arg, bad, sizeof(bad));
 
 		if (err && bad[0]) {
-			snprintf(out, sizeof(out), "error %s '%s': %s (nothing changed)\n", line, bad,
-				 strerror(-err));
+			snprintf(out, sizeof(out), "error %s '%s': %s (nothing changed)\n",
+				 notrace ? "notrace" : "filter", bad, strerror(-err));
 			reply(fd, out);
 		} else {
 			result(fd, err, NULL);
