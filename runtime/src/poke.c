@@ -56,17 +56,20 @@ static void report(const char *fmt, ...)
 		return;
 }
 
-static void hex(char *out, const unsigned char *b, unsigned len)
+/* "xx xx …" of b[0, len) into out (size bytes; bytes that do not fit are left out) */
+static void hex(char *out, size_t size, const unsigned char *b, unsigned len)
 {
 	static const char d[] = "0123456789abcdef";
 	unsigned i;
 
+	if (len > size / 3)
+		len = (unsigned)(size / 3);
 	for (i = 0; i < len; i++) {
 		*out++ = d[b[i] >> 4];
 		*out++ = d[b[i] & 15];
 		*out++ = i + 1 < len ? ' ' : 0;
 	}
-	if (!len)
+	if (!len && size)
 		*out = 0;
 }
 
@@ -469,10 +472,10 @@ static void refuse(const struct work *w, const char *why, const unsigned char *f
 {
 	char o[32], n[32], f[32];
 
-	hex(o, w->old, w->s.len);
-	hex(n, w->s.new, w->s.len);
+	hex(o, sizeof(o), w->old, w->s.len);
+	hex(n, sizeof(n), w->s.new, w->s.len);
 	if (found) {
-		hex(f, found, w->s.len);
+		hex(f, sizeof(f), found, w->s.len);
 		report("ftrt: refusing to patch site %#lx: found bytes [%s], expected [%s] (new [%s])",
 		       (unsigned long)w->s.addr, f, o, n);
 	} else {
