@@ -496,6 +496,24 @@ func TestTracerGraphFib(t *testing.T) {
 	if ent["fib"] != 21891 || ent["main"] != 1 || len(unw) != 0 || open != 0 {
 		t.Errorf("entries %v unwound %v open %d", ent, unw, open)
 	}
+	// 43784 records through an 8192-record staging buffer: each write to the file is
+	// recorded as a call of ftkit_trace_flush, and the call at whose entry it happened is
+	// timed from after it
+	if n := ent[testenv.TraceFlush]; n < 43784/8192 || n > 43784/8192+1 {
+		t.Errorf("%d buffer flushes recorded, want %d or %d", n, 43784/8192, 43784/8192+1)
+	}
+	for i, r := range tr.Threads[0].Recs {
+		if r.Type != 3 || s.name(r.IP) != testenv.TraceFlush {
+			continue
+		}
+		if i+1 >= len(tr.Threads[0].Recs) {
+			t.Fatalf("the trace ends with a flush")
+		}
+		next := tr.Threads[0].Recs[i+1]
+		if next.Type != 2 || next.Depth != r.Depth || next.TS < r.TS {
+			t.Errorf("after the flush %+v: %+v, want the entry it delayed, timed after it", r, next)
+		}
+	}
 	// durations: main encloses everything
 	recs := tr.Threads[0].Recs
 	last := recs[len(recs)-1]
@@ -1065,6 +1083,10 @@ func TestTracerTinyXML2(t *testing.T) {
 			if open != 0 {
 				t.Errorf("graph: %d frames open at the end", open)
 			}
+			if ent[testenv.TraceFlush] == 0 {
+				t.Errorf("graph: 6.4M records written without a flush recorded")
+			}
+			delete(ent, testenv.TraceFlush)
 			for _, n := range ent {
 				total[tracer] += uint64(n)
 			}
@@ -1091,7 +1113,9 @@ func TestTracerTinyXML2(t *testing.T) {
 		}
 		calls[tracer] = map[string]uint64{}
 		for _, f := range r.Functions {
-			calls[tracer][f.Name] += f.Calls
+			if f.Name != testenv.TraceFlush {
+				calls[tracer][f.Name] += f.Calls
+			}
 		}
 	}
 	fn, fg := calls["function"], calls["function_graph"]

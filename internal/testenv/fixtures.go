@@ -15,6 +15,11 @@ type Report struct {
 	}
 }
 
+// TraceFlush is the function the graph tracer records its own buffer writes as (a call of
+// the runtime's ftkit_trace_flush, docs/trace-format.md): not a call of the program, so
+// the tests comparing the calls seen by the two tracers leave it out.
+const TraceFlush = "ftkit_trace_flush"
+
 // FuzzInput is the input of a fuzz target whose arguments are (seed, off, patch, cut): the
 // seed file files[seed] with patch written at off (modulo its size) and cut to cut bytes
 // when 0 < cut < size; or patch itself when seed names no file. The result is a copy.

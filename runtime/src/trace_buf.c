@@ -600,7 +600,7 @@ fail:
  * and start it again. 0 if the chunk is full (or a flush is already running on
  * this thread, i.e. we are in a signal handler that interrupted it).
  */
-int ft_rec_more(struct ft_thread *t, uint64_t need)
+int ftkit_trace_flush(struct ft_thread *t, uint64_t need)
 {
 	struct ft_stage *st = t->stage;
 	uint64_t n = t->head, room;

@@ -86,7 +86,7 @@ void ft_thread_exit(void);
  * 0 when the chunk is full, or when the trace file has been finalised: the thread is then
  * detached from it (no longer FT_THREAD_LIVE), so nothing it records later reaches the file.
  */
-int ft_rec_more(struct ft_thread *t, uint64_t need);
+int ftkit_trace_flush(struct ft_thread *t, uint64_t need);
 
 
 static inline struct ftkit_rec *ft_rec_reserve(struct ft_thread *t)
@@ -94,7 +94,7 @@ static inline struct ftkit_rec *ft_rec_reserve(struct ft_thread *t)
 	uint64_t n = t->head;
 
 	if (unlikely(n >= t->limit)) {
-		if (!ft_rec_more(t, n + 1)) {
+		if (!ftkit_trace_flush(t, n + 1)) {
 			if (t->state == FT_THREAD_LIVE) {	/* else the file is final */
 				t->chunk->lost++;
 				t->chunk->flags |= FTKIT_T_FULL;
