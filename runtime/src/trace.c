@@ -238,8 +238,10 @@ static int sort_globs(const char *globs, int notrace, char *out, size_t outlen, 
 			r = -EINVAL;
 		if (r) {
 			if (report)
-				fprintf(stderr, "ftkit: %s '%s': %s\n", notrace ? "notrace" : "filter", g,
-					strerror(-r));
+				fprintf(stderr, "ftkit: %s '%s': %s%s\n", notrace ? "notrace" : "filter", g,
+					strerror(-r), r == -ENODEV && !strpbrk(g, "*?[(") ?
+					" (no function of that name; C++ functions match demangled"
+					" with their parameters, 'name(int)', or as 'name*')" : "");
 			if (!err) {
 				err = r;
 				if (bad)
