@@ -645,6 +645,64 @@ func TestTracerAfterFinish(t *testing.T) {
 	}
 }
 
+// The runtime keeps its descriptors out of the low numbers and the program's errno intact,
+// even when writing the trace fails (it then stops recording once, with one message).
+func TestTracerProgramFds(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_errno.c")
+	want := "first fd 3\nsum 300000 errno changed 0\n"
+	for _, tracer := range []string{"", "function", "function_graph"} {
+		cmd := exec.Command(prog)
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER="+tracer)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != want {
+			t.Errorf("tracer %q: %v, output %q, want %q\nstderr:\n%s", tracer, err, out, want, stderr.String())
+		}
+		if n := strings.Count(stderr.String(), "cannot write the trace file, recording stops"); tracer != "" && n != 1 {
+			t.Errorf("tracer %q: write failure reported %d times:\n%s", tracer, n, stderr.String())
+		}
+	}
+}
+
+// exec finalises the trace (reason 5, exec) with the calls made before it; a failed exec
+// leaves the process running untraced.
+func TestTracerExec(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_exec.c")
+	for _, arg := range []string{"", "fail"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=x%p.dat"}, arg)
+		want := ""
+		if arg == "fail" {
+			want = "exec failed, sink 20\n"
+		}
+		if out != want || ws.ExitStatus() != 0 {
+			t.Fatalf("exec %q: output %q status %v", arg, out, ws)
+		}
+		m, _ := filepath.Glob(filepath.Join(dir, "x*.dat*"))
+		if len(m) != 1 || strings.HasSuffix(m[0], ".part") {
+			t.Fatalf("exec %q: trace files %v, want one finalised", arg, m)
+		}
+		tr := trRead(t, m[0])
+		trCheckComplete(t, tr, 5)
+		s := trSymbols(t, tr, prog)
+		n := 0
+		for _, th := range tr.Threads {
+			for _, r := range th.Recs {
+				if s.name(r.IP) == "work" {
+					n++
+				}
+			}
+		}
+		if n != 5 {
+			t.Errorf("exec %q: %d calls of work recorded, want the 5 before the exec", arg, n)
+		}
+		os.Remove(m[0])
+	}
+}
+
 func TestTracerBufferFull(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_fib.c")

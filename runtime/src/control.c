@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,10 +25,12 @@
 #include <ftrace_trace.h>
 
 #include "control.h"
+#include "fdutil.h"
 #include "trace_internal.h"
 
 static char sock_path[108];
 static int sock_fd = -1;
+static struct ft_fdid sock_id;
 
 static int make_path(void)
 {
@@ -180,9 +183,24 @@ static void *control_thread(void *arg)
 	for (;;) {
 		struct ucred cr;
 		socklen_t cl = sizeof(cr);
-		int c = accept4(sock_fd, NULL, NULL, SOCK_CLOEXEC);
+		struct pollfd pfd = { .fd = sock_fd, .events = POLLIN };
+		int c;
 
+		/*
+		 * Wait in poll, not in accept: a blocked accept() holds the lowest free
+		 * descriptor number reserved, so the program's next open() would not get 3.
+		 */
+		if (poll(&pfd, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return NULL;
+		}
+		c = ft_fd_high(accept4(sock_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK));
+		if (c >= 0)
+			fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK);
 		if (c < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				continue;	/* the client went away between poll and accept */
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			return NULL;
@@ -209,7 +227,7 @@ int ft_control_start(void)
 	err = make_path();
 	if (err)
 		return err;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = ft_fd_high(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (fd < 0)
 		return -errno;
 	ft_strlcpy(sa.sun_path, sock_path, sizeof(sa.sun_path));
@@ -224,6 +242,7 @@ int ft_control_start(void)
 		return err;
 	}
 	sock_fd = fd;
+	ft_fd_remember(fd, &sock_id);
 	/* the server thread takes none of the program's signals */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -254,7 +273,7 @@ void ft_control_unlink(void)
 void ft_control_forked(void)
 {
 	if (sock_fd >= 0)
-		close(sock_fd);
+		ft_fd_close_same(sock_fd, &sock_id);	/* unless the program reused the number */
 	sock_fd = -1;
 	sock_path[0] = 0;
 }

@@ -61,7 +61,13 @@ static struct fgraph_frame *shadow_get(struct ft_thread *t)
 		return t->shadow;
 	if (t->shadow_failed)
 		return NULL;
-	p = mmap(NULL, SHADOW_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	{
+		int saved_errno = errno;	/* inside a traced function: the program's errno */
+
+		p = mmap(NULL, SHADOW_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+		errno = saved_errno;
+	}
 	if (p == MAP_FAILED) {
 		t->shadow_failed = 1;
 		return NULL;

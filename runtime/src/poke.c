@@ -33,6 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fdutil.h"
 #include "poke.h"
 
 /* ---- reporting ------------------------------------------------------------------------ */
@@ -256,6 +257,7 @@ enum method { M_UNSET, M_PROCMEM, M_MPROTECT };
 static enum method method;
 static int mem_fd = -1;
 static pid_t mem_pid;
+static struct ft_fdid mem_id;
 
 const char *ftrt_poke_method(void)
 {
@@ -270,10 +272,11 @@ static int mem_open(void)
 	if (mem_fd >= 0 && mem_pid == pid)
 		return 0;
 	if (mem_fd >= 0)
-		close(mem_fd);
-	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		ft_fd_close_same(mem_fd, &mem_id);	/* unless the program reused the number */
+	mem_fd = ft_fd_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
 	if (mem_fd < 0)
 		return -errno;
+	ft_fd_remember(mem_fd, &mem_id);
 	mem_pid = pid;
 	return 0;
 }

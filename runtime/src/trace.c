@@ -10,9 +10,11 @@
  * see ft_thread_buf()).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,6 +388,130 @@ void _exit(int status)
 void _Exit(int status)
 {
 	exit_now(status);
+}
+
+/*
+ * exec replaces the image: the trace is finalised first (reason exec), like at exit; the
+ * new image, if it is traced, starts its own.  If the exec fails the process goes on
+ * untraced.  Not in a vfork() child (it shares our memory and file), and not for
+ * libc-internal execs (posix_spawn, system, popen: children that share nothing we record).
+ * Every public exec function is interposed: glibc's execvp and friends do not call
+ * execve through the PLT.
+ */
+static void exec_finalise(void)
+{
+	int saved_errno = errno;
+
+	if (ft_sess.state == FT_SESS_LIVE && (pid_t)ft_sess.hdr.pid == getpid()) {
+		ft_session_finish(FTKIT_R_EXEC, 0, 0);
+		ft_control_unlink();
+	}
+	errno = saved_errno;
+}
+
+static void *real_exec(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	if (!p) {
+		ft_msg("fatal: cannot find the real ", name);
+		abort();
+	}
+	return p;
+}
+
+typedef int (*execve_t)(const char *, char *const[], char *const[]);
+typedef int (*execv_t)(const char *, char *const[]);
+typedef int (*fexecve_t)(int, char *const[], char *const[]);
+
+int execve(const char *path, char *const argv[], char *const envp[])
+{
+	static execve_t real;
+
+	if (!real)
+		real = (execve_t)real_exec("execve");
+	exec_finalise();
+	return real(path, argv, envp);
+}
+
+int execv(const char *path, char *const argv[])
+{
+	static execv_t real;
+
+	if (!real)
+		real = (execv_t)real_exec("execv");
+	exec_finalise();
+	return real(path, argv);
+}
+
+int execvp(const char *file, char *const argv[])
+{
+	static execv_t real;
+
+	if (!real)
+		real = (execv_t)real_exec("execvp");
+	exec_finalise();
+	return real(file, argv);
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	static execve_t real;
+
+	if (!real)
+		real = (execve_t)real_exec("execvpe");
+	exec_finalise();
+	return real(file, argv, envp);
+}
+
+int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	static fexecve_t real;
+
+	if (!real)
+		real = (fexecve_t)real_exec("fexecve");
+	exec_finalise();
+	return real(fd, argv, envp);
+}
+
+/* The list forms collect their arguments (up to the NULL) into an argv. */
+#define EXEC_LIST(arg, ap, argv, envp_out)						\
+	size_t n_ = 1;									\
+	va_start(ap, arg);								\
+	while (va_arg(ap, const char *))						\
+		n_++;									\
+	va_end(ap);									\
+	const char *argv[n_ + 1];							\
+	argv[0] = arg;									\
+	va_start(ap, arg);								\
+	for (size_t i_ = 1; i_ <= n_; i_++)						\
+		argv[i_] = va_arg(ap, const char *);					\
+	envp_out;									\
+	va_end(ap)
+
+int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+
+	EXEC_LIST(arg, ap, argv, (void)0);
+	return execv(path, (char *const *)argv);
+}
+
+int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+
+	EXEC_LIST(arg, ap, argv, (void)0);
+	return execvp(file, (char *const *)argv);
+}
+
+int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	char *const *envp;
+
+	EXEC_LIST(arg, ap, argv, envp = va_arg(ap, char *const *));
+	return execve(path, (char *const *)argv, envp);
 }
 
 static void trace_atexit(void)

@@ -76,6 +76,8 @@ static int write_all(int fd, const void *buf, size_t len, off_t off)
 				continue;
 			return -errno;
 		}
+		if (n == 0)
+			return -EIO;
 		p += n;
 		off += n;
 		len -= (size_t)n;
@@ -355,7 +357,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	if (snprintf(s->part, sizeof(s->part), "%s.%d.part", s->final, (int)getpid()) >=
 	    (int)sizeof(s->part))
 		return -ENAMETOOLONG;
-	fd = open(s->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = ft_fd_high(open(s->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
 	if (fd < 0) {
 		err = -errno;
 		ft_msg("cannot create trace file ", s->part);
@@ -416,6 +418,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	s->end += s->maps_len;
 	s->chunk_bytes = ROUND_UP(buf_kb * 1024 + sizeof(struct ftkit_thread_chunk), PAGE);
 	s->fd = fd;
+	ft_fd_remember(fd, &s->fd_id);
 	s->nreg = 0;
 	s->lost_exited = 0;
 	s->gen++;
@@ -458,6 +461,7 @@ static void read_comm(pid_t tid, char name[16])
 #define FT_STAGE_BYTES (PAGE + FT_STAGE_RECS * sizeof(struct ftkit_rec))
 
 static struct ft_stage *stage_free;	/* under the session lock */
+static int write_failed;		/* reported once */
 
 static struct ft_stage *stage_get(void)
 {
@@ -513,8 +517,22 @@ static void stage_trim(const struct ft_stage *st)
 				(off_t)from, (off_t)(end - from));
 }
 
-/* Slow path of the first event of a thread. Async-signal-safe. */
+static struct ft_thread *thread_buf_slow(void);
+
+/*
+ * Slow path of the first event of a thread. Async-signal-safe. The program's errno is
+ * kept: this runs inside whatever traced function the thread was entering.
+ */
 struct ft_thread *ft_thread_buf(void)
+{
+	int saved_errno = errno;
+	struct ft_thread *t = thread_buf_slow();
+
+	errno = saved_errno;
+	return t;
+}
+
+static struct ft_thread *thread_buf_slow(void)
 {
 	struct ft_thread *t = &ft_cur;
 	struct ft_session *s = &ft_sess;
@@ -604,6 +622,7 @@ int ftkit_trace_flush(struct ft_thread *t, uint64_t need)
 {
 	struct ft_stage *st = t->stage;
 	uint64_t n = t->head, room;
+	int saved_errno = errno, err;
 
 	if (t->busy)
 		return 0;
@@ -619,17 +638,37 @@ int ftkit_trace_flush(struct ft_thread *t, uint64_t need)
 	}
 	t->busy = 1;
 	barrier();
-	if (n && stage_write(st, n) == 0) {
+	err = n ? stage_write(st, n) : 0;
+	if (n && !err) {
 		/* readers see the records either staged or in the file, never twice */
 		__atomic_store_n(&st->head, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&st->base, st->base + n, __ATOMIC_RELEASE);
 		t->head = 0;
 		need -= n;
+	} else if (err) {
+		/*
+		 * The file cannot be written (disk full, or the descriptor is no longer the
+		 * trace file): this thread stops recording rather than try again at every
+		 * event.  What it staged stays for finalisation to try once more.
+		 */
+		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED)) {
+			char num[24];
+
+			ft_utoa(num, (unsigned long)-err);
+			ft_msg("cannot write the trace file, recording stops: errno ", num);
+		}
+		t->state = FT_THREAD_NOBUF;
+		t->gen = ft_sess.gen;
+		barrier();
+		t->busy = 0;
+		errno = saved_errno;
+		return 0;
 	}
 	room = st->cap - st->base - t->head;
 	t->limit = t->head + (FT_STAGE_RECS - t->head < room ? FT_STAGE_RECS - t->head : room);
 	barrier();
 	t->busy = 0;
+	errno = saved_errno;
 	return need <= t->limit;
 }
 
@@ -916,7 +955,7 @@ void ft_session_forked(void)
 	t->open = 0;
 	if (s->state != FT_SESS_LIVE)
 		return;
-	close(s->fd);
+	ft_fd_close_same(s->fd, &s->fd_id);	/* the parent's file, unless reused since */
 	s->fd = -1;
 	s->state = FT_SESS_OFF;
 	for (int i = 0; i < FT_MAX_REG; i++)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "clock.h"
+#include "fdutil.h"
 #include "trace_format.h"
 #include "trace_internal.h"
 
@@ -18,6 +19,7 @@ enum { FT_SESS_OFF = 0, FT_SESS_LIVE, FT_SESS_DONE };
 
 struct ft_session {
 	int fd;
+	struct ft_fdid fd_id;		/* what fd names (closed after fork only if still so) */
 	int state;			/* FT_SESS_* */
 	uint32_t gen;			/* bumped at each open (fork child) */
 	int maps_startup_done;

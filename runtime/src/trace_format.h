@@ -24,6 +24,7 @@ enum {
 	FTKIT_R_SIGNAL = 2,
 	FTKIT_R_SNAPSHOT = 3,
 	FTKIT_R_SHUTDOWN = 4,
+	FTKIT_R_EXEC = 5,
 };
 
 /* tracers */

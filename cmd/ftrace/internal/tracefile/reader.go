@@ -111,7 +111,7 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 	default:
 		hd.Tracer = fmt.Sprintf("tracer(%d)", tracer)
 	}
-	reasons := []string{"live (not finalised)", "exit", "fatal signal", "snapshot", "shutdown"}
+	reasons := []string{"live (not finalised)", "exit", "fatal signal", "snapshot", "shutdown", "exec"}
 	if int(reason) < len(reasons) {
 		hd.Reason = reasons[reason]
 	} else {

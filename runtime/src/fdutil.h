@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Descriptors the runtime keeps open for the life of the process (the trace file,
+ * /proc/self/mem, the control socket) live high, out of the numbers programs take by
+ * convention: shells redirect onto 3..9 ("exec 3>file"), programs dup2 onto small numbers
+ * and expect the lowest free one from open().  And a descriptor is closed by the runtime
+ * only while it still names the file the runtime opened (after fork the program may have
+ * reused the number).  All async-signal-safe.
+ */
+#ifndef FTKIT_FDUTIL_H
+#define FTKIT_FDUTIL_H
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct ft_fdid {
+	dev_t dev;
+	ino_t ino;
+};
+
+/* fd moved to the first free number at or above 3/4 of the limit (at most 768). */
+static inline int ft_fd_high(int fd)
+{
+	struct rlimit rl;
+	long base = 768;
+	int nfd;
+
+	if (fd < 0)
+		return fd;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (long)(rl.rlim_cur / 4 * 3) < base)
+		base = (long)(rl.rlim_cur / 4 * 3);
+	if (base <= fd)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
+	if (nfd < 0)
+		return fd;	/* no free number up there: keep the low one */
+	close(fd);
+	return nfd;
+}
+
+static inline void ft_fd_remember(int fd, struct ft_fdid *id)
+{
+	struct stat st;
+
+	id->dev = 0;
+	id->ino = 0;
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		id->dev = st.st_dev;
+		id->ino = st.st_ino;
+	}
+}
+
+/* Close fd if it still names the file remembered in id. */
+static inline void ft_fd_close_same(int fd, const struct ft_fdid *id)
+{
+	struct stat st;
+
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino)
+		close(fd);
+}
+
+#endif
