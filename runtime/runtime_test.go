@@ -150,6 +150,10 @@ func TestFilters(t *testing.T) { runVariants(t, "filters.c") }
 // SAVE_REGS frames, argument changes, IP modification, IPMODIFY rules, vector registers.
 func TestRegs(t *testing.T) { runVariants(t, "regs.c") }
 
+// Unregister while threads are created all the time and no signal is left for the runtime
+// (as in Go programs): the grace period reads new threads' counters once they publish them.
+func TestNoSignalChurn(t *testing.T) { runVariants(t, "nosig.c") }
+
 // The RECURSION flag through own trampolines and the list function.
 func TestRecursion(t *testing.T) { runVariants(t, "recursion.c") }
 

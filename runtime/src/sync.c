@@ -168,6 +168,7 @@ struct slot {
 	struct timespec since;
 	_Atomic uintptr_t depth_addr, tag_addr;	/* published by the handler (its TLS) */
 	_Atomic uintptr_t node_addr;
+	uintptr_t bad_depth_addr;	/* counters that could not be read for this tid */
 };
 
 struct maprange {
@@ -908,6 +909,7 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 					continue;
 				}
 				/* unknown: exited, or ask its handler */
+				s->bad_depth_addr = atomic_load(&s->depth_addr);
 				atomic_store(&s->depth_addr, 0);
 				atomic_store(&s->tag_addr, 0);
 				st = SLOT_INSIDE;
@@ -925,6 +927,24 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 			if (send_sig(s->tid, 0)) {
 				atomic_store(&s->state, SLOT_OUT);
 				continue;
+			}
+			if (check == CHECK_CB) {
+				struct tls_ref t;
+
+				/*
+				 * A thread that published its counters since the round began (it
+				 * was just created: listed before its start routine ran) is read
+				 * from now on.  Without a signal to sample with, the /proc check
+				 * below may never clear it (a reused thread stack still holds old
+				 * trampoline addresses), so this matters for the Go runtime.
+				 */
+				if (reg_find(s->tid, &t) && t.depth != s->bad_depth_addr) {
+					atomic_store(&s->tag_addr, t.tag);
+					atomic_store(&s->node_addr, t.node);
+					atomic_store(&s->depth_addr, t.depth);
+					atomic_store(&s->state, SLOT_INSIDE);
+					continue;
+				}
 			}
 			if (elapsed_us(&s->since) > 5000 * (s->blocked_checks + 1)) {
 				s->blocked_checks++;
