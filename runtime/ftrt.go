@@ -3,8 +3,10 @@ package ftrt
 /*
 #cgo CFLAGS: -I${SRCDIR}/include
 #cgo LDFLAGS: -L${SRCDIR}/../build/lib -lftrt -lpthread -ldl
+#include <errno.h>
 #include <stdlib.h>
 #include <ftrace.h>
+#include <ftrace_trace.h>
 
 // The callback of counting ops: one atomic increment of a counter in private.
 static void ftrt_go_count(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
@@ -161,4 +163,38 @@ func Lookup(ip uintptr) (Function, error) {
 func Rescan() (int, error) {
 	r := C.ftrace_rescan()
 	return int(r), errno("rescan", r)
+}
+
+// TraceFinish finalises the trace of the tracer started through FTRACE_TRACER (or
+// ftrace_trace_start), as exit() does in a C program; tracing stops. A Go program that is
+// traced must call it before it ends — defer it in main and call it before os.Exit — because
+// the Go runtime ends the process with the exit_group system call, not libc's exit(): the
+// runtime's exit handler never runs, and the file would stay <output>.<pid>.part without
+// each thread's last events. Without a running tracer it does nothing.
+func TraceFinish() error {
+	r := C.ftrace_trace_finish()
+	if r == -C.EALREADY || r == -C.ENODEV {
+		return nil
+	}
+	return errno("trace finish", r)
+}
+
+// TraceSnapshot writes a complete copy of the trace so far to path ("" for the default
+// <output>.snap.<n>) and returns the path written.
+func TraceSnapshot(path string) (string, error) {
+	var cpath *C.char
+	if path != "" {
+		cpath = C.CString(path)
+		defer C.free(unsafe.Pointer(cpath))
+	}
+	buf := make([]byte, 4096)
+	r := C.ftrace_trace_snapshot(cpath, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
+	if err := errno("trace snapshot", r); err != nil {
+		return "", err
+	}
+	n := 0
+	for n < len(buf) && buf[n] != 0 {
+		n++
+	}
+	return string(buf[:n]), nil
 }

@@ -25,4 +25,27 @@ func TestGoBindings(t *testing.T) {
 	if !strings.HasSuffix(out, "ok\n") {
 		t.Fatalf("output %q", out)
 	}
+
+	// Traced (the tracer on the other function: the checks above stay true): TraceFinish
+	// finalises the file (the Go runtime never calls libc's exit), and
+	// TraceSnapshot writes a copy.
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "snap.dat")
+	cmd = exec.Command(exe, snap)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FTRACE_TRACER=function", "FTRACE_FILTER=ftrt_cgo_two",
+		"FTRACE_OUTPUT="+filepath.Join(dir, "go.dat"))
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.HasSuffix(string(b), "ok\n") {
+		t.Fatalf("traced goprog: %v\n%s", err, b)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	want := []string{filepath.Join(dir, "go.dat"), snap}
+	if strings.Join(files, " ") != strings.Join(want, " ") {
+		t.Errorf("files %v, want the finalised trace and the snapshot %v", files, want)
+	}
+	for _, f := range want {
+		if b, err := os.ReadFile(f); err != nil || len(b) < 128 || string(b[:8]) != "FTKITTRC" || b[16]&1 == 0 {
+			t.Errorf("%s: not a complete trace file (%v)", f, err)
+		}
+	}
 }

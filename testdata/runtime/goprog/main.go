@@ -76,5 +76,19 @@ func main() {
 	if err := o.Free(); err != nil {
 		fail("%v", err)
 	}
+	// With FTRACE_TRACER set the tracer records one() and two(); the Go runtime exits with
+	// exit_group, so the trace is finalised here (a no-op without a tracer).
+	for i := 0; i < 5; i++ {
+		one(i)
+	}
+	if len(os.Args) > 1 {
+		p, err := ftrt.TraceSnapshot(os.Args[1])
+		if err != nil || p != os.Args[1] {
+			fail("snapshot: %q, %v", p, err)
+		}
+	}
+	if err := ftrt.TraceFinish(); err != nil {
+		fail("trace finish: %v", err)
+	}
 	fmt.Println("ok")
 }
