@@ -127,7 +127,21 @@ static int sym_cmp(const void *a, const void *b)
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)		/* the preferred alias last: lookup takes the last */
+		return x->rank < y->rank ? -1 : 1;
 	return strcmp(x->name, y->name);
+}
+
+/*
+ * Which of several symbols at one address names the function: a sized one, then a global
+ * or weak one, then one without a compiler suffix (gcc's "fib.localalias", ".cold",
+ * ".isra.0" …).
+ */
+static int sym_rank(const Elf64_Sym *st, const char *name)
+{
+	unsigned bind = ELF64_ST_BIND(st->st_info);
+
+	return (st->st_size ? 4 : 0) + (bind != STB_LOCAL ? 2 : 0) + (strchr(name, '.') ? 0 : 1);
 }
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
@@ -204,6 +218,7 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 		s->v[s->n].name = s->strtab + st[i].st_name;
 		s->v[s->n].demangled = NULL;
 		s->v[s->n].shortname = NULL;
+		s->v[s->n].rank = sym_rank(&st[i], s->v[s->n].name);
 		if (s->v[s->n].name[0] == '_' && s->v[s->n].name[1] == 'Z')
 			nz++;
 		s->n++;
@@ -267,10 +282,7 @@ const struct ftrt_sym *ftrt_syms_lookup(const struct ftrt_syms *s, uintptr_t add
 	}
 	if (!lo)
 		return NULL;
-	best = &s->v[lo - 1];
-	/* Prefer a sized symbol that covers addr among aliases at the same address. */
-	while (best > s->v && best[-1].addr == best->addr && !best->size)
-		best--;
+	best = &s->v[lo - 1];	/* aliases at one address: sorted so that the best is last */
 	if (best->size && addr >= best->addr + best->size)
 		return NULL;
 	return best;

@@ -38,6 +38,7 @@ struct ftrt_sym {
 	const char	*name;
 	const char	*demangled;	/* NULL unless a C++ name */
 	const char	*shortname;	/* demangled without a template's return type */
+	int		rank;		/* among aliases at one address: the highest names it */
 };
 
 struct ftrt_syms {

@@ -77,7 +77,10 @@ int main(int argc, char **argv)
 	CHECK(calls_tramp_of((void *)fn, &global));
 	traced_call(fn, 1, 51);
 	ftrace_get_stats(&st);
-	CHECK_EQ(st.nr_sites, st0.nr_sites + 2);
+	CHECK_EQ(st.nr_sites, st0.nr_sites + 3);
+	/* named by its global symbol, not gcc's local alias at the same address */
+	CHECK_EQ(ftrace_lookup_function((unsigned long)dlsym(h, "dyn_rec"), &fi), 0);
+	CHECK(fi.name && !strcmp(fi.name, "dyn_rec"));
 
 	/* Names of the new object are filterable. */
 	CHECK_EQ(ftrace_set_filter(&f, "dyn_f*", 6, 1), 0);
@@ -124,7 +127,7 @@ int main(int argc, char **argv)
 	CHECK(calls_tramp_of((void *)fn, &global));
 	traced_call(fn, 4, 54);
 	ftrace_get_stats(&st);
-	CHECK_EQ(st.nr_sites, st0.nr_sites + 2);
+	CHECK_EQ(st.nr_sites, st0.nr_sites + 3);
 	CHECK_EQ(st.nr_refused, 0);
 
 	CHECK_EQ(unregister_ftrace_function(&global), 0);
