@@ -29,7 +29,8 @@
 
 #include "trace_internal.h"
 
-static void *next_sym(const char *name)
+/* The next definition of name after ours (dlsym RTLD_NEXT); aborts if there is none. */
+void *ft_next_sym(const char *name)
 {
 	void *p = dlsym(RTLD_NEXT, name);
 
@@ -72,7 +73,7 @@ void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 	cxa_throw_t real = real_cxa_throw;
 
 	if (!real)
-		real = real_cxa_throw = (cxa_throw_t)next_sym("__cxa_throw");
+		real = real_cxa_throw = (cxa_throw_t)ft_next_sym("__cxa_throw");
 	if (ft_cur.depth)
 		fgraph_unhook_all();
 	real(obj, tinfo, dest);
@@ -84,7 +85,7 @@ void __cxa_rethrow(void)
 	cxa_rethrow_t real = real_cxa_rethrow;
 
 	if (!real)
-		real = real_cxa_rethrow = (cxa_rethrow_t)next_sym("__cxa_rethrow");
+		real = real_cxa_rethrow = (cxa_rethrow_t)ft_next_sym("__cxa_rethrow");
 	if (ft_cur.depth)
 		fgraph_unhook_all();
 	real();
@@ -102,7 +103,7 @@ void ft_rethrow_exception(void *ep)
 	rethrow_exception_t real = real_rethrow_exception;
 
 	if (!real)
-		real = real_rethrow_exception = (rethrow_exception_t)next_sym(RETHROW_EXCEPTION);
+		real = real_rethrow_exception = (rethrow_exception_t)ft_next_sym(RETHROW_EXCEPTION);
 	if (ft_cur.depth)
 		fgraph_unhook_all();
 	real(ep);
@@ -114,7 +115,7 @@ void *__cxa_begin_catch(void *exc)
 	cxa_begin_catch_t real = real_cxa_begin_catch;
 
 	if (!real)
-		real = real_cxa_begin_catch = (cxa_begin_catch_t)next_sym("__cxa_begin_catch");
+		real = real_cxa_begin_catch = (cxa_begin_catch_t)ft_next_sym("__cxa_begin_catch");
 	if (ft_cur.depth)
 		fgraph_rehook_live((unsigned long)__builtin_dwarf_cfa());
 	return real(exc);
@@ -125,7 +126,7 @@ void pthread_exit(void *ret)
 	pthread_exit_t real = real_pthread_exit;
 
 	if (!real)
-		real = real_pthread_exit = (pthread_exit_t)next_sym("pthread_exit");
+		real = real_pthread_exit = (pthread_exit_t)ft_next_sym("pthread_exit");
 	if (ft_cur.depth)
 		fgraph_unwind_all();
 	real(ret);
@@ -142,7 +143,7 @@ int backtrace(void **buf, int size)
 	int n;
 
 	if (!real)
-		real = (backtrace_t)next_sym("backtrace");
+		real = (backtrace_t)ft_next_sym("backtrace");
 	if (!ft_cur.depth)
 		return real(buf, size);
 	fgraph_unhook_all();

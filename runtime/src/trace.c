@@ -10,7 +10,6 @@
  * see ft_thread_buf()).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -409,17 +408,6 @@ static void exec_finalise(void)
 	errno = saved_errno;
 }
 
-static void *real_exec(const char *name)
-{
-	void *p = dlsym(RTLD_NEXT, name);
-
-	if (!p) {
-		ft_msg("fatal: cannot find the real ", name);
-		abort();
-	}
-	return p;
-}
-
 typedef int (*execve_t)(const char *, char *const[], char *const[]);
 typedef int (*execv_t)(const char *, char *const[]);
 typedef int (*fexecve_t)(int, char *const[], char *const[]);
@@ -429,7 +417,7 @@ int execve(const char *path, char *const argv[], char *const envp[])
 	static execve_t real;
 
 	if (!real)
-		real = (execve_t)real_exec("execve");
+		real = (execve_t)ft_next_sym("execve");
 	exec_finalise();
 	return real(path, argv, envp);
 }
@@ -439,7 +427,7 @@ int execv(const char *path, char *const argv[])
 	static execv_t real;
 
 	if (!real)
-		real = (execv_t)real_exec("execv");
+		real = (execv_t)ft_next_sym("execv");
 	exec_finalise();
 	return real(path, argv);
 }
@@ -449,7 +437,7 @@ int execvp(const char *file, char *const argv[])
 	static execv_t real;
 
 	if (!real)
-		real = (execv_t)real_exec("execvp");
+		real = (execv_t)ft_next_sym("execvp");
 	exec_finalise();
 	return real(file, argv);
 }
@@ -459,7 +447,7 @@ int execvpe(const char *file, char *const argv[], char *const envp[])
 	static execve_t real;
 
 	if (!real)
-		real = (execve_t)real_exec("execvpe");
+		real = (execve_t)ft_next_sym("execvpe");
 	exec_finalise();
 	return real(file, argv, envp);
 }
@@ -469,7 +457,7 @@ int fexecve(int fd, char *const argv[], char *const envp[])
 	static fexecve_t real;
 
 	if (!real)
-		real = (fexecve_t)real_exec("fexecve");
+		real = (fexecve_t)ft_next_sym("fexecve");
 	exec_finalise();
 	return real(fd, argv, envp);
 }

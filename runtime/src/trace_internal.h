@@ -114,6 +114,9 @@ static inline void ft_rec_commit(struct ft_thread *t)
 	__atomic_store_n(&t->stage->head, t->head, __ATOMIC_RELEASE);
 }
 
+/* fgraph_interpose.c */
+void *ft_next_sym(const char *name);
+
 /* fgraph.c */
 void fgraph_unhook_all(void);
 void fgraph_rehook_live(unsigned long cfa);
