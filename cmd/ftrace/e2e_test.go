@@ -620,6 +620,19 @@ func TestE2ESignal(t *testing.T) {
 	}
 }
 
+// TestE2ERecordSignals: `ftrace record` hands the program the signal dispositions it was
+// given itself (it catches ^C while it waits, it does not ignore it: an ignored signal would
+// stay ignored in the program, and make or a shell would never see ^C).
+func TestE2ERecordSignals(t *testing.T) {
+	dir := t.TempDir()
+	ftrace := testenv.Tool(t, "ftrace")
+	direct := testenv.Run(t, dir, "grep", "SigIgn", "/proc/self/status")
+	r := testenv.Exec(t, dir, ftrace, "record", "-q", "-o", "x.dat", "--", "grep", "SigIgn", "/proc/self/status")
+	if r.Stdout != direct {
+		t.Errorf("ignored signals under ftrace record: %q, run directly: %q", r.Stdout, direct)
+	}
+}
+
 // TestE2EZlib traces Debian's zlib test program (example.c over a libz.a built the ftkit
 // way) with both tracers: the program's output is unchanged, and the function-graph
 // trace is consistent with the function trace — the same calls of the same functions,

@@ -91,9 +91,12 @@ func doRecord(c *cli.Context) error {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(withoutFtraceEnv(os.Environ()), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
-	// The terminal's ^C goes to the program; ftrace waits for it to finish.
-	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
-	defer signal.Reset(syscall.SIGINT, syscall.SIGQUIT)
+	// The terminal's ^C goes to the program; ftrace waits for it to finish. Caught, not
+	// ignored: an ignored signal stays ignored across exec, and the program (make, a
+	// shell) would never see ^C.
+	swallow := make(chan os.Signal, 4)
+	signal.Notify(swallow, syscall.SIGINT, syscall.SIGQUIT)
+	defer signal.Stop(swallow)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("record: %w", err)
