@@ -518,7 +518,13 @@ func readDwarfFuncs(f *elf.File) []funcSym {
 	}
 	var out []funcSym
 	r := d.Reader()
-	for {
+	// Every entry takes at least one byte of .debug_info: more entries than bytes means
+	// corrupt data that debug/dwarf walks in a loop (found by FuzzLinked).
+	budget := uint64(1 << 20)
+	if s := f.Section(".debug_info"); s != nil {
+		budget = s.Size + 1
+	}
+	for ; budget > 0; budget-- {
 		e, err := r.Next()
 		if err != nil || e == nil {
 			break
