@@ -292,7 +292,7 @@ func loadObject(path string, f *elf.File) (*object, error) {
 	}
 	sort.Slice(o.funcs, func(i, j int) bool { return o.funcs[i].Addr < o.funcs[j].Addr })
 	if d, err := f.DWARF(); err == nil {
-		o.lines = readLines(d)
+		o.lines = readLines(d, sectionSize(f, ".debug_info"), sectionSize(f, ".debug_line"))
 		for _, fn := range o.funcs {
 			if le, ok := o.line(fn.Addr); ok {
 				fn.File, fn.Line = le.file, le.line
@@ -316,11 +316,22 @@ func (o *object) lookup(vaddr uint64) *Func {
 	return fn
 }
 
-// readLines collects the statement rows of every line table, sorted by address.
-func readLines(d *dwarf.Data) []lineEntry {
+// sectionSize is the (uncompressed) size of the named section, 0 without it.
+func sectionSize(f *elf.File, name string) uint64 {
+	if s := f.Section(name); s != nil {
+		return s.Size
+	}
+	return 0
+}
+
+// readLines collects the statement rows of every line table, sorted by address. Every
+// entry and every row takes at least one byte of its section: the walks stop after that
+// many (corrupt debug info can make debug/dwarf's readers go round for ever).
+func readLines(d *dwarf.Data, infoSize, lineSize uint64) []lineEntry {
 	var out []lineEntry
 	r := d.Reader()
-	for {
+	entries, rows := infoSize+1, lineSize+1
+	for ; entries > 0; entries-- {
 		e, err := r.Next()
 		if err != nil || e == nil {
 			break
@@ -333,7 +344,7 @@ func readLines(d *dwarf.Data) []lineEntry {
 		if err == nil && lr != nil {
 			var le dwarf.LineEntry
 			seq := len(out)
-			for lr.Next(&le) == nil {
+			for ; rows > 0 && lr.Next(&le) == nil; rows-- {
 				if le.EndSequence {
 					for k := seq; k < len(out); k++ {
 						out[k].end = le.Address
