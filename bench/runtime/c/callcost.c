@@ -18,6 +18,8 @@
 #include <time.h>
 #include <ftrace.h>
 
+#include "../../patch/bench_util.h"
+
 #define NOINLINE __attribute__((noinline, aligned(64)))
 
 struct ftrt_poke {
@@ -58,34 +60,19 @@ static long iters = 20000000;
 
 #define PAIRS 201
 
-static ftrace_notrace double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static ftrace_notrace int dcmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* ns per call of n calls of f through a volatile pointer */
 static ftrace_notrace double run(int (*fn)(int), long n)
 {
 	int (*volatile p)(int) = fn;
 	int (*f)(int) = p;
 	static volatile int sink;
-	double t0 = now();
+	double t0 = now_ns();
 	int s = 0;
 
 	for (long i = 0; i < n; i++)
 		s += f((int)i);
 	sink += s;
-	return (now() - t0) / (double)n;
+	return (now_ns() - t0) / (double)n;
 }
 
 /*
@@ -108,8 +95,7 @@ static ftrace_notrace void report(const char *name, int (*fn)(int))
 		if (t < best)
 			best = t;
 	}
-	qsort(ratio, PAIRS, sizeof(ratio[0]), dcmp);
-	printf("%s %.3f %.4f\n", name, best, ratio[PAIRS / 2]);
+	printf("%s %.3f %.4f\n", name, best, median(ratio, PAIRS));
 }
 
 /* fn's site becomes "call target" (the runtime's own patcher checks the bytes first). */
