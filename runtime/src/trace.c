@@ -77,6 +77,7 @@ static void graph_put(struct ft_thread *t, uint16_t type, unsigned long ip, uint
 {
 	struct ftkit_rec *r = &t->recs[t->head++];
 
+	barrier();	/* the slot is taken before it is filled (a signal handler nests) */
 	r->ts = ts;
 	r->ip = ip;
 	r->aux = aux;
@@ -116,7 +117,6 @@ static __attribute__((noinline)) int graph_flush(struct ft_thread *t, struct ftr
 static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 {
 	struct ft_thread *t;
-	struct ftkit_rec *r;
 
 	(void)gops;
 	if (unlikely(tr.depth && (unsigned int)e->depth >= tr.depth)) {
@@ -139,14 +139,7 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	/* keep room for the exits of every recorded frame still open */
 	if (unlikely(t->head + t->open + 2 > t->limit) && !graph_flush(t, e))
 		return 0;
-	r = &t->recs[t->head++];
-	barrier();
-	r->ts = e->calltime;
-	r->ip = e->func;
-	r->aux = e->retaddr;
-	r->depth = (uint32_t)e->depth;
-	r->type = FTKIT_REC_ENTRY;
-	r->flags = 0;
+	graph_put(t, FTKIT_REC_ENTRY, e->func, e->calltime, e->retaddr, e->depth);
 	t->open++;
 	ft_rec_commit(t);
 	return 1;
