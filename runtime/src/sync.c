@@ -805,6 +805,15 @@ static void cache_update(const struct round *r)
 	pthread_mutex_unlock(&reg_lock);
 }
 
+/* From now on the slot's thread is judged by its published counters (polled, not signalled). */
+static void slot_read_counters(struct slot *s, const struct tls_ref *t)
+{
+	atomic_store(&s->tag_addr, t->tag);
+	atomic_store(&s->node_addr, t->node);
+	atomic_store(&s->depth_addr, t->depth);
+	atomic_store(&s->state, SLOT_INSIDE);
+}
+
 /*
  * Another thread's counters, read through process_vm_readv (the thread may have exited and
  * its stack be gone).  The depth is read first: a frame it counts that is still live when
@@ -876,10 +885,7 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 			struct tls_ref t;
 
 			if (reg_find(s->tid, &t)) {	/* known: poll its counter below */
-				atomic_store(&s->tag_addr, t.tag);
-				atomic_store(&s->node_addr, t.node);
-				atomic_store(&s->depth_addr, t.depth);
-				atomic_store(&s->state, SLOT_INSIDE);
+				slot_read_counters(s, &t);
 				continue;
 			}
 		}
@@ -939,10 +945,7 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 				 * trampoline addresses), so this matters for the Go runtime.
 				 */
 				if (reg_find(s->tid, &t) && t.depth != s->bad_depth_addr) {
-					atomic_store(&s->tag_addr, t.tag);
-					atomic_store(&s->node_addr, t.node);
-					atomic_store(&s->depth_addr, t.depth);
-					atomic_store(&s->state, SLOT_INSIDE);
+					slot_read_counters(s, &t);
 					continue;
 				}
 			}
