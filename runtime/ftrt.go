@@ -188,13 +188,9 @@ func TraceSnapshot(path string) (string, error) {
 		defer C.free(unsafe.Pointer(cpath))
 	}
 	buf := make([]byte, 4096)
-	r := C.ftrace_trace_snapshot(cpath, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
-	if err := errno("trace snapshot", r); err != nil {
+	out := (*C.char)(unsafe.Pointer(&buf[0]))
+	if err := errno("trace snapshot", C.ftrace_trace_snapshot(cpath, out, C.size_t(len(buf)))); err != nil {
 		return "", err
 	}
-	n := 0
-	for n < len(buf) && buf[n] != 0 {
-		n++
-	}
-	return string(buf[:n]), nil
+	return C.GoString(out), nil
 }
