@@ -4,8 +4,8 @@
  *
  * The TSC is used when CPUID says it is invariant (constant rate in all P/C
  * states: leaf 0x80000007 EDX bit 8). It is calibrated against CLOCK_MONOTONIC
- * over about a millisecond at start-up and again over the whole run when the
- * trace file is finalised.
+ * over FT_CLOCK_CAL_NS at start-up (a process's start-up cost: keep it short) and again over the whole run when the
+ * trace file is written.
  */
 #include "clock.h"
 
@@ -65,9 +65,10 @@ void ft_clock_init(int force_mono, struct ft_clock_ref *ref)
 	uint64_t t, m;
 	do
 		sample_pair(&t, &m);
-	while (m - ref->ref_mono_ns < 1000000);
+	while (m - ref->ref_mono_ns < FT_CLOCK_CAL_NS || t <= ref->ref_ticks);
 	ref->ns_per_tick = (double)(m - ref->ref_mono_ns) / (double)(t - ref->ref_ticks);
 	ref->tsc_hz = (uint64_t)(1e9 / ref->ns_per_tick);
+	ref->cal_ns = m - ref->ref_mono_ns;
 }
 
 void ft_clock_recalibrate(struct ft_clock_ref *ref)
@@ -77,8 +78,9 @@ void ft_clock_recalibrate(struct ft_clock_ref *ref)
 	if (ref->source != FT_CLOCK_TSC)
 		return;
 	sample_pair(&t, &m);
-	if (m - ref->ref_mono_ns < 100000000 || t <= ref->ref_ticks)
-		return;		/* < 100 ms: the start-up figure is as good */
+	if (m - ref->ref_mono_ns <= ref->cal_ns || t <= ref->ref_ticks)
+		return;
 	ref->ns_per_tick = (double)(m - ref->ref_mono_ns) / (double)(t - ref->ref_ticks);
 	ref->tsc_hz = (uint64_t)(1e9 / ref->ns_per_tick);
+	ref->cal_ns = m - ref->ref_mono_ns;
 }

@@ -24,6 +24,7 @@ struct ft_clock_ref {
 	uint64_t ref_mono_ns;	/* ... and CLOCK_MONOTONIC at that time  */
 	uint64_t ref_real_ns;	/* ... and CLOCK_REALTIME at that time   */
 	uint64_t tsc_hz;	/* 0 when unknown / not the TSC          */
+	uint64_t cal_ns;	/* length of the interval ns_per_tick was measured over */
 };
 
 extern int ft_clock_source;
@@ -47,12 +48,18 @@ static inline uint64_t ft_clock_read(void)
 	return ft_clock_mono_ns();
 }
 
-/* Choose the source and calibrate (busy-waits ~1 ms when the TSC is used). */
+/*
+ * Choose the source and calibrate provisionally (busy-waits FT_CLOCK_CAL_NS when the TSC
+ * is used): good to a few parts in 10^4, enough for a trace cut short by SIGKILL.
+ */
+#define FT_CLOCK_CAL_NS 100000u
 void ft_clock_init(int force_mono, struct ft_clock_ref *ref);
 
 /*
  * Re-calibrate ns_per_tick over [ref, now] (async-signal-safe: clock_gettime and
- * rdtsc only). Leaves ref unchanged when the interval is too short to improve it.
+ * rdtsc only): the longer the interval, the better the figure, so this is done when the
+ * trace is written (finalisation, snapshots). Leaves ref unchanged when the interval is
+ * no longer than the one it was measured over.
  */
 void ft_clock_recalibrate(struct ft_clock_ref *ref);
 

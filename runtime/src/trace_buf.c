@@ -5,8 +5,10 @@
  * Each thread has a chunk of the trace file and a staging buffer (see
  * "Staging buffers" below). A thread gets them on its first event (mmap, no
  * malloc: this may run in a signal handler); the global spin lock below is
- * taken only then, never per event. Chunks are fallocate()d so that a full disk
- * makes the allocation fail (events counted as lost) instead of later writes.
+ * taken only then, never per event. A chunk's space is a hole until its records
+ * are written: reserving it (fallocate) and giving the rest back at exit cost a
+ * short-lived process milliseconds of file-system work; a full disk shows up as
+ * a failed write instead (the thread stops recording, counted and reported once).
  *
  * Finalisation (exit, fatal signal, shutdown) uses only async-signal-safe
  * calls: pwrite, rename, clock_gettime, open/read.
@@ -461,6 +463,7 @@ static void read_comm(pid_t tid, char name[16])
 #define FT_STAGE_BYTES (PAGE + FT_STAGE_RECS * sizeof(struct ftkit_rec))
 
 static struct ft_stage *stage_free;	/* under the session lock */
+static const char zero_page[PAGE];
 static int write_failed;		/* reported once */
 
 static struct ft_stage *stage_get(void)
@@ -496,25 +499,6 @@ static int stage_write(struct ft_stage *st, uint64_t n)
 	if (!err)
 		__atomic_store_n(&st->hdr->nrec, st->base + n, __ATOMIC_RELEASE);
 	return err;
-}
-
-/*
- * A chunk reserves room for a whole buffer; once its thread is done with it (thread
- * exit, finalisation) give back the blocks after its records so that a finalised file
- * takes disk space for what it holds (thousands of traced processes otherwise fill a
- * disk with 16 MiB each). The file's size and layout do not change: a hole reads as
- * zeros. Errors (a file system without hole punching) only cost space. One syscall,
- * async-signal-safe.
- */
-static void stage_trim(const struct ft_stage *st)
-{
-	uint64_t nrec = __atomic_load_n(&st->hdr->nrec, __ATOMIC_ACQUIRE);
-	uint64_t from = ROUND_UP(st->rec_off + nrec * sizeof(struct ftkit_rec), PAGE);
-	uint64_t end = st->rec_off + st->cap * sizeof(struct ftkit_rec);
-
-	if (end > from)
-		(void)fallocate(ft_sess.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				(off_t)from, (off_t)(end - from));
 }
 
 static struct ft_thread *thread_buf_slow(void);
@@ -556,14 +540,17 @@ static struct ft_thread *thread_buf_slow(void)
 	barrier();
 	lock_get();
 	off = s->end;
-	if (s->state != FT_SESS_LIVE || fallocate(s->fd, 0, (off_t)off, (off_t)s->chunk_bytes) != 0) {
-		if (s->state == FT_SESS_LIVE && (errno == EOPNOTSUPP || errno == ENOSYS) &&
-		    ftruncate(s->fd, (off_t)(off + s->chunk_bytes)) == 0)
-			goto map;
+	/*
+	 * The chunk's first page (its header) is written, so that it has a block: a store
+	 * through the mapping below can then never meet a full disk (SIGBUS). The rest of
+	 * the chunk stays a hole until written; the file is extended over it so that the
+	 * layout holds even if no record is ever written there.
+	 */
+	if (s->state != FT_SESS_LIVE || write_all(s->fd, zero_page, PAGE, (off_t)off) != 0 ||
+	    ftruncate(s->fd, (off_t)(off + s->chunk_bytes)) != 0) {
 		lock_put();
 		goto fail;
 	}
-map:
 	/* only the first page (the chunk header) is mapped */
 	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t)off);
 	st = p == MAP_FAILED ? NULL : stage_get();
@@ -694,7 +681,6 @@ void ft_thread_exit(void)
 		barrier();
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE) {
 			stage_write(st, t->head);
-			stage_trim(st);
 		}
 		read_comm((pid_t)c->tid, c->name);
 		c->flags |= FTKIT_T_EXITED;
@@ -771,7 +757,6 @@ int ft_session_finish(int reason, int sig, int in_signal)
 
 		if (st) {
 			stage_write(st, __atomic_load_n(&st->head, __ATOMIC_ACQUIRE));
-			stage_trim(st);
 			read_comm((pid_t)st->hdr->tid, st->hdr->name);
 		}
 	}
@@ -912,6 +897,17 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		err = write_all(fd, m, ml, (off_t)o);
 	}
 	h = s->hdr;
+	{
+		/* the rate over the run so far (from the fields finalisation never changes) */
+		struct ft_clock_ref c = { .source = s->clk.source, .ref_ticks = s->clk.ref_ticks,
+					  .ref_mono_ns = s->clk.ref_mono_ns };
+
+		ft_clock_recalibrate(&c);
+		if (c.cal_ns) {
+			h.ns_per_tick = c.ns_per_tick;
+			h.tsc_hz = c.tsc_hz;
+		}
+	}
 	h.end_ticks = ft_clock_read();
 	h.flags |= FTKIT_F_COMPLETE | FTKIT_F_SNAPSHOT;
 	h.reason = FTKIT_R_SNAPSHOT;
