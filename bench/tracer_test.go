@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ftkit/ftkit/internal/testenv"
 )
@@ -244,4 +245,60 @@ func BenchmarkTracer(b *testing.B) {
 			b.Logf("%s (%.0f calls, median of %d):\n%s", w.name, plain.calls, reps, sb.String())
 		})
 	}
+}
+
+// trCPU runs argv (with env additions) in a fresh directory and returns the CPU time
+// (user + system) the process took, whole, start-up and write-out included.
+func trCPU(t testing.TB, env []string, argv ...string) time.Duration {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), env...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, b)
+	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+// BenchmarkTracerStartup reports what tracing adds to the CPU time of a short process
+// (fib(10) once: 177 calls), the fixed cost a test suite running thousands of traced
+// processes pays for each: plain, runtime linked but off, function and function_graph,
+// each the median of alternating runs, as ms per process and as ratios to plain.
+func BenchmarkTracerStartup(b *testing.B) {
+	p := trBenchBuild(b, false)
+	const runs = 41
+	argv := []string{"fib", "10", "1"}
+	variants := []struct {
+		name string
+		prog string
+		env  []string
+	}{
+		{"plain", p.plain, nil},
+		{"disabled", p.ftkit, trEnvOff},
+		{"function", p.ftkit, []string{"FTRACE_TRACER=function", "FTRACE_CONTROL=0"}},
+		{"function_graph", p.ftkit, []string{"FTRACE_TRACER=function_graph", "FTRACE_CONTROL=0"}},
+		{"function_graph+control", p.ftkit, []string{"FTRACE_TRACER=function_graph"}},
+	}
+	cpu := make([][]float64, len(variants))
+	for i := 0; i < runs; i++ {
+		for j, v := range variants {
+			d := trCPU(b, v.env, append([]string{v.prog}, argv...)...)
+			cpu[j] = append(cpu[j], float64(d)/1e6)
+		}
+	}
+	med := make([]float64, len(variants))
+	for j := range variants {
+		sort.Float64s(cpu[j])
+		med[j] = cpu[j][runs/2]
+	}
+	var sb strings.Builder
+	for j, v := range variants {
+		b.ReportMetric(med[j], v.name+"_ms")
+		if j > 0 {
+			b.ReportMetric(med[j]-med[0], v.name+"_extra_ms")
+			b.ReportMetric(med[j]/med[0], v.name+"/plain")
+		}
+		fmt.Fprintf(&sb, "  %-24s %6.3f ms  +%6.3f ms  %5.2fx plain\n", v.name, med[j], med[j]-med[0], med[j]/med[0])
+	}
+	b.Logf("CPU time per process (median of %d):\n%s", runs, sb.String())
 }
