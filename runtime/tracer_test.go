@@ -1509,3 +1509,138 @@ func TestTracerUnwinders(t *testing.T) {
 		t.Errorf("graph entries %v unwound %v open %d", ent, unw, open)
 	}
 }
+
+// trSubtreeWant derives, from a full function_graph trace of one thread, the entries a
+// graph_function list `in` (nil: none) and a graph_notrace list `out` should leave: the
+// calls with a function of `in` among themselves and their callers, less those with a
+// function of `out` there.
+func trSubtreeWant(t *testing.T, th *trThread, s *trSyms, in, out []string) map[string]int {
+	t.Helper()
+	has := func(list []string, name string) bool {
+		for _, n := range list {
+			if n == name {
+				return true
+			}
+		}
+		return false
+	}
+	want := map[string]int{}
+	var stack []string
+	for _, r := range th.Recs {
+		switch r.Type {
+		case 2:
+			stack = append(stack, s.name(r.IP))
+			inside, hidden := in == nil, false
+			for _, n := range stack {
+				inside = inside || has(in, n)
+				hidden = hidden || has(out, n)
+			}
+			if inside && !hidden {
+				want[stack[len(stack)-1]]++
+			}
+		case 3:
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return want
+}
+
+// graph_function / graph_notrace (the kernel's set_graph_function / set_graph_notrace):
+// only the subtrees of the first list are graphed, the subtrees of the second are left
+// out, a longjmp out of a graph_function subtree ends it, and the first function of a
+// subtree is at depth 0. What each case should record is derived from the full graph of
+// the same run.
+func TestTracerGraphSubtree(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_subtree.c")
+	const output = "sink 52\n"
+	run := func(env ...string) (*trThread, *trSyms) {
+		t.Helper()
+		out, ws := trRun(t, dir, prog, append([]string{"FTRACE_TRACER=function_graph"}, env...))
+		if out != output || ws.ExitStatus() != 0 {
+			t.Fatalf("%v: output %q, status %v", env, out, ws)
+		}
+		tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+		trCheckComplete(t, tr, 1)
+		if len(tr.Threads) != 1 {
+			t.Fatalf("%v: %d threads", env, len(tr.Threads))
+		}
+		return tr.Threads[0], trSymbols(t, tr, prog)
+	}
+	full, s := run()
+	if ent, _, _ := trGraph(t, full, s); ent["outer"] != 2 || ent["hidden"] != 2 || ent["escape"] != 1 || ent["other"] != 3 {
+		t.Fatalf("full graph: entries %v", ent)
+	}
+	for _, c := range []struct {
+		in, out string
+		depth0  string // the function every depth-0 entry must be ("": not checked)
+	}{
+		{"outer", "", "outer"},
+		{"escape", "", "escape"}, // left by longjmp: nothing after it is graphed
+		{"outer,escape", "", ""},
+		{"", "hidden", ""},
+		{"", "hidden,escape", ""},
+		{"outer", "hidden", "outer"},
+		{"inner", "leaf", "inner"},
+	} {
+		env := []string{"FTRACE_GRAPH_FUNCTION=" + c.in, "FTRACE_GRAPH_NOTRACE=" + c.out}
+		th, s2 := run(env...)
+		got, unw, open := trGraph(t, th, s2)
+		var in, out []string
+		if c.in != "" {
+			in = strings.Split(c.in, ",")
+		}
+		if c.out != "" {
+			out = strings.Split(c.out, ",")
+		}
+		want := trSubtreeWant(t, full, s, in, out)
+		if fmt.Sprint(got) != fmt.Sprint(want) || open != 0 {
+			t.Errorf("graph_function %q graph_notrace %q: entries %v (%d open), want %v", c.in, c.out, got, open, want)
+		}
+		if c.in == "escape" && unw["escape"] != 1 {
+			t.Errorf("graph_function escape: unwound %v, want escape closed as unwound", unw)
+		}
+		for _, r := range th.Recs {
+			if r.Type == 2 && r.Depth == 0 && c.depth0 != "" && s2.name(r.IP) != c.depth0 {
+				t.Errorf("graph_function %q: %s at depth 0", c.in, s2.name(r.IP))
+			}
+		}
+	}
+	// a list none of whose functions exists graphs nothing, and says so once
+	cmd := exec.Command(prog)
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_GRAPH_FUNCTION=nosuch*")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil || string(out) != output {
+		t.Fatalf("nosuch*: %v, output %q", err, out)
+	}
+	if n := strings.Count(stderr.String(), "no function matches graph_function 'nosuch*': nothing is graphed"); n != 1 {
+		t.Errorf("nosuch*: message said %d times in:\n%s", n, stderr.String())
+	}
+	if tr := trRead(t, filepath.Join(dir, "ftrace.dat")); len(tr.Threads) != 0 {
+		t.Errorf("nosuch*: %d threads recorded", len(tr.Threads))
+	}
+
+	// changed while running (the C API; the control socket's command calls the same):
+	// all of other(), then only outer()'s subtree, then all of other() again
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph"}, "live")
+	if out != "live 0 0\n" || ws.ExitStatus() != 0 {
+		t.Fatalf("live: output %q, status %v", out, ws)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	ent := map[string]int{}
+	for _, th := range tr.Threads {
+		for _, r := range th.Recs {
+			if r.Type == 2 {
+				ent[trSymbols(t, tr, prog).name(r.IP)]++
+			}
+		}
+	}
+	// main (1, before the first change); other ×2 with inner ×2 and leaf 2×(4+1);
+	// outer ×1 with inner ×2 (its own and hidden's), hidden, leaf 3+2+1
+	want := map[string]int{"main": 1, "other": 2, "outer": 1, "hidden": 1, "inner": 4, "leaf": 16}
+	if fmt.Sprint(ent) != fmt.Sprint(want) {
+		t.Errorf("live: entries %v, want %v", ent, want)
+	}
+}

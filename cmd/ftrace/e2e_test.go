@@ -137,6 +137,19 @@ func TestE2EFib(t *testing.T) {
 	if _, calls := reportCalls(t, dir, "notrace.dat"); calls["main"] != 1 || len(calls) != 1 {
 		t.Errorf("notrace calls %v", calls)
 	}
+	// graph_function fib: fib's subtrees only, the outermost at depth 0; graph_notrace fib:
+	// main alone.
+	testenv.Run(t, dir, ftrace, "record", "-G", "fib", "-o", "gf.dat", "--", prog)
+	if _, calls := reportCalls(t, dir, "gf.dat"); calls["fib"] != 21891 || len(calls)-btoi(calls[testenv.TraceFlush] > 0) != 1 {
+		t.Errorf("graph-function calls %v", calls)
+	}
+	if g := testenv.Run(t, dir, ftrace, "graph", "gf.dat"); !regexp.MustCompile(`(?m)^ +\d+\) +\|  fib\(\) \{$`).MatchString(g) {
+		t.Errorf("graph-function graph does not start at fib:\n%.600s", g)
+	}
+	testenv.Run(t, dir, ftrace, "record", "--graph-notrace", "fib", "-o", "gn.dat", "--", prog)
+	if _, calls := reportCalls(t, dir, "gn.dat"); calls["main"] != 1 || len(calls) != 1 {
+		t.Errorf("graph-notrace calls %v", calls)
+	}
 	// Every output format reads the real trace.
 	testenv.Run(t, dir, ftrace, "dump", "--chrome", "-o", "t.json", "function_graph.dat")
 	data, err := os.ReadFile(filepath.Join(dir, "t.json"))
@@ -330,6 +343,23 @@ func TestE2ELive(t *testing.T) {
 	_, calls := reportCalls(t, dir, snap)
 	if calls["tick"] == 0 || len(calls) != 1 {
 		t.Errorf("snapshot calls %v, want tick only", calls)
+	}
+	// then the graph tracer, graphing other()'s calls only: tick's count stays as it was
+	live("disable")
+	snap2 := filepath.Join(dir, "snap2.dat")
+	live("snapshot", snap2)
+	_, before := reportCalls(t, dir, snap2)
+	live("filter", "")
+	live("graph_function", "other")
+	live("tracer", "function_graph")
+	live("enable")
+	time.Sleep(200 * time.Millisecond)
+	live("snapshot", snap2)
+	if _, after := reportCalls(t, dir, snap2); after["other"] == 0 || after["tick"] != before["tick"] {
+		t.Errorf("graph_function other: snapshot calls %v after %v, want more of other and no more tick", after, before)
+	}
+	if r := testenv.Exec(t, dir, ftrace, "live", pid, "graph_function", "nosuch"); r.Code == 0 || !strings.Contains(r.Stderr, "graph_function 'nosuch'") {
+		t.Errorf("graph_function nosuch: %+v", r)
 	}
 	if r := testenv.Exec(t, dir, ftrace, "live", pid, "tracer", "bogus"); r.Code == 0 || !strings.Contains(r.Stderr, "refused") {
 		t.Errorf("bogus tracer accepted: %+v", r)

@@ -24,12 +24,14 @@ func recordCommand() *cli.Command {
 		Usage:     "run a program with tracing on and write its trace",
 		ArgsUsage: "[flags] -- PROG [ARGS...]",
 		Description: "Runs PROG (linked with libftrt) with FTRACE_TRACER, FTRACE_FILTER, FTRACE_NOTRACE,\n" +
-			"FTRACE_GRAPH_DEPTH, FTRACE_OUTPUT and FTRACE_BUFFER_KB set from the flags, and exits with\n" +
-			"the program's exit status.",
+			"FTRACE_GRAPH_FUNCTION, FTRACE_GRAPH_NOTRACE, FTRACE_GRAPH_DEPTH, FTRACE_OUTPUT and\n" +
+			"FTRACE_BUFFER_KB set from the flags, and exits with the program's exit status.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tracer", Aliases: []string{"t"}, Value: tracefile.TracerFunctionGraph, Usage: "function or function_graph"},
 			&cli.StringSliceFlag{Name: "filter", Aliases: []string{"F"}, Usage: "trace only functions matching these globs (`!glob` removes)"},
 			&cli.StringSliceFlag{Name: "notrace", Aliases: []string{"N"}, Usage: "never trace functions matching these globs"},
+			&cli.StringSliceFlag{Name: "graph-function", Aliases: []string{"G"}, Usage: "function_graph: graph only these functions and what they call"},
+			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions and what they call"},
 			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "maximum graph depth (0: unlimited)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: defaultTrace, Usage: "trace file (%p: pid)"},
 			&cli.IntFlag{Name: "buffer-kb", Aliases: []string{"b"}, Usage: "per-thread buffer size in KiB (0: runtime default, 16384)"},
@@ -63,8 +65,11 @@ func doRecord(c *cli.Context) error {
 	if f := c.StringSlice("filter"); len(f) > 0 {
 		env = append(env, "FTRACE_FILTER="+strings.Join(f, ","))
 	}
-	if f := c.StringSlice("notrace"); len(f) > 0 {
-		env = append(env, "FTRACE_NOTRACE="+strings.Join(f, ","))
+	for _, l := range [][2]string{{"notrace", "FTRACE_NOTRACE"},
+		{"graph-function", "FTRACE_GRAPH_FUNCTION"}, {"graph-notrace", "FTRACE_GRAPH_NOTRACE"}} {
+		if f := c.StringSlice(l[0]); len(f) > 0 {
+			env = append(env, l[1]+"="+strings.Join(f, ","))
+		}
 	}
 	if d := c.Int("depth"); d > 0 {
 		env = append(env, "FTRACE_GRAPH_DEPTH="+strconv.Itoa(d))
@@ -189,8 +194,8 @@ func liveCommand() *cli.Command {
 		Usage:     "control a running traced process",
 		ArgsUsage: "PID COMMAND [ARG]",
 		Description: "Commands: status, enable, disable, tracer function|function_graph|nop, filter GLOBS,\n" +
-			"notrace GLOBS, depth N, snapshot [PATH], finish. The process must run with FTRACE_TRACER\n" +
-			"or FTRACE_CONTROL=1 set (ftrace record --control).",
+			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, snapshot [PATH], finish.\n" +
+			"The process must run with FTRACE_TRACER or FTRACE_CONTROL=1 set (ftrace record --control).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "control socket path (default: found from the pid)"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long"},
@@ -201,7 +206,7 @@ func liveCommand() *cli.Command {
 
 var liveCommands = map[string]int{ // command → max args
 	"status": 0, "enable": 0, "disable": 0, "tracer": 1, "filter": 1, "notrace": 1,
-	"depth": 1, "snapshot": 1, "finish": 0,
+	"graph_function": 1, "graph_notrace": 1, "depth": 1, "snapshot": 1, "finish": 0,
 }
 
 func doLive(c *cli.Context) error {
@@ -216,7 +221,7 @@ func doLive(c *cli.Context) error {
 	cmd, rest := args[1], args[2:]
 	maxArgs, ok := liveCommands[cmd]
 	if !ok {
-		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, depth, snapshot or finish)", cmd)
+		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, snapshot or finish)", cmd)
 	}
 	if len(rest) > maxArgs {
 		return fmt.Errorf("live: %s takes at most %d argument(s)", cmd, maxArgs)

@@ -31,6 +31,14 @@ struct ftrace_trace_config {
 	const char *output;		/* NULL = "ftrace.dat"; "%p" → pid */
 	size_t buffer_kb;		/* per thread; 0 = 16384 */
 	int control;			/* also start the control socket */
+	/*
+	 * function_graph only (the kernel's set_graph_function / set_graph_notrace): graph
+	 * only the calls made inside the functions matching graph_function (the functions
+	 * and everything they call); leave out the functions matching graph_notrace and
+	 * everything they call.  Comma-separated globs, NULL/"" = no such list.
+	 */
+	const char *graph_function;
+	const char *graph_notrace;
 };
 
 /* Open the trace file and start the tracer (-EBUSY if already started). */
@@ -39,6 +47,8 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg);
 int ftrace_trace_set_tracer(enum ftrace_tracer tracer);
 int ftrace_trace_set_filter(const char *globs);
 int ftrace_trace_set_notrace(const char *globs);
+int ftrace_trace_set_graph_function(const char *globs);
+int ftrace_trace_set_graph_notrace(const char *globs);
 int ftrace_trace_set_depth(unsigned int depth);
 /* Stop / resume recording (ops unregistered / registered again). */
 int ftrace_trace_enable(int on);

@@ -87,6 +87,20 @@ static void result(int fd, int err, const char *okmsg)
 	reply(fd, buf);
 }
 
+static const char *const list_cmds[FT_NLISTS] = {
+	[FT_LIST_FILTER] = "filter", [FT_LIST_NOTRACE] = "notrace",
+	[FT_LIST_GRAPH_FUNCTION] = "graph_function", [FT_LIST_GRAPH_NOTRACE] = "graph_notrace",
+};
+
+/* The glob list a command sets, or -1. */
+static int glob_list(const char *cmd)
+{
+	for (int i = 0; i < FT_NLISTS; i++)
+		if (!strcmp(cmd, list_cmds[i]))
+			return i;
+	return -1;
+}
+
 static void handle(int fd, char *line)
 {
 	char *arg = strchr(line, ' ');
@@ -115,14 +129,14 @@ static void handle(int fd, char *line)
 			result(fd, ftrace_trace_set_tracer(FTRACE_TRACER_NOP), NULL);
 		else
 			reply(fd, "error unknown tracer (function, function_graph, nop)\n");
-	} else if (!strcmp(line, "filter") || !strcmp(line, "notrace")) {
+	} else if (glob_list(line) >= 0) {
 		char bad[256] = "";
-		int notrace = line[0] == 'n';
-		int err = ft_trace_set_globs(notrace, arg, bad, sizeof(bad));
+		int list = glob_list(line);
+		int err = ft_trace_set_globs(list, arg, bad, sizeof(bad));
 
 		if (err && bad[0]) {
 			snprintf(out, sizeof(out), "error %s '%s': %s (nothing changed)\n",
-				 notrace ? "notrace" : "filter", bad, strerror(-err));
+				 list_cmds[list], bad, strerror(-err));
 			reply(fd, out);
 		} else {
 			result(fd, err, NULL);
@@ -142,7 +156,7 @@ static void handle(int fd, char *line)
 	} else if (!strcmp(line, "finish")) {
 		result(fd, ftrace_trace_finish(), NULL);
 	} else {
-		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, depth, snapshot, finish)\n");
+		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, snapshot, finish)\n");
 	}
 }
 

@@ -11,6 +11,9 @@ void ft_control_forked(void);
 /* trace.c */
 void ft_trace_status(char *buf, size_t len);
 /* a live filter (notrace = 0) or notrace change, all or nothing; bad: the glob refused */
-int ft_trace_set_globs(int notrace, const char *globs, char *bad, size_t badlen);
+/* The glob lists a tracer keeps (ft_trace_set_globs' list). */
+enum { FT_LIST_FILTER, FT_LIST_NOTRACE, FT_LIST_GRAPH_FUNCTION, FT_LIST_GRAPH_NOTRACE, FT_NLISTS };
+
+int ft_trace_set_globs(int list, const char *globs, char *bad, size_t badlen);
 
 #endif

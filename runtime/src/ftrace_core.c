@@ -198,6 +198,11 @@ static inline int ops_match(struct ftrace_ops *op, unsigned long ip)
 	return hash_match(f, n, ip);
 }
 
+int ftrt_ops_match(struct ftrace_ops *ops, unsigned long ip)
+{
+	return ops_match(ops, ip);
+}
+
 /* ---- the hot path ---------------------------------------------------------------------- */
 
 /*

@@ -33,10 +33,25 @@ static struct {
 	int enabled;			/* ops registered */
 	enum ftrace_tracer tracer;
 	unsigned int depth;
-	char *filter, *notrace;		/* only globs that matched when they were set */
+	char *globs[FT_NLISTS];		/* only globs that matched when they were set */
 	int filter_none;		/* FTRACE_FILTER named functions, none of them exists */
+	int sel_none;			/* the same for FTRACE_GRAPH_FUNCTION */
 	int registered;			/* which tracer's ops are registered */
+	/* function_graph only: graph_function / graph_notrace lists in force (read by
+	   the callbacks; changed only while the graph ops is unregistered) */
+	int sel_in, sel_out;
+	uint32_t sel_gen;		/* bumped at each registration of the graph ops */
 } tr;
+
+static const char *const list_names[FT_NLISTS] = { "filter", "notrace", "graph_function",
+						   "graph_notrace" };
+
+/*
+ * The graph_function and graph_notrace lists (the kernel's set_graph_function and
+ * set_graph_notrace): function sets held as the filters of two ops that are never
+ * registered.
+ */
+static struct ftrace_ops sel_in_ops, sel_out_ops;
 
 /* ---- function tracer ---- */
 
@@ -114,11 +129,47 @@ static __attribute__((noinline)) int graph_flush(struct ft_thread *t, struct ftr
 	return 1;
 }
 
+/*
+ * graph_function / graph_notrace: should the call e be hooked and recorded?  Outside a
+ * graph_function subtree (when there is a list) and inside a graph_notrace one, calls are
+ * neither (SEL_SKIP); a graph_notrace function is hooked to see where its subtree ends but
+ * not recorded (SEL_HIDE).  A thread's subtree state from an earlier registration of the
+ * graph ops is stale: its frames do not come back to this registration's return callback.
+ */
+enum { SEL_RECORD, SEL_SKIP, SEL_HIDE, SEL_OPEN };
+
+static int graph_select(struct ft_thread *t, const struct ftrace_graph_ent *e)
+{
+	uint32_t gen = __atomic_load_n(&tr.sel_gen, __ATOMIC_RELAXED);
+
+	if (t->sel_gen != gen) {
+		t->sel_gen = gen;
+		t->sel_in = t->sel_out = 0;
+	}
+	if (t->sel_out)
+		return SEL_SKIP;
+	if (tr.sel_in && !t->sel_in && !ftrt_ops_match(&sel_in_ops, e->func))
+		return SEL_SKIP;
+	if (tr.sel_out && ftrt_ops_match(&sel_out_ops, e->func))
+		return SEL_HIDE;
+	return tr.sel_in && !t->sel_in ? SEL_OPEN : SEL_RECORD;
+}
+
 static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 {
 	struct ft_thread *t;
+	int sel = SEL_RECORD;
 
 	(void)gops;
+	if (unlikely(tr.sel_in | tr.sel_out)) {
+		sel = graph_select(&ft_cur, e);
+		if (sel == SEL_SKIP)
+			return 0;
+		if (sel == SEL_HIDE) {
+			ft_cur.sel_out = e->depth + 1;
+			return 1;
+		}
+	}
 	if (unlikely(tr.depth && (unsigned int)e->depth >= tr.depth)) {
 		ft_note_lost_depth();
 		return 0;
@@ -142,6 +193,8 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	graph_put(t, FTKIT_REC_ENTRY, e->func, e->calltime, e->retaddr, e->depth);
 	t->open++;
 	ft_rec_commit(t);
+	if (unlikely(sel == SEL_OPEN))
+		t->sel_in = e->depth + 1;
 	return 1;
 }
 
@@ -151,6 +204,14 @@ static void trace_graph_ret(struct ftrace_graph_ret *e, struct fgraph_ops *gops)
 	struct ftkit_rec *r;
 
 	(void)gops;
+	if (unlikely(t->sel_in | t->sel_out) && t->sel_gen == tr.sel_gen) {
+		if (e->depth + 1 == t->sel_out) {	/* a graph_notrace function: not recorded */
+			t->sel_out = 0;
+			return;
+		}
+		if (e->depth + 1 == t->sel_in)
+			t->sel_in = 0;
+	}
 	/* no buffer, or an entry recorded before fork (in the parent's file) */
 	if (unlikely(t->state != FT_THREAD_LIVE || !t->open ||
 		     e->calltime < ft_sess.hdr.start_ticks))
@@ -205,9 +266,10 @@ static int next_glob(const char **pp, char *buf, size_t len)
  * on a scratch ops, so the one at fault is known; *positive / *kept count the globs without
  * "!" given / kept.
  */
-static int sort_globs(const char *globs, int notrace, char *out, size_t outlen, int report,
+static int sort_globs(const char *globs, int list, char *out, size_t outlen, int report,
 		      char *bad, size_t badlen, int *positive, int *kept)
 {
+	int notrace = list == FT_LIST_NOTRACE;
 	char g[1024];
 	const char *p = globs ? globs : "";
 	size_t used = 0;
@@ -232,7 +294,7 @@ static int sort_globs(const char *globs, int notrace, char *out, size_t outlen, 
 			r = -EINVAL;
 		if (r) {
 			if (report)
-				fprintf(stderr, "ftkit: %s '%s': %s%s\n", notrace ? "notrace" : "filter", g,
+				fprintf(stderr, "ftkit: %s '%s': %s%s\n", list_names[list], g,
 					strerror(-r), r == -ENODEV && !strpbrk(g, "*?[(") ?
 					" (no function of that name; C++ functions match demangled"
 					" with their parameters, 'name(int)', or as 'name*')" : "");
@@ -253,16 +315,19 @@ static int sort_globs(const char *globs, int notrace, char *out, size_t outlen, 
 	return err;
 }
 
-/* Set ops' filter or notrace list to globs (already sorted: one call, all or nothing). */
-static int set_globs(struct ftrace_ops *ops, const char *globs, int notrace)
+/*
+ * Set list `list` (already sorted: one call, all or nothing) on ops: its filter, or its
+ * notrace list for FT_LIST_NOTRACE.
+ */
+static int set_globs(struct ftrace_ops *ops, int list)
 {
+	const char *globs = tr.globs[list];
 	int n = globs ? (int)strlen(globs) : 0;
-	int r = notrace ? ftrace_set_notrace(ops, n ? globs : NULL, n, 1)
-			: ftrace_set_filter(ops, n ? globs : NULL, n, 1);
+	int r = list == FT_LIST_NOTRACE ? ftrace_set_notrace(ops, n ? globs : NULL, n, 1)
+					: ftrace_set_filter(ops, n ? globs : NULL, n, 1);
 
 	if (r && n)	/* e.g. an object holding every match was dlclose'd since */
-		fprintf(stderr, "ftkit: %s '%s': %s\n", notrace ? "notrace" : "filter", globs,
-			strerror(-r));
+		fprintf(stderr, "ftkit: %s '%s': %s\n", list_names[list], globs, strerror(-r));
 	return r;
 }
 
@@ -282,16 +347,27 @@ static int ops_apply(void)
 	int err, e2;
 
 	ops_unregister();
-	if (!tr.enabled || tr.tracer == FTRACE_TRACER_NOP || tr.filter_none)
+	if (!tr.enabled || tr.tracer == FTRACE_TRACER_NOP || tr.filter_none ||
+	    (tr.tracer == FTRACE_TRACER_FUNCTION_GRAPH && tr.sel_none))
 		return 0;
 	/* only the ops about to be registered: a switch of tracer comes back here */
-	err = set_globs(ops, tr.filter, 0);
-	e2 = set_globs(ops, tr.notrace, 1);
+	err = set_globs(ops, FT_LIST_FILTER);
+	e2 = set_globs(ops, FT_LIST_NOTRACE);
 	err = err ? err : e2;
-	if (tr.tracer == FTRACE_TRACER_FUNCTION)
+	if (tr.tracer == FTRACE_TRACER_FUNCTION) {
 		e2 = register_ftrace_function(&trace_fops);
-	else
+	} else {
+		/* no graph callback runs now: the subtree lists can change */
+		tr.sel_in = tr.sel_out = 0;
+		e2 = set_globs(&sel_in_ops, FT_LIST_GRAPH_FUNCTION);
+		err = err ? err : e2;
+		e2 = set_globs(&sel_out_ops, FT_LIST_GRAPH_NOTRACE);
+		err = err ? err : e2;
+		tr.sel_in = tr.globs[FT_LIST_GRAPH_FUNCTION] != NULL;
+		tr.sel_out = tr.globs[FT_LIST_GRAPH_NOTRACE] != NULL;
+		__atomic_store_n(&tr.sel_gen, tr.sel_gen + 1, __ATOMIC_RELAXED);
 		e2 = register_ftrace_graph(&trace_gops);
+	}
 	if (e2) {
 		fprintf(stderr, "ftkit: cannot register the %s tracer: %s\n",
 			tr.tracer == FTRACE_TRACER_FUNCTION ? "function" : "function_graph",
@@ -539,27 +615,32 @@ static int start_globs(const struct ftrace_trace_config *cfg)
 {
 	int err = 0;
 
-	for (int notrace = 0; notrace < 2; notrace++) {
-		const char *g = notrace ? cfg->notrace : cfg->filter;
+	const char *lists[FT_NLISTS] = { cfg->filter, cfg->notrace, cfg->graph_function,
+					 cfg->graph_notrace };
+
+	for (int list = 0; list < FT_NLISTS; list++) {
+		const char *g = lists[list];
 		size_t len = g ? strlen(g) + 1 : 1;
 		char *kept = malloc(len);
 		int positive, nkept, r;
 
 		if (!kept)
 			return -ENOMEM;
-		r = sort_globs(g, notrace, kept, len, 1, NULL, 0, &positive, &nkept);
+		r = sort_globs(g, list, kept, len, 1, NULL, 0, &positive, &nkept);
 		err = err ? err : r;
-		if (notrace) {
-			tr.notrace = dup_or_null(kept);
-		} else {
-			tr.filter = dup_or_null(kept);
+		tr.globs[list] = dup_or_null(kept);
+		if (list == FT_LIST_FILTER)
 			tr.filter_none = positive && !nkept;
-		}
+		if (list == FT_LIST_GRAPH_FUNCTION)
+			tr.sel_none = positive && !nkept;
 		free(kept);
 	}
 	if (tr.filter_none)
 		fprintf(stderr, "ftkit: no function matches the filter '%s': nothing is traced\n",
 			cfg->filter);
+	if (tr.sel_none)
+		fprintf(stderr, "ftkit: no function matches graph_function '%s': nothing is graphed\n",
+			cfg->graph_function);
 	return err;
 }
 
@@ -621,7 +702,7 @@ int ftrace_trace_set_tracer(enum ftrace_tracer tracer)
  * matches nothing refuses the whole list (its error returned, the glob in bad) and leaves
  * the tracer as it was.
  */
-int ft_trace_set_globs(int notrace, const char *globs, char *bad, size_t badlen)
+int ft_trace_set_globs(int list, const char *globs, char *bad, size_t badlen)
 {
 	size_t len = globs ? strlen(globs) + 1 : 1;
 	char *kept = malloc(len);
@@ -634,17 +715,19 @@ int ft_trace_set_globs(int notrace, const char *globs, char *bad, size_t badlen)
 		err = -ENODEV;
 		goto out;
 	}
-	err = sort_globs(globs, notrace, kept, len, 0, bad, badlen, &positive, &nkept);
+	if (list < 0 || list >= FT_NLISTS) {
+		err = -EINVAL;
+		goto out;
+	}
+	err = sort_globs(globs, list, kept, len, 0, bad, badlen, &positive, &nkept);
 	if (err)
 		goto out;
-	if (notrace) {
-		free(tr.notrace);
-		tr.notrace = dup_or_null(kept[0] ? kept : NULL);
-	} else {
-		free(tr.filter);
-		tr.filter = dup_or_null(kept[0] ? kept : NULL);
+	free(tr.globs[list]);
+	tr.globs[list] = dup_or_null(kept);
+	if (list == FT_LIST_FILTER)
 		tr.filter_none = 0;
-	}
+	if (list == FT_LIST_GRAPH_FUNCTION)
+		tr.sel_none = 0;
 	err = ops_apply();
 out:
 	pthread_mutex_unlock(&trace_mu);
@@ -654,12 +737,22 @@ out:
 
 int ftrace_trace_set_filter(const char *globs)
 {
-	return ft_trace_set_globs(0, globs, NULL, 0);
+	return ft_trace_set_globs(FT_LIST_FILTER, globs, NULL, 0);
 }
 
 int ftrace_trace_set_notrace(const char *globs)
 {
-	return ft_trace_set_globs(1, globs, NULL, 0);
+	return ft_trace_set_globs(FT_LIST_NOTRACE, globs, NULL, 0);
+}
+
+int ftrace_trace_set_graph_function(const char *globs)
+{
+	return ft_trace_set_globs(FT_LIST_GRAPH_FUNCTION, globs, NULL, 0);
+}
+
+int ftrace_trace_set_graph_notrace(const char *globs)
+{
+	return ft_trace_set_globs(FT_LIST_GRAPH_NOTRACE, globs, NULL, 0);
 }
 
 int ftrace_trace_set_depth(unsigned int depth)
@@ -756,6 +849,8 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	}
 	cfg.filter = getenv("FTRACE_FILTER");
 	cfg.notrace = getenv("FTRACE_NOTRACE");
+	cfg.graph_function = getenv("FTRACE_GRAPH_FUNCTION");
+	cfg.graph_notrace = getenv("FTRACE_GRAPH_NOTRACE");
 	cfg.output = getenv("FTRACE_OUTPUT");
 	if (env_uint("FTRACE_GRAPH_DEPTH", &v))
 		cfg.graph_depth = (unsigned int)v;

@@ -73,9 +73,18 @@ struct ft_thread {
 	int in_ret;		/* running graph callbacks: calls they make are not graphed */
 	unsigned long *last_slot;	/* last frame pushed (same call, other user) */
 	unsigned long last_ip;
+
+	/* graph_function / graph_notrace subtrees (trace.c): shadow depth + 1 of the frame
+	   that opened one, 0 outside; valid for graph registration sel_gen only */
+	int sel_in, sel_out;
+	uint32_t sel_gen;
 };
 
 extern __thread struct ft_thread ft_cur FT_TLS;
+
+/* The core (ftrace_core.c): does ops's filter/notrace rule take the site at ip?  Lock-free:
+   for ops whose lists do not change while it is called. */
+int ftrt_ops_match(struct ftrace_ops *ops, unsigned long ip);
 
 /* trace_buf.c */
 struct ft_thread *ft_thread_buf(void);	/* allocates on first use; NULL → drop */

@@ -65,6 +65,21 @@ int ftrace_set_notrace(struct ftrace_ops *ops, const void *buf, int len, int res
 	return 0;
 }
 
+/* Does ops's filter match the function at ip? (no filter: all) */
+static int mock_match(struct ftrace_ops *o, unsigned long ip)
+{
+	Dl_info di;
+
+	if (!filter_of(o))
+		return 1;
+	return dladdr((void *)ip, &di) && di.dli_sname && fnmatch(filter_of(o), di.dli_sname, 0) == 0;
+}
+
+int ftrt_ops_match(struct ftrace_ops *ops, unsigned long ip)
+{
+	return mock_match(ops, ip);
+}
+
 void mock_dispatch(unsigned long ret, unsigned long sp)
 {
 	struct ftrace_regs fr;
@@ -76,14 +91,8 @@ void mock_dispatch(unsigned long ret, unsigned long sp)
 	fr.regs.full = 0;
 	in_cb = 1;
 	for (struct ftrace_ops *o = __atomic_load_n(&ops_list, __ATOMIC_ACQUIRE); o; o = o->next) {
-		if (filter_of(o)) {
-			Dl_info di;
-
-			if (!dladdr((void *)ip, &di) || !di.dli_sname ||
-			    fnmatch(filter_of(o), di.dli_sname, 0) != 0)
-				continue;
-		}
-		o->func(ip, parent, o, &fr);
+		if (mock_match(o, ip))
+			o->func(ip, parent, o, &fr);
 	}
 	in_cb = 0;
 }
