@@ -1644,3 +1644,32 @@ func TestTracerGraphSubtree(t *testing.T) {
 		t.Errorf("live: entries %v, want %v", ent, want)
 	}
 }
+
+// A snapshot of a process with several threads holds every thread, each with what it had
+// recorded, including when the buffers are full (the chunk walk used to step by the
+// snapshot's trimmed sizes: it stopped after the first thread, or failed reading past the
+// end of the file).
+func TestTracerSnapshotThreads(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_threads.c")
+	for _, kb := range []string{"16384", "64"} {
+		for _, tracer := range []string{"function", "function_graph"} {
+			snap := filepath.Join(dir, "snap.dat")
+			out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_BUFFER_KB=" + kb, "SNAP=" + snap})
+			if out != "ret=7\n" || ws.ExitStatus() != 0 {
+				t.Fatalf("%s %s KiB: output %q, status %v", tracer, kb, out, ws)
+			}
+			final, st := trRead(t, filepath.Join(dir, "ftrace.dat")), trRead(t, snap)
+			if len(st.Threads) != 5 || len(final.Threads) != 5 {
+				t.Fatalf("%s %s KiB: %d threads in the snapshot, %d in the final trace, want 5", tracer, kb, len(st.Threads), len(final.Threads))
+			}
+			for i, th := range st.Threads {
+				f := final.Threads[i]
+				// the workers had ended: the same records; main has recorded more since
+				if th.TID != f.TID || (th.TID != st.PID && len(th.Recs) != len(f.Recs)) || len(th.Recs) > len(f.Recs) || len(th.Recs) == 0 {
+					t.Errorf("%s %s KiB: snapshot thread %d has %d records, final thread %d %d", tracer, kb, th.TID, len(th.Recs), f.TID, len(f.Recs))
+				}
+			}
+		}
+	}
+}

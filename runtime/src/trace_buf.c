@@ -858,12 +858,14 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 	end = s->end;
 	lock_put();
 
-	for (off = sizeof(h); off < end && !err;) {
+	for (off = sizeof(h); off < end && !err; ) {
 		struct ftkit_thread_chunk c;
+		uint64_t size;	/* of the chunk in the file (the copy is trimmed) */
 
 		err = read_all(s->fd, &c, sizeof(c), (off_t)off);
 		if (err || c.c.type == FTKIT_CHUNK_END || c.c.size < sizeof(c.c))
 			break;
+		size = c.c.size;
 		if (c.c.type == FTKIT_CHUNK_THREAD) {
 			/* records in the file (nrec), then what the thread has staged */
 			struct ft_stage *st = stage_of(off + sizeof(c));
@@ -888,7 +890,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 			err = copy_range(s->fd, fd, off, c.c.size, o);
 			o += c.c.size;
 		}
-		off += c.c.size;
+		off += size;
 	}
 	if (!err) {
 		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);

@@ -1,9 +1,12 @@
 /* Threads: each calls work() a known number of times; one leaves with pthread_exit
-   from deep inside traced frames. */
+   from deep inside traced frames. With SNAP=path set, main writes a snapshot there once
+   the threads are joined. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include <ftrace_trace.h>
 
 volatile long sink;
 
@@ -37,6 +40,13 @@ int main(void)
 	for (int i = 0; i < 4; i++) {
 		pthread_join(th[i], &ret);
 		sum += (long)ret;
+	}
+	if (getenv("SNAP")) {
+		char out[4096];
+		int err = ftrace_trace_snapshot(getenv("SNAP"), out, sizeof(out));
+
+		if (err)
+			printf("snapshot: %d\n", err);
 	}
 	printf("ret=%ld\n", sum);
 	return 0;
