@@ -1622,26 +1622,20 @@ func TestTracerGraphSubtree(t *testing.T) {
 		t.Errorf("nosuch*: %d threads recorded", len(tr.Threads))
 	}
 
-	// changed while running (the C API; the control socket's command calls the same):
-	// all of other(), then only outer()'s subtree, then all of other() again
+	// Lists changed while running (the C API; the control socket's commands call the same):
+	// the tracer stays registered, so main's frame, open throughout, gets its exit.
 	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph"}, "live")
-	if out != "live 0 0\n" || ws.ExitStatus() != 0 {
+	if out != "live 0 0 0 0\n" || ws.ExitStatus() != 0 {
 		t.Fatalf("live: output %q, status %v", out, ws)
 	}
 	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
-	ent := map[string]int{}
-	for _, th := range tr.Threads {
-		for _, r := range th.Recs {
-			if r.Type == 2 {
-				ent[trSymbols(t, tr, prog).name(r.IP)]++
-			}
-		}
-	}
-	// main (1, before the first change); other ×2 with inner ×2 and leaf 2×(4+1);
-	// outer ×1 with inner ×2 (its own and hidden's), hidden, leaf 3+2+1
-	want := map[string]int{"main": 1, "other": 2, "outer": 1, "hidden": 1, "inner": 4, "leaf": 16}
-	if fmt.Sprint(ent) != fmt.Sprint(want) {
-		t.Errorf("live: entries %v, want %v", ent, want)
+	ent, unw, open := trGraph(t, tr.Threads[0], trSymbols(t, tr, prog))
+	// all: main, other, inner, 5 leaf; filter other,leaf: other, 5 leaf (inner's too);
+	// graph_function outer: outer, inner ×2 (its own, hidden's), hidden, 6 leaf;
+	// all: other, inner, 5 leaf
+	want := map[string]int{"main": 1, "other": 3, "outer": 1, "hidden": 1, "inner": 4, "leaf": 21}
+	if fmt.Sprint(ent) != fmt.Sprint(want) || len(unw) != 0 || open != 0 || len(tr.Threads) != 1 {
+		t.Errorf("live: entries %v (unwound %v, %d open), want %v", ent, unw, open, want)
 	}
 }
 

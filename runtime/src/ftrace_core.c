@@ -1564,8 +1564,11 @@ static int set_hash(struct ftrace_ops *ops, int is_notrace, struct ftrt_hash *nh
 	int ret;
 
 	if (!(ops->flags & FTRACE_OPS_FL_ENABLED)) {
-		*slot = nh;
-		free(old);
+		__atomic_store_n(slot, nh, __ATOMIC_RELEASE);
+		if (ops->flags & FTRT_OPS_FL_LIVE_LISTS)
+			defer_free(old);
+		else
+			free(old);
 		return 0;
 	}
 	if (ipmodify_conflict(ops, 1, of, on, is_notrace ? of : nh, is_notrace ? nh : on))

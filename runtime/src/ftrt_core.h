@@ -14,6 +14,15 @@
 #define FTRT_TLS __attribute__((tls_model("initial-exec")))
 
 /*
+ * Services of the core to the tracers (trace.c).  FTRT_OPS_FL_LIVE_LISTS marks an ops
+ * that is never registered but whose lists callbacks read (ftrt_ops_match) while they are
+ * changed: a replaced list is freed after a grace period, as for a registered ops.
+ */
+#define FTRT_OPS_FL_LIVE_LISTS	(1UL << 31)
+/* Does ops's filter/notrace rule take the site at ip?  Lock-free. */
+int ftrt_ops_match(struct ftrace_ops *ops, unsigned long ip);
+
+/*
  * One call site: 16 bytes.  ip is the site address; rel the rel32 of the call the site
  * holds while REC_CALL is set; flags hold the number of registered ops matching the site
  * and the state bits below.

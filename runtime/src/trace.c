@@ -23,6 +23,7 @@
 #include <ftrace_trace.h>
 
 #include "control.h"
+#include "ftrt_core.h"
 #include "trace_buf.h"
 #include "trace_internal.h"
 
@@ -51,7 +52,8 @@ static const char *const list_names[FT_NLISTS] = { "filter", "notrace", "graph_f
  * set_graph_notrace): function sets held as the filters of two ops that are never
  * registered.
  */
-static struct ftrace_ops sel_in_ops, sel_out_ops;
+static struct ftrace_ops sel_in_ops = { .flags = FTRT_OPS_FL_LIVE_LISTS };
+static struct ftrace_ops sel_out_ops = { .flags = FTRT_OPS_FL_LIVE_LISTS };
 
 /* ---- function tracer ---- */
 
@@ -376,6 +378,36 @@ static int ops_apply(void)
 	}
 	tr.registered = tr.tracer;
 	return err;
+}
+
+/*
+ * A list changed (under trace_mu).  The registered tracer's ops stays registered: its
+ * lists change in place (the core repatches live), so no event is missed meanwhile and
+ * graph frames open now still get their exits.  Otherwise the next registration applies it.
+ */
+static int lists_apply(int list)
+{
+	struct ftrace_ops *ops = tr.tracer == FTRACE_TRACER_FUNCTION ? &trace_fops : &trace_gops.ops;
+	int graph = list == FT_LIST_GRAPH_FUNCTION || list == FT_LIST_GRAPH_NOTRACE;
+	int *on, err;
+
+	if (graph && tr.tracer != FTRACE_TRACER_FUNCTION_GRAPH)
+		return 0;
+	if (tr.registered == FTRACE_TRACER_NOP || tr.registered != (int)tr.tracer)
+		return ops_apply();
+	if (!graph)
+		return set_globs(ops, list);
+	/* the callbacks read these lists: set before the flag goes up, cleared after it is down */
+	on = list == FT_LIST_GRAPH_FUNCTION ? &tr.sel_in : &tr.sel_out;
+	ops = list == FT_LIST_GRAPH_FUNCTION ? &sel_in_ops : &sel_out_ops;
+	if (!tr.globs[list])
+		__atomic_store_n(on, 0, __ATOMIC_RELEASE);
+	err = set_globs(ops, list);
+	if (err && tr.globs[list])
+		return err;
+	if (tr.globs[list])
+		__atomic_store_n(on, 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 /* ---- fatal signals ---- */
@@ -728,7 +760,7 @@ int ft_trace_set_globs(int list, const char *globs, char *bad, size_t badlen)
 		tr.filter_none = 0;
 	if (list == FT_LIST_GRAPH_FUNCTION)
 		tr.sel_none = 0;
-	err = ops_apply();
+	err = lists_apply(list);
 out:
 	pthread_mutex_unlock(&trace_mu);
 	free(kept);

@@ -82,10 +82,6 @@ struct ft_thread {
 
 extern __thread struct ft_thread ft_cur FT_TLS;
 
-/* The core (ftrace_core.c): does ops's filter/notrace rule take the site at ip?  Lock-free:
-   for ops whose lists do not change while it is called. */
-int ftrt_ops_match(struct ftrace_ops *ops, unsigned long ip);
-
 /* trace_buf.c */
 struct ft_thread *ft_thread_buf(void);	/* allocates on first use; NULL → drop */
 void ft_note_lost_depth(void);

@@ -3,8 +3,9 @@
  *   main: other, outer, other, escape (longjmp out of it), other, outer
  *   outer: inner(3), hidden, leaf     hidden: inner(2)     other: inner(4), leaf
  *   escape: inner(1), jumper → longjmp back to main
- * With argument "live" the program changes its own graph_function list between
- * phases (ftrace_trace_set_graph_function): all, then "outer", then all again.
+ * With argument "live" the program changes its own lists between phases: all; filter
+ * "other,leaf"; graph_function "outer"; all again (ftrace_trace_set_filter,
+ * ftrace_trace_set_graph_function), while main's frame stays open.
  */
 #include <setjmp.h>
 #include <stdio.h>
@@ -54,15 +55,18 @@ __attribute__((noinline)) void escape(void)
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "live")) {
-		int e1, e2;
+		int e1, e2, e3, e4;
 
 		other();
-		e1 = ftrace_trace_set_graph_function("outer");
+		e1 = ftrace_trace_set_filter("other,leaf");
+		other();
+		e2 = ftrace_trace_set_filter("");
+		e3 = ftrace_trace_set_graph_function("outer");
 		other();
 		outer();
-		e2 = ftrace_trace_set_graph_function("");
+		e4 = ftrace_trace_set_graph_function("");
 		other();
-		printf("live %d %d\n", e1, e2);
+		printf("live %d %d %d %d\n", e1, e2, e3, e4);
 		return 0;
 	}
 	other();

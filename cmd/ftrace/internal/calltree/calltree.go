@@ -118,6 +118,8 @@ const progressStep = 1 << 16
 func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Thread {
 	t := &Thread{TID: th.TID, Name: th.Name, Lost: th.Lost, LostDepth: th.LostDepth}
 	var stack []*Node
+	var depths []int32 // the depth the runtime recorded for each frame of stack (-1: unknown)
+	var prevTS uint64
 	for i := range th.Events {
 		if i%progressStep == progressStep-1 {
 			progress(i + 1)
@@ -137,6 +139,16 @@ func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Threa
 			}
 			t.Calls = append(t.Calls, c)
 		case tracefile.Entry:
+			// An entry at the runtime's depth d means that every frame it had at d or
+			// deeper has returned: one still open here lost its exit (the tracer was
+			// switched or disabled meanwhile). It ended after the previous event.
+			for ev.Depth >= 0 && len(stack) > 0 && depths[len(depths)-1] >= ev.Depth {
+				k := len(stack) - 1
+				stack[k].End = max(prevTS, stack[k].Start)
+				stack[k].Partial = true
+				t.Unclosed++
+				stack, depths = stack[:k], depths[:k]
+			}
 			n := &Node{Func: lookup(ev.IP), IP: ev.IP, Start: ev.TS, Depth: len(stack)}
 			if len(stack) > 0 {
 				p := stack[len(stack)-1]
@@ -147,6 +159,7 @@ func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Threa
 			}
 			t.Nodes++
 			stack = append(stack, n)
+			depths = append(depths, ev.Depth)
 		case tracefile.Exit:
 			j := match(stack, ev, lookup)
 			if j < 0 {
@@ -182,8 +195,9 @@ func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Threa
 			}
 			stack[j].End = ev.TS
 			stack[j].Unwound = ev.Flags&tracefile.FlagUnwound != 0
-			stack = stack[:j]
+			stack, depths = stack[:j], depths[:j]
 		}
+		prevTS = ev.TS
 	}
 	for _, n := range stack {
 		n.End = t.Last

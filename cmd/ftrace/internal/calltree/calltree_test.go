@@ -54,6 +54,9 @@ func TestBuild(t *testing.T) {
 			"a(10-20,10)", 1, 0, 1},
 		{"open at end", "thread 1\n> 10 a\n> 20 b\n< 30 b\n> 40 c\n",
 			"a(10-40,20)~[b(20-30,10) c(40-40,0)~]", 0, 2, 3},
+		// the runtime's depths (d=): b at a's depth means a (and x) returned unrecorded
+		{"lost exits closed by depth", "thread 1\n> 10 main d=0\n> 20 a d=1\n> 30 x d=2\n> 50 b d=1\n< 60 b 50\n< 70 main 10\n",
+			"main(10-70,40)[a(20-30,10)~[x(30-30,0)~] b(50-60,10)]", 0, 2, 4},
 		{"exit skips frames (longjmp)", "thread 1\n> 10 a\n> 20 b\n> 30 c\n< 50 a\n",
 			"a(10-50,10)[b(20-50,10)~[c(30-50,20)~]]", 0, 2, 3},
 		{"exit with entry time before the stream", "thread 1\n> 10 a\n< 20 a\n> 30 b\n< 35 b\n< 40 main 5\n> 50 c\n< 60 c\n",

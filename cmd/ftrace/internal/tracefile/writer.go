@@ -103,6 +103,8 @@ func Write(w io.Writer, t *Trace) error {
 			le.PutUint64(r[8:], ev.IP)
 			aux := ev.Parent
 			var typ uint16
+			// an unknown depth is written as the runtime would: the frames open below
+			nest := int32(len(entries))
 			switch ev.Kind {
 			case Call:
 				typ = recFunc
@@ -116,13 +118,16 @@ func Write(w io.Writer, t *Trace) error {
 						aux = entries[n-1]
 					}
 					entries = entries[:n-1]
+					nest--
 				}
 			default:
 				return fmt.Errorf("thread %d: event %d: bad kind %v", th.TID, i, ev.Kind)
 			}
 			le.PutUint64(r[16:], aux)
 			d := ev.Depth
-			if d < 0 {
+			if d < 0 && ev.Kind != Call {
+				d = nest
+			} else if d < 0 {
 				d = 0
 			}
 			le.PutUint32(r[24:], uint32(d))

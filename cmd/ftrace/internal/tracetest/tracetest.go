@@ -11,6 +11,7 @@
 //	lost 3                       # events lost by the current thread
 //	lostdepth 2                  # graph frames not recorded by the current thread
 //	> 1000 main                  # entry of main at t=1000 ns
+//	> 1000 main d=0              # … with the depth the runtime recorded (default: unknown)
 //	< 2000 main                  # exit
 //	< 2000 main 1000 unwound     # exit with its entry time, unwound flag
 //	c 1500 foo main              # function-tracer call of foo from main
@@ -176,6 +177,9 @@ func Parse(text string, resolve Resolver) (*tracefile.Trace, error) {
 					switch f[0] {
 					case ">":
 						ev.Kind = tracefile.Entry
+						if len(f) > 3 && strings.HasPrefix(f[3], "d=") {
+							ev.Depth = int32(num(f[3][2:]))
+						}
 					case "<":
 						ev.Kind = tracefile.Exit
 						if len(f) > 3 {
