@@ -997,6 +997,16 @@ func TestTracerLiveControl(t *testing.T) {
 		t.Errorf("disable: %q", r)
 	}
 	call(100) // not recorded
+	// a tracer switch keeps the on/off state: still off, and on again as function
+	for _, req := range []string{"tracer function_graph", "tracer nop", "tracer function"} {
+		if r := ask(req); r != "ok" {
+			t.Errorf("%s: %q", req, r)
+		}
+		if r := ask("status"); !strings.Contains(r, " enabled=0 ") {
+			t.Errorf("after disable, %s: status %q", req, r)
+		}
+	}
+	call(100) // not recorded
 	if r := ask("enable"); r != "ok" {
 		t.Errorf("enable: %q", r)
 	}
@@ -1017,6 +1027,10 @@ func TestTracerLiveControl(t *testing.T) {
 		}
 	}
 	call(7)
+	// the 7 ticks over the depth limit are frames not recorded, not lost events
+	if r := ask("status"); !strings.HasSuffix(r, " lost=0 lost_depth=7") {
+		t.Errorf("status after depth 1: %q", r)
+	}
 	// notrace tick (unlimited depth again): calls only
 	if r := ask("depth 0"); r != "ok" {
 		t.Errorf("depth 0: %q", r)

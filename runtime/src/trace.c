@@ -703,7 +703,7 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 	tr.tracer = cfg->tracer;
 	tr.depth = cfg->graph_depth;
 	err = start_globs(cfg);
-	tr.enabled = cfg->tracer != FTRACE_TRACER_NOP;
+	tr.enabled = 1;		/* the on/off switch; with no tracer (nop) nothing records */
 	e2 = ops_apply();
 	err = err ? err : e2;
 	pthread_mutex_unlock(&trace_mu);
@@ -719,11 +719,7 @@ int ftrace_trace_set_tracer(enum ftrace_tracer tracer)
 	if (tracer > FTRACE_TRACER_FUNCTION_GRAPH)
 		return -EINVAL;
 	pthread_mutex_lock(&trace_mu);
-	tr.tracer = tracer;
-	if (tracer == FTRACE_TRACER_NOP)
-		tr.enabled = 0;
-	else if (!tr.enabled && tr.registered == FTRACE_TRACER_NOP)
-		tr.enabled = 1;
+	tr.tracer = tracer;	/* the on/off switch (ftrace_trace_enable) stays as it is */
 	err = tr.started ? ops_apply() : -ENODEV;
 	pthread_mutex_unlock(&trace_mu);
 	return err;
@@ -827,13 +823,14 @@ int ftrace_trace_finish(void)
 void ft_trace_status(char *buf, size_t len)
 {
 	static const char *const names[] = { "nop", "function", "function_graph" };
-	uint64_t lost, threads;
+	uint64_t lost, depth, threads;
 
-	ft_session_counts(&lost, &threads);
+	ft_session_counts(&lost, &depth, &threads);
 	pthread_mutex_lock(&trace_mu);
-	snprintf(buf, len, "tracer=%s enabled=%d pid=%d output=%s threads=%llu lost=%llu",
+	snprintf(buf, len, "tracer=%s enabled=%d pid=%d output=%s threads=%llu lost=%llu lost_depth=%llu",
 		 names[tr.tracer], tr.enabled && tr.registered != FTRACE_TRACER_NOP, (int)getpid(),
-		 ft_sess.final, (unsigned long long)threads, (unsigned long long)lost);
+		 ft_sess.final, (unsigned long long)threads, (unsigned long long)lost,
+		 (unsigned long long)depth);
 	pthread_mutex_unlock(&trace_mu);
 }
 

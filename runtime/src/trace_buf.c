@@ -422,7 +422,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	s->fd = fd;
 	ft_fd_remember(fd, &s->fd_id);
 	s->nreg = 0;
-	s->lost_exited = 0;
+	s->lost_exited = s->lost_depth_exited = 0;
 	s->gen++;
 	__atomic_store_n(&s->state, FT_SESS_LIVE, __ATOMIC_RELEASE);
 	return 0;
@@ -684,7 +684,8 @@ void ft_thread_exit(void)
 		}
 		read_comm((pid_t)c->tid, c->name);
 		c->flags |= FTKIT_T_EXITED;
-		__atomic_fetch_add(&s->lost_exited, c->lost + c->lost_depth, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&s->lost_exited, c->lost, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&s->lost_depth_exited, c->lost_depth, __ATOMIC_RELAXED);
 		if (t->reg < FT_MAX_REG)
 			__atomic_store_n(&s->reg[t->reg], NULL, __ATOMIC_RELEASE);
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE) {
@@ -704,19 +705,23 @@ void ft_thread_exit(void)
 }
 
 /* Sum of lost events and frames over all threads; number of threads. */
-void ft_session_counts(uint64_t *lost, uint64_t *threads)
+void ft_session_counts(uint64_t *lost, uint64_t *depth, uint64_t *threads)
 {
 	struct ft_session *s = &ft_sess;
 	uint64_t n = __atomic_load_n(&s->nreg, __ATOMIC_ACQUIRE);
 	uint64_t l = __atomic_load_n(&s->lost_exited, __ATOMIC_RELAXED) + s->hdr.lost_nobuf;
+	uint64_t d = __atomic_load_n(&s->lost_depth_exited, __ATOMIC_RELAXED);
 
 	for (uint64_t i = 0; i < n && i < FT_MAX_REG; i++) {
 		struct ft_stage *st = __atomic_load_n(&s->reg[i], __ATOMIC_ACQUIRE);
 
-		if (st)
-			l += st->hdr->lost + st->hdr->lost_depth;
+		if (st) {
+			l += st->hdr->lost;
+			d += st->hdr->lost_depth;
+		}
 	}
 	*lost = l;
+	*depth = d;
 	*threads = n;
 }
 
@@ -728,7 +733,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 {
 	struct ft_session *s = &ft_sess;
 	struct ftkit_file_header *h = &s->hdr;
-	uint64_t lost, nthr;
+	uint64_t lost, depth, nthr;
 	int locked, err = 0;
 
 	if (!__atomic_compare_exchange_n(&s->state, &(int){ FT_SESS_LIVE }, FT_SESS_DONE, 0,
@@ -748,8 +753,8 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	h->flags |= FTKIT_F_COMPLETE;
 	if (reason == FTKIT_R_SIGNAL)
 		h->flags |= FTKIT_F_ABNORMAL;
-	ft_session_counts(&lost, &nthr);
-	if (lost)
+	ft_session_counts(&lost, &depth, &nthr);
+	if (lost + depth)
 		h->flags |= FTKIT_F_LOST;
 	/* what the threads have staged (they may still be adding to it) */
 	for (uint64_t i = 0; i < nthr && i < FT_MAX_REG; i++) {
@@ -833,7 +838,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 	struct ft_session *s = &ft_sess;
 	struct ftkit_file_header h;
 	char final[PATH_MAX + 32], tmp[PATH_MAX + 64];
-	uint64_t end, off, o = sizeof(h), lost, nthr;
+	uint64_t end, off, o = sizeof(h), lost, depth, nthr;
 	int fd, err = 0;
 
 	if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE)
@@ -913,8 +918,8 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 	h.end_ticks = ft_clock_read();
 	h.flags |= FTKIT_F_COMPLETE | FTKIT_F_SNAPSHOT;
 	h.reason = FTKIT_R_SNAPSHOT;
-	ft_session_counts(&lost, &nthr);
-	if (lost)
+	ft_session_counts(&lost, &depth, &nthr);
+	if (lost + depth)
 		h.flags |= FTKIT_F_LOST;
 	if (!err)
 		err = write_all(fd, &h, sizeof(h), 0);

@@ -32,7 +32,7 @@ struct ft_session {
 	char *maps;			/* last MAPS chunk image */
 	size_t maps_len;
 	uint64_t nreg;
-	uint64_t lost_exited;
+	uint64_t lost_exited, lost_depth_exited;	/* counts of exited threads */
 	struct ft_stage *reg[FT_MAX_REG];
 };
 
@@ -43,7 +43,8 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 int ft_session_finish(int reason, int sig, int in_signal);
 int ft_session_snapshot(const char *path, char *out, size_t outlen);
 void ft_session_forked(void);
-void ft_session_counts(uint64_t *lost, uint64_t *threads);
+/* events lost, graph frames not recorded (depth), threads that recorded */
+void ft_session_counts(uint64_t *lost, uint64_t *depth, uint64_t *threads);
 int ft_maps_build(uint64_t at, unsigned long pad_to);
 int ft_known_at_startup(unsigned long start);
 
