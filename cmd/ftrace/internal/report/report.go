@@ -16,7 +16,9 @@ import (
 )
 
 // Stat is one function's figures. Times are in nanoseconds. Total counts the time of
-// the outermost call of a recursion once; Avg, Min and Max are per call (inclusive).
+// the outermost call of a recursion once; Avg, Min and Max are per call (inclusive), over
+// the calls with a duration: function-tracer calls (a trace whose tracer was switched
+// live holds both kinds) count in Calls only.
 type Stat struct {
 	Func  *symbolize.Func `json:"-"`
 	TID   int             `json:"tid,omitempty"`
@@ -33,6 +35,7 @@ type Stat struct {
 	// Partial counts calls whose end was not recorded.
 	Partial uint64 `json:"partial,omitempty"`
 	sum     uint64
+	timed   uint64 // calls with a duration
 }
 
 // Options select what Compute produces.
@@ -82,13 +85,14 @@ func Compute(f *calltree.Forest, o Options) ([]*Stat, error) {
 			for _, n := range ns {
 				s := get(t.TID, n.Func)
 				d := n.Duration()
-				if s.Calls == 0 || d < s.Min {
+				if s.timed == 0 || d < s.Min {
 					s.Min = d
 				}
 				if d > s.Max {
 					s.Max = d
 				}
 				s.Calls++
+				s.timed++
 				s.sum += d
 				s.Self += n.Self()
 				if n.Partial {
@@ -106,8 +110,8 @@ func Compute(f *calltree.Forest, o Options) ([]*Stat, error) {
 	}
 	out := make([]*Stat, 0, len(stats))
 	for _, s := range stats {
-		if s.Calls > 0 {
-			s.Avg = s.sum / s.Calls
+		if s.timed > 0 {
+			s.Avg = s.sum / s.timed
 		}
 		out = append(out, s)
 	}
@@ -117,6 +121,10 @@ func Compute(f *calltree.Forest, o Options) ([]*Stat, error) {
 		}
 		if less(out[j], out[i]) {
 			return false
+		}
+		// equal keys (every total is 0 in a function trace): the most called first
+		if out[i].Calls != out[j].Calls {
+			return out[i].Calls > out[j].Calls
 		}
 		if out[i].Name != out[j].Name {
 			return out[i].Name < out[j].Name

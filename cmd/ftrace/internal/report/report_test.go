@@ -50,6 +50,28 @@ func TestCompute(t *testing.T) {
 	}
 }
 
+// A trace whose tracer was switched live holds function-tracer calls (no duration) and
+// graph calls: both count as calls, only the graph calls make the times. In a function
+// trace (every total 0) the default order is by calls.
+func TestMixedAndFunctionOnly(t *testing.T) {
+	mixed := tracetest.Forest(t, "thread 1\nc 100 work main\nc 200 work main\nc 300 work main\n> 1000 work\n< 1040 work\n> 2000 work\n< 2060 work\n")
+	stats, err := Compute(mixed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats) != 1 || row(stats[0]) != "work:5/100/100/50/40/60" {
+		t.Errorf("mixed trace: %v, want work:5/100/100/50/40/60", stats)
+	}
+	fn := tracetest.Forest(t, "tracer function\nthread 1\nc 1 a main\nc 2 b main\nc 3 b main\nc 4 c main\nc 5 c main\nc 6 c main\n")
+	stats, err = Compute(fn, Options{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats) != 2 || row(stats[0]) != "c:3/0/0/0/0/0" || row(stats[1]) != "b:2/0/0/0/0/0" {
+		t.Errorf("function trace, default order: %v, want c then b", stats)
+	}
+}
+
 func TestPerThread(t *testing.T) {
 	f := tracetest.Forest(t, tracetest.Sample+"thread 102\n> 5000 bar\n< 5010 bar\n")
 	stats, err := Compute(f, Options{PerThread: true, Sort: "name"})
