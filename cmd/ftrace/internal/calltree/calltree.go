@@ -77,6 +77,8 @@ type Forest struct {
 	Threads []*Thread
 	// Start is the earliest timestamp of the trace (header start, or first event).
 	Start uint64
+	// Main is the path of the traced executable ("" when the trace does not say).
+	Main string
 }
 
 // Lookup resolves an address to its function.
@@ -88,6 +90,12 @@ type Progress func(done, total int)
 // Build builds the forest of a trace. progress may be nil.
 func Build(tr *tracefile.Trace, lookup Lookup, progress Progress) *Forest {
 	f := &Forest{Header: tr.Header}
+	for _, m := range tr.Maps {
+		if m.Flags&tracefile.MapMain != 0 {
+			f.Main = m.Path
+			break
+		}
+	}
 	total := 0
 	for _, th := range tr.Threads {
 		total += len(th.Events)

@@ -37,6 +37,9 @@ func Build(f *calltree.Forest) *profile.Profile {
 	if f.Header.WallStart != 0 {
 		b.p.TimeNanos = f.Header.WallStart
 	}
+	if f.Main != "" {
+		b.mapping(f.Main) // the first mapping is the one pprof calls the program
+	}
 	var first, last uint64
 	roots := &stackNode{}
 	for _, t := range f.Threads {

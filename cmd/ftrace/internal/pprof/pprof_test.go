@@ -113,3 +113,16 @@ func TestMixedTracers(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// The executable is the profile's first mapping (pprof names the profile after it), even
+// when a library's function comes first.
+func TestMainMappingFirst(t *testing.T) {
+	f := tracetest.Forest(t, "map 0x3000 0x4000 0 /lib/libx.so\nmap 0x1000 0x2000 0 /bin/prog main\nthread 1\n> 10 0x3010\n< 20 0x3010\n")
+	p := Build(f)
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Mapping) == 0 || p.Mapping[0].File != "/bin/prog" {
+		t.Errorf("mappings %v, want /bin/prog first", p.Mapping)
+	}
+}

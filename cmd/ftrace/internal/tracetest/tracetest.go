@@ -6,7 +6,7 @@
 //	cmd ./prog arg
 //	start 1000                   # header start timestamp (ns)
 //	lostnobuf 4                  # events lost for want of a buffer (header)
-//	map 0x400000 0x401000 0 /path/to/elf [buildid-hex]
+//	map 0x400000 0x401000 0 /path/to/elf [buildid-hex] [main]   # main: the executable
 //	thread 101 main              # following events belong to thread 101, named main
 //	lost 3                       # events lost by the current thread
 //	lostdepth 2                  # graph frames not recorded by the current thread
@@ -136,8 +136,10 @@ func Parse(text string, resolve Resolver) (*tracefile.Trace, error) {
 			case "map":
 				if err = need(5); err == nil {
 					m := tracefile.Mapping{Start: num(f[1]), End: num(f[2]), Bias: num(f[3]), Path: f[4]}
-					if len(f) > 5 {
-						if _, e := fmt.Sscanf(f[5], "%x", &m.BuildID); e != nil {
+					for _, x := range f[5:] {
+						if x == "main" {
+							m.Flags |= tracefile.MapMain
+						} else if _, e := fmt.Sscanf(x, "%x", &m.BuildID); e != nil {
 							panic(bad(e))
 						}
 					}
