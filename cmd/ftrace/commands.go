@@ -156,6 +156,7 @@ func pprofCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			warnLost(c, f)
 			w, done, err := outputFile(c, c.String("output"))
 			if err != nil {
 				return err
@@ -188,6 +189,7 @@ func flameCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			warnLost(c, f)
 			stacks := flame.Fold(f, flame.Options{TIDs: c.IntSlice("tid"), ByThread: c.Bool("by-thread")})
 			out := c.String("output")
 			if out == "" && !c.Bool("folded") {

@@ -91,6 +91,20 @@ func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 	return f, tr, nil
 }
 
+// warnLost says on stderr that events were lost: in a profile or a flame graph nothing else
+// shows it, and the time of the calls not recorded counts as their callers' self time.
+func warnLost(c *cli.Context, f *calltree.Forest) {
+	lost := f.Header.LostNoBuf
+	for _, t := range f.Threads {
+		lost += t.Lost
+	}
+	if lost > 0 {
+		path, _ := inputPath(c)
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %d events lost (full buffer: FTRACE_BUFFER_KB); "+
+			"the time of calls not recorded shows as their callers' self time\n", path, lost)
+	}
+}
+
 // outputFile opens -o's file (stdout for "" or "-"); the returned close commits it.
 func outputFile(c *cli.Context, name string) (io.Writer, func() error, error) {
 	if name == "" || name == "-" {

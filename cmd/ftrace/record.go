@@ -290,5 +290,5 @@ func findSocket(pid int) (string, error) {
 	if err := syscall.Kill(pid, 0); err != nil && errors.Is(err, syscall.ESRCH) {
 		return "", fmt.Errorf("live: no process %d", pid)
 	}
-	return "", fmt.Errorf("live: process %d has no control socket (looked for %s); run it with FTRACE_TRACER or FTRACE_CONTROL=1 set", pid, strings.Join(cands, ", "))
+	return "", fmt.Errorf("live: process %d has no control socket (looked for %s): it was not started with FTRACE_TRACER or FTRACE_CONTROL=1 set, its trace was finished (finish, exec), or it is a fork child", pid, strings.Join(cands, ", "))
 }
