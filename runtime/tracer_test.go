@@ -1681,3 +1681,42 @@ func TestTracerSnapshotThreads(t *testing.T) {
 		}
 	}
 }
+
+// A normal exit removes the control sockets that killed processes left behind (a dead
+// pid's ftkit-PID.sock), and leaves those of live processes and other files alone.
+func TestTracerSweepsStaleSockets(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fib.c")
+	run := t.TempDir()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	bind := func(name string) string {
+		t.Helper()
+		p := filepath.Join(run, name)
+		fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(fd)
+		if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: p}); err != nil {
+			t.Fatal(err)
+		}
+		return p // closed without unlink: what a killed process leaves
+	}
+	stale := bind(fmt.Sprintf("ftkit-%d.sock", gone.Process.Pid))
+	live := bind(fmt.Sprintf("ftkit-%d.sock", os.Getpid()))
+	other := bind("other-1.sock")
+	if out, _ := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "XDG_RUNTIME_DIR=" + run}, "5"); out != "fib(5) = 5\n" {
+		t.Fatalf("output %q", out)
+	}
+	for p, want := range map[string]bool{stale: false, live: true, other: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(run, "*")); len(m) != 2 {
+		t.Errorf("left in the socket directory: %v", m)
+	}
+}

@@ -8,6 +8,7 @@
  * line (docs/trace-format.md).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,6 +30,7 @@
 #include "trace_internal.h"
 
 static char sock_path[108];
+static char sock_dir[96];	/* the directory of sock_path */
 static int sock_fd = -1;
 static struct ft_fdid sock_id;
 
@@ -41,6 +43,7 @@ static int make_path(void)
 	if (xdg && *xdg && strlen(xdg) < 80 && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) &&
 	    st.st_uid == getuid() && access(xdg, W_OK) == 0) {
 		snprintf(sock_path, sizeof(sock_path), "%s/ftkit-%d.sock", xdg, (int)getpid());
+		snprintf(sock_dir, sizeof(sock_dir), "%s", xdg);
 		return 0;
 	}
 	snprintf(dir, sizeof(dir), "/tmp/ftkit-%u", (unsigned)getuid());
@@ -54,6 +57,7 @@ static int make_path(void)
 		return -EPERM;
 	}
 	snprintf(sock_path, sizeof(sock_path), "%s/ftkit-%d.sock", dir, (int)getpid());
+	snprintf(sock_dir, sizeof(sock_dir), "%s", dir);
 	return 0;
 }
 
@@ -273,6 +277,40 @@ int ft_control_start(void)
 	}
 	pthread_setname_np(th, "ftkit-control");
 	return 0;
+}
+
+/*
+ * Remove the sockets that processes killed before they could (SIGKILL) left in our socket
+ * directory: ftkit-<pid>.sock of this user whose process is gone.  At a normal exit, not at
+ * start-up (it would cost every traced process start a directory scan); bounded.
+ */
+void ft_control_sweep(void)
+{
+	DIR *d = sock_dir[0] ? opendir(sock_dir) : NULL;
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) && n++ < 4096) {
+		const char *nm = e->d_name;
+		size_t len = strlen(nm);
+		char path[sizeof(sock_dir) + 280], *num_end;
+		struct stat st;
+		long pid;
+
+		if (len < 12 || strncmp(nm, "ftkit-", 6) != 0 || strcmp(nm + len - 5, ".sock") != 0)
+			continue;
+		pid = strtol(nm + 6, &num_end, 10);
+		if (num_end != nm + len - 5 || pid <= 0 || pid > INT_MAX || pid == getpid())
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;	/* alive (or not ours to ask about): leave it */
+		snprintf(path, sizeof(path), "%s/%s", sock_dir, e->d_name);
+		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == getuid())
+			unlink(path);
+	}
+	closedir(d);
 }
 
 void ft_control_unlink(void)

@@ -7,6 +7,7 @@
 
 int ft_control_start(void);
 void ft_control_unlink(void);	/* async-signal-safe */
+void ft_control_sweep(void);	/* sockets of dead processes; not async-signal-safe */
 void ft_control_forked(void);
 /* trace.c */
 void ft_trace_status(char *buf, size_t len);

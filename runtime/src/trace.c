@@ -607,6 +607,7 @@ static void trace_atexit(void)
 {
 	ft_session_finish(FTKIT_R_EXIT, 0, 0);
 	ft_control_unlink();
+	ft_control_sweep();
 }
 
 static void atfork_prepare(void)
