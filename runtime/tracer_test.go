@@ -478,12 +478,13 @@ func TestTracerGraphFib(t *testing.T) {
 	if len(m) != 1 {
 		t.Fatalf("trace files %v", m)
 	}
-	// the chunk spans 16 MiB, but its unused space is a hole: 43784 records take ~1.4 MB
+	// the chunk spans 16 MiB, but its unused space is a hole: 43784 records take 1.4 MB
+	// (the blocks reserved ahead of the flushes, up to 2 MiB here, are given back)
 	var st syscall.Stat_t
 	if err := syscall.Stat(m[0], &st); err != nil {
 		t.Fatal(err)
 	}
-	if used := st.Blocks * 512; used > 2<<20 || st.Size < 16<<20 {
+	if used := st.Blocks * 512; used > 43784*32+128<<10 || st.Size < 16<<20 {
 		t.Errorf("%s: size %d, %d bytes allocated: unused buffer space not released", m[0], st.Size, used)
 	}
 	tr := trRead(t, m[0])

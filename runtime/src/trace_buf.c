@@ -6,9 +6,12 @@
  * "Staging buffers" below). A thread gets them on its first event (mmap, no
  * malloc: this may run in a signal handler); the global spin lock below is
  * taken only then, never per event. A chunk's space is a hole until its records
- * are written: reserving it (fallocate) and giving the rest back at exit cost a
- * short-lived process milliseconds of file-system work; a full disk shows up as
- * a failed write instead (the thread stops recording, counted and reported once).
+ * are written: reserving all of it (fallocate) and giving the rest back at exit
+ * cost a short-lived process milliseconds of file-system work.  A thread that
+ * flushes during the run reserves blocks ahead of its writes instead, in growing
+ * steps (writing into reserved blocks costs ext4 a third less than into a hole),
+ * and gives back what it did not use when it ends.  A full disk shows up as a
+ * failed write (the thread stops recording, counted and reported once).
  *
  * Finalisation (exit, fatal signal, shutdown) uses only async-signal-safe
  * calls: pwrite, rename, clock_gettime, open/read.
@@ -485,6 +488,41 @@ static inline struct ftkit_rec *stage_recs(struct ft_stage *st)
 	return (struct ftkit_rec *)((char *)st + PAGE);
 }
 
+/* Records are about to be written up to file offset `to` by a flush: reserve ahead. */
+static void stage_reserve(struct ft_stage *st, uint64_t to)
+{
+	uint64_t start = st->rec_off, end = st->rec_off + st->cap * sizeof(struct ftkit_rec);
+	uint64_t from = st->alloc_end ? st->alloc_end : start;
+	uint64_t want;
+
+	if (to <= st->alloc_end)
+		return;
+	want = from + (from - start > (1UL << 20) ? from - start : (1UL << 20));
+	want = ROUND_UP(want > to ? want : to, PAGE);
+	if (want > end)
+		want = end;
+	/* errors only cost speed (e.g. no fallocate here): the write itself still goes */
+	if (fallocate(ft_sess.fd, 0, (off_t)from, (off_t)(want - from)) == 0)
+		st->alloc_end = want;
+	else
+		st->alloc_end = end;	/* do not try again */
+}
+
+/*
+ * Give back the blocks reserved after the records of a chunk whose thread is done with
+ * it (thread exit, finalisation): the file's size and layout do not change, a hole reads
+ * as zeros. One syscall, async-signal-safe.
+ */
+static void stage_trim(const struct ft_stage *st)
+{
+	uint64_t nrec = __atomic_load_n(&st->hdr->nrec, __ATOMIC_ACQUIRE);
+	uint64_t from = ROUND_UP(st->rec_off + nrec * sizeof(struct ftkit_rec), PAGE);
+
+	if (st->alloc_end > from)
+		(void)fallocate(ft_sess.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)from, (off_t)(st->alloc_end - from));
+}
+
 /*
  * Write the staged records [0, n) of st to the file after its base and set the
  * chunk's nrec (records in the file). Does not change st (the owner does).
@@ -575,6 +613,7 @@ static struct ft_thread *thread_buf_slow(void)
 	st->head = 0;
 	st->cap = (s->chunk_bytes - sizeof(*c)) / sizeof(struct ftkit_rec);
 	st->next_free = NULL;
+	st->alloc_end = 0;
 	t->chunk = c;
 	t->stage = st;
 	t->recs = stage_recs(st);
@@ -625,6 +664,8 @@ int ftkit_trace_flush(struct ft_thread *t, uint64_t need)
 	}
 	t->busy = 1;
 	barrier();
+	if (n)
+		stage_reserve(st, st->rec_off + (st->base + n) * sizeof(struct ftkit_rec));
 	err = n ? stage_write(st, n) : 0;
 	if (n && !err) {
 		/* readers see the records either staged or in the file, never twice */
@@ -681,6 +722,7 @@ void ft_thread_exit(void)
 		barrier();
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE) {
 			stage_write(st, t->head);
+			stage_trim(st);
 		}
 		read_comm((pid_t)c->tid, c->name);
 		c->flags |= FTKIT_T_EXITED;
@@ -762,6 +804,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 
 		if (st) {
 			stage_write(st, __atomic_load_n(&st->head, __ATOMIC_ACQUIRE));
+			stage_trim(st);
 			read_comm((pid_t)st->hdr->tid, st->hdr->name);
 		}
 	}

@@ -41,6 +41,7 @@ struct ft_stage {
 	uint64_t base;			/* records already written to the file */
 	uint64_t head;			/* records staged (published by the owner) */
 	uint64_t cap;			/* records the chunk holds */
+	uint64_t alloc_end;		/* file offset up to which flushes reserved blocks */
 	struct ft_stage *next_free;
 };
 
