@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/flame"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/graph"
@@ -101,7 +102,15 @@ func dumpCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default stdout)"},
 		},
 		Action: func(c *cli.Context) error {
-			f, tr, err := loadForest(c)
+			// the raw dump needs the records only, not the call trees
+			var f *calltree.Forest
+			var tr *tracefile.Trace
+			var err error
+			if c.Bool("chrome") {
+				f, _, err = loadForest(c)
+			} else {
+				tr, _, err = loadTrace(c)
+			}
 			if err != nil {
 				return err
 			}

@@ -51,19 +51,28 @@ func isTerminal(w io.Writer) bool {
 const progressThreshold = 1 << 20
 
 // loadForest reads and symbolises a trace, warning on stderr about symbol problems.
-func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
+// loadTrace reads the input trace, saying on stderr what the reader tolerated.
+func loadTrace(c *cli.Context) (*tracefile.Trace, string, error) {
 	path, err := inputPath(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
 	tr, err := tracefile.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, w := range tr.Header.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, w)
+	}
+	return tr, path, nil
+}
+
+func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
+	tr, path, err := loadTrace(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	stderr := c.App.ErrWriter
-	for _, w := range tr.Header.Warnings {
-		fmt.Fprintf(stderr, "ftrace: warning: %s: %s\n", path, w)
-	}
 	sym := symbolize.New(tr.Maps)
 	var progress calltree.Progress
 	calls, entries, exits, _, _ := tr.Counts()
