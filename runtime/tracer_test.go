@@ -1721,3 +1721,32 @@ func TestTracerSweepsStaleSockets(t *testing.T) {
 		t.Errorf("left in the socket directory: %v", m)
 	}
 }
+
+// A thread cancelled inside graphed frames: its output and the cleanup handler are as
+// without tracing, and the frames the forced unwind left are closed as unwound when the
+// thread exits (a balanced graph, nothing unfinished).
+func TestTracerCancel(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_cancel.c")
+	plain, pws := trRun(t, dir, prog, nil)
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph"})
+	if out != plain || ws != pws || plain != "cleanup ran\njoined: canceled\n" {
+		t.Fatalf("traced %q %v; plain %q %v", out, ws, plain, pws)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	trCheckComplete(t, tr, 1)
+	s := trSymbols(t, tr, prog)
+	unwound := map[string]int{}
+	for _, th := range tr.Threads {
+		_, unw, open := trGraph(t, th, s)
+		if open != 0 {
+			t.Errorf("thread %d: %d frames open", th.TID, open)
+		}
+		for k, v := range unw {
+			unwound[k] += v
+		}
+	}
+	if len(tr.Threads) != 2 || fmt.Sprint(unwound) != fmt.Sprint(map[string]int{"body": 1, "mid": 1, "waiter": 1}) {
+		t.Errorf("%d threads, unwound %v, want body, mid and waiter once", len(tr.Threads), unwound)
+	}
+}

@@ -338,6 +338,19 @@ void fgraph_unwind_all(void)
 		pop_unwound(t, 0, 1);
 }
 
+/*
+ * A thread ends with frames still on its shadow stack: pthread_cancel's forced unwind
+ * stopped at the first hooked return address and jumped to the thread's end.  Close them
+ * as unwound (their stack is dead: nothing is restored there).
+ */
+void fgraph_close_all(void)
+{
+	struct ft_thread *t = &ft_cur;
+
+	if (t->shadow && t->depth > 0)
+		pop_unwound(t, 0, 0);
+}
+
 /* Thread exit: free the shadow stack if no frame is hooked any more. */
 void fgraph_thread_release(void)
 {

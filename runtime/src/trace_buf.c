@@ -714,6 +714,7 @@ void ft_thread_exit(void)
 	struct ft_thread *t = &ft_cur;
 	struct ft_session *s = &ft_sess;
 
+	fgraph_close_all();	/* recorded while the buffer is still there */
 	if (t->state == FT_THREAD_LIVE && t->gen == s->gen) {
 		struct ftkit_thread_chunk *c = t->chunk;
 		struct ft_stage *st = t->stage;

@@ -127,6 +127,7 @@ void *ft_next_sym(const char *name);
 void fgraph_unhook_all(void);
 void fgraph_rehook_live(unsigned long cfa);
 void fgraph_unwind_all(void);
+void fgraph_close_all(void);	/* frames left at thread exit (pthread_cancel) */
 void fgraph_thread_release(void);
 extern void return_to_handler(void);
 
