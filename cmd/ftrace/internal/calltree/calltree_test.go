@@ -1,11 +1,14 @@
 package calltree_test
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
 )
 
@@ -140,4 +143,36 @@ func TestStackAndProgress(t *testing.T) {
 	if f.Start != 1000 {
 		t.Errorf("start %d", f.Start)
 	}
+}
+
+// FuzzBuild: any trace file the reader accepts builds a forest (no panic, whatever the
+// records say: times out of order, exits without entries, any depths) in which every node
+// it counted is reachable from the roots.
+func FuzzBuild(f *testing.F) {
+	for _, src := range []string{tracetest.Sample,
+		"thread 1\n> 10 main d=0\n> 20 a d=1\n> 30 x d=2\n> 50 b d=1\n< 60 b 50\n< 70 main 10\n"} {
+		tr, err := tracetest.Parse(src, tracetest.NewNames().Resolve)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := tracefile.Write(&b, tr); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := tracefile.Read(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return
+		}
+		forest := calltree.Build(tr, func(addr uint64) *symbolize.Func { return &symbolize.Func{Name: "f", Addr: addr} }, nil)
+		for _, th := range forest.Threads {
+			n := 0
+			th.Walk(func(*calltree.Node) bool { n++; return true })
+			if n != th.Nodes {
+				t.Fatalf("thread %d: %d nodes reachable, %d built", th.TID, n, th.Nodes)
+			}
+		}
+	})
 }
