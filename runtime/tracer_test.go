@@ -1597,6 +1597,7 @@ func TestTracerGraphSubtree(t *testing.T) {
 		{"", "hidden,escape", ""},
 		{"outer", "hidden", "outer"},
 		{"inner", "leaf", "inner"},
+		{"inner", "hidden", "inner"}, // inner under hidden is hidden too
 	} {
 		env := []string{"FTRACE_GRAPH_FUNCTION=" + c.in, "FTRACE_GRAPH_NOTRACE=" + c.out}
 		th, s2 := run(env...)
@@ -1748,5 +1749,34 @@ func TestTracerCancel(t *testing.T) {
 	}
 	if len(tr.Threads) != 2 || fmt.Sprint(unwound) != fmt.Sprint(map[string]int{"body": 1, "mid": 1, "waiter": 1}) {
 		t.Errorf("%d threads, unwound %v, want body, mid and waiter once", len(tr.Threads), unwound)
+	}
+}
+
+// A function that tail-calls back into itself through untraced code is entered again at
+// its own, already hooked, return-address slot: each entry is a call of its own (it was
+// taken for a second graph user of the same call, recording four entries and one exit).
+func TestTracerTailSelf(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_tailself.c")
+	for _, filter := range []string{"f", ""} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_FILTER=" + filter})
+		if out != "0\n" || ws.ExitStatus() != 0 {
+			t.Fatalf("filter %q: output %q, status %v", filter, out, ws)
+		}
+		tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+		ent, unw, open := trGraph(t, tr.Threads[0], trSymbols(t, tr, prog))
+		want := map[string]int{"f": 4}
+		if filter == "" {
+			want = map[string]int{"main": 1, "f": 4, "g": 3}
+		}
+		if fmt.Sprint(ent) != fmt.Sprint(want) || len(unw) != 0 || open != 0 {
+			t.Errorf("filter %q: entries %v, unwound %v, %d open; want %v", filter, ent, unw, open, want)
+		}
+		// each f nests in the one before (the same slot, returning in turn)
+		for i, r := range tr.Threads[0].Recs {
+			if r.Type == 2 && filter == "f" && int(r.Depth) != i {
+				t.Errorf("filter f: entry %d at depth %d", i, r.Depth)
+			}
+		}
 	}
 }

@@ -193,9 +193,14 @@ static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, i
 	struct fgraph_frame *f;
 	int d;
 
-	/* another graph user of the same call: join its frame */
+	/*
+	 * Another graph user of the same call: join its frame.  The same user again at the
+	 * same slot is a new call instead: the function tail-called (through untraced code)
+	 * back into itself, and returns once for each entry.
+	 */
 	if (t->last_slot == slot && t->last_ip == ip && t->depth > 0 &&
-	    *slot == (unsigned long)return_to_handler) {
+	    *slot == (unsigned long)return_to_handler &&
+	    !(t->shadow[t->depth - 1].users & (1u << idx))) {
 		f = &t->shadow[t->depth - 1];
 		e.func = ip;
 		e.depth = t->depth - 1;

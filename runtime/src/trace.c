@@ -150,11 +150,12 @@ static int graph_select(struct ft_thread *t, const struct ftrace_graph_ent *e)
 	}
 	if (t->sel_out)
 		return SEL_SKIP;
-	if (tr.sel_in && !t->sel_in && !ftrt_ops_match(&sel_in_ops, e->func))
-		return SEL_SKIP;
+	/* graph_notrace first (as the kernel): it also hides graph_function subtrees within */
 	if (tr.sel_out && ftrt_ops_match(&sel_out_ops, e->func))
 		return SEL_HIDE;
-	return tr.sel_in && !t->sel_in ? SEL_OPEN : SEL_RECORD;
+	if (!tr.sel_in || t->sel_in)
+		return SEL_RECORD;
+	return ftrt_ops_match(&sel_in_ops, e->func) ? SEL_OPEN : SEL_SKIP;
 }
 
 static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
