@@ -1780,3 +1780,38 @@ func TestTracerTailSelf(t *testing.T) {
 		}
 	}
 }
+
+// Snapshots taken while a thread records and flushes without pause: each holds, for that
+// thread, exactly a prefix of what the final file holds (the staged records used to be
+// copied after the file's, by when the thread had refilled the buffer with later ones).
+func TestTracerSnapshotRace(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_snaprace.c")
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_BUFFER_KB=131072"}, "4")
+	if out != "snapshots 4 failed 0\n" || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q, status %v", out, ws)
+	}
+	final := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	worker := func(tr *trTrace) *trThread {
+		for _, th := range tr.Threads {
+			if th.TID != tr.PID {
+				return th
+			}
+		}
+		t.Fatalf("no worker thread in %d threads", len(tr.Threads))
+		return nil
+	}
+	all := worker(final).Recs
+	for i := 1; i <= 4; i++ {
+		snap := worker(trRead(t, filepath.Join(dir, fmt.Sprintf("snap.%d", i)))).Recs
+		if len(snap) > len(all) {
+			t.Fatalf("snapshot %d: %d records, final %d", i, len(snap), len(all))
+		}
+		for k := range snap {
+			if snap[k] != all[k] {
+				t.Errorf("snapshot %d: record %d of %d differs from the final file's (ts %d, want %d)", i, k, len(snap), snap[k].TS, all[k].TS)
+				break
+			}
+		}
+	}
+}

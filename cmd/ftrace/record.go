@@ -128,7 +128,7 @@ func doRecord(c *cli.Context) error {
 			code = 128 + int(ws.Signal())
 		}
 	}
-	if !c.Bool("quiet") && tracer != "nop" {
+	if !c.Bool("quiet") {
 		summarise(c, out, cmd.Process.Pid, start)
 	}
 	if code != 0 {

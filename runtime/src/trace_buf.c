@@ -466,6 +466,10 @@ static void read_comm(pid_t tid, char name[16])
 #define FT_STAGE_BYTES (PAGE + FT_STAGE_RECS * sizeof(struct ftkit_rec))
 
 static struct ft_stage *stage_free;	/* under the session lock */
+/* a snapshot's temporary file while it is written: finalisation removes it (the process may
+   end during a long snapshot) */
+static char snap_tmp[PATH_MAX + 64];
+static int snap_tmp_live;
 static const char zero_page[PAGE];
 static int write_failed;		/* reported once */
 
@@ -787,6 +791,8 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	/* a signal may have interrupted a chunk allocation on this very thread */
 	locked = in_signal ? lock_try(1 << 20) : (lock_get(), 1);
 
+	if (__atomic_load_n(&snap_tmp_live, __ATOMIC_ACQUIRE))
+		unlink(snap_tmp);	/* a snapshot being written: the process is ending */
 	ft_clock_recalibrate(&s->clk);
 	h->ns_per_tick = s->clk.ns_per_tick;
 	h->tsc_hz = s->clk.tsc_hz;
@@ -873,7 +879,41 @@ static struct ft_stage *stage_of(uint64_t rec_off)
 	return NULL;
 }
 
+/*
+ * A consistent cut of a live thread's records: *base records in the file and a private copy
+ * of the *staged ones after them.  Taken before the (slow) copy of the file's records: the
+ * owner refills its staging buffer after each flush.  A flush during the copy (base moved)
+ * makes it start again; after a few tries the staged records are left out.
+ */
+static int staged_copy(struct ft_stage *st, uint64_t *base, uint64_t *staged,
+		       struct ftkit_rec **copy)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		uint64_t b = __atomic_load_n(&st->base, __ATOMIC_ACQUIRE);
+		uint64_t n = __atomic_load_n(&st->head, __ATOMIC_ACQUIRE);
+		struct ftkit_rec *p = n ? malloc(n * sizeof(*p)) : NULL;
+
+		if (n && !p)
+			return -1;
+		if (n)
+			memcpy(p, stage_recs(st), n * sizeof(*p));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&st->base, __ATOMIC_ACQUIRE) == b) {
+			*base = b;
+			*staged = n;
+			*copy = p;
+			return 0;
+		}
+		free(p);
+	}
+	*base = __atomic_load_n(&st->base, __ATOMIC_ACQUIRE);
+	*staged = 0;
+	*copy = NULL;
+	return 0;
+}
+
 static pthread_mutex_t snap_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static unsigned snap_seq;
 
 /* Write a compact copy of the trace as it is now. path NULL → <output>.snap.<n>. */
@@ -902,6 +942,8 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		err = -errno;
 		goto out;
 	}
+	ft_strlcpy(snap_tmp, tmp, sizeof(snap_tmp));
+	__atomic_store_n(&snap_tmp_live, 1, __ATOMIC_RELEASE);
 	ft_maps_build(0, 0);
 	lock_get();
 	end = s->end;
@@ -916,14 +958,15 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 			break;
 		size = c.c.size;
 		if (c.c.type == FTKIT_CHUNK_THREAD) {
-			/* records in the file (nrec), then what the thread has staged */
+			/* records in the file, then what the thread has staged */
 			struct ft_stage *st = stage_of(off + sizeof(c));
-			uint64_t base = st ? __atomic_load_n(&st->base, __ATOMIC_ACQUIRE) : c.nrec;
-			uint64_t staged = st ? __atomic_load_n(&st->head, __ATOMIC_ACQUIRE) : 0;
-			uint64_t bytes;
+			uint64_t base = c.nrec, staged = 0, bytes;
+			struct ftkit_rec *copy = NULL;
 
-			if (base > c.nrec)
-				base = c.nrec;
+			if (st && staged_copy(st, &base, &staged, &copy) != 0) {
+				err = -ENOMEM;
+				break;
+			}
 			bytes = sizeof(c) + (base + staged) * sizeof(struct ftkit_rec);
 			c.nrec = base + staged;
 			c.c.size = bytes;
@@ -932,8 +975,9 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 				err = copy_range(s->fd, fd, off + sizeof(c), base * sizeof(struct ftkit_rec),
 						 o + sizeof(c));
 			if (!err && staged)
-				err = write_all(fd, stage_recs(st), staged * sizeof(struct ftkit_rec),
+				err = write_all(fd, copy, staged * sizeof(struct ftkit_rec),
 						(off_t)(o + sizeof(c) + base * sizeof(struct ftkit_rec)));
+			free(copy);
 			o += bytes;
 		} else if (c.c.type == FTKIT_CHUNK_CMDLINE) {
 			err = copy_range(s->fd, fd, off, c.c.size, o);
@@ -968,6 +1012,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 	if (!err)
 		err = write_all(fd, &h, sizeof(h), 0);
 	close(fd);
+	__atomic_store_n(&snap_tmp_live, 0, __ATOMIC_RELEASE);
 	if (!err && rename(tmp, final) != 0)
 		err = -errno;
 	if (err)
