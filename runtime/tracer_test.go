@@ -990,7 +990,7 @@ func TestTracerLiveControl(t *testing.T) {
 	}
 	call := func(n int) { fmt.Fprintf(stdin, "call %d\n", n); expect("done") }
 
-	if r := ask("status"); !strings.HasPrefix(r, "ok tracer=function enabled=1 pid=") {
+	if r := ask("status"); !strings.HasPrefix(r, "ok tracer=function enabled=1 recording=1 pid=") {
 		t.Errorf("status: %q", r)
 	}
 	call(10)
@@ -1003,7 +1003,7 @@ func TestTracerLiveControl(t *testing.T) {
 		if r := ask(req); r != "ok" {
 			t.Errorf("%s: %q", req, r)
 		}
-		if r := ask("status"); !strings.Contains(r, " enabled=0 ") {
+		if r := ask("status"); !strings.Contains(r, " enabled=0 recording=0 ") {
 			t.Errorf("after disable, %s: status %q", req, r)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -198,7 +199,7 @@ func liveCommand() *cli.Command {
 			"The process must run with FTRACE_TRACER or FTRACE_CONTROL=1 set (ftrace record --control).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "control socket path (default: found from the pid)"},
-			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long (snapshot and finish: 10m unless set: they copy the whole trace)"},
 		},
 		Action: doLive,
 	}
@@ -249,16 +250,23 @@ func doLive(c *cli.Context) error {
 			return err
 		}
 	}
-	conn, err := net.DialTimeout("unix", sock, c.Duration("timeout"))
+	timeout := c.Duration("timeout")
+	if (cmd == "snapshot" || cmd == "finish") && !c.IsSet("timeout") {
+		timeout = 10 * time.Minute
+	}
+	conn, err := net.DialTimeout("unix", sock, timeout)
 	if err != nil {
 		return fmt.Errorf("live: connecting to process %d at %s: %w", pid, sock, err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(c.Duration("timeout")))
+	conn.SetDeadline(time.Now().Add(timeout))
 	if _, err := fmt.Fprintf(conn, "%s\n", req); err != nil {
 		return fmt.Errorf("live: sending %q: %w", req, err)
 	}
 	resp, err := bufio.NewReader(conn).ReadString('\n')
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("live: process %d closed the connection without replying to %q: it ended (exit, signal) meanwhile", pid, req)
+	}
 	if err != nil {
 		return fmt.Errorf("live: reading the reply to %q: %w", req, err)
 	}

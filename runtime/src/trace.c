@@ -829,8 +829,8 @@ void ft_trace_status(char *buf, size_t len)
 
 	ft_session_counts(&lost, &depth, &threads);
 	pthread_mutex_lock(&trace_mu);
-	snprintf(buf, len, "tracer=%s enabled=%d pid=%d output=%s threads=%llu lost=%llu lost_depth=%llu",
-		 names[tr.tracer], tr.enabled && tr.registered != FTRACE_TRACER_NOP, (int)getpid(),
+	snprintf(buf, len, "tracer=%s enabled=%d recording=%d pid=%d output=%s threads=%llu lost=%llu lost_depth=%llu",
+		 names[tr.tracer], tr.enabled, tr.registered != FTRACE_TRACER_NOP, (int)getpid(),
 		 ft_sess.final, (unsigned long long)threads, (unsigned long long)lost,
 		 (unsigned long long)depth);
 	pthread_mutex_unlock(&trace_mu);
