@@ -77,7 +77,7 @@ func BenchmarkPatch300k(b *testing.B) {
 		b.Run(method, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				_, nums, _ := runWithPoke(b, method, prog, "300000", "5")
-				for _, k := range []string{"enable_all_ms", "disable_all_ms", "one_site_us", "serialise_us",
+				for _, k := range []string{"enable_all_ms", "disable_all_ms", "enable_all_ms_one_thread", "disable_all_ms_one_thread", "one_site_us", "serialise_us",
 					"call_ns_nop_before", "call_ns_call", "call_ns_nop_after", "call_ratio_after_before", "call_ratio_call_before",
 					"control_ns_before", "control_ns_call", "control_ns_after"} {
 					b.ReportMetric(nums[k], k)
