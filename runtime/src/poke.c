@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -728,8 +729,11 @@ static int only_thread(void)
 {
 	char buf[1024], *p;
 	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field;
+	int fd, field;
 
+	if (!__libc_single_threaded)	/* glibc created a thread: no need to ask the kernel */
+		return 0;
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);	/* threads made by raw clone too */
 	if (fd < 0)
 		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
