@@ -125,6 +125,15 @@ const progressStep = 1 << 16
 
 func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Thread {
 	t := &Thread{TID: th.TID, Name: th.Name, Lost: th.Lost, LostDepth: th.LostDepth}
+	calls := 0
+	for i := range th.Events {
+		if th.Events[i].Kind == tracefile.Call {
+			calls++
+		}
+	}
+	if calls > 0 { // sized once: growing by appends would copy a big trace's calls ~twice
+		t.Calls = make([]Call, 0, calls)
+	}
 	var stack []*Node
 	var depths []int32 // the depth the runtime recorded for each frame of stack (-1: unknown)
 	var prevTS uint64
