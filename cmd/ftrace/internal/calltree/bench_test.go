@@ -19,13 +19,13 @@ func fibTrace(n, threads int, names *tracetest.Names) *tracefile.Trace {
 		var rec func(k int)
 		rec = func(k int) {
 			ts += 10
-			th.Events = append(th.Events, tracefile.Event{Kind: tracefile.Entry, TS: ts, IP: ip})
+			th.Events = append(th.Events, tracefile.Event{Kind: tracefile.Entry, TS: ts, IP: ip, Depth: -1})
 			if k >= 2 {
 				rec(k - 1)
 				rec(k - 2)
 			}
 			ts += 10
-			th.Events = append(th.Events, tracefile.Event{Kind: tracefile.Exit, TS: ts, IP: ip})
+			th.Events = append(th.Events, tracefile.Event{Kind: tracefile.Exit, TS: ts, IP: ip, Depth: -1})
 		}
 		rec(n)
 		tr.Threads = append(tr.Threads, th)

@@ -135,6 +135,14 @@ func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Threa
 		t.Calls = make([]Call, 0, calls)
 	}
 	var stack []*Node
+	var slab []Node // nodes are carved from blocks: one allocation per 1024 calls
+	newNode := func() *Node {
+		if len(slab) == cap(slab) {
+			slab = make([]Node, 0, 1024)
+		}
+		slab = slab[:len(slab)+1]
+		return &slab[len(slab)-1]
+	}
 	var depths []int32 // the depth the runtime recorded for each frame of stack (-1: unknown)
 	var prevTS uint64
 	for i := range th.Events {
@@ -166,7 +174,8 @@ func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Threa
 				t.Unclosed++
 				stack, depths = stack[:k], depths[:k]
 			}
-			n := &Node{Func: lookup(ev.IP), IP: ev.IP, Start: ev.TS, Depth: len(stack)}
+			n := newNode()
+			*n = Node{Func: lookup(ev.IP), IP: ev.IP, Start: ev.TS, Depth: len(stack)}
 			if len(stack) > 0 {
 				p := stack[len(stack)-1]
 				n.Parent = p
