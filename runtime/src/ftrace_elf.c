@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -148,23 +149,39 @@ typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
 /*
  * The demangled name of a function template instance starts with its return type
- * ("int ns::twice<int>(int)"): the part after the last space outside brackets before the
- * parameter list, so "ns::twice<*>*" matches.
+ * ("int ns::twice<int>(int)", "decltype ({parm#1}+{parm#1}) ns::thrice<int>(int)"): the
+ * name proper is the part after the last space outside brackets before the parameter list,
+ * the last parenthesis opened outside brackets, so "ns::twice<*>*" matches.  The symbols of
+ * an operator name ("operator<", "operator()") are not brackets.
  */
 static const char *short_name(const char *d)
 {
-	const char *p, *start = d;
+	const char *p, *seg = d, *start = d;
 	int depth = 0;
 
 	for (p = d; *p; p++) {
-		if (*p == '<' || *p == '[')
+		if (!strncmp(p, "operator", 8) && !isalnum((unsigned char)p[8]) && p[8] != '_') {
+			p += 8;
+			if (*p == '(' && p[1] == ')')
+				p++;		/* operator() */
+			else if (*p == '[' && p[1] == ']')
+				p++;		/* operator[] */
+			else
+				while (p[1] && strchr("<>=!+-*/%^&|~,", p[1]))
+					p++;
+			if (p[1] == ' ' && p[2] == '<')
+				p++;		/* "operator< <T>": the space before template arguments */
+			continue;
+		}
+		if (strchr("<[({", *p)) {
+			if (*p == '(' && depth == 0)
+				start = seg;
 			depth++;
-		else if ((*p == '>' || *p == ']') && depth > 0)
+		} else if (strchr(">])}", *p) && depth > 0) {
 			depth--;
-		else if (*p == '(' && depth == 0)
-			break;
-		else if (*p == ' ' && depth == 0)
-			start = p + 1;
+		} else if (*p == ' ' && depth == 0) {
+			seg = p + 1;
+		}
 	}
 	return start;
 }

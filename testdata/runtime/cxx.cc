@@ -11,6 +11,10 @@ struct Foo {
 	NOINLINE int baz(int x) { __asm__ volatile(""); return v * x; }
 };
 template <class T> NOINLINE T twice(T x) { __asm__ volatile(""); return x + x; }
+// demangled "decltype ({parm#1}+{parm#1}) ns::thrice<int>(int)": a return type with parentheses
+template <class T> NOINLINE auto thrice(T x) -> decltype(x + x) { __asm__ volatile(""); return x + x + x; }
+// "bool ns::operator< <ns::Foo>(ns::Foo const&, ns::Foo const&)": a '<' that opens nothing
+template <class T> NOINLINE bool operator<(const T &a, const T &b) { __asm__ volatile(""); return a.v < b.v; }
 NOINLINE int over(int x) { __asm__ volatile(""); return x; }
 NOINLINE double over(double x) { __asm__ volatile(""); return x; }
 NOINLINE int thrower(int x)
@@ -44,6 +48,8 @@ static CB long run(struct ftrace_ops *ops, const char *pat)
 	int (ns::Foo::*volatile baz)(int) = &ns::Foo::baz;
 	int (*volatile ti)(int) = ns::twice<int>;
 	long (*volatile tl)(long) = ns::twice<long>;
+	int (*volatile th)(int) = ns::thrice<int>;
+	bool (*volatile lt)(const ns::Foo &, const ns::Foo &) = ns::operator< <ns::Foo>;
 	int (*volatile oi)(int) = ns::over;
 	double (*volatile od)(double) = ns::over;
 	ns::Foo f{3};
@@ -58,6 +64,8 @@ static CB long run(struct ftrace_ops *ops, const char *pat)
 	CHECK_EQ((f.*baz)(2), 6);
 	CHECK_EQ(ti(2), 4);
 	CHECK_EQ(tl(3), 6);
+	CHECK_EQ(th(2), 6);
+	CHECK(lt(f, ns::Foo{4}));
 	CHECK_EQ(oi(5), 5);
 	CHECK(od(1.5) == 1.5);
 	CHECK_EQ(unregister_ftrace_function(ops), 0);
@@ -76,9 +84,11 @@ int main()
 		{ "_ZN2ns3Foo*", 2 },
 		{ "ns::twice<*>*", 2 },
 		{ "ns::twice<long>*", 1 },
+		{ "ns::thrice<*>*", 1 },
+		{ "ns::operator<?<*>*", 1 },	// a space separates globs: ? stands for it
 		{ "ns::over(int)", 1 },
 		{ "ns::over*", 2 },
-		{ "ns::* !ns::over*", 4 },
+		{ "ns::* !ns::over*", 6 },
 	};
 
 	for (const auto &c : cases) {
