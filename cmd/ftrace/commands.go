@@ -140,7 +140,7 @@ func dumpRaw(w0 io.Writer, tr *tracefile.Trace) error {
 		for _, ev := range th.Events {
 			extra := ""
 			if ev.Kind == tracefile.Call && ev.Parent != 0 {
-				extra = " <- " + sym.Lookup(ev.Parent).Name
+				extra = " <- " + sym.Lookup(ev.Parent-1).Name // the call, not what follows it
 			}
 			if ev.Flags&tracefile.FlagUnwound != 0 {
 				extra += " (unwound)"

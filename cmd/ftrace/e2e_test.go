@@ -720,3 +720,27 @@ func TestE2EZlib(t *testing.T) {
 		t.Errorf("graph trace not balanced:\n%s", g)
 	}
 }
+
+const noreturnSrc = `#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline, noreturn)) void die(int c) { printf("die %d\n", c); exit(0); }
+__attribute__((noinline)) void check(int x) { if (x > 0) die(x); }
+__attribute__((noinline)) void next_fn(int x) { printf("next %d\n", x); }
+int main(int argc, char **argv) { (void)argv; next_fn(argc); check(argc); return 0; }
+`
+
+// The function tracer's caller of a noreturn function called as its caller's last
+// instruction: the return address is past the caller's end, the call is not.
+func TestE2ENoreturnCaller(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "noret", noreturnSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	testenv.Run(t, dir, ftrace, "record", "-q", "-t", "function", "-o", "nr.dat", "--", prog)
+	out := testenv.Run(t, dir, ftrace, "graph", "nr.dat")
+	if !regexp.MustCompile(`(?m)  die <- check$`).MatchString(out) {
+		t.Errorf("die's caller is not check:\n%s", out)
+	}
+	if out := testenv.Run(t, dir, ftrace, "dump", "nr.dat"); !strings.Contains(out, "die <- check") {
+		t.Errorf("dump: die's caller is not check:\n%s", out)
+	}
+}

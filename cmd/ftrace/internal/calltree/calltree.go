@@ -160,7 +160,9 @@ func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Threa
 		case tracefile.Call:
 			c := Call{TS: ev.TS, IP: ev.IP, Func: lookup(ev.IP)}
 			if ev.Parent != 0 {
-				c.Caller = lookup(ev.Parent)
+				// the return address follows the call: the call of a noreturn
+				// function can be its caller's last instruction
+				c.Caller = lookup(ev.Parent - 1)
 			}
 			t.Calls = append(t.Calls, c)
 		case tracefile.Entry:
