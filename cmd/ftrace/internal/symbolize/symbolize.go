@@ -365,12 +365,16 @@ func readLines(d *dwarf.Data, infoSize, lineSize uint64) []lineEntry {
 	return out
 }
 
-// line returns the first row at exactly addr, else the last row before it if its
-// sequence covers addr (objects without DWARF linked with ones that have it).
+// line returns the first row at exactly addr whose sequence goes on past it (a sequence
+// may end where the next function begins, with a last row of no length there), else the
+// last row before it if its sequence covers addr (objects without DWARF linked with ones
+// that have it).
 func (o *object) line(addr uint64) (lineEntry, bool) {
 	i := sort.Search(len(o.lines), func(i int) bool { return o.lines[i].addr >= addr })
-	if i < len(o.lines) && o.lines[i].addr == addr {
-		return o.lines[i], true
+	for k := i; k < len(o.lines) && o.lines[k].addr == addr; k++ {
+		if o.lines[k].end > addr {
+			return o.lines[k], true
+		}
 	}
 	if i > 0 && addr < o.lines[i-1].end {
 		return o.lines[i-1], true

@@ -195,6 +195,40 @@ func TestNoLineOutsideSequences(t *testing.T) {
 	}
 }
 
+// Functions in their own sections, packed end to end (-ffunction-sections
+// -falign-functions=1): a line sequence ends at the address where the next function's
+// begins, and a last row of no length there must not name the next function's line.
+func TestAdjacentSequences(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	// one ends with a call of a noreturn function: gcc gives its closing brace a row of
+	// no length, at the address where two begins
+	os.WriteFile(filepath.Join(dir, "a.c"), []byte("__attribute__((noreturn)) void die(int);\nvoid one(int x)\n{\n\tdie(x + 1);\n}\n\nint two(int x)\n{\n\treturn x * 2 + 5;\n}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.c"), []byte("#include <stdlib.h>\nint two(int);\n__attribute__((noreturn)) void die(int c) { exit(c); }\nint main(void)\n{\n\treturn two(1) - 7;\n}\n"), 0o644)
+	for _, f := range []string{"a.c", "b.c"} {
+		testenv.Run(t, dir, "gcc", "-O2", "-g", "-ffunction-sections", "-falign-functions=1", "-fno-inline", "-c", f)
+	}
+	testenv.Run(t, dir, "gcc", "-o", "prog", "a.o", "b.o")
+	prog := filepath.Join(dir, "prog")
+	s := New([]tracefile.Mapping{{Path: prog, Start: 0, End: 1 << 40}})
+	want := map[string]string{"one": "a.c:3", "two": "a.c:8", "die": "b.c:3", "main": "b.c:5"}
+	adjacent := 0
+	for name, where := range want {
+		addr, size := symAddr(t, prog, name)
+		if f := s.Lookup(addr); f.Name != name || fmt.Sprintf("%s:%d", filepath.Base(f.File), f.Line) != where {
+			t.Errorf("%s: %s:%d, want %s", name, filepath.Base(f.File), f.Line, where)
+		}
+		for other := range want {
+			if a, _ := symAddr(t, prog, other); a == addr+size {
+				adjacent++
+			}
+		}
+	}
+	if adjacent == 0 {
+		t.Fatal("no two functions are adjacent: the case is not exercised")
+	}
+}
+
 // A program that is gone, or stripped, is symbolised from DIR/.build-id/xx/yyyy.debug.
 func TestDebugDir(t *testing.T) {
 	prog, m := build(t, "gcc", "symc", csrc, "-g", "-O1", "-pie", "-fpie")
