@@ -606,6 +606,8 @@ int execle(const char *path, const char *arg, ...)
 
 static void trace_atexit(void)
 {
+	if (!tr.started)
+		return;
 	ft_session_finish(FTKIT_R_EXIT, 0, 0);
 	ft_control_unlink();
 	ft_control_sweep();
@@ -630,6 +632,17 @@ static void atfork_child(void)
 	ft_cur.state = ft_cur.saved_state;
 	ft_control_forked();
 	ft_session_forked();
+}
+
+/*
+ * Normal exit: finalise after everything the program runs at exit that can be traced —
+ * atexit handlers and C++ static destructors (exit() runs those first) and the
+ * executable's own ELF destructors (priority 101 comes last among them).  Shared
+ * libraries' destructors run after this one.
+ */
+__attribute__((destructor(101))) static void trace_fini(void)
+{
+	trace_atexit();
 }
 
 /* ---- API ---- */
@@ -698,7 +711,6 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 	if (!once) {
 		once = 1;
 		install_fatal_handlers();
-		atexit(trace_atexit);
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	}
 	tr.started = 1;

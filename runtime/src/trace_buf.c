@@ -729,8 +729,11 @@ void ft_thread_exit(void)
 			stage_write(st, t->head);
 			stage_trim(st);
 		}
-		read_comm((pid_t)c->tid, c->name);
-		c->flags |= FTKIT_T_EXITED;
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE) {
+			/* the header is mapped from the file: not once the file is final */
+			read_comm((pid_t)c->tid, c->name);
+			c->flags |= FTKIT_T_EXITED;
+		}
 		__atomic_fetch_add(&s->lost_exited, c->lost, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&s->lost_depth_exited, c->lost_depth, __ATOMIC_RELAXED);
 		if (t->reg < FT_MAX_REG)
