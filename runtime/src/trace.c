@@ -31,15 +31,16 @@ static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static struct {
 	int started;
-	int enabled;			/* ops registered */
+	int enabled;			/* the on/off switch (ftrace_trace_enable) */
 	enum ftrace_tracer tracer;
 	unsigned int depth;
 	char *globs[FT_NLISTS];		/* only globs that matched when they were set */
-	int filter_none;		/* FTRACE_FILTER named functions, none of them exists */
-	int sel_none;			/* the same for FTRACE_GRAPH_FUNCTION */
+	/* a start-up list named functions, none of which exists: a filter (or graph_function
+	   list) that would select everything if applied empty selects nothing instead */
+	int none[FT_NLISTS];
 	int registered;			/* which tracer's ops are registered */
-	/* function_graph only: graph_function / graph_notrace lists in force (read by
-	   the callbacks; changed only while the graph ops is unregistered) */
+	/* function_graph only: graph_function / graph_notrace lists in force (read by the
+	   callbacks, lock-free; see lists_apply for live changes) */
 	int sel_in, sel_out;
 	uint32_t sel_gen;		/* bumped at each registration of the graph ops */
 } tr;
@@ -116,10 +117,7 @@ static __attribute__((noinline)) int graph_flush(struct ft_thread *t, struct ftr
 
 	/* + 2: the flush's own entry and exit */
 	if (!ftkit_trace_flush(t, t->head + t->open + 4)) {
-		if (t->state == FT_THREAD_LIVE) {	/* else the file is final */
-			t->chunk->lost++;
-			t->chunk->flags |= FTKIT_T_FULL;
-		}
+		ft_rec_lost(t);
 		return 0;
 	}
 	if (t->head < staged) {
@@ -350,8 +348,8 @@ static int ops_apply(void)
 	int err, e2;
 
 	ops_unregister();
-	if (!tr.enabled || tr.tracer == FTRACE_TRACER_NOP || tr.filter_none ||
-	    (tr.tracer == FTRACE_TRACER_FUNCTION_GRAPH && tr.sel_none))
+	if (!tr.enabled || tr.tracer == FTRACE_TRACER_NOP || tr.none[FT_LIST_FILTER] ||
+	    (tr.tracer == FTRACE_TRACER_FUNCTION_GRAPH && tr.none[FT_LIST_GRAPH_FUNCTION]))
 		return 0;
 	/* only the ops about to be registered: a switch of tracer comes back here */
 	err = set_globs(ops, FT_LIST_FILTER);
@@ -604,15 +602,6 @@ int execle(const char *path, const char *arg, ...)
 	return execve(path, (char *const *)argv, envp);
 }
 
-static void trace_atexit(void)
-{
-	if (!tr.started)
-		return;
-	ft_session_finish(FTKIT_R_EXIT, 0, 0);
-	ft_control_unlink();
-	ft_control_sweep();
-}
-
 static void atfork_prepare(void)
 {
 	struct ft_thread *t = &ft_cur;
@@ -642,7 +631,11 @@ static void atfork_child(void)
  */
 __attribute__((destructor(101))) static void trace_fini(void)
 {
-	trace_atexit();
+	if (!tr.started)
+		return;
+	ft_session_finish(FTKIT_R_EXIT, 0, 0);
+	ft_control_unlink();
+	ft_control_sweep();
 }
 
 /* ---- API ---- */
@@ -676,16 +669,13 @@ static int start_globs(const struct ftrace_trace_config *cfg)
 		r = sort_globs(g, list, kept, len, 1, NULL, 0, &positive, &nkept);
 		err = err ? err : r;
 		tr.globs[list] = dup_or_null(kept);
-		if (list == FT_LIST_FILTER)
-			tr.filter_none = positive && !nkept;
-		if (list == FT_LIST_GRAPH_FUNCTION)
-			tr.sel_none = positive && !nkept;
+		tr.none[list] = positive && !nkept;
 		free(kept);
 	}
-	if (tr.filter_none)
+	if (tr.none[FT_LIST_FILTER])
 		fprintf(stderr, "ftkit: no function matches the filter '%s': nothing is traced\n",
 			cfg->filter);
-	if (tr.sel_none)
+	if (tr.none[FT_LIST_GRAPH_FUNCTION])
 		fprintf(stderr, "ftkit: no function matches graph_function '%s': nothing is graphed\n",
 			cfg->graph_function);
 	return err;
@@ -766,10 +756,7 @@ int ft_trace_set_globs(int list, const char *globs, char *bad, size_t badlen)
 		goto out;
 	free(tr.globs[list]);
 	tr.globs[list] = dup_or_null(kept);
-	if (list == FT_LIST_FILTER)
-		tr.filter_none = 0;
-	if (list == FT_LIST_GRAPH_FUNCTION)
-		tr.sel_none = 0;
+	tr.none[list] = 0;
 	err = lists_apply(list);
 out:
 	pthread_mutex_unlock(&trace_mu);

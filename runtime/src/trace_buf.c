@@ -658,8 +658,8 @@ int ftkit_trace_flush(struct ft_thread *t, uint64_t need)
 		return 0;
 	if (__atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE) {
 		/*
-		 * Finalised (at exit: later atexit handlers and destructors still run traced
-		 * code): what finalisation wrote stays as it is.  The thread's later events
+		 * Finalised (at exit: shared libraries' and later ELF destructors still run
+		 * traced code): what finalisation wrote stays as it is.  The thread's later events
 		 * find no buffer and are counted in memory only.
 		 */
 		t->state = FT_THREAD_NOBUF;
@@ -726,11 +726,9 @@ void ft_thread_exit(void)
 		t->state = FT_THREAD_DEAD;
 		barrier();
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE) {
+			/* the header is mapped from the file: not touched once the file is final */
 			stage_write(st, t->head);
 			stage_trim(st);
-		}
-		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE) {
-			/* the header is mapped from the file: not once the file is final */
 			read_comm((pid_t)c->tid, c->name);
 			c->flags |= FTKIT_T_EXITED;
 		}
@@ -916,7 +914,6 @@ static int staged_copy(struct ft_stage *st, uint64_t *base, uint64_t *staged,
 }
 
 static pthread_mutex_t snap_mu = PTHREAD_MUTEX_INITIALIZER;
-
 static unsigned snap_seq;
 
 /* Write a compact copy of the trace as it is now. path NULL → <output>.snap.<n>. */
@@ -952,7 +949,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 	end = s->end;
 	lock_put();
 
-	for (off = sizeof(h); off < end && !err; ) {
+	for (off = sizeof(h); off < end && !err;) {
 		struct ftkit_thread_chunk c;
 		uint64_t size;	/* of the chunk in the file (the copy is trimmed) */
 

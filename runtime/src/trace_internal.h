@@ -94,6 +94,15 @@ void ft_thread_exit(void);
  */
 int ftkit_trace_flush(struct ft_thread *t, uint64_t need);
 
+/* An event did not fit (ftkit_trace_flush said 0): count it, unless the file is final. */
+static inline void ft_rec_lost(struct ft_thread *t)
+{
+	if (t->state == FT_THREAD_LIVE) {
+		t->chunk->lost++;
+		t->chunk->flags |= FTKIT_T_FULL;
+	}
+}
+
 
 static inline struct ftkit_rec *ft_rec_reserve(struct ft_thread *t)
 {
@@ -101,10 +110,7 @@ static inline struct ftkit_rec *ft_rec_reserve(struct ft_thread *t)
 
 	if (unlikely(n >= t->limit)) {
 		if (!ftkit_trace_flush(t, n + 1)) {
-			if (t->state == FT_THREAD_LIVE) {	/* else the file is final */
-				t->chunk->lost++;
-				t->chunk->flags |= FTKIT_T_FULL;
-			}
+			ft_rec_lost(t);
 			return 0;
 		}
 		n = t->head;	/* the staged records went to the file */
