@@ -613,9 +613,10 @@ func TestTracerFilterNoMatch(t *testing.T) {
 	}
 }
 
-// Traced code running after the trace was finalised at exit (a static's destructor
-// registered before the runtime's atexit handler) does not change the finalised file, even
-// when it records more than a staging buffer holds.
+// Traced code at exit (trace_late.cc): a static's destructor, run by exit() before the
+// runtime finalises in its own ELF destructor, is recorded; code and a thread's end after
+// finalisation (an ELF destructor that runs after the runtime's) do not change the
+// finalised file, even when they record more than a staging buffer holds.
 func TestTracerAfterFinish(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_late.cc")

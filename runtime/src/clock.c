@@ -4,8 +4,8 @@
  *
  * The TSC is used when CPUID says it is invariant (constant rate in all P/C
  * states: leaf 0x80000007 EDX bit 8). It is calibrated against CLOCK_MONOTONIC
- * over FT_CLOCK_CAL_NS at start-up (a process's start-up cost: keep it short) and again over the whole run when the
- * trace file is written.
+ * over FT_CLOCK_CAL_NS at start-up (a process's start-up cost: keep it short) and
+ * again over the whole run when the trace file is written.
  */
 #include "clock.h"
 

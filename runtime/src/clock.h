@@ -50,7 +50,7 @@ static inline uint64_t ft_clock_read(void)
 
 /*
  * Choose the source and calibrate provisionally (busy-waits FT_CLOCK_CAL_NS when the TSC
- * is used): good to a few parts in 10^4, enough for a trace cut short by SIGKILL.
+ * is used): within about 1 part in 10^4, enough for a trace cut short by SIGKILL.
  */
 #define FT_CLOCK_CAL_NS 100000u
 void ft_clock_init(int force_mono, struct ft_clock_ref *ref);

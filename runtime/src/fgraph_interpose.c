@@ -18,8 +18,9 @@
  *
  * Not covered: _Unwind_RaiseException called directly by other code (an
  * interposed definition of it would clash with libgcc_eh.a in programs linked
- * with -static-libgcc), pthread_cancel (the forced unwind starts in a signal
- * handler inside libc).
+ * with -static-libgcc), pthread_cancel (its forced unwind starts inside libc and
+ * stops at the first hooked return address: C++ destructors above it do not run;
+ * the frames are closed at thread exit, fgraph_close_all).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
