@@ -63,10 +63,7 @@ func doRecord(c *cli.Context) error {
 	}
 	out := c.String("output")
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
-	if f := c.StringSlice("filter"); len(f) > 0 {
-		env = append(env, "FTRACE_FILTER="+strings.Join(f, ","))
-	}
-	for _, l := range [][2]string{{"notrace", "FTRACE_NOTRACE"},
+	for _, l := range [][2]string{{"filter", "FTRACE_FILTER"}, {"notrace", "FTRACE_NOTRACE"},
 		{"graph-function", "FTRACE_GRAPH_FUNCTION"}, {"graph-notrace", "FTRACE_GRAPH_NOTRACE"}} {
 		if f := c.StringSlice(l[0]); len(f) > 0 {
 			env = append(env, l[1]+"="+strings.Join(f, ","))
