@@ -103,6 +103,21 @@ static void *parked(void *arg)
 	return NULL;
 }
 
+/* rounds of switching all n sites on, then off: ms per batch into te[], td[] */
+static void switch_all(struct ftrt_poke *en, struct ftrt_poke *dis, size_t n, int rounds,
+		       double *te, double *td)
+{
+	for (int r = 0; r < rounds; r++) {
+		double t0 = now_ns();
+
+		batch(en, n);
+		te[r] = (now_ns() - t0) / 1e6;
+		t0 = now_ns();
+		batch(dis, n);
+		td[r] = (now_ns() - t0) / 1e6;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	size_t n = argc > 1 ? strtoul(argv[1], NULL, 0) : NFUNC;
@@ -138,15 +153,7 @@ int main(int argc, char **argv)
 	batch(&en[0], 1);
 	batch(&dis[0], 1);
 	/* one thread: the final bytes go in one pass (start-up patching in a constructor) */
-	for (r = 0; r < 5; r++) {
-		double t0 = now_ns();
-
-		batch(en, n);
-		te1[r] = (now_ns() - t0) / 1e6;
-		t0 = now_ns();
-		batch(dis, n);
-		td1[r] = (now_ns() - t0) / 1e6;
-	}
+	switch_all(en, dis, n, 5, te1, td1);
 	if (pthread_create(&th, NULL, parked, NULL) != 0)
 		return 1;
 	for (r = 0; r < 200; r++) {
@@ -155,15 +162,7 @@ int main(int argc, char **argv)
 		ftrt_sync_cores();
 		ser[r] = (now_ns() - t0) / 1e3;
 	}
-	for (r = 0; r < rounds; r++) {
-		double t0 = now_ns();
-
-		batch(en, n);
-		te[r] = (now_ns() - t0) / 1e6;
-		t0 = now_ns();
-		batch(dis, n);
-		td[r] = (now_ns() - t0) / 1e6;
-	}
+	switch_all(en, dis, n, rounds, te, td);
 	for (r = 0; r < 1000; r++) {
 		double t0;
 
