@@ -225,6 +225,12 @@ func OpenLinked(data []byte, progress func(done, total int)) (l *Linked, err err
 func (l *Linked) checkTable() error {
 	var wrong, outside int
 	first := -1
+	// mcount sites are refused as a whole: the program was built the wrong way.
+	for i := range l.Sites {
+		if s := &l.Sites[i]; errors.Is(s.Err, ErrMcountSite) {
+			return fmt.Errorf("entry %d (%s): %w", s.Slot, s.Func, s.Err)
+		}
+	}
 	for i := range l.Sites {
 		s := &l.Sites[i]
 		if s.Good() {
@@ -659,6 +665,10 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 			return
 		}
 		s.Func, s.FuncAt = name, at
+	}
+	if err := s.checkLinkedEntry(l); err != nil {
+		s.Err = fmt.Errorf("site %#x: %w", s.Addr, err)
+		return
 	}
 	// An already nop'ed site: accepted for ftlink-processed entries (their kind is the
 	// recorded form), and as a 5-byte e8 site for gcc -mnop-mcount absolute entries.

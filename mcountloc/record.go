@@ -74,6 +74,9 @@ func Record(data []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sites, err = checkObjEntries(f, arch, syms, sites, res); err != nil {
+		return nil, err
+	}
 	for _, s := range sites {
 		if IsRecordedSection(s.Section) {
 			res.Sites = append(res.Sites, s)

@@ -523,6 +523,24 @@ static int calls_fentry(const struct ftrt_object *o, const unsigned char *b, uns
 }
 
 /*
+ * The tracers take the traced function's return address from the top of the stack at the
+ * site: wrong when the site follows gcc -pg's frame setup (a call to mcount, not
+ * __fentry__) or a GCC nested function's push %r10 (the slot holds the static chain).
+ * ftlink drops such entries (it knows where each function starts); an unprocessed table is
+ * checked here by the bytes just before the site.  Why the site is refused, or NULL.
+ */
+static const char *site_not_at_entry(const struct ftrt_object *o, uintptr_t ip)
+{
+	const unsigned char *b = (const unsigned char *)ip;
+
+	if (in_exec(o, ip - 4, 4) && !memcmp(b - 4, "\x55\x48\x89\xe5", 4))
+		return "an mcount site: built with -pg without -mfentry, recompile with -pg -mfentry";
+	if (in_exec(o, ip - 2, 2) && b[-2] == 0x41 && b[-1] == 0x52)
+		return "after push %r10, a GCC nested function: the stack is not the entry stack";
+	return NULL;
+}
+
+/*
  * A table not processed by ftlink (recordmcount's 0xF7CA entries, or gcc -mrecord-mcount
  * absolute addresses): the sites may still be calls to __fentry__; check each and turn the
  * calls into nops of the same length, then sort.
@@ -550,6 +568,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		unsigned kind = 0, len;
 		int isnop;
 		const unsigned char *b;
+		const char *why;
 		struct ftrt_rec *r;
 
 		memcpy(&v, e, 8);
@@ -589,6 +608,10 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 			len = 6, isnop = 1;
 		else
 			len = 0;
+		if ((why = site_not_at_entry(o, ip))) {
+			refuse_site(o, ip, why);
+			continue;
+		}
 		if (!len || (!isnop && !calls_fentry(o, b, len))) {
 			refuse_site(o, ip, "not a call to __fentry__ nor a nop");
 			continue;
