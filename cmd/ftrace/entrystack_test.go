@@ -177,3 +177,32 @@ func TestNestedFunction(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordWithoutTable: a -pg -mfentry program linked with libftrt but never run through
+// recordmcount: the runtime and ftrace record both say why the trace is empty, and how to
+// fix it.
+func TestRecordWithoutTable(t *testing.T) {
+	testenv.Need(t, "gcc")
+	lib, _ := testenv.Runtime(t)
+	dir := t.TempDir()
+	src := writeSrc(t, dir, "m.c", mcountSrc)
+	prog := filepath.Join(dir, "m")
+	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-c", src, "-o", "m.o")
+	testenv.Run(t, dir, "gcc", "-o", prog, "m.o", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	r := testenv.Exec(t, dir, testenv.Tool(t, "ftrace"), "record", "-o", "t.dat", "--", prog)
+	if r.Stdout != "s=30\n" {
+		t.Errorf("output %q", r.Stdout)
+	}
+	for _, want := range []string{
+		"ftkit: " + prog + ": no loaded object has a __mcount_loc call-site table", // the runtime, once
+		"ftrace: " + prog + " has no __mcount_loc call-site table",                // ftrace record
+	} {
+		if n := strings.Count(r.Stderr, want); n != 1 || !strings.Contains(r.Stderr, "run recordmcount") {
+			t.Errorf("stderr says %q %d times, want once with the fix:\n%s", want, n, r.Stderr)
+		}
+	}
+	// Untraced, the runtime says nothing: the program's stderr is its own.
+	if r := testenv.Exec(t, dir, prog); r.Stderr != "" {
+		t.Errorf("untraced run wrote %q on stderr", r.Stderr)
+	}
+}

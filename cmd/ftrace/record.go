@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/ftkit/ftkit/mcountloc"
 	"github.com/urfave/cli/v2"
 )
 
@@ -128,6 +130,7 @@ func doRecord(c *cli.Context) error {
 	}
 	if !c.Bool("quiet") {
 		summarise(c, out, cmd.Process.Pid, start)
+		noTableHint(c.App.ErrWriter, cmd.Path)
 	}
 	if code != 0 {
 		return exitError{code}
@@ -296,4 +299,19 @@ func findSocket(pid int) (string, error) {
 		return "", fmt.Errorf("live: no process %d", pid)
 	}
 	return "", fmt.Errorf("live: process %d has no control socket (looked for %s): it was not started with FTRACE_TRACER or FTRACE_CONTROL=1 set, its trace was finished (finish, exec), or it is a fork child", pid, strings.Join(cands, ", "))
+}
+
+// noTableHint says when the program has no call-site table (compiled with -pg -mfentry but
+// never run through recordmcount): the trace then holds none of its functions.
+func noTableHint(stderr io.Writer, prog string) {
+	f, err := elf.Open(prog)
+	if err != nil {
+		return // a script, or unreadable: nothing to say
+	}
+	defer f.Close()
+	if f.Section(mcountloc.TableSection) == nil {
+		fmt.Fprintf(stderr, "ftrace: %s has no %s call-site table, so none of its functions is traced: "+
+			"run recordmcount on its objects (compiled with gcc -pg -mfentry) before linking, then ftlink it\n",
+			prog, mcountloc.TableSection)
+	}
 }

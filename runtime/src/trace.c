@@ -853,6 +853,26 @@ static int env_uint(const char *name, unsigned long *v)
 	return 1;
 }
 
+/*
+ * Objects compiled with -pg -mfentry but never run through recordmcount have no call-site
+ * table: without this the trace stays empty with no word why.  Said once, at start.
+ */
+static void warn_no_tables(void)
+{
+	struct ftrace_stats st;
+	char exe[512];
+	ssize_t n;
+
+	ftrace_get_stats(&st);
+	if (st.nr_objects)
+		return;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	fprintf(stderr, "ftkit: %s: no loaded object has a __mcount_loc call-site table, nothing will be traced: "
+		"run recordmcount on the objects (gcc -pg -mfentry) before linking, then ftlink the program\n",
+		n > 0 ? exe : "/proc/self/exe");
+}
+
 __attribute__((constructor(65535))) static void trace_init_env(void)
 {
 	const char *tracer = getenv("FTRACE_TRACER");
@@ -886,5 +906,6 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 		cfg.graph_depth = (unsigned int)v;
 	if (env_uint("FTRACE_BUFFER_KB", &v) && v)
 		cfg.buffer_kb = v;
-	ftrace_trace_start(&cfg);
+	if (!ftrace_trace_start(&cfg) && cfg.tracer != FTRACE_TRACER_NOP)
+		warn_no_tables();
 }
