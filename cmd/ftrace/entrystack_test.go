@@ -195,7 +195,7 @@ func TestRecordWithoutTable(t *testing.T) {
 	}
 	for _, want := range []string{
 		"ftkit: " + prog + ": no loaded object has a __mcount_loc call-site table", // the runtime, once
-		"ftrace: " + prog + " has no __mcount_loc call-site table",                // ftrace record
+		"ftrace: " + prog + " has no __mcount_loc call-site table",                 // ftrace record
 	} {
 		if n := strings.Count(r.Stderr, want); n != 1 || !strings.Contains(r.Stderr, "run recordmcount") {
 			t.Errorf("stderr says %q %d times, want once with the fix:\n%s", want, n, r.Stderr)
