@@ -165,10 +165,14 @@ func processFile(path string, o opts) (*fileReport, error) {
 			return nil, err
 		}
 		if changed {
+			links := elfrw.HardLinks(real)
 			if err := elfrw.WriteFileAtomic(real, data); err != nil {
 				return nil, fmt.Errorf("writing: %w", err)
 			}
 			rep.Written = true
+			if links > 1 {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("warning: the file had %d hard links; only this name is processed now (the file is replaced, not rewritten in place)", links))
+			}
 		}
 		// Dropped entries are reported but do not fail the run: they are not patched.
 		rep.OK = true

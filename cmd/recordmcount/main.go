@@ -162,8 +162,12 @@ func one(path string, o opts, stdout, stderr io.Writer) bool {
 	if err := unix.Access(filepath.Dir(path), unix.W_OK); err != nil {
 		return fail(fmt.Errorf("directory %s is not writable (the file is replaced through a temporary file): %w", filepath.Dir(path), err))
 	}
+	links := elfrw.HardLinks(path)
 	if err := elfrw.WriteFileAtomic(path, res.Out); err != nil {
 		return fail(err)
+	}
+	if links > 1 {
+		fmt.Fprintf(stderr, "recordmcount: %s: warning: the file had %d hard links; only this name has the table now (the file is replaced, not rewritten in place)\n", path, links)
 	}
 	if o.verbose {
 		fmt.Fprintf(stderr, "recordmcount: %s: recorded %d sites in %d sections\n", path, len(res.Sites), countSections(res.Sites))
