@@ -203,6 +203,8 @@ func processFile(path string, o opts) (*fileReport, error) {
 				verdict = "FAILED"
 			}
 			fmt.Fprintf(o.stdout, "%s: %s: %d sites good, %d bad, %d duplicates (%s)\n", path, verdict, rep.Good, rep.Bad, rep.Dups, state)
+		} else if o.verbose && l.Processed && !rep.Written {
+			fmt.Fprintf(o.stdout, "%s: already processed by ftlink: %d sites, left unchanged\n", path, rep.Good)
 		} else if o.verbose {
 			what := "unchanged"
 			if rep.Written {
