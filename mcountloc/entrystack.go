@@ -32,7 +32,7 @@ var (
 		"call sites (the return address is not on top of the stack at an mcount call): recompile with -pg -mfentry")
 	// ErrNotAtEntry marks a __fentry__ call that is not the function's first instruction.
 	ErrNotAtEntry = errors.New("the call is not the function's first instruction, so the stack there is not " +
-		"the function's entry stack (a GCC nested function saving its static chain)")
+		"the function's entry stack (e.g. a GCC nested function saving its static chain first)")
 )
 
 // IsMcountName reports whether name is gcc's non-fentry profiling hook.
@@ -52,7 +52,7 @@ func X86CheckEntry(before []byte) error {
 	var insns []string
 	for b := before; len(b) > 0; {
 		inst, err := x86asm.Decode(b, 64)
-		if err != nil || inst.Len == 0 {
+		if err != nil || inst.Len == 0 || inst.Op == 0 {
 			insns = append(insns, fmt.Sprintf(".byte % x", b))
 			break
 		}
@@ -133,6 +133,13 @@ func checkObjEntries(f *elfrw.File, arch *Arch, syms []elfrw.Symbol, sites []Obj
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// checkEntry drops a verified hook call that is not at its function's entry.
+func (s *LinkedSite) checkEntry(l *Linked) {
+	if err := s.checkLinkedEntry(l); err != nil {
+		s.Err = fmt.Errorf("site %#x: %w", s.Addr, err)
+	}
 }
 
 // checkLinkedEntry applies the entry rule to a site of a linked file: with symbols, to the

@@ -666,18 +666,16 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 		}
 		s.Func, s.FuncAt = name, at
 	}
-	if err := s.checkLinkedEntry(l); err != nil {
-		s.Err = fmt.Errorf("site %#x: %w", s.Addr, err)
-		return
-	}
 	// An already nop'ed site: accepted for ftlink-processed entries (their kind is the
 	// recorded form), and as a 5-byte e8 site for gcc -mnop-mcount absolute entries.
 	if e.Magic == MagicLinked && X86IsNopSite(code, int(e.Len)) {
 		s.Nop, s.Len, s.Kind = true, int(e.Len), e.Kind
+		s.checkEntry(l)
 		return
 	}
 	if e.Magic == 0 && X86IsNopSite(code, 5) {
 		s.Nop, s.Len, s.Kind = true, 5, KindCallRel
+		s.checkEntry(l)
 		return
 	}
 	k, n, target, err := X86SiteTarget(s.Addr, code)
@@ -703,7 +701,9 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 	}
 	if !hook {
 		s.Err = fmt.Errorf("site %#x: %v call to %s, not to __fentry__/mcount", s.Addr, k, l.describe(target, k))
+		return
 	}
+	s.checkEntry(l)
 }
 
 func (l *Linked) describe(target uint64, k Kind) string {
