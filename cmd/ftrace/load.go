@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -93,11 +94,34 @@ func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 			}
 		}
 	}
+	if err := checkTIDs(c, path, tr); err != nil {
+		return nil, nil, err
+	}
 	f := calltree.Build(tr, sym.Lookup, progress)
 	for _, w := range sym.Warnings() {
 		fmt.Fprintf(stderr, "ftrace: warning: %s\n", w)
 	}
 	return f, tr, nil
+}
+
+// checkTIDs refuses a --tid naming a thread the trace does not hold: the output would be
+// empty with no word why.
+func checkTIDs(c *cli.Context, path string, tr *tracefile.Trace) error {
+	have := map[int]bool{}
+	var tids []int
+	for _, th := range tr.Threads {
+		if !have[th.TID] {
+			have[th.TID] = true
+			tids = append(tids, th.TID)
+		}
+	}
+	for _, t := range c.IntSlice("tid") {
+		if !have[t] {
+			sort.Ints(tids)
+			return fmt.Errorf("%s: no thread %d in the trace (threads: %s)", path, t, joinInts(tids))
+		}
+	}
+	return nil
 }
 
 // warnLost says on stderr that events were lost: in a profile or a flame graph nothing else

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -23,7 +25,11 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
-	if err := app.Run(args); err != nil {
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && args[1] != "help" && app.Command(args[1]) == nil {
+		fmt.Fprintf(stderr, "ftrace: unknown command %q (commands: %s; ftrace --help)\n", args[1], strings.Join(commandNames(app), ", "))
+		return 1
+	}
+	if err := app.Run(flagsFirst(app, args)); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			return ee.code
@@ -54,5 +60,69 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			flameCommand(),
 			infoCommand(),
 		},
+	}
+}
+
+func commandNames(app *cli.App) []string {
+	var names []string
+	for _, c := range app.Commands {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// flagsFirst moves a command's flags that follow its arguments in front of them
+// (`ftrace report t.dat --limit 3`): urfave/cli v2 stops reading flags at the first
+// argument. Everything after "--" stays an argument. record is left alone: what follows
+// its first argument is the program's command line.
+func flagsFirst(app *cli.App, args []string) []string {
+	if len(args) < 3 {
+		return args
+	}
+	cmd := app.Command(args[1])
+	if cmd == nil || cmd.Name == "record" {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	var flags, pos []string
+	rest := args[2:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			pos = append(pos, rest[i:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
+			flags = append(flags, rest[i+1])
+			i++
+		}
+	}
+	return append(append(append([]string{}, args[:2]...), flags...), pos...)
+}
+
+// repeatHint is how urfave/cli shows that a list flag can be repeated:
+// "--filter GLOBS, -F GLOBS [ --filter GLOBS, -F GLOBS ]". Said once in the usage instead.
+var repeatHint = regexp.MustCompile(` \[ [^\]\t]* \]`)
+
+func init() {
+	plain := cli.FlagStringer
+	cli.FlagStringer = func(f cli.Flag) string {
+		s := plain(f)
+		if _, ok := f.(*cli.StringSliceFlag); ok {
+			s = repeatHint.ReplaceAllString(s, "")
+		}
+		return s
 	}
 }

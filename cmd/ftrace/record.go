@@ -30,11 +30,11 @@ func recordCommand() *cli.Command {
 			"FTRACE_GRAPH_FUNCTION, FTRACE_GRAPH_NOTRACE, FTRACE_GRAPH_DEPTH, FTRACE_OUTPUT and\n" +
 			"FTRACE_BUFFER_KB set from the flags, and exits with the program's exit status.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "tracer", Aliases: []string{"t"}, Value: tracefile.TracerFunctionGraph, Usage: "function or function_graph"},
-			&cli.StringSliceFlag{Name: "filter", Aliases: []string{"F"}, Usage: "trace only functions matching these globs (`!glob` removes)"},
-			&cli.StringSliceFlag{Name: "notrace", Aliases: []string{"N"}, Usage: "never trace functions matching these globs"},
-			&cli.StringSliceFlag{Name: "graph-function", Aliases: []string{"G"}, Usage: "function_graph: graph only these functions and what they call"},
-			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions and what they call"},
+			&cli.StringFlag{Name: "tracer", Aliases: []string{"t"}, Value: tracefile.TracerFunctionGraph, Usage: "`NAME`: function, function_graph or nop (nop: nothing recorded until a live command sets a tracer)"},
+			&cli.StringSliceFlag{Name: "filter", Aliases: []string{"F"}, Usage: "trace only functions matching these `GLOBS` (comma-separated, repeatable; !glob removes)"},
+			&cli.StringSliceFlag{Name: "notrace", Aliases: []string{"N"}, Usage: "never trace functions matching these `GLOBS`"},
+			&cli.StringSliceFlag{Name: "graph-function", Aliases: []string{"G"}, Usage: "function_graph: graph only these functions (`GLOBS`) and what they call"},
+			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions (`GLOBS`) and what they call"},
 			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "maximum graph depth (0: unlimited)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: defaultTrace, Usage: "trace file (%p: pid)"},
 			&cli.IntFlag{Name: "buffer-kb", Aliases: []string{"b"}, Usage: "per-thread buffer size in KiB (0: runtime default, 16384)"},
@@ -58,7 +58,7 @@ func doRecord(c *cli.Context) error {
 	switch tracer {
 	case tracefile.TracerFunction, tracefile.TracerFunctionGraph, "nop":
 	default:
-		return fmt.Errorf("record: unknown tracer %q (want function or function_graph)", tracer)
+		return fmt.Errorf("record: unknown tracer %q (want function, function_graph or nop)", tracer)
 	}
 	if c.Int("depth") < 0 || c.Int("buffer-kb") < 0 {
 		return errors.New("record: --depth and --buffer-kb must not be negative")
