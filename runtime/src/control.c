@@ -140,7 +140,7 @@ static void handle(int fd, char *line)
 
 		if (err && bad[0]) {
 			snprintf(out, sizeof(out), "error %s '%s': %s (nothing changed)\n",
-				 list_cmds[list], bad, strerror(-err));
+				 list_cmds[list], bad, ft_glob_error(err));
 			reply(fd, out);
 		} else {
 			result(fd, err, NULL);

@@ -296,7 +296,7 @@ static int sort_globs(const char *globs, int list, char *out, size_t outlen, int
 		if (r) {
 			if (report)
 				fprintf(stderr, "ftkit: %s '%s': %s%s\n", list_names[list], g,
-					strerror(-r), r == -ENODEV && !strpbrk(g, "*?[(") ?
+					ft_glob_error(r), r == -ENODEV && !strpbrk(g, "*?[(") ?
 					" (no function of that name; C++ functions match demangled"
 					" with their parameters, 'name(int)', or as 'name*')" : "");
 			if (!err) {
@@ -328,7 +328,7 @@ static int set_globs(struct ftrace_ops *ops, int list)
 					: ftrace_set_filter(ops, n ? globs : NULL, n, 1);
 
 	if (r && n)	/* e.g. an object holding every match was dlclose'd since */
-		fprintf(stderr, "ftkit: %s '%s': %s\n", list_names[list], globs, strerror(-r));
+		fprintf(stderr, "ftkit: %s '%s': %s\n", list_names[list], globs, ft_glob_error(r));
 	return r;
 }
 

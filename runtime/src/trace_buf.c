@@ -365,7 +365,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	fd = ft_fd_high(open(s->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
 	if (fd < 0) {
 		err = -errno;
-		ft_msg("cannot create trace file ", s->part);
+		ft_msg_err("cannot create trace file ", s->part, err);
 		return err;
 	}
 	if (!exit_key_ok && pthread_key_create(&exit_key, thread_key_dtor) == 0)
@@ -415,7 +415,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	if (!err)
 		err = write_all(fd, s->maps, s->maps_len, (off_t)s->end);
 	if (err) {
-		ft_msg("cannot write trace file ", s->part);
+		ft_msg_err("cannot write trace file ", s->part, err);
 		close(fd);
 		unlink(s->part);
 		return err;
@@ -683,12 +683,8 @@ int ftkit_trace_flush(struct ft_thread *t, uint64_t need)
 		 * trace file): this thread stops recording rather than try again at every
 		 * event.  What it staged stays for finalisation to try once more.
 		 */
-		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED)) {
-			char num[24];
-
-			ft_utoa(num, (unsigned long)-err);
-			ft_msg("cannot write the trace file, recording stops: errno ", num);
-		}
+		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED))
+			ft_msg_err("cannot write the trace file, recording stops", NULL, err);
 		t->state = FT_THREAD_NOBUF;
 		t->gen = ft_sess.gen;
 		barrier();
@@ -840,7 +836,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	if (!err && rename(s->part, s->final) != 0)
 		err = -errno;
 	if (err)
-		ft_msg("cannot finalise trace file ", s->part);
+		ft_msg_err("cannot finalise trace file ", s->part, err);
 	return err;
 }
 
