@@ -1292,9 +1292,10 @@ static int object_intact(struct ftrt_object *o)
 /* Bring the object list up to date with the loader's; enable new objects' sites. */
 static int rescan(void)
 {
+	static int scanned;	/* the first scan is the start-up map, recorded already */
 	struct scan s = { 0 };
 	struct ftrt_object *o, **pp, *added = NULL, **tail;
-	int subs_changed, any_new = 0;
+	int subs_changed, any_new = 0, gone = 0;
 	size_t i, j;
 
 	dl_iterate_phdr(scan_cb, &s);
@@ -1350,6 +1351,7 @@ static int rescan(void)
 			}
 			*pp = o->next;
 			object_free(o);
+			gone = 1;
 		} else {
 			pp = &o->next;
 		}
@@ -1370,6 +1372,9 @@ static int rescan(void)
 	seen_adds = s.adds;
 	seen_subs = s.subs;
 	free(s.v);
+	if ((added || gone) && scanned && ftrt_objects_changed)
+		ftrt_objects_changed();
+	scanned = 1;
 	/* Enable the new objects' sites for the registered ops. */
 	for (o = objects; o; o = o->next) {
 		if (o->seen != 2)

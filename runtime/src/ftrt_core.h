@@ -138,4 +138,11 @@ extern const unsigned char ftrace_caller[], ftrace_caller_op_ptr[], ftrace_call[
 
 void ftrt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Called after a rescan that found objects loaded or unloaded (not after the first scan),
+ * under the core's lock: the tracers record the memory map then (trace_buf.c). Weak: the
+ * core works without the tracers.
+ */
+void ftrt_objects_changed(void) __attribute__((weak));
+
 #endif /* FTRT_CORE_H */

@@ -249,6 +249,32 @@ static int maps_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/*
+ * Entries of objects dlclose'd during the session, appended to every later MAPS image so
+ * that readers can still name their code (they were recorded while loaded: see
+ * ftrt_objects_changed).
+ */
+static struct maps_build gone;
+
+/* Is the entry at e (one of a MAPS image's) also in the image buf (same range and path)? */
+static int map_has(const char *buf, size_t len, const struct ftkit_map_entry *e)
+{
+	const char *p = buf + sizeof(struct ftkit_maps_chunk);
+
+	while (p + sizeof(*e) <= buf + len) {
+		const struct ftkit_map_entry *x = (const void *)p;
+
+		if (x->entry_size < sizeof(*x))
+			break;
+		if (x->start == e->start && x->end == e->end && x->path_len == e->path_len &&
+		    !memcmp((const char *)(x + 1) + x->build_id_len, (const char *)(e + 1) + e->build_id_len,
+			    e->path_len))
+			return 1;
+		p += x->entry_size;
+	}
+	return 0;
+}
+
 /* Replaced MAPS images (never freed: a fatal-signal handler may be reading one). */
 static char *retired[64];
 static unsigned nretired;
@@ -270,13 +296,36 @@ int ft_known_at_startup(unsigned long start)
  * pad_to: if non-zero, pad the chunk so that it ends at a multiple of it when
  * it starts at offset `at`. The previous image is kept for the signal path.
  */
+/* The MAPS chunk image (count and size not yet set): objects loaded now, then gone ones. */
+static void maps_image(struct maps_build *mb)
+{
+	struct ftkit_maps_chunk h = { { FTKIT_CHUNK_MAPS, sizeof(h), 0 }, 0, 0 };
+
+	mb_put(mb, &h, sizeof(h));
+	dl_iterate_phdr(maps_cb, mb);
+	if (gone.len) {
+		mb_put(mb, gone.buf, gone.len);
+		mb->count += gone.count;
+	}
+}
+
+/* Make mb the current image; the previous one may be in use by a signal handler: keep it. */
+static void maps_publish(struct maps_build *mb)
+{
+	((struct ftkit_maps_chunk *)mb->buf)->count = mb->count;
+	((struct ftkit_maps_chunk *)mb->buf)->c.size = mb->len;
+	if (ft_sess.maps && nretired < sizeof(retired) / sizeof(retired[0]))
+		retired[nretired++] = ft_sess.maps;
+	__atomic_store_n(&ft_sess.maps_len, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&ft_sess.maps, mb->buf, __ATOMIC_RELEASE);
+	__atomic_store_n(&ft_sess.maps_len, mb->len, __ATOMIC_RELEASE);
+}
+
 int ft_maps_build(uint64_t at, unsigned long pad_to)
 {
 	struct maps_build mb = { 0 };
-	struct ftkit_maps_chunk h = { { FTKIT_CHUNK_MAPS, sizeof(h), 0 }, 0, 0 };
 
-	mb_put(&mb, &h, sizeof(h));
-	dl_iterate_phdr(maps_cb, &mb);
+	maps_image(&mb);
 	if (pad_to) {
 		static const char zero[PAGE];
 		size_t end = ROUND_UP(at + mb.len, pad_to);
@@ -287,10 +336,8 @@ int ft_maps_build(uint64_t at, unsigned long pad_to)
 		free(mb.buf);
 		return -ENOMEM;
 	}
-	((struct ftkit_maps_chunk *)mb.buf)->count = mb.count;
-	((struct ftkit_maps_chunk *)mb.buf)->c.size = mb.len;
 	if (!ft_sess.maps_startup_done) {
-		const char *p = mb.buf + sizeof(h);
+		const char *p = mb.buf + sizeof(struct ftkit_maps_chunk);
 
 		for (uint32_t i = 0; i < mb.count && nstartup_objs < 256; i++) {
 			const struct ftkit_map_entry *e = (const void *)p;
@@ -299,13 +346,66 @@ int ft_maps_build(uint64_t at, unsigned long pad_to)
 			p += e->entry_size;
 		}
 	}
-	/* publish; the old image may be in use by a signal handler: keep it */
-	if (ft_sess.maps && nretired < sizeof(retired) / sizeof(retired[0]))
-		retired[nretired++] = ft_sess.maps;
-	__atomic_store_n(&ft_sess.maps_len, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&ft_sess.maps, mb.buf, __ATOMIC_RELEASE);
-	__atomic_store_n(&ft_sess.maps_len, mb.len, __ATOMIC_RELEASE);
+	maps_publish(&mb);
 	return 0;
+}
+
+/*
+ * The core found objects loaded or unloaded (after a dlopen or dlclose; under its lock).
+ * The MAPS image is brought up to date now, so a library that is dlopen'ed and dlclose'd
+ * before the end is in it while loaded, and the entries of objects gone since the last
+ * image are kept in `gone`, which goes into every later image (the final one included).
+ * An image is published only when its set of objects changed: replaced images are never
+ * freed (see maps_publish), and a program may dlopen and dlclose one library in a loop.
+ * Trace format v1 has one MAPS chunk, written at finalisation: an object loaded later at
+ * the same address comes first there, and readers take the first entry that contains an
+ * address.
+ */
+void ftrt_objects_changed(void)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	struct maps_build mb = { 0 };
+	const char *old, *p;
+	size_t oldlen;
+	int changed = 0;
+
+	if (__atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE || !ft_sess.maps_startup_done)
+		return;
+	pthread_mutex_lock(&mu);
+	old = __atomic_load_n(&ft_sess.maps, __ATOMIC_ACQUIRE);
+	oldlen = __atomic_load_n(&ft_sess.maps_len, __ATOMIC_ACQUIRE);
+	maps_image(&mb);
+	if (!old || mb.oom)
+		goto out;
+	/* in the current image, not loaded any more: gone */
+	for (p = old + sizeof(struct ftkit_maps_chunk); p + sizeof(struct ftkit_map_entry) <= old + oldlen;) {
+		const struct ftkit_map_entry *e = (const void *)p;
+
+		if (e->entry_size < sizeof(*e))
+			break;
+		if (e->start != e->end && !map_has(mb.buf, mb.len, e)) {
+			mb_put(&gone, e, e->entry_size);
+			gone.count++;
+			mb_put(&mb, e, e->entry_size);
+			mb.count++;
+			changed = 1;
+		}
+		p += e->entry_size;
+	}
+	/* loaded now, not in the current image: new */
+	for (p = mb.buf + sizeof(struct ftkit_maps_chunk); !changed && p + sizeof(struct ftkit_map_entry) <= mb.buf + mb.len;) {
+		const struct ftkit_map_entry *e = (const void *)p;
+
+		changed = !map_has(old, oldlen, e);
+		p += e->entry_size;
+	}
+	if (changed && !mb.oom && !gone.oom) {
+		maps_publish(&mb);
+		mb.buf = NULL;
+	}
+out:
+	free(mb.buf);
+	pthread_mutex_unlock(&mu);
 }
 
 /* ---- session ---- */
