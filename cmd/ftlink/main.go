@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/ftkit/ftkit/elfrw"
+	"github.com/ftkit/ftkit/internal/cliargs"
 	"github.com/ftkit/ftkit/mcountloc"
 	"github.com/ianlancetaylor/demangle"
 	"github.com/urfave/cli/v2"
@@ -70,6 +71,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			return nil
 		},
+	}
+	if len(args) > 1 { // flags may follow the files
+		args = append(args[:1:1], cliargs.FlagsFirst(app.Flags, args[1:])...)
 	}
 	if err := app.Run(args); err != nil {
 		fmt.Fprintf(stderr, "ftlink: %v\n", err)

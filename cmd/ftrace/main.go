@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ftkit/ftkit/internal/cliargs"
 )
 
 func main() {
@@ -71,10 +73,8 @@ func commandNames(app *cli.App) []string {
 	return names
 }
 
-// flagsFirst moves a command's flags that follow its arguments in front of them
-// (`ftrace report t.dat --limit 3`): urfave/cli v2 stops reading flags at the first
-// argument. Everything after "--" stays an argument. record is left alone: what follows
-// its first argument is the program's command line.
+// flagsFirst lets a command's flags follow its arguments (`ftrace report t.dat --limit
+// 3`). record is left alone: what follows its first argument is the program's command line.
 func flagsFirst(app *cli.App, args []string) []string {
 	if len(args) < 3 {
 		return args
@@ -83,33 +83,7 @@ func flagsFirst(app *cli.App, args []string) []string {
 	if cmd == nil || cmd.Name == "record" {
 		return args
 	}
-	takesValue := map[string]bool{}
-	for _, f := range cmd.Flags {
-		_, isBool := f.(*cli.BoolFlag)
-		for _, n := range f.Names() {
-			takesValue[n] = !isBool
-		}
-	}
-	var flags, pos []string
-	rest := args[2:]
-	for i := 0; i < len(rest); i++ {
-		a := rest[i]
-		if a == "--" {
-			pos = append(pos, rest[i:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
-			flags = append(flags, rest[i+1])
-			i++
-		}
-	}
-	return append(append(append([]string{}, args[:2]...), flags...), pos...)
+	return append(append([]string{}, args[:2]...), cliargs.FlagsFirst(cmd.Flags, args[2:])...)
 }
 
 // repeatHint is how urfave/cli shows that a list flag can be repeated:

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ftkit/ftkit/elfrw"
+	"github.com/ftkit/ftkit/internal/cliargs"
 	"github.com/ftkit/ftkit/mcountloc"
 )
 
@@ -54,6 +55,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			code = process(c, c.Args().Slice(), stdout, stderr)
 			return nil
 		},
+	}
+	if len(args) > 1 { // flags may follow the files
+		args = append(args[:1:1], cliargs.FlagsFirst(app.Flags, args[1:])...)
 	}
 	if err := app.Run(args); err != nil {
 		var ec cli.ExitCoder
