@@ -1,5 +1,3 @@
-// SPDX-License-Identifier: Apache-2.0
-
 package mcountloc
 
 // The tracers read the traced function's return address at the top of the stack at the

@@ -1,5 +1,3 @@
-// SPDX-License-Identifier: Apache-2.0
-
 // Package cliargs lets the commands take flags after their arguments: urfave/cli v2 stops
 // reading flags at the first argument (`ftrace report t.dat --limit 3`,
 // `recordmcount a.o -v`).
