@@ -12,12 +12,11 @@ package mcountloc
 //     left out of the table (the call stays and reaches the runtime's __fentry__, a ret).
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-
-	"debug/elf"
 
 	"golang.org/x/arch/x86/x86asm"
 
