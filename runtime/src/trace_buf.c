@@ -256,6 +256,9 @@ static int maps_cb(struct dl_phdr_info *info, size_t size, void *arg)
  */
 static struct maps_build gone;
 
+/* Serialises the map image's builders: ft_maps_build and ftrt_objects_changed (threads). */
+static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+
 /* Is the entry at e (one of a MAPS image's) also in the image buf (same range and path)? */
 static int map_has(const char *buf, size_t len, const struct ftkit_map_entry *e)
 {
@@ -325,6 +328,7 @@ int ft_maps_build(uint64_t at, unsigned long pad_to)
 {
 	struct maps_build mb = { 0 };
 
+	pthread_mutex_lock(&maps_mu);
 	maps_image(&mb);
 	if (pad_to) {
 		static const char zero[PAGE];
@@ -333,6 +337,7 @@ int ft_maps_build(uint64_t at, unsigned long pad_to)
 		mb_put(&mb, zero, end - at - mb.len);
 	}
 	if (mb.oom) {
+		pthread_mutex_unlock(&maps_mu);
 		free(mb.buf);
 		return -ENOMEM;
 	}
@@ -347,6 +352,7 @@ int ft_maps_build(uint64_t at, unsigned long pad_to)
 		}
 	}
 	maps_publish(&mb);
+	pthread_mutex_unlock(&maps_mu);
 	return 0;
 }
 
@@ -363,7 +369,6 @@ int ft_maps_build(uint64_t at, unsigned long pad_to)
  */
 void ftrt_objects_changed(void)
 {
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	struct maps_build mb = { 0 };
 	const char *old, *p;
 	size_t oldlen;
@@ -371,7 +376,7 @@ void ftrt_objects_changed(void)
 
 	if (__atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE || !ft_sess.maps_startup_done)
 		return;
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&maps_mu);
 	old = __atomic_load_n(&ft_sess.maps, __ATOMIC_ACQUIRE);
 	oldlen = __atomic_load_n(&ft_sess.maps_len, __ATOMIC_ACQUIRE);
 	maps_image(&mb);
@@ -405,7 +410,7 @@ void ftrt_objects_changed(void)
 	}
 out:
 	free(mb.buf);
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&maps_mu);
 }
 
 /* ---- session ---- */
@@ -1130,6 +1135,10 @@ void ft_session_forked(void)
 	struct ft_thread *t = &ft_cur;
 
 	sess_lock = 0;
+	/* another thread may have held it at fork; objects gone before are not this trace's */
+	maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	gone.len = 0;
+	gone.count = 0;
 	if (t->state == FT_THREAD_LIVE && t->chunk) {
 		munmap(t->chunk, PAGE);			/* the parent's file */
 		munmap(t->stage, FT_STAGE_BYTES);	/* our private copy */
