@@ -906,6 +906,7 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 		cfg.graph_depth = (unsigned int)v;
 	if (env_uint("FTRACE_BUFFER_KB", &v) && v)
 		cfg.buffer_kb = v;
-	if (!ftrace_trace_start(&cfg) && cfg.tracer != FTRACE_TRACER_NOP)
+	ftrace_trace_start(&cfg);
+	if (cfg.tracer != FTRACE_TRACER_NOP)
 		warn_no_tables();
 }
