@@ -48,6 +48,10 @@ func X86CheckEntry(before []byte) error {
 	}
 	var insns []string
 	for b := before; len(b) > 0; {
+		if len(insns) == 8 { // enough to see what it is; the code may be long
+			insns = append(insns, fmt.Sprintf("... (%d bytes in all)", len(before)))
+			break
+		}
 		inst, err := x86asm.Decode(b, 64)
 		if err != nil || inst.Len == 0 || inst.Op == 0 {
 			insns = append(insns, fmt.Sprintf(".byte % x", b))

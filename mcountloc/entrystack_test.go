@@ -22,6 +22,7 @@ func TestX86CheckEntry(t *testing.T) {
 		{"nested function", []byte{0x41, 0x52}, mcountloc.ErrNotAtEntry, "push %r10"},
 		{"nested function, endbr64", []byte{0xf3, 0x0f, 0x1e, 0xfa, 0x41, 0x52}, mcountloc.ErrNotAtEntry, "push %r10"},
 		{"undecodable", []byte{0x0f}, mcountloc.ErrNotAtEntry, ".byte 0f"},
+		{"long", make([]byte, 4096), mcountloc.ErrNotAtEntry, "... (4096 bytes in all)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := mcountloc.X86CheckEntry(tc.before)
