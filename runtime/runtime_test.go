@@ -157,6 +157,22 @@ func TestNoSignalChurn(t *testing.T) { runVariants(t, "nosig.c") }
 // The RECURSION flag through own trampolines and the list function.
 func TestRecursion(t *testing.T) { runVariants(t, "recursion.c") }
 
+// Sites served by several ops run a trampoline of exactly their set (the C programs decode
+// it); with FTRT_MULTI=0 they run the list function instead, which the same programs then
+// check: both dispatch paths give the same counts, frames, redirections and listings.
+func TestListFunctionPath(t *testing.T) {
+	for _, src := range []string{"selftest.c", "regs.c", "listing.c", "recursion.c", "forks.c", "wx.c"} {
+		t.Run(src, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := build(t, dir, "prog", prog{srcs: []string{src}, pie: true, ftlink: true})
+			r := execEnv(t, dir, []string{"FTRT_MULTI=0"}, exe)
+			if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
+				t.Fatalf("FTRT_MULTI=0: exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+		})
+	}
+}
+
 // sharedLib builds a shared library of testdata/runtime through the flow (ftlink'ed).
 func sharedLib(t *testing.T, dir, name, src string) string {
 	t.Helper()

@@ -29,12 +29,18 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 
 type template struct {
 	start, opPtr, call, end string
+	divert                  bool // regs exits: a second ret (into a direct trampoline) and its jump
 }
 
 var templates = []template{
-	{"ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end"},
-	{"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call", "ftrace_caller_novec_end"},
-	{"ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call", "ftrace_regs_caller_end"},
+	{"ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end", false},
+	{"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call", "ftrace_caller_novec_end", false},
+	{"ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call", "ftrace_regs_caller_end", true},
+	{"ftrace_multi_caller", "ftrace_multi_caller_op_ptr", "ftrace_multi_caller_call", "ftrace_multi_caller_end", false},
+	{"ftrace_multi_caller_novec", "ftrace_multi_caller_novec_op_ptr", "ftrace_multi_caller_novec_call",
+		"ftrace_multi_caller_novec_end", false},
+	{"ftrace_regs_multi_caller", "ftrace_regs_multi_caller_op_ptr", "ftrace_regs_multi_caller_call",
+		"ftrace_regs_multi_caller_end", true},
 }
 
 func assemble(t *testing.T) (text []byte, syms map[string]uint64) {
@@ -127,7 +133,8 @@ func TestTemplatesDecode(t *testing.T) {
 			depth := 0 // bytes pushed since entry; %rsp % 16 == 0 on entry
 			sawCall := false
 			var incAt, decAt []uint64 // ftrt_cb_depth (%fs:) increments, decrements
-			jumps := 0
+			jumps, rets := 0, 0
+			divertDepth := -1 // stack depth where the divert path branches off
 			pc := start
 			for pc < end {
 				in, err := x86asm.Decode(text[pc:], 64)
@@ -136,7 +143,15 @@ func TestTemplatesDecode(t *testing.T) {
 				}
 				boundaries[pc] = true
 				if in.Op == x86asm.RET {
-					t.Fatalf("return at %#x before the end marker", pc)
+					// the regs exits: only after the call, the normal return before
+					// the divert path's
+					if rets++; !tp.divert || rets > 1 || pc < syms[tp.call] || divertDepth < 0 {
+						t.Fatalf("return at %#x before the end marker", pc)
+					}
+					if depth != 0 {
+						t.Errorf("stack not balanced at the return at %#x: %d bytes", pc, depth)
+					}
+					depth = divertDepth // what follows is the divert path
 				}
 				if in.Op == x86asm.CALL {
 					if pc != syms[tp.call] {
@@ -166,6 +181,9 @@ func TestTemplatesDecode(t *testing.T) {
 						if to <= syms[tp.call] {
 							t.Errorf("jump at %#x goes backwards or onto the call", pc)
 						}
+						if pc > syms[tp.call] && tp.divert {
+							divertDepth = depth
+						}
 					}
 				}
 				depth -= stackDelta(t, in)
@@ -177,16 +195,26 @@ func TestTemplatesDecode(t *testing.T) {
 			if !sawCall {
 				t.Error("no call between start and end")
 			}
-			if depth != 0 {
-				t.Errorf("stack not balanced at the end marker: %d bytes", depth)
+			// the divert path's ret pops the direct trampoline's address from the
+			// slot below the return address
+			wantDepth := 0
+			if tp.divert {
+				wantDepth = 8
+			}
+			if depth != wantDepth {
+				t.Errorf("stack at the end marker: %d bytes pushed, want %d", depth, wantDepth)
 			}
 			for _, n := range []string{tp.opPtr, tp.call} {
 				if !boundaries[syms[n]] {
 					t.Errorf("%s (%#x) is not at an instruction boundary", n, syms[n])
 				}
 			}
-			if jumps != 1 {
-				t.Errorf("%d jumps, want 1 (skipping the call when the op slot is cleared)", jumps)
+			wantJumps := 1
+			if tp.divert {
+				wantJumps = 2
+			}
+			if jumps != wantJumps {
+				t.Errorf("%d jumps, want %d (skipping the call when the op slot is cleared, diverting into a direct trampoline)", jumps, wantJumps)
 			}
 			// The counter brackets the op slot load and the call (ftrt_sync_callbacks).
 			if len(incAt) != 1 || len(decAt) != 1 || incAt[0] > syms[tp.opPtr] ||
@@ -206,6 +234,29 @@ func TestTemplatesDecode(t *testing.T) {
 				t.Errorf("instruction at the end marker is %v (%v), want ret", in, err)
 			}
 		})
+	}
+	// The multi-ops templates: the slot test's jz rel32 ends the prologue and lands on
+	// _done; a segment is the argument reloads, movabs $ops, %rdx and the call, and
+	// nothing in it jumps (the runtime repeats it).
+	for _, n := range []string{"ftrace_multi_caller", "ftrace_multi_caller_novec", "ftrace_regs_multi_caller"} {
+		seg, op, call, done := syms[n+"_seg"], syms[n+"_seg_op"], syms[n+"_call"], syms[n+"_done"]
+		if !bytes.Equal(text[seg-6:seg-4], []byte{0x0f, 0x84}) ||
+			seg+uint64(int32(uint32(text[seg-4])|uint32(text[seg-3])<<8|uint32(text[seg-2])<<16|uint32(text[seg-1])<<24)) != done {
+			t.Errorf("%s: the prologue does not end with jz rel32 to _done: % x", n, text[seg-6:seg])
+		}
+		if !bytes.Equal(text[op:op+2], []byte{0x48, 0xba}) || call+5 != done || !(seg < op && op < call) {
+			t.Errorf("%s: segment [%#x %#x) has movabs at %#x, call at %#x", n, seg, done, op, call)
+		}
+		for pc := seg; pc < done; {
+			in, err := x86asm.Decode(text[pc:], 64)
+			if err != nil {
+				t.Fatalf("decode at %#x: %v", pc, err)
+			}
+			if strings.HasPrefix(in.Op.String(), "J") || in.Op == x86asm.PUSH || in.Op == x86asm.POP {
+				t.Errorf("%s: %v in the segment", n, in)
+			}
+			pc += uint64(in.Len)
+		}
 	}
 	for _, n := range []string{"ftrace_stub", "__fentry__"} {
 		if text[syms[n]] != 0xc3 {

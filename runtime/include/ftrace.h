@@ -87,7 +87,7 @@ struct ftrace_pt_regs {
 	unsigned long rax, rcx, rdx, rsi, rdi;
 	unsigned long ip, sp;
 	unsigned long full;		/* non-zero: every field is valid (regs caller) */
-	unsigned long reserved;
+	unsigned long orig_ax;		/* regs caller: direct trampoline to enter (0: none) */
 	unsigned long flags;
 };
 
@@ -188,6 +188,8 @@ enum ftrace_site_state {
 	FTRACE_SITE_CALLER,		/* calls the shared caller (list function) */
 	FTRACE_SITE_REGS_CALLER,	/* calls the shared regs caller (list function) */
 	FTRACE_SITE_REFUSED,		/* unexpected bytes: never patched */
+	FTRACE_SITE_MULTI,		/* a trampoline running exactly the site's ops (nr_ops) */
+	FTRACE_SITE_DIRECT,		/* calls a direct trampoline (owner: its direct ops) */
 };
 
 struct ftrace_func_info {

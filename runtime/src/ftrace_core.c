@@ -734,6 +734,8 @@ static int load_table(struct ftrt_object *o)
 
 /* ---- trampolines of an ops, shared callers ---------------------------------------------- */
 
+static ftrace_func_t ops_func(struct ftrace_ops *op);
+
 static struct ftrt_tramp *ops_tramp(struct ftrace_ops *op, struct ftrt_arena *a)
 {
 	struct ftrt_tramp *t;
@@ -742,7 +744,7 @@ static struct ftrt_tramp *ops_tramp(struct ftrace_ops *op, struct ftrt_arena *a)
 	for (t = op->trampolines; t; t = t->next)
 		if (t->arena == a)
 			return t;
-	fn = (op->flags & FTRACE_OPS_FL_RECURSION) ? ftrt_recursion_assist : op->func;
+	fn = ops_func(op);
 	t = ftrt_tramp_create(a, op, fn, (op->flags & FL_REGS) ? FTRT_TMPL_REGS :
 				  ftrt_tramp_novec_ok(fn) ? FTRT_TMPL_NOVEC : FTRT_TMPL_CALLER);
 	if (t) {
@@ -764,11 +766,67 @@ static struct ftrt_tramp *shared_caller(struct ftrt_arena *a, int regs)
 
 /* ---- updates ---------------------------------------------------------------------------- */
 
+static ftrace_func_t ops_func(struct ftrace_ops *op)
+{
+	return (op->flags & FTRACE_OPS_FL_RECURSION) ? ftrt_recursion_assist : op->func;
+}
+
+/* FTRT_MULTI=0 sends every shared site to the list function (to compare; ignored setuid). */
+static int multi_enabled(void)
+{
+	static int enabled = -1;
+
+	if (enabled < 0) {
+		const char *e = secure_getenv("FTRT_MULTI");
+
+		enabled = !(e && !strcmp(e, "0"));
+	}
+	return enabled;
+}
+
+/* A multi-ops trampoline in this arena for the set vec is kept at most per this many sets. */
+#define MULTIS_PER_ARENA	64
+
+/*
+ * The trampoline running exactly the n ops of vec (in list order), made on first use and
+ * shared by every site of the arena with that set; NULL to fall back on the shared caller
+ * (set too big, arena full of sets, out of memory).
+ */
+static struct ftrt_tramp *multi_tramp(struct ftrt_arena *a, struct ftrace_ops **vec, unsigned n,
+				      int regs)
+{
+	ftrace_func_t funcs[FTRT_MULTI_MAX];
+	struct ftrt_tramp *t;
+	unsigned i;
+	int kind, novec = 1;
+
+	if (n > FTRT_MULTI_MAX || !multi_enabled())
+		return NULL;
+	for (t = a->multis; t; t = t->next)
+		if (t->nvec == n && t->regs == regs && !memcmp(t->vec, vec, n * sizeof(*vec)))
+			return t;
+	if (a->nmultis >= MULTIS_PER_ARENA)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		funcs[i] = ops_func(vec[i]);
+		if (novec && !ftrt_tramp_novec_ok(funcs[i]))
+			novec = 0;
+	}
+	kind = regs ? FTRT_MULTI_REGS : novec ? FTRT_MULTI_NOVEC : FTRT_MULTI_PLAIN;
+	t = ftrt_tramp_create_multi(a, vec, funcs, n, kind);
+	if (t) {
+		t->next = a->multis;
+		a->multis = t;
+		a->nmultis++;
+	}
+	return t;
+}
+
 /* Where a record should point now (0: nop), or -errno. */
 static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *target)
 {
-	unsigned cnt = r->flags & REC_COUNT_MASK;
-	struct ftrace_ops *op, *one = NULL;
+	unsigned cnt = r->flags & REC_COUNT_MASK, n = 0;
+	struct ftrace_ops *op, *one = NULL, *vec[FTRT_MULTI_MAX];
 	struct ftrt_tramp *t = NULL;
 	int regs = 0;
 
@@ -783,12 +841,17 @@ static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *tar
 	for (op = atomic_load(&ops_list); op; op = op->next) {
 		if ((op->flags & FL_REMOVING) || !ops_match(op, r->ip))
 			continue;
+		if (n < FTRT_MULTI_MAX)
+			vec[n] = op;
+		n++;
 		one = op;
 		if (op->flags & FL_REGS)
 			regs = 1;
 	}
 	if (cnt == 1 && one)
 		t = ops_tramp(one, o->arena);
+	else if (n >= 2 && n == cnt)
+		t = multi_tramp(o->arena, vec, n, regs);
 	if (!t)
 		t = shared_caller(o->arena, regs);
 	if (!t)
@@ -842,6 +905,31 @@ static void uncount_refused(struct ftrt_rec *r)
 		if (!(op->flags & FL_REMOVING) && op->nr_sites && ops_match(op, r->ip))
 			op->nr_sites--;
 	r->flags = (r->flags & ~REC_COUNT_MASK) | REC_REFUSED;
+}
+
+/* The arena of the object holding r (rare slow path: objects are few). */
+static struct ftrt_arena *rec_arena(const struct ftrt_rec *r)
+{
+	struct ftrt_object *o;
+
+	for (o = objects; o; o = o->next)
+		if (r >= o->recs && r < o->recs + o->nrecs)
+			return o->arena;
+	return NULL;
+}
+
+/* Count the sites calling each multi-ops trampoline (an unused one is freed at a sweep). */
+static void multi_ref(const struct ftrt_rec *r, int d)
+{
+	struct ftrt_arena *a;
+	struct ftrt_tramp *t;
+
+	if (!(r->flags & REC_CALL))
+		return;
+	a = rec_arena(r);
+	t = a ? ftrt_tramp_at(a, r->ip + 5 + (long)r->rel) : NULL;
+	if (t && t->vec)
+		t->refs += (unsigned long)(long)d;
 }
 
 /* Patch every dirty record to its target, in one batch. */
@@ -922,6 +1010,7 @@ static int patch_dirty(void)
 	for (i = 0; i < np; i++) {
 		struct ftrt_rec *r = pr[i];
 
+		multi_ref(r, -1);
 		r->flags &= ~REC_NOP6;
 		if (pk[i].new[0] == 0xe8) {
 			r->flags |= REC_CALL;
@@ -930,6 +1019,7 @@ static int patch_dirty(void)
 			r->flags &= ~REC_CALL;
 			r->rel = 0;
 		}
+		multi_ref(r, 1);
 	}
 out:
 	for (o = objects; o; o = o->next) {
@@ -1139,10 +1229,13 @@ static int cb_busy(const struct ftrt_cb_view *v, void *ctxv)
 static int retire_trampolines(struct ftrace_ops *ops, uintptr_t pred_tag)
 {
 	struct busy_ctx c = { (uintptr_t)ops, pred_tag };
-	struct ftrt_tramp *t, *n;
+	struct ftrt_tramp *t, *n, *multis = ftrt_multis_take(ops);
 	int err;
 
 	for (t = ops->trampolines; t; t = t->next)
+		ftrt_tramp_kill(t);
+	/* the sets with ops (no site calls them now) and the ones no site calls any more */
+	for (t = multis; t; t = t->next)
 		ftrt_tramp_kill(t);
 	err = ftrt_sync_callbacks(cb_busy, &c);
 	if (err)
@@ -1158,11 +1251,47 @@ static int retire_trampolines(struct ftrace_ops *ops, uintptr_t pred_tag)
 		}
 	}
 	ops->trampolines = NULL;
+	for (t = multis; t; t = n) {
+		n = t->next;
+		if (err) {
+			t->next = leaked;
+			leaked = t;
+		} else {
+			ftrt_tramp_retire(t);
+		}
+	}
 	/* amortised: the conservative grace period for the deferred frees, then the release */
 	if (!err && (ftrt_nr_quarantined >= QUARANTINE_MAX || ndeferred >= 128) &&
 	    !grace_period())
 		ftrt_tramp_release(RELEASE_LIMIT_US);	/* on failure: kept, tried again later */
 	return err;
+}
+
+/*
+ * After a filter change: the multi-ops trampolines no site calls any more are killed and,
+ * once no thread can be running their callbacks (a full grace period: which ops a thread
+ * in a trampoline serves is not published), retired.  Nothing to do in the usual case.
+ */
+static void sweep_multis(void)
+{
+	struct ftrt_tramp *t, *n, *multis;
+	int err;
+
+	if (!ftrt_multis_unused())
+		return;
+	multis = ftrt_multis_take(NULL);
+	for (t = multis; t; t = t->next)
+		ftrt_tramp_kill(t);
+	err = ftrt_sync_callbacks(NULL, NULL);
+	for (t = multis; t; t = n) {
+		n = t->next;
+		if (err) {
+			t->next = leaked;
+			leaked = t;
+		} else {
+			ftrt_tramp_retire(t);
+		}
+	}
 }
 
 /* Unlink ops; returns what a walk shows while reading the link to it (see ftrt_list_func). */
@@ -1454,6 +1583,8 @@ int register_ftrace_function(struct ftrace_ops *ops)
 		/* a failed batch may have reached them */
 		retire_trampolines(ops, list_remove(ops));
 		ops->flags &= ~(FTRACE_OPS_FL_ENABLED | FTRACE_OPS_FL_ALLOC_TRAMP);
+	} else {
+		sweep_multis();	/* the sets the sites left */
 	}
 out:
 	ftrt_unlock();
@@ -1581,6 +1712,7 @@ static int set_hash(struct ftrace_ops *ops, int is_notrace, struct ftrt_hash *nh
 		return ret;
 	}
 	defer_free(old);	/* a list walk may still read it: freed after a grace period */
+	sweep_multis();
 	return 0;
 }
 
@@ -1753,6 +1885,11 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 		fi->state = FTRACE_SITE_REGS_CALLER;
 		return;
 	}
+	t = ftrt_tramp_at(o->arena, fi->target);
+	if (t && t->vec) {
+		fi->state = FTRACE_SITE_MULTI;
+		return;
+	}
 	fi->state = FTRACE_SITE_TRAMP;
 	for (op = atomic_load(&ops_list); op; op = op->next)
 		for (t = op->trampolines; t; t = t->next)
@@ -1795,9 +1932,10 @@ int ftrace_lookup_function(unsigned long ip, struct ftrace_func_info *info)
 
 static const char *state_name(enum ftrace_site_state s)
 {
-	static const char *const n[] = { "nop", "tramp", "caller", "regs_caller", "refused" };
+	static const char *const n[] = { "nop", "tramp", "caller", "regs_caller", "refused",
+					  "multi", "direct" };
 
-	return (unsigned)s < 5 ? n[s] : "?";
+	return (unsigned)s < 7 ? n[s] : "?";
 }
 
 static int print_one(const struct ftrace_func_info *fi, void *data)

@@ -16,6 +16,27 @@
 	.globl ftrace_regs_caller_end
 	.globl ftrace_stub
 	.globl __fentry__
+	.globl ftrace_multi_caller
+	.globl ftrace_multi_caller_op_ptr
+	.globl ftrace_multi_caller_seg
+	.globl ftrace_multi_caller_seg_op
+	.globl ftrace_multi_caller_call
+	.globl ftrace_multi_caller_done
+	.globl ftrace_multi_caller_end
+	.globl ftrace_multi_caller_novec
+	.globl ftrace_multi_caller_novec_op_ptr
+	.globl ftrace_multi_caller_novec_seg
+	.globl ftrace_multi_caller_novec_seg_op
+	.globl ftrace_multi_caller_novec_call
+	.globl ftrace_multi_caller_novec_done
+	.globl ftrace_multi_caller_novec_end
+	.globl ftrace_regs_multi_caller
+	.globl ftrace_regs_multi_caller_op_ptr
+	.globl ftrace_regs_multi_caller_seg
+	.globl ftrace_regs_multi_caller_seg_op
+	.globl ftrace_regs_multi_caller_call
+	.globl ftrace_regs_multi_caller_done
+	.globl ftrace_regs_multi_caller_end
 	.p2align 4
 	.type ftrace_caller, @function
 ftrace_caller:
@@ -136,6 +157,7 @@ ftrace_regs_caller:
 	movq %r13, 16(%rsp)
 	movq %r14, 8(%rsp)
 	movq %r15, 0(%rsp)
+	movq $0, 144(%rsp)
 	movq 288(%rsp), %rdi
 	movq %rdi, 120(%rsp)
 	leaq 296(%rsp), %rsi
@@ -163,6 +185,8 @@ ftrace_regs_call:
 	movups 240(%rsp), %xmm5
 	movups 256(%rsp), %xmm6
 	movups 272(%rsp), %xmm7
+	cmpq $0, 144(%rsp)
+	jnz 2f
 	movq 112(%rsp), %rdi
 	movq 104(%rsp), %rsi
 	movq 96(%rsp), %rdx
@@ -181,9 +205,238 @@ ftrace_regs_call:
 	pushq 152(%rsp)
 	popfq
 	leaq 288(%rsp), %rsp
+	ret
+2:
+	movq 144(%rsp), %rax
+	movq %rax, 280(%rsp)
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	movq 48(%rsp), %r11
+	movq 40(%rsp), %rbx
+	movq 32(%rsp), %rbp
+	movq 24(%rsp), %r12
+	movq 16(%rsp), %r13
+	movq 8(%rsp), %r14
+	movq 0(%rsp), %r15
+	pushq 152(%rsp)
+	popfq
+	leaq 280(%rsp), %rsp
 ftrace_regs_caller_end:
 	ret
 	.size ftrace_regs_caller, .-ftrace_regs_caller
+	.p2align 4
+	.type ftrace_multi_caller, @function
+ftrace_multi_caller:
+	subq $288, %rsp
+	movups %xmm0, 160(%rsp)
+	movups %xmm1, 176(%rsp)
+	movups %xmm2, 192(%rsp)
+	movups %xmm3, 208(%rsp)
+	movups %xmm4, 224(%rsp)
+	movups %xmm5, 240(%rsp)
+	movups %xmm6, 256(%rsp)
+	movups %xmm7, 272(%rsp)
+	movq %rdi, 112(%rsp)
+	movq %rsi, 104(%rsp)
+	movq %rdx, 96(%rsp)
+	movq %rcx, 88(%rsp)
+	movq %r8, 72(%rsp)
+	movq %r9, 64(%rsp)
+	movq %rax, 80(%rsp)
+	movq %r10, 56(%rsp)
+	movq 288(%rsp), %rax
+	movq %rax, 120(%rsp)
+	leaq 296(%rsp), %rax
+	movq %rax, 128(%rsp)
+	movq $0, 136(%rsp)
+	incl %fs:ftrt_cb_depth@tpoff
+ftrace_multi_caller_op_ptr:
+	movq ftrace_template_op(%rip), %rdx
+	testq %rdx, %rdx
+	.byte 0x0f, 0x84
+	.long ftrace_multi_caller_done - (. + 4)
+ftrace_multi_caller_seg:
+	movq 288(%rsp), %rdi
+	movq 296(%rsp), %rsi
+	subq $5, %rdi
+ftrace_multi_caller_seg_op:
+	movabsq $0, %rdx
+	movq %rsp, %rcx
+ftrace_multi_caller_call:
+	call ftrace_stub
+ftrace_multi_caller_done:
+	decl %fs:ftrt_cb_depth@tpoff
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+ftrace_multi_caller_end:
+	ret
+	.size ftrace_multi_caller, .-ftrace_multi_caller
+	.p2align 4
+	.type ftrace_multi_caller_novec, @function
+ftrace_multi_caller_novec:
+	subq $288, %rsp
+	movq %rdi, 112(%rsp)
+	movq %rsi, 104(%rsp)
+	movq %rdx, 96(%rsp)
+	movq %r8, 72(%rsp)
+	movq %r9, 64(%rsp)
+	movq %rax, 80(%rsp)
+	movq %r10, 56(%rsp)
+	incl %fs:ftrt_cb_depth@tpoff
+ftrace_multi_caller_novec_op_ptr:
+	movq ftrace_template_op(%rip), %rdx
+	testq %rdx, %rdx
+	.byte 0x0f, 0x84
+	.long ftrace_multi_caller_novec_done - (. + 4)
+ftrace_multi_caller_novec_seg:
+	movq 288(%rsp), %rdi
+	movq 296(%rsp), %rsi
+	subq $5, %rdi
+ftrace_multi_caller_novec_seg_op:
+	movabsq $0, %rdx
+ftrace_multi_caller_novec_call:
+	call ftrace_stub
+ftrace_multi_caller_novec_done:
+	decl %fs:ftrt_cb_depth@tpoff
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+ftrace_multi_caller_novec_end:
+	ret
+	.size ftrace_multi_caller_novec, .-ftrace_multi_caller_novec
+	.p2align 4
+	.type ftrace_regs_multi_caller, @function
+ftrace_regs_multi_caller:
+	leaq -288(%rsp), %rsp
+	pushfq
+	popq 152(%rsp)
+	movups %xmm0, 160(%rsp)
+	movups %xmm1, 176(%rsp)
+	movups %xmm2, 192(%rsp)
+	movups %xmm3, 208(%rsp)
+	movups %xmm4, 224(%rsp)
+	movups %xmm5, 240(%rsp)
+	movups %xmm6, 256(%rsp)
+	movups %xmm7, 272(%rsp)
+	movq %rdi, 112(%rsp)
+	movq %rsi, 104(%rsp)
+	movq %rdx, 96(%rsp)
+	movq %rcx, 88(%rsp)
+	movq %r8, 72(%rsp)
+	movq %r9, 64(%rsp)
+	movq %rax, 80(%rsp)
+	movq %r10, 56(%rsp)
+	movq %r11, 48(%rsp)
+	movq %rbx, 40(%rsp)
+	movq %rbp, 32(%rsp)
+	movq %r12, 24(%rsp)
+	movq %r13, 16(%rsp)
+	movq %r14, 8(%rsp)
+	movq %r15, 0(%rsp)
+	movq $0, 144(%rsp)
+	movq 288(%rsp), %rax
+	movq %rax, 120(%rsp)
+	leaq 296(%rsp), %rax
+	movq %rax, 128(%rsp)
+	movq $1, 136(%rsp)
+	incl %fs:ftrt_cb_depth@tpoff
+ftrace_regs_multi_caller_op_ptr:
+	movq ftrace_template_op(%rip), %rdx
+	testq %rdx, %rdx
+	.byte 0x0f, 0x84
+	.long ftrace_regs_multi_caller_done - (. + 4)
+ftrace_regs_multi_caller_seg:
+	movq 288(%rsp), %rdi
+	movq 296(%rsp), %rsi
+	subq $5, %rdi
+ftrace_regs_multi_caller_seg_op:
+	movabsq $0, %rdx
+	movq %rsp, %rcx
+ftrace_regs_multi_caller_call:
+	call ftrace_stub
+ftrace_regs_multi_caller_done:
+	decl %fs:ftrt_cb_depth@tpoff
+	movq 120(%rsp), %rax
+	movq %rax, 288(%rsp)
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
+	cmpq $0, 144(%rsp)
+	jnz 2f
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	movq 48(%rsp), %r11
+	movq 40(%rsp), %rbx
+	movq 32(%rsp), %rbp
+	movq 24(%rsp), %r12
+	movq 16(%rsp), %r13
+	movq 8(%rsp), %r14
+	movq 0(%rsp), %r15
+	pushq 152(%rsp)
+	popfq
+	leaq 288(%rsp), %rsp
+	ret
+2:
+	movq 144(%rsp), %rax
+	movq %rax, 280(%rsp)
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	movq 48(%rsp), %r11
+	movq 40(%rsp), %rbx
+	movq 32(%rsp), %rbp
+	movq 24(%rsp), %r12
+	movq 16(%rsp), %r13
+	movq 8(%rsp), %r14
+	movq 0(%rsp), %r15
+	pushq 152(%rsp)
+	popfq
+	leaq 280(%rsp), %rsp
+ftrace_regs_multi_caller_end:
+	ret
+	.size ftrace_regs_multi_caller, .-ftrace_regs_multi_caller
 	.p2align 4
 	.type ftrace_stub, @function
 ftrace_stub:
