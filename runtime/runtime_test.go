@@ -161,14 +161,33 @@ func TestRecursion(t *testing.T) { runVariants(t, "recursion.c") }
 // it); with FTRT_MULTI=0 they run the list function instead, which the same programs then
 // check: both dispatch paths give the same counts, frames, redirections and listings.
 func TestListFunctionPath(t *testing.T) {
-	for _, src := range []string{"selftest.c", "regs.c", "listing.c", "recursion.c", "forks.c", "wx.c"} {
+	for _, src := range []string{"selftest.c", "regs.c", "listing.c", "recursion.c", "forks.c", "wx.c", "direct.c"} {
 		t.Run(src, func(t *testing.T) {
 			dir := t.TempDir()
 			exe := build(t, dir, "prog", prog{srcs: []string{src}, pie: true, ftlink: true})
-			r := execEnv(t, dir, []string{"FTRT_MULTI=0"}, exe)
+			r := execEnv(t, dir, []string{"FTRT_MULTI=0"}, exe, "1000")
 			if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
 				t.Fatalf("FTRT_MULTI=0: exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 			}
+		})
+	}
+}
+
+// Direct calls: the kernel's matrix of a direct call and a tracer on one function in every
+// order (exact counts, site bytes decoded in each state), a second direct user, IPMODIFY and
+// filter rules, a direct trampoline out of rel32 reach; then 8 threads call the site while
+// modify_ftrace_direct flips it between two trampolines 10,000 times (2,000 in the other
+// variants), half of them with a tracer sharing the site: every call enters exactly one.
+func TestDirect(t *testing.T) {
+	for _, v := range variants("direct.c") {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			flips := "2000"
+			if v.name == "pie" {
+				flips = "10000"
+			}
+			out := runOK(t, dir, build(t, dir, "prog", v.p), flips)
+			t.Log(strings.TrimSpace(out))
 		})
 	}
 }

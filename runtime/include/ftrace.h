@@ -43,6 +43,7 @@ enum {
 	FTRACE_OPS_FL_RECURSION			= 1UL << 3,	/* runtime guards against recursion */
 	FTRACE_OPS_FL_IPMODIFY			= 1UL << 4,	/* callback may change the ip */
 	FTRACE_OPS_FL_ALLOC_TRAMP		= 1UL << 5,	/* set by the runtime: own trampolines */
+	FTRACE_OPS_FL_DIRECT			= 1UL << 6,	/* set by register_ftrace_direct */
 };
 
 struct ftrt_hash;
@@ -71,6 +72,7 @@ struct ftrace_ops {
 	struct ftrt_hash	*notrace_hash;
 	struct ftrt_tramp	*trampolines;
 	unsigned long		nr_sites;	/* sites currently matched while registered */
+	unsigned long		direct_call;	/* direct trampoline (register_ftrace_direct) */
 };
 
 /*
@@ -144,6 +146,17 @@ static inline void ftrace_regs_set_instruction_pointer(struct ftrace_regs *fregs
 static inline unsigned long ftrace_regs_get_stack_pointer(struct ftrace_regs *fregs)
 {
 	return fregs->regs.sp;
+}
+
+/*
+ * From a SAVE_REGS callback: enter the direct trampoline addr when the callbacks are done,
+ * instead of returning into the traced function (the kernel's arch_ftrace_set_direct_caller;
+ * the direct ops' own callback does this, see register_ftrace_direct).
+ */
+static inline void ftrace_regs_set_direct(struct ftrace_regs *fregs, unsigned long addr)
+{
+	if (fregs && fregs->regs.full)
+		fregs->regs.orig_ax = addr;
 }
 
 /* Address of the slot holding the traced function's return address (== sp). */
@@ -245,6 +258,35 @@ void ftrace_get_stats(struct ftrace_stats *st);
  * trampoline (it is kept for a later call).
  */
 int ftrace_synchronize(void);
+
+/*
+ * Direct calls (the kernel's API).  The sites in ops' filter call addr itself instead of a
+ * trampoline of the runtime, when no other ops traces them; when others do, their
+ * trampoline (the regs caller) runs the others' callbacks and then enters addr as if the
+ * site had called it.  addr is a direct trampoline: entered by the site's call, with the
+ * traced function's arguments in their registers and its return address above the site's,
+ * it must preserve them (and the callee-saved registers) and return to the site + 5 (or to
+ * the caller, skipping the function, as an exit trampoline does).  See docs/runtime.md
+ * ("Direct calls") and the ready ones below.
+ *
+ * register_ftrace_direct: ops zero-initialised apart from its filter (func must be NULL;
+ * the runtime sets func, FTRACE_OPS_FL_DIRECT and FTRACE_OPS_FL_SAVE_REGS).  -EINVAL: empty
+ * filter, func set, ops registered; -EBUSY: a site of the filter already has a direct call
+ * or an IPMODIFY ops (and registering an IPMODIFY ops on a site with a direct call, or
+ * adding such a site to a direct ops' filter, is -EBUSY too).
+ * unregister_ftrace_direct: -EINVAL unless ops is registered with addr; free_filters also
+ * frees ops' filter lists.  On return no new call enters addr, but a thread may still be
+ * inside it (the runtime cannot see into it): free or change it only when the program
+ * knows no thread is there (ready trampolines: ftrace_direct_tramp_free).
+ * modify_ftrace_direct: the sites now call addr; while it runs, every call of a site enters
+ * either the old or the new trampoline, exactly once (see docs/runtime.md).
+ * modify_ftrace_direct_nolock: the same (the runtime has no separate direct lock: both
+ * take the API lock; kept for kernel code ported as is).
+ */
+int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr);
+int unregister_ftrace_direct(struct ftrace_ops *ops, unsigned long addr, int free_filters);
+int modify_ftrace_direct(struct ftrace_ops *ops, unsigned long addr);
+int modify_ftrace_direct_nolock(struct ftrace_ops *ops, unsigned long addr);
 
 /* Empty callback (for tests and as a placeholder). */
 void ftrace_stub(void);

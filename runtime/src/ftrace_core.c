@@ -47,6 +47,8 @@ _Static_assert(sizeof(struct ftrt_rec) == 16, "record size");
 /* Runtime-internal ops flags. */
 #define FL_REMOVING	(1UL << 30)
 #define FL_REGS		(FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED)
+/* At most one of these per site: they decide where the traced function goes on. */
+#define FL_EXCL		(FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_DIRECT)
 
 static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
@@ -216,6 +218,20 @@ void ftrt_recursion_assist(unsigned long ip, unsigned long parent_ip, struct ftr
 	if (__builtin_expect(ftrt_cb_depth > 1, 0))
 		return;
 	op->func(ip, parent_ip, op, fregs);
+}
+
+/*
+ * The callback of a direct ops (the kernel's call_direct_funcs): when the site is shared
+ * with other ops, the regs trampoline runs it with the others and then enters the direct
+ * trampoline it names.  Read once per call: a concurrent modify_ftrace_direct gives old or
+ * new, never neither.
+ */
+void ftrt_call_direct_funcs(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			    struct ftrace_regs *fregs)
+{
+	(void)ip;
+	(void)parent_ip;
+	ftrace_regs_set_direct(fregs, __atomic_load_n(&op->direct_call, __ATOMIC_ACQUIRE));
 }
 
 #define BARRIER() __asm__ __volatile__("" ::: "memory")
@@ -848,7 +864,17 @@ static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *tar
 		if (op->flags & FL_REGS)
 			regs = 1;
 	}
-	if (cnt == 1 && one)
+	if (cnt == 1 && one && (one->flags & FTRACE_OPS_FL_DIRECT)) {
+		/* the site calls the direct trampoline itself, when in reach */
+		uintptr_t d = __atomic_load_n(&one->direct_call, __ATOMIC_RELAXED);
+		long rel = (long)(d - (r->ip + 5));
+
+		if (rel == (long)(int32_t)rel) {
+			*target = d;
+			return 0;
+		}
+		t = ops_tramp(one, o->arena);	/* regs trampoline: divert */
+	} else if (cnt == 1 && one)
 		t = ops_tramp(one, o->arena);
 	else if (n >= 2 && n == cnt)
 		t = multi_tramp(o->arena, vec, n, regs);
@@ -1097,7 +1123,11 @@ static void adjust_counts(struct ftrace_ops *x, int old_en, const struct ftrt_ha
 		}
 }
 
-/* Is any site that x newly matches already matched by another IPMODIFY ops? */
+/*
+ * Is any site that x newly matches already matched by another ops that decides where the
+ * function goes on (IPMODIFY or DIRECT, the kernel's rule when the direct ops has no
+ * ops_func to share)?  Either kind excludes both kinds.
+ */
 static int ipmodify_conflict(struct ftrace_ops *x, int old_en, const struct ftrt_hash *of,
 			     const struct ftrt_hash *on, const struct ftrt_hash *nf,
 			     const struct ftrt_hash *nn)
@@ -1106,10 +1136,10 @@ static int ipmodify_conflict(struct ftrace_ops *x, int old_en, const struct ftrt
 	struct ftrace_ops *op;
 	size_t i;
 
-	if (!(x->flags & FTRACE_OPS_FL_IPMODIFY))
+	if (!(x->flags & FL_EXCL))
 		return 0;
 	for (op = atomic_load(&ops_list); op; op = op->next) {
-		if (op == x || !(op->flags & FTRACE_OPS_FL_IPMODIFY) || (op->flags & FL_REMOVING))
+		if (op == x || !(op->flags & FL_EXCL) || (op->flags & FL_REMOVING))
 			continue;
 		for (o = objects; o; o = o->next)
 			for (i = 0; i < o->nrecs; i++) {
@@ -1554,25 +1584,13 @@ static int api_enter(void)
 
 /* ---- API: ops ----------------------------------------------------------------------------- */
 
-int register_ftrace_function(struct ftrace_ops *ops)
+/* Register ops (API lock held, not registered, checked). */
+static int register_locked(struct ftrace_ops *ops)
 {
 	int ret;
 
-	if (!ops || !ops->func)
-		return -EINVAL;
-	if ((ops->flags & FTRACE_OPS_FL_IPMODIFY) && !(ops->flags & FL_REGS))
-		return -EINVAL;
-	ret = api_enter();
-	if (ret)
-		return ret;
-	if (ops->flags & FTRACE_OPS_FL_ENABLED) {
-		ret = -EBUSY;
-		goto out;
-	}
-	if (ipmodify_conflict(ops, 0, NULL, NULL, ops->filter_hash, ops->notrace_hash)) {
-		ret = -EBUSY;
-		goto out;
-	}
+	if (ipmodify_conflict(ops, 0, NULL, NULL, ops->filter_hash, ops->notrace_hash))
+		return -EBUSY;
 	ops->flags &= ~FL_REMOVING;
 	ops->nr_sites = 0;
 	ops->next = atomic_load(&ops_list);
@@ -1586,10 +1604,26 @@ int register_ftrace_function(struct ftrace_ops *ops)
 	} else {
 		sweep_multis();	/* the sets the sites left */
 	}
-out:
+	return ret;
+}
+
+int register_ftrace_function(struct ftrace_ops *ops)
+{
+	int ret;
+
+	if (!ops || !ops->func || (ops->flags & FTRACE_OPS_FL_DIRECT))
+		return -EINVAL;
+	if ((ops->flags & FTRACE_OPS_FL_IPMODIFY) && !(ops->flags & FL_REGS))
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	ret = (ops->flags & FTRACE_OPS_FL_ENABLED) ? -EBUSY : register_locked(ops);
 	ftrt_unlock();
 	return ret;
 }
+
+static int unregister_locked(struct ftrace_ops *ops);
 
 int unregister_ftrace_function(struct ftrace_ops *ops)
 {
@@ -1600,22 +1634,145 @@ int unregister_ftrace_function(struct ftrace_ops *ops)
 	ret = api_enter();
 	if (ret)
 		return ret;
-	if (!(ops->flags & FTRACE_OPS_FL_ENABLED)) {
-		ret = -EINVAL;
-		goto out;
-	}
+	ret = (ops->flags & FTRACE_OPS_FL_ENABLED) && !(ops->flags & FTRACE_OPS_FL_DIRECT) ?
+		unregister_locked(ops) : -EINVAL;
+	ftrt_unlock();
+	return ret;
+}
+
+static int unregister_locked(struct ftrace_ops *ops)
+{
+	int ret;
+
 	ops->flags |= FL_REMOVING;
 	ret = update(ops, 1, ops->filter_hash, ops->notrace_hash, 0, NULL, NULL);
 	if (ret) {
 		ops->flags &= ~FL_REMOVING;
-		goto out;
+		return ret;
 	}
 	/* nobody runs its callback (through its trampolines or the list walk) after this */
 	ret = retire_trampolines(ops, list_remove(ops));
 	ops->flags &= ~(FTRACE_OPS_FL_ENABLED | FTRACE_OPS_FL_ALLOC_TRAMP | FL_REMOVING);
+	return ret;
+}
+
+/* ---- API: direct calls -------------------------------------------------------------------- */
+
+int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	int ret;
+
+	if (!ops || !addr || ops->func)
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	if ((ops->flags & FTRACE_OPS_FL_ENABLED) || !hash_count(ops->filter_hash)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ops->func = ftrt_call_direct_funcs;
+	ops->flags |= FTRACE_OPS_FL_DIRECT | FTRACE_OPS_FL_SAVE_REGS;
+	__atomic_store_n(&ops->direct_call, addr, __ATOMIC_RELEASE);
+	ret = register_locked(ops);
+	if (ret) {
+		ops->func = NULL;
+		ops->flags &= ~(FTRACE_OPS_FL_DIRECT | FTRACE_OPS_FL_SAVE_REGS);
+		ops->direct_call = 0;
+	}
 out:
 	ftrt_unlock();
 	return ret;
+}
+
+int unregister_ftrace_direct(struct ftrace_ops *ops, unsigned long addr, int free_filters)
+{
+	int ret;
+
+	if (!ops)
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	if (!(ops->flags & FTRACE_OPS_FL_ENABLED) || !(ops->flags & FTRACE_OPS_FL_DIRECT) ||
+	    ops->direct_call != addr) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = unregister_locked(ops);
+	if (ret && (ops->flags & FTRACE_OPS_FL_ENABLED))
+		goto out;	/* still registered */
+	ops->func = NULL;
+	ops->flags &= ~(FTRACE_OPS_FL_DIRECT | FTRACE_OPS_FL_SAVE_REGS);
+	ops->direct_call = 0;
+	if (free_filters)
+		ftrace_free_filter(ops);
+out:
+	ftrt_unlock();
+	return ret;
+}
+
+/* Mark the sites ops serves alone (they call its direct trampoline, or its own trampoline). */
+static void mark_direct_sites(struct ftrace_ops *ops)
+{
+	const struct ftrt_hash *f = ops->filter_hash;
+	size_t i;
+
+	for (i = 0; f && i <= f->mask; i++) {
+		struct ftrt_object *o;
+		struct ftrt_rec *r;
+
+		if (f->e[i] && (r = rec_lookup(f->e[i], &o)) && !(r->flags & REC_REFUSED) &&
+		    (r->flags & REC_COUNT_MASK) == 1 && ops_match(ops, r->ip))
+			mark_dirty(o, r);
+	}
+}
+
+/*
+ * Gapless switch: the trampolines that run the direct ops' callback (sites shared with
+ * other ops) read direct_call once per call, so one store switches them; the sites calling
+ * the old trampoline directly are re-pointed in one batch, each site's call replaced in one
+ * step of the patching protocol (a thread meeting the breakpoint meanwhile executes the new
+ * call).  Every call therefore enters the old or the new trampoline, once.
+ */
+static int modify_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	unsigned long old = ops->direct_call;
+	int ret;
+
+	if (!addr || !(ops->flags & FTRACE_OPS_FL_ENABLED) || !(ops->flags & FTRACE_OPS_FL_DIRECT))
+		return -EINVAL;
+	if (addr == old)
+		return 0;
+	__atomic_store_n(&ops->direct_call, addr, __ATOMIC_RELEASE);
+	mark_direct_sites(ops);
+	ret = patch_dirty();
+	if (ret) {
+		/* back to the old one everywhere (a failed batch leaves the sites as they were) */
+		__atomic_store_n(&ops->direct_call, old, __ATOMIC_RELEASE);
+		mark_direct_sites(ops);
+		patch_dirty();
+	}
+	return ret;
+}
+
+int modify_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	int ret;
+
+	if (!ops)
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	ret = modify_direct(ops, addr);
+	ftrt_unlock();
+	return ret;
+}
+
+int modify_ftrace_direct_nolock(struct ftrace_ops *ops, unsigned long addr)
+{
+	return modify_ftrace_direct(ops, addr);
 }
 
 /* ---- API: filters ------------------------------------------------------------------------ */
@@ -1702,8 +1859,14 @@ static int set_hash(struct ftrace_ops *ops, int is_notrace, struct ftrt_hash *nh
 			free(old);
 		return 0;
 	}
-	if (ipmodify_conflict(ops, 1, of, on, is_notrace ? of : nh, is_notrace ? nh : on))
+	if ((ops->flags & FTRACE_OPS_FL_DIRECT) && !is_notrace && !hash_count(nh)) {
+		free(nh);
+		return -EINVAL;	/* a direct call on every function: refused at register too */
+	}
+	if (ipmodify_conflict(ops, 1, of, on, is_notrace ? of : nh, is_notrace ? nh : on)) {
+		free(nh);
 		return -EBUSY;
+	}
 	__atomic_store_n(slot, nh, __ATOMIC_RELEASE);
 	ret = update(ops, 1, of, on, 1, ops->filter_hash, ops->notrace_hash);
 	if (ret) {
@@ -1885,6 +2048,13 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 		fi->state = FTRACE_SITE_REGS_CALLER;
 		return;
 	}
+	for (op = atomic_load(&ops_list); op; op = op->next)
+		if ((op->flags & FTRACE_OPS_FL_DIRECT) && op->direct_call == fi->target &&
+		    ops_match(op, r->ip)) {
+			fi->state = FTRACE_SITE_DIRECT;
+			fi->owner = op;
+			return;
+		}
 	t = ftrt_tramp_at(o->arena, fi->target);
 	if (t && t->vec) {
 		fi->state = FTRACE_SITE_MULTI;

@@ -143,6 +143,8 @@ int ftrt_arch_scalar_leaf(const void *func);
 /* ftrace_core.c */
 void ftrt_list_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 		    struct ftrace_regs *fregs);
+void ftrt_call_direct_funcs(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			    struct ftrace_regs *fregs);
 void ftrt_recursion_assist(unsigned long ip, unsigned long parent_ip,
 			   struct ftrace_ops *op, struct ftrace_regs *fregs);
 extern struct ftrace_ops ftrt_list_ops;
