@@ -192,6 +192,12 @@ func TestDirect(t *testing.T) {
 	}
 }
 
+// The ready direct trampolines: ftrace_direct_count's exact per-site counts from several
+// threads, ftrace_direct_fexit clones' entry/exit callbacks (arguments in registers and on
+// the stack, vector and two-register results, recursion, an argument changed by entry),
+// alone and behind a tracer on the same site, switched, freed only when unused.
+func TestDirectReady(t *testing.T) { runVariants(t, "direct_ready.c") }
+
 // sharedLib builds a shared library of testdata/runtime through the flow (ftlink'ed).
 func sharedLib(t *testing.T, dir, name, src string) string {
 	t.Helper()

@@ -323,6 +323,8 @@ func Assembly() string {
 	for _, n := range []string{"ftrace_multi_caller", "ftrace_multi_caller_novec", "ftrace_regs_multi_caller"} {
 		a.global(n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end")
 	}
+	a.global("ftrace_direct_count", "ftrace_direct_count_end", "ftrace_direct_fexit",
+		"ftrace_direct_fexit_data", "ftrace_direct_fexit_end")
 
 	// ftrace_caller: argument registers only.
 	a.plainCaller("ftrace_caller", "ftrace_call")
@@ -340,6 +342,9 @@ func Assembly() string {
 	a.multiCaller("ftrace_multi_caller", multiPlain)
 	a.multiCaller("ftrace_multi_caller_novec", multiNovec)
 	a.multiCaller("ftrace_regs_multi_caller", multiRegs)
+
+	// Ready direct trampolines (register_ftrace_direct): see direct.go.
+	a.directTrampolines()
 
 	// ftrace_stub and __fentry__: plain returns (un-ftlinked programs still run).
 	a.fn("ftrace_stub")
@@ -372,6 +377,8 @@ func Header() string {
 	for _, f := range RegFields {
 		fmt.Fprintf(&b, "#define FTRT_FRAME_%s %d\n", strings.ToUpper(f), RegOff(f))
 	}
+	b.WriteString("\n/* Ready direct trampolines (trampgen/direct.go). */\n")
+	b.WriteString(directHeader())
 	b.WriteString("\n#endif\n")
 	return b.String()
 }

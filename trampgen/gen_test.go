@@ -337,3 +337,93 @@ func TestNovecTemplate(t *testing.T) {
 		}
 	}
 }
+
+// The ready direct trampolines: ftrace_direct_count writes no register but the ones it
+// saves and restores (and %r11, free at a function's entry), keeps the stack balanced and
+// stays inside itself; ftrace_direct_fexit calls only through registers or its block (its
+// clones run anywhere), has the block movabs at its data marker and leaves the
+// callee-saved registers but %rbp (pushed and popped) alone.
+func TestDirectTemplates(t *testing.T) {
+	text, syms := assemble(t)
+	written := func(in x86asm.Inst) (x86asm.Reg, bool) {
+		r, ok := in.Args[0].(x86asm.Reg)
+		switch in.Op {
+		case x86asm.CMP, x86asm.TEST, x86asm.PUSH, x86asm.JE, x86asm.JNE, x86asm.JMP, x86asm.CALL, x86asm.RET:
+			return 0, false
+		}
+		return r, ok
+	}
+	start, end := syms["ftrace_direct_count"], syms["ftrace_direct_count_end"]
+	allowed := map[x86asm.Reg]bool{x86asm.RAX: true, x86asm.EAX: true, x86asm.RCX: true, x86asm.ECX: true,
+		x86asm.RDX: true, x86asm.EDX: true, x86asm.RSI: true, x86asm.ESI: true, x86asm.R11: true}
+	depth := 0
+	for pc := start; pc < end; {
+		in, err := x86asm.Decode(text[pc:], 64)
+		if err != nil {
+			t.Fatalf("ftrace_direct_count: decode at %#x: %v", pc, err)
+		}
+		if r, ok := written(in); ok && !allowed[r] && in.Op != x86asm.POP {
+			t.Errorf("ftrace_direct_count writes %v: %v", r, in)
+		}
+		if in.Op == x86asm.CALL || in.Op == x86asm.RET {
+			t.Errorf("ftrace_direct_count: %v before its end", in)
+		}
+		if rel, ok := in.Args[0].(x86asm.Rel); ok {
+			if to := pc + uint64(in.Len) + uint64(int64(rel)); to < start || to > end {
+				t.Errorf("ftrace_direct_count: jump at %#x leaves it", pc)
+			}
+		}
+		depth -= stackDelta(t, in)
+		pc += uint64(in.Len)
+	}
+	if depth != 0 {
+		t.Errorf("ftrace_direct_count: %d bytes left on the stack", depth)
+	}
+	if text[end] != 0xc3 {
+		t.Errorf("ftrace_direct_count does not end with ret")
+	}
+
+	start, end = syms["ftrace_direct_fexit"], syms["ftrace_direct_fexit_end"]
+	if d := syms["ftrace_direct_fexit_data"]; !bytes.Equal(text[d:d+2], []byte{0x48, 0xb8}) {
+		t.Errorf("data marker is % x, want movabs (48 b8)", text[d:d+10])
+	}
+	calls, boundary := 0, false
+	for pc := start; pc < end; {
+		in, err := x86asm.Decode(text[pc:], 64)
+		if err != nil {
+			t.Fatalf("ftrace_direct_fexit: decode at %#x: %v", pc, err)
+		}
+		if pc == syms["ftrace_direct_fexit_data"] {
+			boundary = true
+		}
+		switch in.Op {
+		case x86asm.CALL:
+			calls++
+			if _, rel := in.Args[0].(x86asm.Rel); rel {
+				t.Errorf("ftrace_direct_fexit: relative call %v (clones move)", in)
+			}
+		case x86asm.RET:
+			t.Errorf("ftrace_direct_fexit: ret before its end")
+		}
+		if strings.HasPrefix(in.Op.String(), "J") {
+			t.Errorf("ftrace_direct_fexit: jump %v", in)
+		}
+		if m, ok := in.Args[1].(x86asm.Mem); ok && m.Base == x86asm.RIP {
+			t.Errorf("ftrace_direct_fexit: rip-relative %v (clones move)", in)
+		}
+		if r, ok := written(in); ok {
+			switch r {
+			case x86asm.RBX, x86asm.R12, x86asm.R13, x86asm.R14, x86asm.R15:
+				t.Errorf("ftrace_direct_fexit writes callee-saved %v", r)
+			case x86asm.RBP:
+				if src, _ := in.Args[1].(x86asm.Reg); in.Op != x86asm.POP && src != x86asm.RSP {
+					t.Errorf("ftrace_direct_fexit writes %%rbp: %v", in)
+				}
+			}
+		}
+		pc += uint64(in.Len)
+	}
+	if calls != 3 || !boundary {
+		t.Errorf("ftrace_direct_fexit: %d calls (want entry, the function, exit), data marker on a boundary: %v", calls, boundary)
+	}
+}

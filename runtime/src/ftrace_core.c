@@ -1775,6 +1775,86 @@ int modify_ftrace_direct_nolock(struct ftrace_ops *ops, unsigned long addr)
 	return modify_ftrace_direct(ops, addr);
 }
 
+extern uintptr_t ftrt_exe_lo, ftrt_exe_hi;
+
+/* ftrace_direct_count's table (ftrace_x86_64.S): {site, count} pairs. */
+extern unsigned long ftrt_direct_counts[][2], ftrt_direct_count_lost;
+
+unsigned long ftrace_direct_count_read(unsigned long ip)
+{
+	unsigned long site, i, n;
+	struct ftrt_rec *r;
+
+	if (!ip)
+		return __atomic_load_n(&ftrt_direct_count_lost, __ATOMIC_RELAXED);
+	if (ftrt_lock())
+		return 0;
+	ensure_init();
+	r = rec_find(ip, NULL);
+	site = r ? r->ip : ip;
+	ftrt_unlock();
+	i = ((site * FTRT_DIRECT_COUNT_MULT) >> FTRT_DIRECT_COUNT_SHIFT) &
+	    (FTRT_DIRECT_COUNT_SLOTS - 1);
+	for (n = 0; n < FTRT_DIRECT_COUNT_PROBES; n++, i = (i + 1) & (FTRT_DIRECT_COUNT_SLOTS - 1)) {
+		unsigned long k = __atomic_load_n(&ftrt_direct_counts[i][0], __ATOMIC_ACQUIRE);
+
+		if (k == site)
+			return __atomic_load_n(&ftrt_direct_counts[i][1], __ATOMIC_RELAXED);
+		if (!k)
+			break;
+	}
+	return 0;
+}
+
+unsigned long ftrace_direct_fexit_create(ftrace_direct_entry_t entry, ftrace_direct_exit_t exit,
+					 void *data)
+{
+	struct ftrt_arena *a;
+	struct ftrt_tramp *t = NULL;
+
+	if (!entry || !exit) {
+		errno = EINVAL;
+		return 0;
+	}
+	if (api_enter()) {
+		errno = EBUSY;
+		return 0;
+	}
+	/* near the program: its sites call it directly (others divert into it) */
+	a = ftrt_arena_for(ftrt_exe_lo, ftrt_exe_hi);
+	if (a)
+		t = ftrt_fexit_create(a, entry, exit, data);
+	ftrt_unlock();
+	if (!t) {
+		errno = ENOMEM;
+		return 0;
+	}
+	return (unsigned long)t->code;
+}
+
+int ftrace_direct_fexit_free(unsigned long addr)
+{
+	struct ftrt_tramp *t;
+	struct ftrace_ops *op;
+	int ret = api_enter();
+
+	if (ret)
+		return ret;
+	t = ftrt_fexit_find(addr);
+	if (!t) {
+		ret = -EINVAL;
+		goto out;
+	}
+	for (op = atomic_load(&ops_list); op; op = op->next)
+		if ((op->flags & FTRACE_OPS_FL_DIRECT) && op->direct_call == addr)
+			ret = -EBUSY;
+	if (!ret)
+		ret = ftrt_fexit_free(t, RELEASE_LIMIT_US);
+out:
+	ftrt_unlock();
+	return ret;
+}
+
 /* ---- API: filters ------------------------------------------------------------------------ */
 
 static struct ftrt_syms *obj_syms(struct ftrt_object *o)

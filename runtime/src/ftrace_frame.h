@@ -27,4 +27,12 @@
 #define FTRT_FRAME_ORIG_AX 144
 #define FTRT_FRAME_FLAGS 152
 
+/* Ready direct trampolines (trampgen/direct.go). */
+#define FTRT_DIRECT_COUNT_SLOTS 4096
+#define FTRT_DIRECT_COUNT_MULT 0x61c88647ul
+#define FTRT_DIRECT_COUNT_SHIFT 20
+#define FTRT_DIRECT_COUNT_PROBES 32
+#define FTRT_DIRECT_BLOCK_INFLIGHT 24
+#define FTRT_DIRECT_STACK_WORDS 16
+
 #endif

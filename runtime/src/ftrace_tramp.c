@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "ftrt_core.h"
+#include "ftrace_frame.h"
 #include "poke.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -554,5 +556,107 @@ int ftrt_tramp_release(long limit_us)
 		free(t);
 	}
 	quarantine = NULL;
+	return 0;
+}
+
+/* ---- ready direct trampolines ------------------------------------------------------------ */
+
+/* What a clone of ftrace_direct_fexit loads (offsets checked against trampgen's). */
+struct ftrt_direct_block {
+	ftrace_direct_entry_t	entry;
+	ftrace_direct_exit_t	exit;
+	void			*data;
+	long			inflight;	/* threads between the function's call and return */
+};
+_Static_assert(offsetof(struct ftrt_direct_block, inflight) == FTRT_DIRECT_BLOCK_INFLIGHT,
+	       "block layout");
+
+static struct ftrt_tramp *fexits;	/* clones handed out */
+
+/* A clone of ftrace_direct_fexit in arena a, its block filled; NULL on failure. */
+struct ftrt_tramp *ftrt_fexit_create(struct ftrt_arena *a, ftrace_direct_entry_t entry,
+				     ftrace_direct_exit_t exit, void *data)
+{
+	size_t size = (size_t)(ftrace_direct_fexit_end - ftrace_direct_fexit);
+	size_t off = (size_t)(ftrace_direct_fexit_data - ftrace_direct_fexit);
+	struct ftrt_direct_block *b;
+	struct ftrt_tramp *t;
+	unsigned char *code;
+
+	if (size + 1 > PAGE || memcmp(ftrace_direct_fexit_data, "\x48\xb8", 2))
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	b = calloc(1, sizeof(*b));
+	code = t && b ? page_alloc(a) : NULL;
+	if (!code) {
+		free(t);
+		free(b);
+		return NULL;
+	}
+	b->entry = entry;
+	b->exit = exit;
+	b->data = data;
+	memset(code, 0xcc, PAGE);
+	memcpy(code, ftrace_direct_fexit, size);
+	code[size] = 0xc3;
+	memcpy(code + off + 2, &b, sizeof(b));
+	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC) || ftrt_sync_range_add(code, size + 1)) {
+		page_free(a, code);
+		free(t);
+		free(b);
+		return NULL;
+	}
+	t->arena = a;
+	t->code = code;
+	t->size = size + 1;
+	t->block = b;
+	a->page_tramp[((uintptr_t)code - a->base) / PAGE] = t;
+	t->next = fexits;
+	fexits = t;
+	return t;
+}
+
+struct ftrt_tramp *ftrt_fexit_find(uintptr_t addr)
+{
+	struct ftrt_tramp *t;
+
+	for (t = fexits; t; t = t->next)
+		if ((uintptr_t)t->code == addr)
+			return t;
+	return NULL;
+}
+
+/*
+ * No site calls t any more: wait until no thread is on its instructions (program counters,
+ * as for retired trampolines), then until none is inside a function it called (the block's
+ * count: a thread past the pc check has either raised it or left), then free it.
+ */
+int ftrt_fexit_free(struct ftrt_tramp *t, long limit_us)
+{
+	struct ftrt_tramp **pp;
+	long waited;
+	int err;
+
+	if (!t->retired) {
+		ftrt_sync_range_retire(t->code);
+		t->retired = 1;
+	}
+	err = ftrt_sync_retired(limit_us);
+	if (err)
+		return err;
+	for (waited = 0; __atomic_load_n(&t->block->inflight, __ATOMIC_ACQUIRE); waited += 1000) {
+		if (waited >= limit_us)
+			return -EBUSY;
+		usleep(1000);
+	}
+	for (pp = &fexits; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	ftrt_sync_range_del(t->code);
+	page_free(t->arena, t->code);
+	free(t->block);
+	free(t);
 	return 0;
 }

@@ -37,6 +37,11 @@
 	.globl ftrace_regs_multi_caller_call
 	.globl ftrace_regs_multi_caller_done
 	.globl ftrace_regs_multi_caller_end
+	.globl ftrace_direct_count
+	.globl ftrace_direct_count_end
+	.globl ftrace_direct_fexit
+	.globl ftrace_direct_fexit_data
+	.globl ftrace_direct_fexit_end
 	.p2align 4
 	.type ftrace_caller, @function
 ftrace_caller:
@@ -437,6 +442,170 @@ ftrace_regs_multi_caller_done:
 ftrace_regs_multi_caller_end:
 	ret
 	.size ftrace_regs_multi_caller, .-ftrace_regs_multi_caller
+	.p2align 4
+	.type ftrace_direct_count, @function
+ftrace_direct_count:
+	pushq %rax
+	pushq %rcx
+	pushq %rdx
+	pushq %rsi
+	movq 32(%rsp), %r11
+	subq $5, %r11
+	imulq $0x61c88647, %r11, %rcx
+	shrq $20, %rcx
+	andl $4095, %ecx
+	shll $4, %ecx
+	leaq ftrt_direct_counts(%rip), %rdx
+	movl $32, %esi
+1:
+	movq (%rdx,%rcx), %rax
+	cmpq %r11, %rax
+	je 3f
+	testq %rax, %rax
+	jnz 2f
+	lock cmpxchgq %r11, (%rdx,%rcx)
+	je 3f
+	cmpq %r11, %rax
+	je 3f
+2:
+	addl $16, %ecx
+	andl $0xfff0, %ecx
+	decl %esi
+	jnz 1b
+	lock incq ftrt_direct_count_lost(%rip)
+	jmp 4f
+3:
+	lock incq 8(%rdx,%rcx)
+4:
+	popq %rsi
+	popq %rdx
+	popq %rcx
+	popq %rax
+ftrace_direct_count_end:
+	ret
+	.size ftrace_direct_count, .-ftrace_direct_count
+	.p2align 4
+	.type ftrace_direct_fexit, @function
+ftrace_direct_fexit:
+	pushq %rbp
+	movq %rsp, %rbp
+	subq $256, %rsp
+	andq $-16, %rsp
+	movq %rdi, 0(%rsp)
+	movq %rsi, 8(%rsp)
+	movq %rdx, 16(%rsp)
+	movq %rcx, 24(%rsp)
+	movq %r8, 32(%rsp)
+	movq %r9, 40(%rsp)
+	movq %rax, 48(%rsp)
+	movq %r10, 56(%rsp)
+	movaps %xmm0, 64(%rsp)
+	movaps %xmm1, 80(%rsp)
+	movaps %xmm2, 96(%rsp)
+	movaps %xmm3, 112(%rsp)
+	movaps %xmm4, 128(%rsp)
+	movaps %xmm5, 144(%rsp)
+	movaps %xmm6, 160(%rsp)
+	movaps %xmm7, 176(%rsp)
+ftrace_direct_fexit_data:
+	movabsq $0, %rax
+	movq %rax, 192(%rsp)
+	lock incq 24(%rax)
+	movq 8(%rbp), %rdi
+	subq $5, %rdi
+	movq 16(%rbp), %rsi
+	movq %rsp, %rdx
+	movq 16(%rax), %rcx
+	call *0(%rax)
+	movaps 64(%rsp), %xmm0
+	movaps 80(%rsp), %xmm1
+	movaps 96(%rsp), %xmm2
+	movaps 112(%rsp), %xmm3
+	movaps 128(%rsp), %xmm4
+	movaps 144(%rsp), %xmm5
+	movaps 160(%rsp), %xmm6
+	movaps 176(%rsp), %xmm7
+	subq $128, %rsp
+	movq 24(%rbp), %r11
+	movq %r11, 0(%rsp)
+	movq 32(%rbp), %r11
+	movq %r11, 8(%rsp)
+	movq 40(%rbp), %r11
+	movq %r11, 16(%rsp)
+	movq 48(%rbp), %r11
+	movq %r11, 24(%rsp)
+	movq 56(%rbp), %r11
+	movq %r11, 32(%rsp)
+	movq 64(%rbp), %r11
+	movq %r11, 40(%rsp)
+	movq 72(%rbp), %r11
+	movq %r11, 48(%rsp)
+	movq 80(%rbp), %r11
+	movq %r11, 56(%rsp)
+	movq 88(%rbp), %r11
+	movq %r11, 64(%rsp)
+	movq 96(%rbp), %r11
+	movq %r11, 72(%rsp)
+	movq 104(%rbp), %r11
+	movq %r11, 80(%rsp)
+	movq 112(%rbp), %r11
+	movq %r11, 88(%rsp)
+	movq 120(%rbp), %r11
+	movq %r11, 96(%rsp)
+	movq 128(%rbp), %r11
+	movq %r11, 104(%rsp)
+	movq 136(%rbp), %r11
+	movq %r11, 112(%rsp)
+	movq 144(%rbp), %r11
+	movq %r11, 120(%rsp)
+	movq 128(%rsp), %rdi
+	movq 136(%rsp), %rsi
+	movq 144(%rsp), %rdx
+	movq 152(%rsp), %rcx
+	movq 160(%rsp), %r8
+	movq 168(%rsp), %r9
+	movq 176(%rsp), %rax
+	movq 184(%rsp), %r10
+	movq 8(%rbp), %r11
+	call *%r11
+	addq $128, %rsp
+	movq %rax, 200(%rsp)
+	movq %rdx, 208(%rsp)
+	movaps %xmm0, 224(%rsp)
+	movaps %xmm1, 240(%rsp)
+	movq 8(%rbp), %rdi
+	subq $5, %rdi
+	movq 16(%rbp), %rsi
+	movq %rsp, %rdx
+	movq %rax, %rcx
+	movq 192(%rsp), %rax
+	movq 16(%rax), %r8
+	call *8(%rax)
+	movq 192(%rsp), %rax
+	lock decq 24(%rax)
+	movq 200(%rsp), %rax
+	movq 208(%rsp), %rdx
+	movaps 224(%rsp), %xmm0
+	movaps 240(%rsp), %xmm1
+	movq %rbp, %rsp
+	popq %rbp
+	leaq 8(%rsp), %rsp
+ftrace_direct_fexit_end:
+	ret
+	.size ftrace_direct_fexit, .-ftrace_direct_fexit
+	.bss
+	.p2align 6
+	.globl ftrt_direct_counts
+	.type ftrt_direct_counts, @object
+ftrt_direct_counts:
+	.zero 65536
+	.size ftrt_direct_counts, 65536
+	.globl ftrt_direct_count_lost
+	.type ftrt_direct_count_lost, @object
+ftrt_direct_count_lost:
+	.zero 8
+	.size ftrt_direct_count_lost, 8
+	.text
 	.p2align 4
 	.type ftrace_stub, @function
 ftrace_stub:

@@ -95,6 +95,8 @@ struct ftrt_tramp {
 	unsigned		nvec;
 	int			kind;		/* FTRT_MULTI_* */
 	unsigned long		refs;		/* sites calling it */
+	struct ftrt_direct_block *block;	/* a clone of ftrace_direct_fexit */
+	int			retired;
 };
 
 /* Multi-ops trampolines: kinds (templates) and the largest set one serves. */
@@ -128,6 +130,10 @@ struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *op
 int ftrt_tramp_novec_ok(ftrace_func_t func);
 struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_ops **vec,
 					   const ftrace_func_t *funcs, unsigned n, int kind);
+struct ftrt_tramp *ftrt_fexit_create(struct ftrt_arena *a, ftrace_direct_entry_t entry,
+				     ftrace_direct_exit_t exit, void *data);
+struct ftrt_tramp *ftrt_fexit_find(uintptr_t addr);
+int ftrt_fexit_free(struct ftrt_tramp *t, long limit_us);
 struct ftrt_tramp *ftrt_multis_take(struct ftrace_ops *ops);
 int ftrt_multis_unused(void);
 /* The trampoline whose code starts at addr in arena a, or NULL. */
@@ -165,7 +171,8 @@ extern const unsigned char ftrace_multi_caller[], ftrace_multi_caller_op_ptr[],
 	ftrace_regs_multi_caller[], ftrace_regs_multi_caller_op_ptr[],
 	ftrace_regs_multi_caller_seg[], ftrace_regs_multi_caller_seg_op[],
 	ftrace_regs_multi_caller_call[], ftrace_regs_multi_caller_done[],
-	ftrace_regs_multi_caller_end[];
+	ftrace_regs_multi_caller_end[],
+	ftrace_direct_fexit[], ftrace_direct_fexit_data[], ftrace_direct_fexit_end[];
 
 void ftrt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
