@@ -201,7 +201,6 @@ func (a *asm) regsEpilogue(name string) {
 	a.l("leaq %d(%%rsp), %%rsp", FrameSize-8)
 	a.label(name + "_end")
 	a.l("ret")
-	a.l(".size %s, .-%s", name, name)
 }
 
 func (a *asm) restoreRegs() {
@@ -217,6 +216,7 @@ func (a *asm) regsCaller(name, callLabel string) {
 	a.saveRegsFrame()
 	a.common(name, callLabel, 1)
 	a.regsEpilogue(name)
+	a.l(".size %s, .-%s", name, name)
 }
 
 type multiKind int
@@ -269,8 +269,8 @@ func (a *asm) multiCaller(name string, kind multiKind) {
 	a.label(name + "_op_ptr")
 	a.l("movq ftrace_template_op(%%rip), %%rdx") // 48 8b 15 rel32, re-pointed in clones
 	a.l("testq %%rdx, %%rdx")
-	a.l(".byte 0x0f, 0x84") // jz rel32 to name_done, re-aimed in clones
-	a.l(".long %s_done - (. + 4)", name)
+	a.l(".byte 0x0f, 0x84") // jz rel32 to name_fallback, re-aimed in clones
+	a.l(".long %s_fallback - (. + 4)", name)
 	a.label(name + "_seg")
 	a.l("movq %d(%%rsp), %%rdi", FrameSize)   // return address = site + 5
 	a.l("movq %d(%%rsp), %%rsi", FrameSize+8) // parent ip
@@ -284,23 +284,49 @@ func (a *asm) multiCaller(name string, kind multiKind) {
 	a.l("call ftrace_stub") // e8 rel32: this segment's callback
 	a.label(name + "_done")
 	a.leaveDepth()
+	a.multiExit(name, kind, false)
+
+	// name_fallback: the slot was cleared (the set is being retired) before this thread
+	// read it: no callback of the set may run from here any more, but the ops of the set
+	// still registered must see the call. Restore everything and continue in the arena's
+	// shared caller of the same kind (the list function) as if the site had called it;
+	// the thread leaves this trampoline's code before any callback runs.
+	a.label(name + "_fallback")
+	a.leaveDepth()
+	a.multiExit(name, kind, true)
+}
+
+// multiExit emits the restore and the exit of a multi-ops template: ret (through the
+// regs exits for multiRegs), or for the fallback a jmp rel32 (e9, aimed by the runtime).
+func (a *asm) multiExit(name string, kind multiKind, fallback bool) {
+	if kind == multiRegs && !fallback {
+		a.regsEpilogue(name)
+		return
+	}
+	if kind != multiNovec {
+		a.restoreXMM()
+	}
 	switch kind {
 	case multiRegs:
-		a.regsEpilogue(name)
-	case multiPlain:
-		a.restoreXMM()
+		a.restoreRegs()
+		a.l("leaq %d(%%rsp), %%rsp", FrameSize)
+	default:
 		for _, r := range callerSaved {
-			a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
-		}
-		a.epilogue(name)
-	case multiNovec:
-		for _, r := range callerSaved {
-			if r != "rcx" {
+			if r != "rcx" || kind == multiPlain {
 				a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
 			}
 		}
-		a.epilogue(name)
+		a.l("addq $%d, %%rsp", FrameSize)
 	}
+	if !fallback {
+		a.label(name + "_end")
+		a.l("ret")
+		return
+	}
+	a.l(".byte 0xe9") // jmp rel32 to the shared caller
+	a.l(".long 0")
+	a.label(name + "_fallback_end")
+	a.l(".size %s, .-%s", name, name)
 }
 
 func (a *asm) epilogue(name string) {
@@ -321,7 +347,8 @@ func Assembly() string {
 		"ftrace_caller_novec_end", "ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call",
 		"ftrace_regs_caller_end", "ftrace_stub", "__fentry__")
 	for _, n := range []string{"ftrace_multi_caller", "ftrace_multi_caller_novec", "ftrace_regs_multi_caller"} {
-		a.global(n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end")
+		a.global(n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end",
+			n+"_fallback", n+"_fallback_end")
 	}
 	a.global("ftrace_direct_count", "ftrace_direct_count_end", "ftrace_direct_fexit",
 		"ftrace_direct_fexit_data", "ftrace_direct_fexit_end")

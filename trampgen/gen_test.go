@@ -175,7 +175,7 @@ func TestTemplatesDecode(t *testing.T) {
 					jumps++
 					if rel, ok := in.Args[0].(x86asm.Rel); ok {
 						to := pc + uint64(in.Len) + uint64(int64(rel))
-						if to < start || to > end {
+						if (to < start || to > end) && to != syms[tp.start+"_fallback"] {
 							t.Errorf("jump at %#x leaves the template (to %#x)", pc, to)
 						}
 						if to <= syms[tp.call] {
@@ -240,9 +240,33 @@ func TestTemplatesDecode(t *testing.T) {
 	// nothing in it jumps (the runtime repeats it).
 	for _, n := range []string{"ftrace_multi_caller", "ftrace_multi_caller_novec", "ftrace_regs_multi_caller"} {
 		seg, op, call, done := syms[n+"_seg"], syms[n+"_seg_op"], syms[n+"_call"], syms[n+"_done"]
+		fb, fbEnd := syms[n+"_fallback"], syms[n+"_fallback_end"]
 		if !bytes.Equal(text[seg-6:seg-4], []byte{0x0f, 0x84}) ||
-			seg+uint64(int32(uint32(text[seg-4])|uint32(text[seg-3])<<8|uint32(text[seg-2])<<16|uint32(text[seg-1])<<24)) != done {
-			t.Errorf("%s: the prologue does not end with jz rel32 to _done: % x", n, text[seg-6:seg])
+			seg+uint64(int32(uint32(text[seg-4])|uint32(text[seg-3])<<8|uint32(text[seg-2])<<16|uint32(text[seg-1])<<24)) != fb {
+			t.Errorf("%s: the prologue does not end with jz rel32 to _fallback: % x", n, text[seg-6:seg])
+		}
+		// the fallback: lowers the counter, pops the frame, calls nothing and ends with
+		// jmp rel32 (to the shared caller) with the stack as at entry
+		if fb != syms[n+"_end"]+1 || text[fbEnd-5] != 0xe9 {
+			t.Errorf("%s: fallback at %#x (end+1 = %#x), last instruction % x", n, fb, syms[n+"_end"]+1, text[fbEnd-5:fbEnd])
+		}
+		depth, decs := FrameSize, 0
+		for pc := fb; pc < fbEnd; {
+			in, err := x86asm.Decode(text[pc:], 64)
+			if err != nil {
+				t.Fatalf("decode at %#x: %v", pc, err)
+			}
+			if m, ok := in.Args[0].(x86asm.Mem); ok && m.Segment == x86asm.FS && in.Op == x86asm.DEC {
+				decs++
+			}
+			if in.Op == x86asm.CALL || in.Op == x86asm.RET || (strings.HasPrefix(in.Op.String(), "J") && pc+uint64(in.Len) != fbEnd) {
+				t.Errorf("%s: %v in the fallback", n, in)
+			}
+			depth -= stackDelta(t, in)
+			pc += uint64(in.Len)
+		}
+		if depth != 0 || decs != 1 {
+			t.Errorf("%s: fallback leaves %d bytes on the stack, lowers the counter %d times", n, depth, decs)
 		}
 		if !bytes.Equal(text[op:op+2], []byte{0x48, 0xba}) || call+5 != done || !(seg < op && op < call) {
 			t.Errorf("%s: segment [%#x %#x) has movabs at %#x, call at %#x", n, seg, done, op, call)

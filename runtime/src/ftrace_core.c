@@ -812,7 +812,7 @@ static struct ftrt_tramp *multi_tramp(struct ftrt_arena *a, struct ftrace_ops **
 				      int regs)
 {
 	ftrace_func_t funcs[FTRT_MULTI_MAX];
-	struct ftrt_tramp *t;
+	struct ftrt_tramp *t, *fb;
 	unsigned i;
 	int kind, novec = 1;
 
@@ -829,7 +829,11 @@ static struct ftrt_tramp *multi_tramp(struct ftrt_arena *a, struct ftrace_ops **
 			novec = 0;
 	}
 	kind = regs ? FTRT_MULTI_REGS : novec ? FTRT_MULTI_NOVEC : FTRT_MULTI_PLAIN;
-	t = ftrt_tramp_create_multi(a, vec, funcs, n, kind);
+	/* where a thread goes once the set is killed: the list function of the same frame */
+	fb = shared_caller(a, regs);
+	if (!fb)
+		return NULL;
+	t = ftrt_tramp_create_multi(a, vec, funcs, n, kind, (uintptr_t)fb->code);
 	if (t) {
 		t->next = a->multis;
 		a->multis = t;
@@ -958,94 +962,198 @@ static void multi_ref(const struct ftrt_rec *r, int d)
 		t->refs += (unsigned long)(long)d;
 }
 
-/* Patch every dirty record to its target, in one batch. */
+/*
+ * The arrays of patch_dirty, kept between updates: each dirty record's new target, and one
+ * chunk's pokes.  An update is patched in chunks of PATCH_CHUNK sites so that the arrays
+ * (here and in the patching layer: about 150 bytes per site) stay a few MB and warm: a
+ * first enable of all 300k sites of a program touched 45 MB of fresh memory, which on this
+ * VM cost more than the patching itself (bench/RESULTS.md, "Cold enable").
+ */
+#define PATCH_CHUNK	32768
+static uintptr_t *batch_tgt;
+static struct ftrt_poke *batch_pk;
+static struct ftrt_rec **batch_pr;
+static size_t cap_tgt, cap_pk, cap_pr;
+
+/* Make *p hold n elements of size (capacity *cap, in elements). */
+static int batch_grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	size_t c = *cap ? *cap : 64;
+	void *np;
+
+	if (n <= *cap)
+		return 0;
+	while (c < n)
+		c *= 2;
+	np = ftrt_big_grow(*p, *cap * size, c * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
+/*
+ * The poke that takes r from what its record says it holds to target (0: nop); 0 when the
+ * site needs no write.  back: the reverse (from target to the record's state).
+ */
+static int rec_poke(const struct ftrt_rec *r, uintptr_t target, int back, struct ftrt_poke *p)
+{
+	int32_t d = target ? (int32_t)(target - (r->ip + 5)) : 0;
+	unsigned char cur[6], want[6];
+	unsigned len = 5;
+
+	if (r->flags & REC_NOP6) {
+		if (!target)
+			return 0;
+		memcpy(cur, nop6, 6);
+		want[0] = 0xe8;
+		memcpy(want + 1, &d, 4);
+		want[5] = 0x90;
+		len = 6;
+	} else {
+		if (r->flags & REC_CALL) {
+			cur[0] = 0xe8;
+			memcpy(cur + 1, &r->rel, 4);
+		} else {
+			memcpy(cur, nop5, 5);
+		}
+		if (target) {
+			want[0] = 0xe8;
+			memcpy(want + 1, &d, 4);
+		} else {
+			memcpy(want, nop5, 5);
+		}
+		if (!memcmp(cur, want, 5))
+			return 0;
+	}
+	p->addr = (void *)r->ip;
+	p->len = (unsigned char)len;
+	memcpy(p->old, back ? want : cur, len);
+	memcpy(p->new, back ? cur : want, len);
+	return 1;
+}
+
+/* One chunk of pokes; a refused site is dropped (and never touched again), the rest goes. */
+static int poke_chunk(struct ftrt_poke *pk, struct ftrt_rec **pr, size_t *np)
+{
+	size_t bad;
+	int ret = 0;
+
+	while (*np) {
+		ret = ftrt_text_poke_batch(pk, *np, &bad);
+		if (ret != -EINVAL || bad >= *np)
+			break;
+		uncount_refused(pr[bad]);
+		nr_refused++;
+		memmove(pk + bad, pk + bad + 1, (*np - bad - 1) * sizeof(*pk));
+		memmove(pr + bad, pr + bad + 1, (*np - bad - 1) * sizeof(*pr));
+		(*np)--;
+	}
+	return ret;
+}
+
+/*
+ * Patch the first `upto` dirty records (in visiting order) from their recorded state to
+ * their target, or back (undoing chunks already written), in chunks.  0 or the error of the
+ * first chunk that failed (that chunk left its sites as they were); *done: the records
+ * visited by the chunks that went through.
+ */
+static int patch_chunks(size_t upto, int back, size_t *done)
+{
+	struct ftrt_object *o;
+	size_t k = 0, np = 0, i;
+	int ret;
+
+	*done = 0;
+	for (o = objects; o; o = o->next) {
+		for (i = o->dirty_lo; i < o->dirty_end && k < upto; i++) {
+			struct ftrt_rec *r = &o->recs[i];
+
+			if (!(r->flags & REC_DIRTY))
+				continue;
+			if (!(r->flags & REC_REFUSED) && rec_poke(r, batch_tgt[k], back, &batch_pk[np]))
+				batch_pr[np++] = r;
+			k++;
+			if (np == PATCH_CHUNK) {
+				if ((ret = poke_chunk(batch_pk, batch_pr, &np)))
+					return ret;
+				*done = k;
+				np = 0;
+			}
+		}
+	}
+	if (np && (ret = poke_chunk(batch_pk, batch_pr, &np)))
+		return ret;
+	*done = k;
+	return 0;
+}
+
+/* Patch every dirty record to its target (targets first, so a failure leaves nothing half done). */
 static int patch_dirty(void)
 {
-	size_t n = nr_dirty(), np = 0, i, bad;
-	struct ftrt_poke *pk;
-	struct ftrt_rec **pr;
+	size_t n = nr_dirty(), k = 0, done, undone, i;
 	struct ftrt_object *o;
 	int ret = 0;
 
 	if (!n)
 		return 0;
-	pk = malloc(n * sizeof(*pk));
-	pr = malloc(n * sizeof(*pr));
-	if (!pk || !pr) {
+	if (batch_grow((void **)&batch_tgt, &cap_tgt, n, sizeof(*batch_tgt)) ||
+	    batch_grow((void **)&batch_pk, &cap_pk, n < PATCH_CHUNK ? n : PATCH_CHUNK,
+		       sizeof(*batch_pk)) ||
+	    batch_grow((void **)&batch_pr, &cap_pr, n < PATCH_CHUNK ? n : PATCH_CHUNK,
+		       sizeof(*batch_pr))) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (o = objects; o; o = o->next) {
 		for (i = o->dirty_lo; i < o->dirty_end; i++) {
 			struct ftrt_rec *r = &o->recs[i];
-			struct ftrt_poke *p = &pk[np];
-			uintptr_t target;
 			long d;
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
-			ret = (int)rec_target(o, r, &target);
+			ret = (int)rec_target(o, r, &batch_tgt[k]);
 			if (ret)
 				goto out;
-			d = target ? (long)(target - (r->ip + 5)) : 0;
+			d = batch_tgt[k] ? (long)(batch_tgt[k] - (r->ip + 5)) : 0;
 			if (d != (long)(int32_t)d) {
 				ret = -ENOMEM;	/* trampoline out of reach: cannot happen */
 				goto out;
 			}
-			p->addr = (void *)r->ip;
-			if (r->flags & REC_NOP6) {
-				if (!target)
-					continue;
-				memcpy(p->old, nop6, 6);
-				p->new[0] = 0xe8;
-				memcpy(p->new + 1, &(int32_t){ (int32_t)d }, 4);
-				p->new[5] = 0x90;
-				p->len = 6;
-			} else {
-				if (r->flags & REC_CALL) {
-					p->old[0] = 0xe8;
-					memcpy(p->old + 1, &r->rel, 4);
-				} else {
-					memcpy(p->old, nop5, 5);
-				}
-				if (target) {
-					p->new[0] = 0xe8;
-					memcpy(p->new + 1, &(int32_t){ (int32_t)d }, 4);
-				} else {
-					memcpy(p->new, nop5, 5);
-				}
-				p->len = 5;
-				if (!memcmp(p->old, p->new, 5))
-					continue;
-			}
-			pr[np++] = r;
+			k++;
 		}
 	}
-	while (np) {
-		ret = ftrt_text_poke_batch(pk, np, &bad);
-		if (ret != -EINVAL || bad >= np)
-			break;
-		uncount_refused(pr[bad]);
-		nr_refused++;
-		memmove(pk + bad, pk + bad + 1, (np - bad - 1) * sizeof(*pk));
-		memmove(pr + bad, pr + bad + 1, (np - bad - 1) * sizeof(*pr));
-		np--;
-	}
-	if (ret)
+	ret = patch_chunks(n, 0, &done);
+	if (ret) {
+		/* put the chunks already written back as the records say */
+		if (done && patch_chunks(done, 1, &undone))
+			ftrt_warn("ftrt: undoing a failed update failed: some sites are left "
+				  "calling what the update wanted");
 		goto out;
-	for (i = 0; i < np; i++) {
-		struct ftrt_rec *r = pr[i];
+	}
+	/* the records follow the bytes */
+	for (k = 0, o = objects; o; o = o->next) {
+		for (i = o->dirty_lo; i < o->dirty_end; i++) {
+			struct ftrt_rec *r = &o->recs[i];
+			uintptr_t t;
 
-		multi_ref(r, -1);
-		r->flags &= ~REC_NOP6;
-		if (pk[i].new[0] == 0xe8) {
-			r->flags |= REC_CALL;
-			memcpy(&r->rel, pk[i].new + 1, 4);
-		} else {
-			r->flags &= ~REC_CALL;
-			r->rel = 0;
+			if (!(r->flags & REC_DIRTY))
+				continue;
+			t = batch_tgt[k++];
+			if ((r->flags & REC_REFUSED) || !rec_poke(r, t, 0, &batch_pk[0]))
+				continue;
+			multi_ref(r, -1);
+			r->flags &= ~REC_NOP6;
+			if (t) {
+				r->flags |= REC_CALL;
+				r->rel = (int32_t)(t - (r->ip + 5));
+			} else {
+				r->flags &= ~REC_CALL;
+				r->rel = 0;
+			}
+			multi_ref(r, 1);
 		}
-		multi_ref(r, 1);
 	}
 out:
 	for (o = objects; o; o = o->next) {
@@ -1053,8 +1161,6 @@ out:
 			o->recs[i].flags &= ~REC_DIRTY;
 		o->dirty_lo = o->dirty_end = 0;
 	}
-	free(pk);
-	free(pr);
 	return ret;
 }
 

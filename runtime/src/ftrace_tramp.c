@@ -353,32 +353,38 @@ struct ftrt_tramp *ftrt_tramp_at(struct ftrt_arena *a, uintptr_t addr)
 }
 
 static const struct {
-	const unsigned char *start, *op_ptr, *seg, *seg_op, *call, *done, *end;
+	const unsigned char *start, *op_ptr, *seg, *seg_op, *call, *done, *end, *fb, *fb_end;
 } multi_templates[] = {
 	[FTRT_MULTI_PLAIN] = { ftrace_multi_caller, ftrace_multi_caller_op_ptr,
 			       ftrace_multi_caller_seg, ftrace_multi_caller_seg_op,
 			       ftrace_multi_caller_call, ftrace_multi_caller_done,
-			       ftrace_multi_caller_end },
+			       ftrace_multi_caller_end, ftrace_multi_caller_fallback,
+			       ftrace_multi_caller_fallback_end },
 	[FTRT_MULTI_NOVEC] = { ftrace_multi_caller_novec, ftrace_multi_caller_novec_op_ptr,
 			       ftrace_multi_caller_novec_seg, ftrace_multi_caller_novec_seg_op,
 			       ftrace_multi_caller_novec_call, ftrace_multi_caller_novec_done,
-			       ftrace_multi_caller_novec_end },
+			       ftrace_multi_caller_novec_end, ftrace_multi_caller_novec_fallback,
+			       ftrace_multi_caller_novec_fallback_end },
 	[FTRT_MULTI_REGS] = { ftrace_regs_multi_caller, ftrace_regs_multi_caller_op_ptr,
 			      ftrace_regs_multi_caller_seg, ftrace_regs_multi_caller_seg_op,
 			      ftrace_regs_multi_caller_call, ftrace_regs_multi_caller_done,
-			      ftrace_regs_multi_caller_end },
+			      ftrace_regs_multi_caller_end, ftrace_regs_multi_caller_fallback,
+			      ftrace_regs_multi_caller_fallback_end },
 };
 
 /*
  * A trampoline for a site served by the n ops of vec: the template's prologue, one segment
  * per ops (the ops as an immediate, a direct call to funcs[i], or through an absolute-jump
- * stub after the code when out of rel32 reach) and the epilogue.  The slot holds vec[0]
- * while the set is live; clearing it (ftrt_tramp_kill) makes the trampoline skip every
- * callback, as for the single-ops clones.  NULL when the set does not fit a page or no page
- * is free (the caller falls back on the shared caller).
+ * stub after the code when out of rel32 reach), the epilogue and the fallback.  The slot
+ * holds vec[0] while the set is live; once it is cleared (ftrt_tramp_kill), a thread that
+ * reads it runs no callback from here but continues in fallback (the shared caller of the
+ * same kind: the list function runs whichever ops of the set are still registered), so
+ * killing a set never hides a call from its other ops.  NULL when the set does not fit a
+ * page or no page is free (the caller falls back on the shared caller).
  */
 struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_ops **vec,
-					   const ftrace_func_t *funcs, unsigned n, int kind)
+					   const ftrace_func_t *funcs, unsigned n, int kind,
+					   uintptr_t fallback)
 {
 	const unsigned char *start = multi_templates[kind].start;
 	size_t pro = (size_t)(multi_templates[kind].seg - start);
@@ -387,19 +393,20 @@ struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_o
 	size_t op_off = (size_t)(multi_templates[kind].op_ptr - start);
 	size_t imm_off = (size_t)(multi_templates[kind].seg_op - multi_templates[kind].seg);
 	size_t call_off = (size_t)(multi_templates[kind].call - multi_templates[kind].seg);
+	size_t fbl = (size_t)(multi_templates[kind].fb_end - multi_templates[kind].fb);
 	size_t body, stubs, total, i;
 	struct ftrt_tramp *t;
 	unsigned char *code, *p;
 	uintptr_t *slot;
 	int32_t rel;
 
-	body = pro + n * seg + epi + 1;
+	body = pro + n * seg + epi + 1 + fbl;
 	stubs = (body + 7) & ~(size_t)7;
 	total = stubs + 16 * n;
 	if (!n || n > FTRT_MULTI_MAX || total > PAGE ||
 	    memcmp(start + op_off, "\x48\x8b\x15", 3) || start[pro - 6] != 0x0f ||
 	    start[pro - 5] != 0x84 || memcmp(start + pro + imm_off, "\x48\xba", 2) ||
-	    start[pro + call_off] != 0xe8) {
+	    start[pro + call_off] != 0xe8 || multi_templates[kind].fb_end[-5] != 0xe9) {
 		if (n && n <= FTRT_MULTI_MAX && total <= PAGE)
 			ftrt_warn("ftrt: multi-ops template is not what the runtime expects");
 		return NULL;
@@ -443,9 +450,20 @@ struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_o
 	}
 	memcpy(p, multi_templates[kind].done, epi);
 	p[epi] = 0xc3;
-	/* the slot test's jz rel32 (the prologue's last instruction) to the epilogue */
+	p += epi + 1;
+	memcpy(p, multi_templates[kind].fb, fbl);
+	/* the slot test's jz rel32 (the prologue's last instruction) to the fallback */
 	rel = (int32_t)(p - (code + pro));
 	memcpy(code + pro - 4, &rel, 4);
+	/* and the fallback's jmp rel32 to the shared caller (same arena: in reach) */
+	if (!fits_rel32((uintptr_t)p + fbl, fallback)) {
+		page_free(a, code);
+		free(t->vec);
+		free(t);
+		return NULL;
+	}
+	rel = (int32_t)(fallback - ((uintptr_t)p + fbl));
+	memcpy(p + fbl - 4, &rel, 4);
 	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
 		ftrt_warn("ftrt: cannot make a trampoline page executable (%s)", strerror(errno));
 		page_free(a, code);

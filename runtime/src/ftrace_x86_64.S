@@ -23,6 +23,8 @@
 	.globl ftrace_multi_caller_call
 	.globl ftrace_multi_caller_done
 	.globl ftrace_multi_caller_end
+	.globl ftrace_multi_caller_fallback
+	.globl ftrace_multi_caller_fallback_end
 	.globl ftrace_multi_caller_novec
 	.globl ftrace_multi_caller_novec_op_ptr
 	.globl ftrace_multi_caller_novec_seg
@@ -30,6 +32,8 @@
 	.globl ftrace_multi_caller_novec_call
 	.globl ftrace_multi_caller_novec_done
 	.globl ftrace_multi_caller_novec_end
+	.globl ftrace_multi_caller_novec_fallback
+	.globl ftrace_multi_caller_novec_fallback_end
 	.globl ftrace_regs_multi_caller
 	.globl ftrace_regs_multi_caller_op_ptr
 	.globl ftrace_regs_multi_caller_seg
@@ -37,6 +41,8 @@
 	.globl ftrace_regs_multi_caller_call
 	.globl ftrace_regs_multi_caller_done
 	.globl ftrace_regs_multi_caller_end
+	.globl ftrace_regs_multi_caller_fallback
+	.globl ftrace_regs_multi_caller_fallback_end
 	.globl ftrace_direct_count
 	.globl ftrace_direct_count_end
 	.globl ftrace_direct_fexit
@@ -265,7 +271,7 @@ ftrace_multi_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	testq %rdx, %rdx
 	.byte 0x0f, 0x84
-	.long ftrace_multi_caller_done - (. + 4)
+	.long ftrace_multi_caller_fallback - (. + 4)
 ftrace_multi_caller_seg:
 	movq 288(%rsp), %rdi
 	movq 296(%rsp), %rsi
@@ -296,6 +302,28 @@ ftrace_multi_caller_done:
 	addq $288, %rsp
 ftrace_multi_caller_end:
 	ret
+ftrace_multi_caller_fallback:
+	decl %fs:ftrt_cb_depth@tpoff
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+	.byte 0xe9
+	.long 0
+ftrace_multi_caller_fallback_end:
 	.size ftrace_multi_caller, .-ftrace_multi_caller
 	.p2align 4
 	.type ftrace_multi_caller_novec, @function
@@ -313,7 +341,7 @@ ftrace_multi_caller_novec_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	testq %rdx, %rdx
 	.byte 0x0f, 0x84
-	.long ftrace_multi_caller_novec_done - (. + 4)
+	.long ftrace_multi_caller_novec_fallback - (. + 4)
 ftrace_multi_caller_novec_seg:
 	movq 288(%rsp), %rdi
 	movq 296(%rsp), %rsi
@@ -334,6 +362,19 @@ ftrace_multi_caller_novec_done:
 	addq $288, %rsp
 ftrace_multi_caller_novec_end:
 	ret
+ftrace_multi_caller_novec_fallback:
+	decl %fs:ftrt_cb_depth@tpoff
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+	.byte 0xe9
+	.long 0
+ftrace_multi_caller_novec_fallback_end:
 	.size ftrace_multi_caller_novec, .-ftrace_multi_caller_novec
 	.p2align 4
 	.type ftrace_regs_multi_caller, @function
@@ -375,7 +416,7 @@ ftrace_regs_multi_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	testq %rdx, %rdx
 	.byte 0x0f, 0x84
-	.long ftrace_regs_multi_caller_done - (. + 4)
+	.long ftrace_regs_multi_caller_fallback - (. + 4)
 ftrace_regs_multi_caller_seg:
 	movq 288(%rsp), %rdi
 	movq 296(%rsp), %rsi
@@ -441,6 +482,37 @@ ftrace_regs_multi_caller_done:
 	leaq 280(%rsp), %rsp
 ftrace_regs_multi_caller_end:
 	ret
+ftrace_regs_multi_caller_fallback:
+	decl %fs:ftrt_cb_depth@tpoff
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	movq 48(%rsp), %r11
+	movq 40(%rsp), %rbx
+	movq 32(%rsp), %rbp
+	movq 24(%rsp), %r12
+	movq 16(%rsp), %r13
+	movq 8(%rsp), %r14
+	movq 0(%rsp), %r15
+	pushq 152(%rsp)
+	popfq
+	leaq 288(%rsp), %rsp
+	.byte 0xe9
+	.long 0
+ftrace_regs_multi_caller_fallback_end:
 	.size ftrace_regs_multi_caller, .-ftrace_regs_multi_caller
 	.p2align 4
 	.type ftrace_direct_count, @function

@@ -129,7 +129,8 @@ struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *op
 				     ftrace_func_t func, int tmpl);
 int ftrt_tramp_novec_ok(ftrace_func_t func);
 struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_ops **vec,
-					   const ftrace_func_t *funcs, unsigned n, int kind);
+					   const ftrace_func_t *funcs, unsigned n, int kind,
+					   uintptr_t fallback);
 struct ftrt_tramp *ftrt_fexit_create(struct ftrt_arena *a, ftrace_direct_entry_t entry,
 				     ftrace_direct_exit_t exit, void *data);
 struct ftrt_tramp *ftrt_fexit_find(uintptr_t addr);
@@ -171,7 +172,10 @@ extern const unsigned char ftrace_multi_caller[], ftrace_multi_caller_op_ptr[],
 	ftrace_regs_multi_caller[], ftrace_regs_multi_caller_op_ptr[],
 	ftrace_regs_multi_caller_seg[], ftrace_regs_multi_caller_seg_op[],
 	ftrace_regs_multi_caller_call[], ftrace_regs_multi_caller_done[],
-	ftrace_regs_multi_caller_end[],
+	ftrace_regs_multi_caller_end[], ftrace_multi_caller_fallback[],
+	ftrace_multi_caller_fallback_end[], ftrace_multi_caller_novec_fallback[],
+	ftrace_multi_caller_novec_fallback_end[], ftrace_regs_multi_caller_fallback[],
+	ftrace_regs_multi_caller_fallback_end[],
 	ftrace_direct_fexit[], ftrace_direct_fexit_data[], ftrace_direct_fexit_end[];
 
 void ftrt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
