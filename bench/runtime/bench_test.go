@@ -9,6 +9,7 @@ package runtimebench
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,39 @@ func buildDirectmod(t testing.TB, dir string, n int) string {
 	return exe
 }
 
+// buildColdenable generates a source of n ordinary functions (and the table of their
+// addresses), compiles it with gcc -O1 -pg -mfentry and links it with coldenable.c, through
+// the full flow. 300,000 functions take gcc a few minutes.
+func buildColdenable(t testing.TB, dir string, n int) string {
+	t.Helper()
+	testenv.Need(t, "gcc")
+	lib, inc := testenv.Runtime(t)
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "__attribute__((noinline)) int f%d(int x) { return x * 3 + %d; }\n", i, i)
+	}
+	b.WriteString("typedef int (*fp)(int);\nfp const tab[] = {\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "f%d,\n", i)
+	}
+	fmt.Fprintf(&b, "};\nconst unsigned long nfuncs = %d;\n", n)
+	src := filepath.Join(dir, "funcs.c")
+	if err := os.WriteFile(src, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var objs []string
+	for _, s := range []string{src, filepath.Join(benchDir(), "coldenable.c")} {
+		obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(s), ".c")+".o")
+		testenv.Run(t, dir, "gcc", "-O1", "-pg", "-mfentry", "-I"+inc, "-c", s, "-o", obj)
+		testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+		objs = append(objs, obj)
+	}
+	exe := filepath.Join(dir, "coldenable-"+strconv.Itoa(n))
+	testenv.Run(t, dir, "gcc", append(objs, "-o", exe, "-L"+lib, "-lftrt", "-lpthread", "-ldl")...)
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), exe)
+	return exe
+}
+
 // parse reads "name value..." lines.
 func parse(t testing.TB, out string) map[string][]float64 {
 	t.Helper()
@@ -96,6 +130,10 @@ func TestBenchProgramsRun(t *testing.T) {
 		if len(m[n]) != 2 || m[n][0] <= 0 || m[n][1] <= 0 {
 			t.Errorf("callcost: %s: want ns and ratio, both positive: %v", n, m[n])
 		}
+	}
+	m = parse(t, testenv.Run(t, dir, buildColdenable(t, dir, 200), "1"))
+	if len(m["cold_ms"]) != 2 || len(m["warm_ms"]) != 2 || len(m["sites"]) != 1 || m["sites"][0] < 200 {
+		t.Errorf("coldenable: %v", m)
 	}
 	m = parse(t, testenv.Run(t, dir, buildDirectmod(t, dir, 100), "3"))
 	if len(m["modify_1_us"]) != 2 || len(m["modify_100_us"]) != 2 || m["modify_100_us"][0] <= 0 {
@@ -208,6 +246,37 @@ func BenchmarkRuntimeDirectModify(b *testing.B) {
 	b.ReportMetric(m["modify_1_us"][1], "modify1-median-us")
 	b.ReportMetric(m["modify_10000_us"][0], "modify10k-best-us")
 	b.ReportMetric(m["modify_10000_us"][1], "modify10k-median-us")
+}
+
+// Cold enable: the first register (empty filter) in a fresh process of 300,000 compiled
+// functions with one thread calling them, and its unregister; then warm rounds. Several
+// processes, best and median of the cold figures.
+func BenchmarkRuntimeColdEnable(b *testing.B) {
+	dir := b.TempDir()
+	exe := buildColdenable(b, dir, 300000)
+	b.ResetTimer()
+	var reg, unreg, wreg, wunreg []float64
+	var m map[string][]float64
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < 7; r++ {
+			m = parse(b, testenv.Run(b, dir, exe, "3"))
+			reg = append(reg, m["cold_ms"][0])
+			unreg = append(unreg, m["cold_ms"][1])
+			wreg = append(wreg, m["warm_ms"][0])
+			wunreg = append(wunreg, m["warm_ms"][1])
+		}
+	}
+	b.StopTimer()
+	for _, v := range [][]float64{reg, unreg, wreg, wunreg} {
+		sort.Float64s(v)
+	}
+	b.ReportMetric(m["sites"][0], "sites")
+	b.ReportMetric(reg[0], "cold-register-best-ms")
+	b.ReportMetric(reg[len(reg)/2], "cold-register-median-ms")
+	b.ReportMetric(unreg[len(unreg)/2], "cold-unregister-median-ms")
+	b.ReportMetric(wreg[len(wreg)/2], "warm-register-median-ms")
+	b.ReportMetric(wunreg[len(wunreg)/2], "warm-unregister-median-ms")
+	b.ReportMetric(m["cold_minflt"][0], "cold-register-minflt")
 }
 
 func BenchmarkRuntimeStartup(b *testing.B) {
