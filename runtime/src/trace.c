@@ -5,9 +5,9 @@
  * FTRACE_* start-up controls, and the write-out at exit and on fatal signals.
  *
  * Hot paths (trace_func, trace_graph_ent, trace_graph_ret): one TLS state
- * check, one clock read, a 32-byte store and a release store of the count. No
- * locks, no system calls, no allocation (except the first event of a thread,
- * see ft_thread_buf()).
+ * check, one clock read, a 4- or 8-byte event (trace_internal.h) and a store of
+ * the block's published length. No locks, no system calls, no allocation (except
+ * the first event of a thread, see ft_thread_buf()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -71,63 +71,17 @@ static FT_CALLBACK void trace_func(unsigned long ip, unsigned long parent_ip, st
 		       struct ftrace_regs *fregs)
 {
 	struct ft_thread *t = thread_buf();
-	struct ftkit_rec *r;
 
 	(void)op;
 	(void)fregs;
-	if (unlikely(!t) || unlikely(!(r = ft_rec_reserve(t))))
+	if (unlikely(!t))
 		return;
-	r->ts = ft_clock_read();
-	r->ip = ip;
-	r->aux = parent_ip;
-	r->depth = 0;
-	r->type = FTKIT_REC_FUNC;
-	r->flags = 0;
-	ft_rec_commit(t);
+	ft_ev_func(t, ip, parent_ip, ft_clock_read());
 }
 
 static struct ftrace_ops trace_fops = { .func = trace_func };
 
 /* ---- function_graph tracer ---- */
-
-static void graph_put(struct ft_thread *t, uint16_t type, unsigned long ip, uint64_t ts,
-		      uint64_t aux, int depth)
-{
-	struct ftkit_rec *r = &t->recs[t->head++];
-
-	barrier();	/* the slot is taken before it is filled (a signal handler nests) */
-	r->ts = ts;
-	r->ip = ip;
-	r->aux = aux;
-	r->depth = (uint32_t)depth;
-	r->type = type;
-	r->flags = 0;
-}
-
-/*
- * The staging buffer is full at the entry of e: write it to the file.  That takes tens to
- * hundreds of microseconds, spent where the program happens to be; so that it is not
- * charged to e's function, e is timed from after it, and the time is recorded as a call of
- * ftkit_trace_flush (a sibling of e, a child of e's caller): reports show where the
- * tracer's own writing went.  0 if nothing more can be recorded.
- */
-static __attribute__((noinline)) int graph_flush(struct ft_thread *t, struct ftrace_graph_ent *e)
-{
-	uint64_t staged = t->head, t0 = ft_clock_read(), t1;
-
-	/* + 2: the flush's own entry and exit */
-	if (!ftkit_trace_flush(t, t->head + t->open + 4)) {
-		ft_rec_lost(t);
-		return 0;
-	}
-	if (t->head < staged) {
-		t1 = ft_clock_read();
-		graph_put(t, FTKIT_REC_ENTRY, (unsigned long)ftkit_trace_flush, t0, 0, e->depth);
-		graph_put(t, FTKIT_REC_EXIT, (unsigned long)ftkit_trace_flush, t1, t0, e->depth);
-		e->calltime = t1;
-	}
-	return 1;
-}
 
 /*
  * graph_function / graph_notrace: should the call e be hooked and recorded?  Outside a
@@ -154,6 +108,18 @@ static int graph_select(struct ft_thread *t, const struct ftrace_graph_ent *e)
 	if (!tr.sel_in || t->sel_in)
 		return SEL_RECORD;
 	return ftrt_ops_match(&sel_in_ops, e->func) ? SEL_OPEN : SEL_SKIP;
+}
+
+/*
+ * Recorded frames at shadow depth >= depth are not open any more, but their exits never
+ * came (the graph ops were registered again, or a frame was left without the return
+ * hook): the next ENTRY is preceded by an EXT DEPTH that closes them for readers.
+ */
+static __attribute__((noinline)) void graph_close_stale(struct ft_thread *t, int depth)
+{
+	while (t->open && t->rs[t->open - 1].depth >= depth)
+		t->open--;
+	t->need_depth = t->open + 1;	/* EXT DEPTH t->open before the next event */
 }
 
 static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
@@ -188,12 +154,18 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	} else {
 		t = &ft_cur;
 	}
-	/* keep room for the exits of every recorded frame still open */
-	if (unlikely(t->head + t->open + 2 > t->limit) && !graph_flush(t, e))
+	/* frames recorded at this depth or deeper ended without an exit we saw */
+	if (unlikely(t->open && t->rs[t->open - 1].depth >= e->depth))
+		graph_close_stale(t, e->depth);
+	if (unlikely(t->open >= FGRAPH_SHADOW_DEPTH))
 		return 0;
-	graph_put(t, FTKIT_REC_ENTRY, e->func, e->calltime, e->retaddr, e->depth);
+	ft_ev_entry(t, e->func, e->calltime);
+	if (unlikely(!t->blk))
+		return 0;	/* dropped (no free block): its exit is not wanted */
+	t->rs[t->open].ip = e->func;
+	t->rs[t->open].ts = e->calltime;
+	t->rs[t->open].depth = e->depth;
 	t->open++;
-	ft_rec_commit(t);
 	if (unlikely(sel == SEL_OPEN))
 		t->sel_in = e->depth + 1;
 	return 1;
@@ -202,7 +174,6 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 static void trace_graph_ret(struct ftrace_graph_ret *e, struct fgraph_ops *gops)
 {
 	struct ft_thread *t = &ft_cur;
-	struct ftkit_rec *r;
 
 	(void)gops;
 	if (unlikely(t->sel_in | t->sel_out) && t->sel_gen == tr.sel_gen) {
@@ -217,17 +188,21 @@ static void trace_graph_ret(struct ftrace_graph_ret *e, struct fgraph_ops *gops)
 	if (unlikely(t->state != FT_THREAD_LIVE || !t->open ||
 		     e->calltime < ft_sess.hdr.start_ticks))
 		return;
-	r = ft_rec_reserve(t);
-	if (unlikely(!r))
-		return;
-	r->ts = e->rettime;
-	r->ip = e->func;
-	r->aux = e->calltime;
-	r->depth = (uint32_t)e->depth;
-	r->type = FTKIT_REC_EXIT;
-	r->flags = (e->flags & FGRAPH_RET_UNWOUND) ? FTKIT_REC_UNWOUND : 0;
+	if (unlikely(t->rs[t->open - 1].depth != e->depth)) {
+		if (t->rs[t->open - 1].depth < e->depth)
+			return;		/* a frame we did not record */
+		graph_close_stale(t, e->depth + 1);
+		if (!t->open || t->rs[t->open - 1].depth != e->depth)
+			return;
+	}
+	/* popped after: a block started by this exit has the frame in its header */
+	if (unlikely(t->need_depth))
+		ft_ev_slow(t, (e->flags & FGRAPH_RET_UNWOUND) ? FTKIT_EV_EXIT_UNWOUND : FTKIT_EV_EXIT,
+			   0, 0, e->rettime);
+	else
+		ft_ev_exit(t, (e->flags & FGRAPH_RET_UNWOUND) ? FTKIT_EV_EXIT_UNWOUND : FTKIT_EV_EXIT,
+			   e->rettime);
 	t->open--;
-	ft_rec_commit(t);
 }
 
 static struct fgraph_ops trace_gops = {

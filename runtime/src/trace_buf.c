@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The trace file and the per-thread event buffers (docs/trace-format.md).
+ * The trace file and the per-thread event buffers (docs/trace-format.md, version 2).
  *
- * Each thread has a chunk of the trace file and a staging buffer (see
- * "Staging buffers" below). A thread gets them on its first event (mmap, no
- * malloc: this may run in a signal handler); the global spin lock below is
- * taken only then, never per event. A chunk's space is a hole until its records
- * are written: reserving all of it (fallocate) and giving the rest back at exit
- * cost a short-lived process milliseconds of file-system work.  A thread that
- * flushes during the run reserves blocks ahead of its writes instead, in growing
- * steps (writing into reserved blocks costs ext4 a third less than into a hole),
- * and gives back what it did not use when it ends.  A full disk shows up as a
- * failed write (the thread stops recording, counted and reported once).
+ * Each thread records into a ring of blocks of its own (struct ft_tbuf, mapped
+ * anonymous memory set up at its first event: no malloc, this may run in a signal
+ * handler).  A full block is handed to the writer thread by a state change, with no
+ * lock and no system call; the writer appends blocks as EVENTS chunks with large
+ * vectored writes, and flushes the part of each block being filled every
+ * FT_FLUSH_MS (PARTIAL chunks), so a killed program loses little.  The file is
+ * append-only (only its header is rewritten at the end).  When the writer is
+ * behind and a thread has no free block, its events are dropped and counted
+ * (the next block's `lost`, the THREAD chunks) or, with FTRACE_NO_LOSS=1, the
+ * thread waits.  In flight-recorder mode (FTRACE_RING) the blocks are not handed
+ * over: the thread overwrites its oldest, and the ring is written at snapshot,
+ * dump, exit and on a fatal signal.
  *
  * Finalisation (exit, fatal signal, shutdown) uses only async-signal-safe
- * calls: pwrite, rename, clock_gettime, open/read.
+ * calls: pwritev, rename, clock_gettime, open/read, sigprocmask.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -31,6 +33,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <signal.h>
 
@@ -302,7 +306,7 @@ int ft_known_at_startup(unsigned long start)
 /* The MAPS chunk image (count and size not yet set): objects loaded now, then gone ones. */
 static void maps_image(struct maps_build *mb)
 {
-	struct ftkit_maps_chunk h = { { FTKIT_CHUNK_MAPS, sizeof(h), 0 }, 0, 0 };
+	struct ftkit_maps_chunk h = { { FTKIT_CHUNK_MAPS, sizeof(h), 0 }, 0, 0, 0 };
 
 	mb_put(mb, &h, sizeof(h));
 	dl_iterate_phdr(maps_cb, mb);
@@ -363,9 +367,8 @@ int ft_maps_build(uint64_t at, unsigned long pad_to)
  * image are kept in `gone`, which goes into every later image (the final one included).
  * An image is published only when its set of objects changed: replaced images are never
  * freed (see maps_publish), and a program may dlopen and dlclose one library in a loop.
- * Trace format v1 has one MAPS chunk, written at finalisation: an object loaded later at
- * the same address comes first there, and readers take the first entry that contains an
- * address.
+ * The writer thread appends each new image as a MAPS chunk with its time (format v2:
+ * readers let a later chunk's entry win for events after it).
  */
 void ftrt_objects_changed(void)
 {
@@ -415,6 +418,26 @@ out:
 
 /* ---- session ---- */
 
+#define FT_FLUSH_MS	100		/* the writer flushes blocks being filled this often */
+#define FT_IDLE_US	1000		/* the writer's sleep when it found nothing to write */
+#define FT_MAXOPEN	FGRAPH_SHADOW_DEPTH	/* recorded frames a block header can carry */
+
+static struct {
+	uint32_t block_size;		/* bytes of event data per block */
+	uint32_t nblk;			/* blocks per thread */
+	int ring;			/* flight recorder */
+	int no_loss;			/* wait for a free block instead of dropping */
+	uint64_t stride, tbuf_bytes;
+} cfg;
+
+static struct ft_tbuf *tbuf_free;	/* tbufs of exited threads (under the session lock) */
+static pthread_t writer_th;
+static int write_failed;		/* reported once */
+/* a snapshot's temporary file while it is written: finalisation removes it (the process may
+   end during a long snapshot) */
+static char snap_tmp[PATH_MAX + 64];
+static int snap_tmp_live;
+
 static void expand_output(const char *in, char *out, size_t size, const char *suffix)
 {
 	char pid[24];
@@ -440,10 +463,452 @@ static void thread_key_dtor(void *v)
 	ft_thread_exit();
 }
 
+static void read_comm(pid_t tid, char name[16])
+{
+	char path[64] = "/proc/self/task/";
+	char buf[17];
+	ssize_t n;
+	int fd;
+
+	strcpy(ft_utoa(path + strlen(path), (unsigned long)tid), "/comm");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, 16);
+	close(fd);
+	if (n <= 0)
+		return;
+	if (buf[n - 1] == '\n')
+		n--;
+	memset(name, 0, 16);
+	memcpy(name, buf, (size_t)n);
+}
+
+/* Is fd still the trace file we created (nobody closed and reused the number)? */
+static int fd_verified(int fd)
+{
+	struct stat st;
+
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == ft_sess.fd_id.dev &&
+	       st.st_ino == ft_sess.fd_id.ino;
+}
+
+static int writev_all(int fd, struct iovec *iov, int n, uint64_t off)
+{
+	while (n) {
+		ssize_t w = pwritev(fd, iov, n > IOV_MAX ? IOV_MAX : n, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		off += (uint64_t)w;
+		while (n && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* Events in a block's data (the writer counts them: the hot path does not). */
+static uint32_t count_events(const uint32_t *w, uint32_t words)
+{
+	uint32_t n = 0, i = 0;
+
+	while (i < words) {
+		uint32_t type = w[i] & 7;
+
+		n++;
+		if (type == FTKIT_EV_EXT)
+			i += 1 + ((w[i] >> 8) & 0xff);
+		else if (type <= FTKIT_EV_EXIT_UNWOUND)
+			i += 1;
+		else if (type == FTKIT_EV_FUNC)
+			i += 3;
+		else
+			i += 2;
+	}
+	return n;
+}
+
 /*
- * Open the trace file for this process: header, CMDLINE, MAPS (padded so that
- * thread chunks start page-aligned). fork_child: name it after the parent's
- * output with ".<pid>" appended.
+ * A batch of chunks written with one vectored write, and what to do to the blocks once
+ * they are in the file (writer thread only; finalisation and snapshots only write).
+ */
+#define FT_BATCH 256			/* chunks */
+
+enum { FT_DONE_NONE = 0, FT_DONE_FREE, FT_DONE_PARTIAL, FT_DONE_EXITED };
+
+struct ft_batch {
+	int fd;
+	uint64_t *off;
+	int n, niov;
+	int err;
+	uint64_t nev;				/* events in the batch's EVENTS chunks */
+	struct iovec iov[FT_BATCH * 3];
+	union {
+		struct ftkit_events_chunk ev;
+		struct ftkit_thread_chunk th;
+	} hdr[FT_BATCH];
+	struct {
+		struct ft_tbuf *tb;
+		struct ft_blk *b;
+		int done;
+		uint32_t pub;
+		uint32_t nev;
+	} ent[FT_BATCH];
+};
+
+static const char zero8[8];
+
+static void batch_done(struct ft_batch *bt);
+
+static void batch_flush(struct ft_batch *bt)
+{
+	uint64_t bytes = 0;
+	int err;
+
+	if (!bt->n)
+		return;
+	for (int i = 0; i < bt->niov; i++)
+		bytes += bt->iov[i].iov_len;
+	err = bt->err;
+	if (!err && !fd_verified(bt->fd))
+		err = -EBADF;
+	if (!err)
+		err = writev_all(bt->fd, bt->iov, bt->niov, *bt->off);
+	if (!err) {
+		*bt->off += bytes;
+	} else {
+		bt->err = err;
+		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED))
+			ft_msg_err("cannot write the trace file, events are lost", err == -EBADF ?
+				   ": the descriptor is no longer the trace file" : NULL, err);
+	}
+	batch_done(bt);
+	bt->n = bt->niov = 0;
+}
+
+static void batch_iov(struct ft_batch *bt, const void *p, size_t len)
+{
+	if (len) {
+		bt->iov[bt->niov].iov_base = (void *)p;
+		bt->iov[bt->niov].iov_len = len;
+		bt->niov++;
+	}
+}
+
+/* Add block b of tb, pub bytes of data, as an EVENTS chunk. */
+static void batch_block(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *b, uint32_t pub,
+			uint32_t flags, int done)
+{
+	struct ftkit_events_chunk *h = &bt->hdr[bt->n].ev;
+	const uint32_t *data;
+
+	if (bt->n == FT_BATCH)
+		batch_flush(bt);
+	h = &bt->hdr[bt->n].ev;
+	*h = b->hdr;
+	if (h->depth > FT_MAXOPEN)
+		h->depth = 0;	/* cannot happen: a torn header of a ring block being reused */
+	data = (const uint32_t *)&b->frames[h->depth];
+	h->c.type = FTKIT_CHUNK_EVENTS;
+	h->c.hdr_size = (uint32_t)(sizeof(*h) + h->depth * sizeof(struct ftkit_frame));
+	h->c.size = h->c.hdr_size + ROUND_UP((uint64_t)pub, 8UL);
+	h->flags |= flags;
+	h->data_len = pub;
+	h->nev = count_events(data, pub / 4);
+	batch_iov(bt, h, sizeof(*h));
+	batch_iov(bt, b->frames, h->depth * sizeof(struct ftkit_frame) + pub);
+	batch_iov(bt, zero8, (size_t)(h->c.size - h->c.hdr_size - pub));
+	bt->ent[bt->n].tb = tb;
+	bt->ent[bt->n].b = b;
+	bt->ent[bt->n].done = done;
+	bt->ent[bt->n].pub = pub;
+	bt->ent[bt->n].nev = h->nev;
+	bt->n++;
+}
+
+static void batch_thread(struct ft_batch *bt, struct ft_tbuf *tb, int exited, int done)
+{
+	struct ftkit_thread_chunk *h;
+	uint64_t lost = __atomic_load_n(&tb->lost, __ATOMIC_RELAXED);
+
+	if (bt->n == FT_BATCH)
+		batch_flush(bt);
+	h = &bt->hdr[bt->n].th;
+	memset(h, 0, sizeof(*h));
+	h->c.type = FTKIT_CHUNK_THREAD;
+	h->c.hdr_size = sizeof(*h);
+	h->c.size = sizeof(*h);
+	h->tid = tb->tid;
+	h->flags = (exited ? FTKIT_T_EXITED : 0) | (lost ? FTKIT_T_LOST : 0);
+	h->lost = lost;
+	h->lost_depth = __atomic_load_n(&tb->lost_depth, __ATOMIC_RELAXED);
+	h->blocks = tb->blocks;
+	memcpy(h->name, tb->name, 16);
+	batch_iov(bt, h, sizeof(*h));
+	bt->ent[bt->n].tb = tb;
+	bt->ent[bt->n].b = NULL;
+	bt->ent[bt->n].done = done;
+	bt->ent[bt->n].nev = 0;
+	bt->n++;
+}
+
+static void batch_raw(struct ft_batch *bt, const void *p, size_t len)
+{
+	if (bt->n == FT_BATCH)
+		batch_flush(bt);
+	batch_iov(bt, p, len);
+	bt->ent[bt->n].tb = NULL;
+	bt->ent[bt->n].b = NULL;
+	bt->ent[bt->n].done = FT_DONE_NONE;
+	bt->n++;
+}
+
+/*
+ * The blocks of tb not yet in the file, from the writer's cursor (or, in ring mode,
+ * the ring but its oldest block, which the owner may be overwriting), the one being
+ * filled as a PARTIAL chunk.  For finalisation and snapshots: nothing is marked written.
+ */
+static void batch_pending(struct ft_batch *bt, struct ft_tbuf *tb)
+{
+	uint64_t next = __atomic_load_n(&tb->seq_next, __ATOMIC_ACQUIRE);
+	uint64_t seq = tb->wseq;
+
+	if (cfg.ring)
+		seq = next >= tb->nblk ? next - tb->nblk + 1 : 0;
+	for (; seq < next; seq++) {
+		struct ft_blk *b = ft_tbuf_blk(tb, seq);
+		uint32_t st = __atomic_load_n(&b->state, __ATOMIC_ACQUIRE);
+		uint32_t pub = __atomic_load_n(&b->pub, __ATOMIC_ACQUIRE);
+
+		if (st == FT_BLK_FREE || b->hdr.seq != seq)
+			continue;
+		if (pub || b->hdr.lost)
+			batch_block(bt, tb, b, pub, (cfg.ring ? FTKIT_B_RING : 0) |
+				    (st == FT_BLK_FILL ? FTKIT_B_PARTIAL : 0), FT_DONE_NONE);
+	}
+}
+
+/* ---- the writer thread ---- */
+
+static void tbuf_release(struct ft_tbuf *tb);
+
+/* After a batch's write (or its failure: the events are then counted lost). */
+static void batch_done(struct ft_batch *bt)
+{
+	for (int i = 0; i < bt->n; i++) {
+		struct ft_tbuf *tb = bt->ent[i].tb;
+
+		if (bt->err && tb && bt->ent[i].done == FT_DONE_FREE)
+			__atomic_fetch_add(&tb->lost, bt->ent[i].nev, __ATOMIC_RELAXED);
+		switch (bt->ent[i].done) {
+		case FT_DONE_FREE:
+			tb->wseq++;
+			if (!bt->err)
+				tb->blocks++;
+			__atomic_store_n(&bt->ent[i].b->state, FT_BLK_FREE, __ATOMIC_RELEASE);
+			break;
+		case FT_DONE_PARTIAL:
+			bt->ent[i].b->written = bt->ent[i].pub;
+			break;
+		case FT_DONE_EXITED:
+			tbuf_release(tb);
+			break;
+		}
+	}
+}
+
+/* Full blocks, the threads' THREAD chunks and (partial) the blocks being filled. */
+static void writer_collect(struct ft_batch *bt, int partial)
+{
+	struct ft_session *s = &ft_sess;
+	uint64_t n = __atomic_load_n(&s->nreg, __ATOMIC_ACQUIRE);
+
+	for (uint64_t i = 0; i < n && i < FT_MAX_REG; i++) {
+		struct ft_tbuf *tb = __atomic_load_n(&s->reg[i], __ATOMIC_ACQUIRE);
+		uint64_t seq, next;
+		int exited;
+
+		if (!tb)
+			continue;
+		if (!tb->announced) {
+			tb->announced = 1;
+			batch_thread(bt, tb, 0, FT_DONE_NONE);
+		}
+		exited = __atomic_load_n(&tb->exited, __ATOMIC_ACQUIRE);
+		next = __atomic_load_n(&tb->seq_next, __ATOMIC_ACQUIRE);
+		if (cfg.ring) {
+			if (exited) {
+				/* its ring goes into the file now: the tbuf is reused */
+				batch_pending(bt, tb);
+				s->reg[i] = NULL;
+				batch_thread(bt, tb, 1, FT_DONE_EXITED);
+			}
+			continue;
+		}
+		for (seq = tb->wseq; seq < next; seq++) {
+			struct ft_blk *b = ft_tbuf_blk(tb, seq);
+			uint32_t st = __atomic_load_n(&b->state, __ATOMIC_ACQUIRE);
+
+			if (b->hdr.seq != seq)
+				break;
+			if (st == FT_BLK_FULL) {
+				batch_block(bt, tb, b, __atomic_load_n(&b->pub, __ATOMIC_ACQUIRE), 0,
+					    FT_DONE_FREE);
+			} else if (st == FT_BLK_FILL && partial) {
+				uint32_t pub = __atomic_load_n(&b->pub, __ATOMIC_ACQUIRE);
+
+				if (pub > b->written)
+					batch_block(bt, tb, b, pub, FTKIT_B_PARTIAL, FT_DONE_PARTIAL);
+				break;
+			} else {
+				break;
+			}
+		}
+		if (exited && seq == next) {
+			/* every block written (the flush below does it before the release) */
+			__atomic_store_n(&s->reg[i], NULL, __ATOMIC_RELEASE);
+			__atomic_fetch_add(&s->lost_exited, tb->lost, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&s->lost_depth_exited, tb->lost_depth, __ATOMIC_RELAXED);
+			batch_thread(bt, tb, 1, FT_DONE_EXITED);
+		}
+	}
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct ft_batch writer_bt;
+
+/*
+ * The writer thread: created with every signal blocked (so a file-size limit gives EFBIG
+ * rather than SIGXFSZ), it records nothing (its state is DEAD) and runs no traced code.
+ */
+static void *writer_main(void *arg)
+{
+	struct ft_session *s = &ft_sess;
+	struct ft_batch *bt = &writer_bt;
+	uint32_t gen = (uint32_t)(uintptr_t)arg;
+	const char *maps_done = NULL;
+	uint64_t last_flush = now_ms();
+
+	ft_cur.state = FT_THREAD_DEAD;
+	prctl(PR_SET_NAME, "ftkit-writer");
+	for (;;) {
+		uint64_t now = now_ms(), before;
+		int partial = now - last_flush >= FT_FLUSH_MS;
+		const char *m;
+
+		lock_get();
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE || s->gen != gen) {
+			lock_put();
+			return NULL;
+		}
+		before = s->end;
+		bt->fd = s->fd;
+		bt->off = &s->end;
+		bt->err = 0;
+		/* a new image of the loaded objects (dlopen, dlclose) */
+		m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
+		if (!maps_done)
+			maps_done = m;	/* written at start-up */
+		if (m != maps_done) {
+			size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
+
+			if (ml && m == __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE)) {
+				((struct ftkit_maps_chunk *)m)->ts = ft_clock_read();
+				batch_raw(bt, m, ml);
+				maps_done = m;
+			}
+		}
+		writer_collect(bt, partial);
+		batch_flush(bt);
+		lock_put();
+		if (partial)
+			last_flush = now;
+		if (s->end == before) {
+			struct timespec ts = { 0, FT_IDLE_US * 1000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+static int writer_start(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&writer_th, &attr, writer_main, (void *)(uintptr_t)ft_sess.gen);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
+/* Which switches the environment may set (none in secure-execution mode). */
+static void read_config(size_t buf_kb)
+{
+	const char *ring = getauxval(AT_SECURE) ? NULL : getenv("FTRACE_RING");
+	const char *nl = getauxval(AT_SECURE) ? NULL : getenv("FTRACE_NO_LOSS");
+	uint64_t bytes = (uint64_t)buf_kb * 1024;
+
+	cfg.block_size = 65536;
+	cfg.ring = 0;
+	cfg.no_loss = nl && !strcmp(nl, "1");
+	if (ring && *ring) {
+		char *end;
+		unsigned long long v = strtoull(ring, &end, 10);
+
+		if (*end == 'k' || *end == 'K')
+			v <<= 10, end++;
+		else if (*end == 'm' || *end == 'M')
+			v <<= 20, end++;
+		else if (*end == 'g' || *end == 'G')
+			v <<= 30, end++;
+		if (*end || !v)
+			ft_msg("ignoring FTRACE_RING: not a size (bytes, or with k, M, G)", NULL);
+		else {
+			cfg.ring = 1;
+			bytes = v;
+		}
+	} else if (bytes > (4UL << 20)) {
+		bytes = 4UL << 20;	/* streaming: memory only while the writer catches up */
+	}
+	cfg.nblk = (uint32_t)(bytes / cfg.block_size);
+	if (cfg.nblk < 4)
+		cfg.nblk = 4;
+	if (cfg.nblk > 65536)
+		cfg.nblk = 65536;
+	cfg.stride = ROUND_UP(sizeof(struct ft_blk) + FT_MAXOPEN * sizeof(struct ftkit_frame) +
+			      cfg.block_size + 64, PAGE);
+	cfg.tbuf_bytes = ROUND_UP(sizeof(struct ft_tbuf), PAGE) +
+			 ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE) + cfg.nblk * cfg.stride;
+}
+
+/*
+ * Open the trace file for this process: header, CMDLINE, MAPS; start the writer.
+ * fork_child: name it after the parent's output with ".<pid>" appended.
  */
 int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t depth,
 		    int force_mono, int fork_child)
@@ -456,7 +921,19 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	int fd, err;
 
 	if (!fork_child) {
-		expand_output(output && *output ? output : "ftrace.dat", s->final, sizeof(s->final), NULL);
+		char name[PATH_MAX];
+
+		expand_output(output && *output ? output : "ftrace.dat", name, sizeof(name), NULL);
+		/* the program may chdir: the name is taken where it starts */
+		if (name[0] != '/' && getcwd(s->final, sizeof(s->final)) &&
+		    strlen(s->final) + strlen(name) + 2 <= sizeof(s->final)) {
+			if (strcmp(s->final, "/"))
+				strcat(s->final, "/");
+			strcat(s->final, name);
+		} else {
+			ft_strlcpy(s->final, name, sizeof(s->final));
+		}
+		read_config(buf_kb);
 	} else {
 		char sfx[32] = ".";
 
@@ -467,7 +944,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	if (snprintf(s->part, sizeof(s->part), "%s.%d.part", s->final, (int)getpid()) >=
 	    (int)sizeof(s->part))
 		return -ENAMETOOLONG;
-	fd = ft_fd_high(open(s->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+	fd = ft_fd_high(open(s->part, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 	if (fd < 0) {
 		err = -errno;
 		ft_msg_err("cannot create trace file ", s->part, err);
@@ -490,9 +967,12 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	h->ref_real_ns = s->clk.ref_real_ns;
 	h->start_ticks = ft_clock_read();
 	h->tracer = tracer;
-	h->record_size = sizeof(struct ftkit_rec);
+	h->record_size = 0;
 	h->graph_depth = depth;
 	h->tsc_hz = s->clk.tsc_hz;
+	h->block_size = cfg.block_size;
+	h->mode = cfg.ring ? FTKIT_MODE_RING : FTKIT_MODE_STREAM;
+	h->ring_bytes = cfg.ring ? (uint64_t)cfg.nblk * cfg.block_size : 0;
 
 	s->end = sizeof(*h);
 	/* CMDLINE */
@@ -515,7 +995,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 		err = write_all(fd, cmd, cc.size - sizeof(cc), (off_t)(s->end + sizeof(cc)));
 	s->end += cc.size;
 	if (!err)
-		err = ft_maps_build(s->end, PAGE);
+		err = ft_maps_build(s->end, 0);
 	s->maps_startup_done = 1;
 	if (!err)
 		err = write_all(fd, s->maps, s->maps_len, (off_t)s->end);
@@ -526,127 +1006,26 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 		return err;
 	}
 	s->end += s->maps_len;
-	s->chunk_bytes = ROUND_UP(buf_kb * 1024 + sizeof(struct ftkit_thread_chunk), PAGE);
 	s->fd = fd;
 	ft_fd_remember(fd, &s->fd_id);
 	s->nreg = 0;
+	s->nthreads = 0;
 	s->lost_exited = s->lost_depth_exited = 0;
 	s->gen++;
 	__atomic_store_n(&s->state, FT_SESS_LIVE, __ATOMIC_RELEASE);
+	err = writer_start();
+	if (err) {
+		ft_msg_err("cannot start the trace writer thread", NULL, err);
+		__atomic_store_n(&s->state, FT_SESS_OFF, __ATOMIC_RELEASE);
+		close(fd);
+		unlink(s->part);
+		s->fd = -1;
+		return err;
+	}
 	return 0;
 }
 
-static void read_comm(pid_t tid, char name[16])
-{
-	char path[64] = "/proc/self/task/";
-	char buf[17];
-	ssize_t n;
-	int fd;
-
-	strcpy(ft_utoa(path + strlen(path), (unsigned long)tid), "/comm");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, 16);
-	close(fd);
-	if (n <= 0)
-		return;
-	if (buf[n - 1] == '\n')
-		n--;
-	memset(name, 0, 16);
-	memcpy(name, buf, (size_t)n);
-}
-
-/*
- * Staging buffers. A thread records into a private staging buffer (anonymous
- * memory, populated once, reused); when it is full the thread appends it to
- * its chunk of the file with one pwrite (one system call per FT_STAGE_RECS
- * events) and updates the chunk's nrec in the mapped chunk header. Writing
- * fresh memory costs a page fault and the kernel's zeroing of every new page;
- * reusing one buffer avoids both (on the project's VM they were 2/3 of an
- * event's cost). Exit, fatal signals and snapshots also take what is staged.
- * Staging buffers of exited threads are reused by new threads.
- */
-#define FT_STAGE_RECS 8192UL	/* 256 KiB */
-#define FT_STAGE_BYTES (PAGE + FT_STAGE_RECS * sizeof(struct ftkit_rec))
-
-static struct ft_stage *stage_free;	/* under the session lock */
-/* a snapshot's temporary file while it is written: finalisation removes it (the process may
-   end during a long snapshot) */
-static char snap_tmp[PATH_MAX + 64];
-static int snap_tmp_live;
-static const char zero_page[PAGE];
-static int write_failed;		/* reported once */
-
-static struct ft_stage *stage_get(void)
-{
-	struct ft_stage *st = stage_free;
-	void *p;
-
-	if (st) {
-		stage_free = st->next_free;
-		return st;
-	}
-	p = mmap(NULL, FT_STAGE_BYTES, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-static inline struct ftkit_rec *stage_recs(struct ft_stage *st)
-{
-	return (struct ftkit_rec *)((char *)st + PAGE);
-}
-
-/* Records are about to be written up to file offset `to` by a flush: reserve ahead. */
-static void stage_reserve(struct ft_stage *st, uint64_t to)
-{
-	uint64_t start = st->rec_off, end = st->rec_off + st->cap * sizeof(struct ftkit_rec);
-	uint64_t from = st->alloc_end ? st->alloc_end : start;
-	uint64_t want;
-
-	if (to <= st->alloc_end)
-		return;
-	want = from + (from - start > (1UL << 20) ? from - start : (1UL << 20));
-	want = ROUND_UP(want > to ? want : to, PAGE);
-	if (want > end)
-		want = end;
-	/* errors only cost speed (e.g. no fallocate here): the write itself still goes */
-	if (fallocate(ft_sess.fd, 0, (off_t)from, (off_t)(want - from)) == 0)
-		st->alloc_end = want;
-	else
-		st->alloc_end = end;	/* do not try again */
-}
-
-/*
- * Give back the blocks reserved after the records of a chunk whose thread is done with
- * it (thread exit, finalisation): the file's size and layout do not change, a hole reads
- * as zeros. One syscall, async-signal-safe.
- */
-static void stage_trim(const struct ft_stage *st)
-{
-	uint64_t nrec = __atomic_load_n(&st->hdr->nrec, __ATOMIC_ACQUIRE);
-	uint64_t from = ROUND_UP(st->rec_off + nrec * sizeof(struct ftkit_rec), PAGE);
-
-	if (st->alloc_end > from)
-		(void)fallocate(ft_sess.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				(off_t)from, (off_t)(st->alloc_end - from));
-}
-
-/*
- * Write the staged records [0, n) of st to the file after its base and set the
- * chunk's nrec (records in the file). Does not change st (the owner does).
- */
-static int stage_write(struct ft_stage *st, uint64_t n)
-{
-	int err = 0;
-
-	if (n && st->base + n <= st->cap)
-		err = write_all(ft_sess.fd, stage_recs(st), n * sizeof(struct ftkit_rec),
-				(off_t)(st->rec_off + st->base * sizeof(struct ftkit_rec)));
-	if (!err)
-		__atomic_store_n(&st->hdr->nrec, st->base + n, __ATOMIC_RELEASE);
-	return err;
-}
+/* ---- per-thread buffers ---- */
 
 static struct ft_thread *thread_buf_slow(void);
 
@@ -663,14 +1042,53 @@ struct ft_thread *ft_thread_buf(void)
 	return t;
 }
 
+static struct ft_tbuf *tbuf_get(void)
+{
+	struct ft_tbuf *tb = tbuf_free;
+	char *p;
+
+	if (tb) {
+		tbuf_free = tb->next_free;
+	} else {
+		p = mmap(NULL, cfg.tbuf_bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		tb = (struct ft_tbuf *)p;
+		tb->nblk = cfg.nblk;
+		tb->stride = cfg.stride;
+		tb->blocks_at = p + cfg.tbuf_bytes - cfg.nblk * cfg.stride;
+	}
+	tb->exited = tb->announced = 0;
+	tb->lost = tb->lost_depth = tb->seq_next = tb->wseq = tb->blocks = 0;
+	tb->next_free = NULL;
+	for (uint32_t i = 0; i < tb->nblk; i++) {
+		struct ft_blk *b = (struct ft_blk *)(tb->blocks_at + i * tb->stride);
+
+		b->state = FT_BLK_FREE;
+		b->hdr.seq = ~0ULL;
+	}
+	return tb;
+}
+
+/* An exited thread's buffers are written: keep them for the next thread (never unmapped). */
+static void tbuf_release(struct ft_tbuf *tb)
+{
+	tb->next_free = tbuf_free;
+	tbuf_free = tb;
+}
+
+static struct ft_rframe *tbuf_rs(struct ft_tbuf *tb)
+{
+	return (struct ft_rframe *)((char *)tb + ROUND_UP(sizeof(*tb), PAGE));
+}
+
 static struct ft_thread *thread_buf_slow(void)
 {
 	struct ft_thread *t = &ft_cur;
 	struct ft_session *s = &ft_sess;
-	struct ftkit_thread_chunk *c;
-	struct ft_stage *st;
-	uint64_t off;
-	void *p;
+	struct ft_tbuf *tb;
+	uint64_t slot;
 
 	if (t->state == FT_THREAD_LIVE && t->gen == s->gen)
 		return t;
@@ -686,54 +1104,35 @@ static struct ft_thread *thread_buf_slow(void)
 	t->busy = 1;
 	barrier();
 	lock_get();
-	off = s->end;
-	/*
-	 * The chunk's first page (its header) is written, so that it has a block: a store
-	 * through the mapping below can then never meet a full disk (SIGBUS). The rest of
-	 * the chunk stays a hole until written; the file is extended over it so that the
-	 * layout holds even if no record is ever written there.
-	 */
-	if (s->state != FT_SESS_LIVE || write_all(s->fd, zero_page, PAGE, (off_t)off) != 0 ||
-	    ftruncate(s->fd, (off_t)(off + s->chunk_bytes)) != 0) {
+	if (s->state != FT_SESS_LIVE || !(tb = tbuf_get())) {
 		lock_put();
 		goto fail;
 	}
-	/* only the first page (the chunk header) is mapped */
-	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t)off);
-	st = p == MAP_FAILED ? NULL : stage_get();
-	if (!st) {
-		if (p != MAP_FAILED)
-			munmap(p, PAGE);
+	for (slot = 0; slot < s->nreg && s->reg[slot]; slot++)
+		;
+	if (slot >= FT_MAX_REG) {
+		tbuf_release(tb);
 		lock_put();
 		goto fail;
 	}
-	c = p;
-	c->c.type = FTKIT_CHUNK_THREAD;
-	c->c.hdr_size = sizeof(*c);
-	c->c.size = s->chunk_bytes;
-	c->tid = (uint32_t)syscall(SYS_gettid);
-	prctl(PR_GET_NAME, c->name);
-	s->end = off + s->chunk_bytes;
+	tb->tid = (uint32_t)syscall(SYS_gettid);
+	memset(tb->name, 0, sizeof(tb->name));
+	prctl(PR_GET_NAME, tb->name);
+	__atomic_store_n(&s->reg[slot], tb, __ATOMIC_RELEASE);
+	if (slot == s->nreg)
+		__atomic_store_n(&s->nreg, slot + 1, __ATOMIC_RELEASE);
+	s->nthreads++;
 	lock_put();
 
-	st->hdr = c;
-	st->rec_off = off + sizeof(*c);
-	st->base = 0;
-	st->head = 0;
-	st->cap = (s->chunk_bytes - sizeof(*c)) / sizeof(struct ftkit_rec);
-	st->next_free = NULL;
-	st->alloc_end = 0;
-	t->chunk = c;
-	t->stage = st;
-	t->recs = stage_recs(st);
-	t->cap = st->cap;
-	t->head = 0;
-	t->limit = FT_STAGE_RECS < st->cap ? FT_STAGE_RECS : st->cap;
+	t->tb = tb;
+	t->rs = tbuf_rs(tb);
+	t->blk = NULL;
+	t->wp = t->wend = t->data = NULL;
+	t->lost_pending = 0;
+	t->need_depth = 0;
 	t->open = 0;
 	t->gen = s->gen;
-	t->reg = __atomic_fetch_add(&s->nreg, 1, __ATOMIC_RELAXED);
-	if (t->reg < FT_MAX_REG)
-		__atomic_store_n(&s->reg[t->reg], st, __ATOMIC_RELEASE);
+	t->reg = slot;
 	barrier();
 	t->state = FT_THREAD_LIVE;
 	if (exit_key_ok)
@@ -748,61 +1147,131 @@ fail:
 	return NULL;
 }
 
-/*
- * The staging buffer cannot take `need` more records: append it to the file
- * and start it again. 0 if the chunk is full (or a flush is already running on
- * this thread, i.e. we are in a signal handler that interrupted it).
- */
-int ftkit_trace_flush(struct ft_thread *t, uint64_t need)
+/* Hand the block being filled to the writer (FULL); the thread has no block then. */
+static void blk_close(struct ft_thread *t)
 {
-	struct ft_stage *st = t->stage;
-	uint64_t n = t->head, room;
-	int saved_errno = errno, err;
+	if (t->blk) {
+		__atomic_store_n(&t->blk->state, FT_BLK_FULL, __ATOMIC_RELEASE);
+		t->blk = NULL;
+	}
+	t->wp = t->wend = t->data = NULL;
+}
 
-	if (t->busy)
-		return 0;
-	if (__atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE) {
-		/*
-		 * Finalised (at exit: shared libraries' and later ELF destructors still run
-		 * traced code): what finalisation wrote stays as it is.  The thread's later events
-		 * find no buffer and are counted in memory only.
-		 */
-		t->state = FT_THREAD_NOBUF;
-		t->gen = ft_sess.gen;
-		return 0;
+/*
+ * Start the thread's next block, its header carrying the open recorded frames.  0 if
+ * there is none free (the writer is behind) and events are to be dropped.
+ */
+static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t parent)
+{
+	struct ft_tbuf *tb = t->tb;
+	uint64_t seq = tb->seq_next;
+	struct ft_blk *b = ft_tbuf_blk(tb, seq);
+	uint32_t depth = t->open;
+
+	while (!cfg.ring && __atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != FT_BLK_FREE) {
+		struct timespec w = { 0, 50000 };
+
+		if (!cfg.no_loss || __atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE)
+			return 0;
+		nanosleep(&w, NULL);	/* --no-loss: the thread waits for the writer */
+	}
+	if (depth > FT_MAXOPEN)
+		depth = FT_MAXOPEN;
+	memset(&b->hdr, 0, sizeof(b->hdr));
+	b->hdr.seq = seq;
+	b->hdr.tid = tb->tid;
+	b->hdr.flags = cfg.ring ? FTKIT_B_RING : 0;
+	b->hdr.base_ts = ts;
+	b->hdr.lost = t->lost_pending;
+	b->hdr.depth = depth;
+	b->hdr.ip_hi = ip ? (uint32_t)(ip >> 32) : t->ip_hi;
+	b->hdr.parent_hi = parent ? (uint32_t)(parent >> 32) : t->parent_hi;
+	for (uint32_t i = 0; i < depth; i++) {
+		b->frames[i].ip = t->rs[i].ip;
+		b->frames[i].entry_ts = t->rs[i].ts;
+	}
+	b->pub = 0;
+	b->written = 0;
+	t->data = (uint32_t *)&b->frames[depth];
+	t->wp = t->data;
+	t->wend = t->data + cfg.block_size / 4;
+	t->last_ts = ts;
+	t->ip_hi = b->hdr.ip_hi;
+	t->parent_hi = b->hdr.parent_hi;
+	t->lost_pending = 0;
+	t->need_depth = 0;	/* the header has the frames still open */
+	t->blk = b;
+	__atomic_store_n(&b->state, FT_BLK_FILL, __ATOMIC_RELEASE);
+	__atomic_store_n(&tb->seq_next, seq + 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+static void ev_lost(struct ft_thread *t)
+{
+	t->lost_pending++;
+	__atomic_fetch_add(&t->tb->lost, 1, __ATOMIC_RELAXED);
+}
+
+void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, uint64_t ts)
+{
+	uint32_t w[12], *p;
+	unsigned n = 0;
+	uint64_t d;
+	int saved_errno;
+
+	if (t->busy || t->state != FT_THREAD_LIVE) {
+		if (t->state == FT_THREAD_LIVE)
+			ev_lost(t);	/* a signal handler inside the slow path */
+		return;
 	}
 	t->busy = 1;
 	barrier();
-	if (n)
-		stage_reserve(st, st->rec_off + (st->base + n) * sizeof(struct ftkit_rec));
-	err = n ? stage_write(st, n) : 0;
-	if (n && !err) {
-		/* readers see the records either staged or in the file, never twice */
-		__atomic_store_n(&st->head, 0, __ATOMIC_RELEASE);
-		__atomic_store_n(&st->base, st->base + n, __ATOMIC_RELEASE);
-		t->head = 0;
-		need -= n;
-	} else if (err) {
-		/*
-		 * The file cannot be written (disk full, or the descriptor is no longer the
-		 * trace file): this thread stops recording rather than try again at every
-		 * event.  What it staged stays for finalisation to try once more.
-		 */
-		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED))
-			ft_msg_err("cannot write the trace file, recording stops", NULL, err);
-		t->state = FT_THREAD_NOBUF;
-		t->gen = ft_sess.gen;
-		barrier();
-		t->busy = 0;
-		errno = saved_errno;
-		return 0;
+	saved_errno = errno;
+	/* room for the longest sequence below */
+	if (!t->blk || t->wp + 11 > t->wend) {
+		blk_close(t);
+		if (!blk_open(t, ts, type == FTKIT_EV_EXIT || type == FTKIT_EV_EXIT_UNWOUND ? 0 : ip,
+			      type == FTKIT_EV_FUNC ? aux : 0)) {
+			ev_lost(t);
+			goto out;
+		}
 	}
-	room = st->cap - st->base - t->head;
-	t->limit = t->head + (FT_STAGE_RECS - t->head < room ? FT_STAGE_RECS - t->head : room);
+	if (t->need_depth) {
+		w[n++] = ftkit_ext(FTKIT_EXT_DEPTH, 0, t->need_depth - 1);
+		t->need_depth = 0;
+	}
+	d = ts - t->last_ts;
+	if (d >= FTKIT_DELTA_MAX) {
+		w[n++] = ftkit_ext(FTKIT_EXT_TIME, 2, 0);
+		w[n++] = (uint32_t)ts;
+		w[n++] = (uint32_t)(ts >> 32);
+		d = 0;
+	}
+	if (type != FTKIT_EV_EXIT && type != FTKIT_EV_EXIT_UNWOUND && (uint32_t)(ip >> 32) != t->ip_hi) {
+		t->ip_hi = (uint32_t)(ip >> 32);
+		w[n++] = ftkit_ext(FTKIT_EXT_IP_HI, 1, 0);
+		w[n++] = t->ip_hi;
+	}
+	if (type == FTKIT_EV_FUNC && (uint32_t)(aux >> 32) != t->parent_hi) {
+		t->parent_hi = (uint32_t)(aux >> 32);
+		w[n++] = ftkit_ext(FTKIT_EXT_PARENT_HI, 1, 0);
+		w[n++] = t->parent_hi;
+	}
+	w[n++] = type | (uint32_t)d << 3;
+	if (type == FTKIT_EV_ENTRY || type == FTKIT_EV_FUNC)
+		w[n++] = (uint32_t)ip;
+	if (type == FTKIT_EV_FUNC)
+		w[n++] = (uint32_t)aux;
+	p = t->wp;
+	t->wp = p + n;
+	barrier();
+	t->last_ts = ts;
+	memcpy(p, w, n * sizeof(w[0]));
+	ft_ev_publish(t, p + n);
+out:
+	errno = saved_errno;
 	barrier();
 	t->busy = 0;
-	errno = saved_errno;
-	return need <= t->limit;
 }
 
 void ft_note_lost_depth(void)
@@ -810,10 +1279,10 @@ void ft_note_lost_depth(void)
 	struct ft_thread *t = &ft_cur;
 
 	if (t->state == FT_THREAD_LIVE && t->gen == ft_sess.gen)
-		t->chunk->lost_depth++;
+		__atomic_fetch_add(&t->tb->lost_depth, 1, __ATOMIC_RELAXED);
 }
 
-/* Thread-exit hook (pthread key destructor): flush; the chunk stays in the file. */
+/* Thread-exit hook (pthread key destructor): the last block goes to the writer. */
 void ft_thread_exit(void)
 {
 	struct ft_thread *t = &ft_cur;
@@ -821,33 +1290,23 @@ void ft_thread_exit(void)
 
 	fgraph_close_all();	/* recorded while the buffer is still there */
 	if (t->state == FT_THREAD_LIVE && t->gen == s->gen) {
-		struct ftkit_thread_chunk *c = t->chunk;
-		struct ft_stage *st = t->stage;
+		struct ft_tbuf *tb = t->tb;
 
 		t->state = FT_THREAD_DEAD;
 		barrier();
-		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE) {
-			/* the header is mapped from the file: not touched once the file is final */
-			stage_write(st, t->head);
-			stage_trim(st);
-			read_comm((pid_t)c->tid, c->name);
-			c->flags |= FTKIT_T_EXITED;
+		if (t->blk && !t->blk->pub && !t->blk->hdr.lost) {
+			/* an empty block is given back, not written */
+			__atomic_store_n(&tb->seq_next, tb->seq_next - 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&t->blk->state, FT_BLK_FREE, __ATOMIC_RELEASE);
+			t->blk = NULL;
+		} else if (t->lost_pending && !t->blk) {
+			/* the count has no block to go in: the THREAD chunk has it */
 		}
-		__atomic_fetch_add(&s->lost_exited, c->lost, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&s->lost_depth_exited, c->lost_depth, __ATOMIC_RELAXED);
-		if (t->reg < FT_MAX_REG)
-			__atomic_store_n(&s->reg[t->reg], NULL, __ATOMIC_RELEASE);
-		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE) {
-			lock_get();
-			st->next_free = stage_free;
-			stage_free = st;
-			lock_put();
-			munmap(c, PAGE);
-		}
-		t->chunk = NULL;
-		t->stage = NULL;
-		t->recs = NULL;
-		t->cap = t->limit = 0;
+		blk_close(t);
+		read_comm((pid_t)tb->tid, tb->name);
+		__atomic_store_n(&tb->exited, 1, __ATOMIC_RELEASE);
+		t->tb = NULL;
+		t->rs = NULL;
 	}
 	t->state = FT_THREAD_DEAD;
 	fgraph_thread_release();
@@ -862,27 +1321,51 @@ void ft_session_counts(uint64_t *lost, uint64_t *depth, uint64_t *threads)
 	uint64_t d = __atomic_load_n(&s->lost_depth_exited, __ATOMIC_RELAXED);
 
 	for (uint64_t i = 0; i < n && i < FT_MAX_REG; i++) {
-		struct ft_stage *st = __atomic_load_n(&s->reg[i], __ATOMIC_ACQUIRE);
+		struct ft_tbuf *tb = __atomic_load_n(&s->reg[i], __ATOMIC_ACQUIRE);
 
-		if (st) {
-			l += st->hdr->lost;
-			d += st->hdr->lost_depth;
+		if (tb) {
+			l += __atomic_load_n(&tb->lost, __ATOMIC_RELAXED);
+			d += __atomic_load_n(&tb->lost_depth, __ATOMIC_RELAXED);
 		}
 	}
 	*lost = l;
 	*depth = d;
-	*threads = n;
+	*threads = s->nthreads;
 }
 
+/* Every thread's blocks not yet in the file and its THREAD chunk, at *off of fd. */
+static void batch_all(struct ft_batch *bt, int names)
+{
+	struct ft_session *s = &ft_sess;
+	uint64_t n = __atomic_load_n(&s->nreg, __ATOMIC_ACQUIRE);
+
+	for (uint64_t i = 0; i < n && i < FT_MAX_REG; i++) {
+		struct ft_tbuf *tb = __atomic_load_n(&s->reg[i], __ATOMIC_ACQUIRE);
+
+		if (!tb)
+			continue;
+		batch_pending(bt, tb);
+		if (names && !tb->exited)
+			read_comm((pid_t)tb->tid, tb->name);
+		batch_thread(bt, tb, __atomic_load_n(&tb->exited, __ATOMIC_ACQUIRE), FT_DONE_NONE);
+	}
+}
+
+static struct ft_batch final_bt;
+
 /*
- * Finalise the trace file: header, last MAPS chunk, rename to the output name.
- * in_signal: only async-signal-safe calls (the MAPS image from the last build).
+ * Finalise the trace file: every thread's remaining blocks, THREAD chunks, the last MAPS
+ * chunk, header, rename to the output name.  in_signal: only async-signal-safe calls (the
+ * MAPS image from the last build).  SIGXFSZ is blocked around the writes: a file-size
+ * limit must not kill the program here.
  */
 int ft_session_finish(int reason, int sig, int in_signal)
 {
 	struct ft_session *s = &ft_sess;
 	struct ftkit_file_header *h = &s->hdr;
+	struct ft_batch *bt = &final_bt;
 	uint64_t lost, depth, nthr;
+	sigset_t xfsz, old;
 	int locked, err = 0;
 
 	if (!__atomic_compare_exchange_n(&s->state, &(int){ FT_SESS_LIVE }, FT_SESS_DONE, 0,
@@ -890,8 +1373,12 @@ int ft_session_finish(int reason, int sig, int in_signal)
 		return -EALREADY;
 	if (!in_signal)
 		ft_maps_build(0, 0);
-	/* a signal may have interrupted a chunk allocation on this very thread */
-	locked = in_signal ? lock_try(1 << 20) : (lock_get(), 1);
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	sigprocmask(SIG_BLOCK, &xfsz, &old);
+	/* the writer may be in a write (it stops at its next pass); a signal may have
+	   interrupted a buffer allocation on this very thread */
+	locked = in_signal ? lock_try(1 << 24) : (lock_get(), 1);
 
 	if (__atomic_load_n(&snap_tmp_live, __ATOMIC_ACQUIRE))
 		unlink(snap_tmp);	/* a snapshot being written: the process is ending */
@@ -904,40 +1391,30 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	h->flags |= FTKIT_F_COMPLETE;
 	if (reason == FTKIT_R_SIGNAL)
 		h->flags |= FTKIT_F_ABNORMAL;
-	ft_session_counts(&lost, &depth, &nthr);
-	if (lost + depth)
-		h->flags |= FTKIT_F_LOST;
-	/* what the threads have staged (they may still be adding to it) */
-	for (uint64_t i = 0; i < nthr && i < FT_MAX_REG; i++) {
-		struct ft_stage *st = __atomic_load_n(&s->reg[i], __ATOMIC_ACQUIRE);
-
-		if (st) {
-			stage_write(st, __atomic_load_n(&st->head, __ATOMIC_ACQUIRE));
-			stage_trim(st);
-			read_comm((pid_t)st->hdr->tid, st->hdr->name);
-		}
-	}
-	if (locked) {
+	bt->fd = s->fd;
+	bt->off = &s->end;
+	bt->err = 0;
+	bt->n = bt->niov = 0;
+	batch_all(bt, 1);
+	{
 		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
 		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
 
 		if (m && ml) {
-			struct ftkit_maps_chunk mh;
-
-			memcpy(&mh, m, sizeof(mh));
-			mh.c.size = ml;
-			err = write_all(s->fd, &mh, sizeof(mh), (off_t)s->end);
-			if (!err)
-				err = write_all(s->fd, m + sizeof(mh), ml - sizeof(mh),
-						(off_t)(s->end + sizeof(mh)));
-			if (!err)
-				s->end += ml;
+			((struct ftkit_maps_chunk *)m)->ts = h->end_ticks;
+			batch_raw(bt, m, ml);
 		}
 	}
-	if (!err)
-		err = write_all(s->fd, h, sizeof(*h), 0);
+	batch_flush(bt);
+	err = bt->err;
+	ft_session_counts(&lost, &depth, &nthr);
+	if (lost + depth)
+		h->flags |= FTKIT_F_LOST;
+	if (write_all(s->fd, h, sizeof(*h), 0) != 0 && !err)
+		err = -EIO;
 	if (locked)
 		lock_put();
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (!err && rename(s->part, s->final) != 0)
 		err = -errno;
 	if (err)
@@ -967,63 +1444,22 @@ static int copy_range(int in, int out, uint64_t from, uint64_t len, uint64_t to)
 	return 0;
 }
 
-/* The live thread whose records start at file offset rec_off, if any. */
-static struct ft_stage *stage_of(uint64_t rec_off)
-{
-	uint64_t n = __atomic_load_n(&ft_sess.nreg, __ATOMIC_ACQUIRE);
-
-	for (uint64_t i = 0; i < n && i < FT_MAX_REG; i++) {
-		struct ft_stage *st = __atomic_load_n(&ft_sess.reg[i], __ATOMIC_ACQUIRE);
-
-		if (st && st->rec_off == rec_off)
-			return st;
-	}
-	return NULL;
-}
-
-/*
- * A consistent cut of a live thread's records: *base records in the file and a private copy
- * of the *staged ones after them.  Taken before the (slow) copy of the file's records: the
- * owner refills its staging buffer after each flush.  A flush during the copy (base moved)
- * makes it start again; after a few tries the staged records are left out.
- */
-static int staged_copy(struct ft_stage *st, uint64_t *base, uint64_t *staged,
-		       struct ftkit_rec **copy)
-{
-	for (int tries = 0; tries < 8; tries++) {
-		uint64_t b = __atomic_load_n(&st->base, __ATOMIC_ACQUIRE);
-		uint64_t n = __atomic_load_n(&st->head, __ATOMIC_ACQUIRE);
-		struct ftkit_rec *p = n ? malloc(n * sizeof(*p)) : NULL;
-
-		if (n && !p)
-			return -1;
-		if (n)
-			memcpy(p, stage_recs(st), n * sizeof(*p));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&st->base, __ATOMIC_ACQUIRE) == b) {
-			*base = b;
-			*staged = n;
-			*copy = p;
-			return 0;
-		}
-		free(p);
-	}
-	*base = __atomic_load_n(&st->base, __ATOMIC_ACQUIRE);
-	*staged = 0;
-	*copy = NULL;
-	return 0;
-}
-
 static pthread_mutex_t snap_mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned snap_seq;
+static struct ft_batch snap_bt;
 
-/* Write a compact copy of the trace as it is now. path NULL → <output>.snap.<n>. */
+/*
+ * Write a copy of the trace as it is now: the file so far, then what the threads hold
+ * (blocks not yet written, the ones being filled as PARTIAL, the rings), THREAD chunks,
+ * MAPS.  path NULL → <output>.snap.<n>.  Also the live `dump` of a flight recorder.
+ */
 int ft_session_snapshot(const char *path, char *out, size_t outlen)
 {
 	struct ft_session *s = &ft_sess;
 	struct ftkit_file_header h;
 	char final[PATH_MAX + 32], tmp[PATH_MAX + 64];
-	uint64_t end, off, o = sizeof(h), lost, depth, nthr;
+	uint64_t end0, end, o, lost, depth, nthr;
+	struct ft_batch *bt = &snap_bt;
 	int fd, err = 0;
 
 	if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE)
@@ -1038,7 +1474,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		err = -ENAMETOOLONG;
 	if (err)
 		goto out;
-	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = ft_fd_high(open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 	if (fd < 0) {
 		err = -errno;
 		goto out;
@@ -1046,52 +1482,35 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 	ft_strlcpy(snap_tmp, tmp, sizeof(snap_tmp));
 	__atomic_store_n(&snap_tmp_live, 1, __ATOMIC_RELEASE);
 	ft_maps_build(0, 0);
+	/* the file is append-only: what is below its end now does not change */
 	lock_get();
-	end = s->end;
+	end0 = s->end;
 	lock_put();
-
-	for (off = sizeof(h); off < end && !err;) {
-		struct ftkit_thread_chunk c;
-		uint64_t size;	/* of the chunk in the file (the copy is trimmed) */
-
-		err = read_all(s->fd, &c, sizeof(c), (off_t)off);
-		if (err || c.c.type == FTKIT_CHUNK_END || c.c.size < sizeof(c.c))
-			break;
-		size = c.c.size;
-		if (c.c.type == FTKIT_CHUNK_THREAD) {
-			/* records in the file, then what the thread has staged */
-			struct ft_stage *st = stage_of(off + sizeof(c));
-			uint64_t base = c.nrec, staged = 0, bytes;
-			struct ftkit_rec *copy = NULL;
-
-			if (st && staged_copy(st, &base, &staged, &copy) != 0) {
-				err = -ENOMEM;
-				break;
-			}
-			bytes = sizeof(c) + (base + staged) * sizeof(struct ftkit_rec);
-			c.nrec = base + staged;
-			c.c.size = bytes;
-			err = write_all(fd, &c, sizeof(c), (off_t)o);
-			if (!err)
-				err = copy_range(s->fd, fd, off + sizeof(c), base * sizeof(struct ftkit_rec),
-						 o + sizeof(c));
-			if (!err && staged)
-				err = write_all(fd, copy, staged * sizeof(struct ftkit_rec),
-						(off_t)(o + sizeof(c) + base * sizeof(struct ftkit_rec)));
-			free(copy);
-			o += bytes;
-		} else if (c.c.type == FTKIT_CHUNK_CMDLINE) {
-			err = copy_range(s->fd, fd, off, c.c.size, o);
-			o += c.c.size;
-		}
-		off += size;
-	}
+	err = copy_range(s->fd, fd, sizeof(h), end0 - sizeof(h), sizeof(h));
+	lock_get();	/* the writer waits: nothing is written twice or missed */
+	end = s->end;
+	if (!err)
+		err = copy_range(s->fd, fd, end0, end - end0, end0);
+	o = end;
 	if (!err) {
 		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
 		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
+		struct ft_session saved_id = { .fd_id = s->fd_id };
 
-		err = write_all(fd, m, ml, (off_t)o);
+		/* batch_flush verifies the descriptor against the session's: the copy's here */
+		ft_fd_remember(fd, &s->fd_id);
+		bt->fd = fd;
+		bt->off = &o;
+		bt->err = 0;
+		bt->n = bt->niov = 0;
+		batch_all(bt, 0);
+		if (m && ml)
+			batch_raw(bt, m, ml);
+		batch_flush(bt);
+		err = bt->err;
+		s->fd_id = saved_id.fd_id;
 	}
+	lock_put();
 	h = s->hdr;
 	{
 		/* the rate over the run so far (from the fields finalisation never changes) */
@@ -1126,8 +1545,8 @@ out:
 }
 
 /*
- * fork child: the parent's chunks are shared mappings of the parent's file;
- * forget them (never write to them again) and start this process's own file.
+ * fork child: the parent's buffers and writer are not ours (the writer thread does not
+ * exist here); forget them and start this process's own file and writer.
  */
 void ft_session_forked(void)
 {
@@ -1139,24 +1558,29 @@ void ft_session_forked(void)
 	maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	gone.len = 0;
 	gone.count = 0;
-	if (t->state == FT_THREAD_LIVE && t->chunk) {
-		munmap(t->chunk, PAGE);			/* the parent's file */
-		munmap(t->stage, FT_STAGE_BYTES);	/* our private copy */
+	for (uint64_t i = 0; i < s->nreg && i < FT_MAX_REG; i++) {
+		if (s->reg[i])
+			munmap(s->reg[i], cfg.tbuf_bytes);	/* our private copies */
+		s->reg[i] = NULL;
 	}
-	stage_free = NULL;
-	t->chunk = NULL;
-	t->stage = NULL;
-	t->recs = NULL;
-	t->cap = t->head = t->limit = 0;
+	while (tbuf_free) {
+		struct ft_tbuf *tb = tbuf_free;
+
+		tbuf_free = tb->next_free;
+		munmap(tb, cfg.tbuf_bytes);
+	}
+	s->nreg = 0;
+	t->blk = NULL;
+	t->tb = NULL;
+	t->rs = NULL;
+	t->wp = t->wend = t->data = NULL;
 	t->state = FT_THREAD_NEW;
 	t->open = 0;
+	t->need_depth = 0;
 	if (s->state != FT_SESS_LIVE)
 		return;
 	ft_fd_close_same(s->fd, &s->fd_id);	/* the parent's file, unless reused since */
 	s->fd = -1;
 	s->state = FT_SESS_OFF;
-	for (int i = 0; i < FT_MAX_REG; i++)
-		s->reg[i] = NULL;
-	ft_session_open(NULL, (s->chunk_bytes - sizeof(struct ftkit_thread_chunk)) / 1024,
-			s->hdr.tracer, s->hdr.graph_depth, 0, 1);
+	ft_session_open(NULL, 0, s->hdr.tracer, s->hdr.graph_depth, 0, 1);
 }

@@ -12,7 +12,7 @@
 #include "trace_format.h"
 #include "trace_internal.h"
 
-#define FT_MAX_REG 4096		/* threads whose chunk stays reachable for names/counts */
+#define FT_MAX_REG 4096		/* threads recording at the same time */
 
 enum { FT_SESS_OFF = 0, FT_SESS_LIVE, FT_SESS_DONE };
 
@@ -24,16 +24,16 @@ struct ft_session {
 	uint32_t gen;			/* bumped at each open (fork child) */
 	int maps_startup_done;
 	uint64_t end;			/* file size (under the session lock) */
-	uint64_t chunk_bytes;		/* size of one thread chunk */
 	struct ftkit_file_header hdr;
 	struct ft_clock_ref clk;
 	char final[PATH_MAX];		/* output name */
 	char part[PATH_MAX + 32];	/* live name */
 	char *maps;			/* last MAPS chunk image */
 	size_t maps_len;
-	uint64_t nreg;
+	uint64_t nreg;			/* reg slots in use (high-water) */
+	uint64_t nthreads;		/* threads that recorded */
 	uint64_t lost_exited, lost_depth_exited;	/* counts of exited threads */
-	struct ft_stage *reg[FT_MAX_REG];
+	struct ft_tbuf *reg[FT_MAX_REG];	/* threads the writer serves */
 };
 
 extern struct ft_session ft_sess;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * On-disk layout of the ftkit trace file, version 1 (docs/trace-format.md).
+ * On-disk layout of the ftkit trace file, version 2 (docs/trace-format.md).
  * Little-endian x86-64: the structs are written as they are in memory.
  */
 #ifndef FTKIT_TRACE_FORMAT_H
@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define FTKIT_TRACE_MAGIC	"FTKITTRC"
-#define FTKIT_TRACE_VERSION	1
+#define FTKIT_TRACE_VERSION	2
 
 /* file header flags */
 #define FTKIT_F_COMPLETE	0x1
@@ -54,16 +54,23 @@ struct ftkit_file_header {
 	uint32_t graph_depth;
 	uint64_t tsc_hz;
 	uint64_t lost_nobuf;
-	uint8_t reserved[144];
+	uint32_t block_size;		/* bytes of event data a block holds */
+	uint32_t mode;			/* FTKIT_MODE_* */
+	uint64_t ring_bytes;		/* per-thread ring (ring mode), else 0 */
+	uint8_t reserved[128];
 };
 _Static_assert(sizeof(struct ftkit_file_header) == 256, "file header is 256 bytes");
 
 enum {
 	FTKIT_CHUNK_END = 0,
 	FTKIT_CHUNK_MAPS = 1,
-	FTKIT_CHUNK_THREAD = 2,
+	FTKIT_CHUNK_THREAD_V1 = 2,
 	FTKIT_CHUNK_CMDLINE = 3,
+	FTKIT_CHUNK_EVENTS = 4,
+	FTKIT_CHUNK_THREAD = 5,
 };
+
+enum { FTKIT_MODE_STREAM = 0, FTKIT_MODE_RING = 1 };
 
 struct ftkit_chunk {
 	uint32_t type;
@@ -75,8 +82,9 @@ struct ftkit_maps_chunk {
 	struct ftkit_chunk c;
 	uint32_t count;
 	uint32_t reserved;
+	uint64_t ts;			/* ticks when written; 0 = at start-up */
 };
-_Static_assert(sizeof(struct ftkit_maps_chunk) == 24, "maps chunk header");
+_Static_assert(sizeof(struct ftkit_maps_chunk) == 32, "maps chunk header");
 
 #define FTKIT_MAP_MAIN		0x1
 #define FTKIT_MAP_VDSO		0x2
@@ -95,35 +103,69 @@ struct ftkit_map_entry {
 _Static_assert(sizeof(struct ftkit_map_entry) == 32, "map entry");
 
 #define FTKIT_T_EXITED		0x1
-#define FTKIT_T_FULL		0x2
+#define FTKIT_T_LOST		0x2
 
 struct ftkit_thread_chunk {
 	struct ftkit_chunk c;
 	uint32_t tid;
 	uint32_t flags;
-	uint64_t nrec;
 	uint64_t lost;
 	uint64_t lost_depth;
+	uint64_t blocks;
 	char name[16];
 };
 _Static_assert(sizeof(struct ftkit_thread_chunk) == 64, "thread chunk header");
 
-enum {
-	FTKIT_REC_FUNC = 1,
-	FTKIT_REC_ENTRY = 2,
-	FTKIT_REC_EXIT = 3,
-};
+#define FTKIT_B_RING		0x1
+#define FTKIT_B_PARTIAL		0x2
 
-#define FTKIT_REC_UNWOUND	0x1
-
-struct ftkit_rec {
-	uint64_t ts;
-	uint64_t ip;
-	uint64_t aux;
+/* An EVENTS chunk: one block of one thread's events; the open frames, then the data. */
+struct ftkit_events_chunk {
+	struct ftkit_chunk c;
+	uint32_t tid;
+	uint32_t flags;
+	uint64_t seq;
+	uint64_t base_ts;
+	uint64_t lost;
+	uint32_t nev;
 	uint32_t depth;
-	uint16_t type;
-	uint16_t flags;
+	uint32_t data_len;
+	uint32_t ip_hi;
+	uint32_t parent_hi;
+	uint32_t reserved;
 };
-_Static_assert(sizeof(struct ftkit_rec) == 32, "record is 32 bytes");
+_Static_assert(sizeof(struct ftkit_events_chunk) == 72, "events chunk header");
+
+struct ftkit_frame {
+	uint64_t ip;
+	uint64_t entry_ts;
+};
+
+/* Event word 0: bits 0-2 type, 3-31 delta ticks. */
+enum {
+	FTKIT_EV_EXIT = 0,
+	FTKIT_EV_EXIT_UNWOUND = 1,
+	FTKIT_EV_ENTRY = 2,
+	FTKIT_EV_FUNC = 3,
+	FTKIT_EV_FUNC_NEAR = 4,
+	FTKIT_EV_EXT = 7,
+};
+
+enum {
+	FTKIT_EXT_TIME = 0,
+	FTKIT_EXT_IP_HI = 1,
+	FTKIT_EXT_PARENT_HI = 2,
+	FTKIT_EXT_DEPTH = 3,
+	FTKIT_EXT_LOST = 4,
+	FTKIT_EXT_MARKER = 5,
+};
+
+#define FTKIT_DELTA_MAX		(1U << 29)	/* deltas below this fit */
+#define FTKIT_NEAR_DELTA_MAX	(1U << 13)
+
+static inline uint32_t ftkit_ext(uint32_t sub, uint32_t n, uint32_t arg)
+{
+	return FTKIT_EV_EXT | sub << 3 | n << 8 | arg << 16;
+}
 
 #endif

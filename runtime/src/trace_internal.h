@@ -36,37 +36,74 @@ struct fgraph_frame {
 	uint32_t epoch;			/* fgraph_epoch at entry */
 };
 
-/* A thread's staging buffer (first page; the records follow at +4096). */
-struct ft_stage {
-	struct ftkit_thread_chunk *hdr;	/* the chunk header, mapped from the file */
-	uint64_t rec_off;		/* file offset of the chunk's record 0 */
-	uint64_t base;			/* records already written to the file */
-	uint64_t head;			/* records staged (published by the owner) */
-	uint64_t cap;			/* records the chunk holds */
-	uint64_t alloc_end;		/* file offset up to which flushes reserved blocks */
-	struct ft_stage *next_free;
+/* A recorded graph frame still open (the tracer's own stack, see ft_thread.rs). */
+struct ft_rframe {
+	uint64_t ip;
+	uint64_t ts;
+	int depth;			/* shadow-stack depth of the call */
 };
+
+enum { FT_BLK_FREE = 0, FT_BLK_FILL, FT_BLK_FULL };
+
+/*
+ * One block of a thread's events in memory, laid out as the EVENTS chunk it becomes:
+ * header, open frames, data.  The owner fills it; the writer thread writes it.
+ */
+struct ft_blk {
+	uint32_t state;			/* FT_BLK_*: FREE→FILL (owner), →FULL (owner), →FREE (writer) */
+	uint32_t pub;			/* data bytes published by the owner */
+	uint32_t written;		/* data bytes already written as a PARTIAL chunk (writer) */
+	uint32_t pad_;
+	struct ftkit_events_chunk hdr;	/* seq, base_ts, lost, depth, ip_hi, parent_hi (owner) */
+	struct ftkit_frame frames[];	/* hdr.depth frames, then the data */
+};
+
+/* A thread's blocks and counters, shared with the writer thread (trace_buf.c). */
+struct ft_tbuf {
+	uint32_t tid;
+	uint32_t nblk;
+	uint32_t exited;		/* the owner is done: no more blocks */
+	uint32_t announced;		/* the writer wrote its first THREAD chunk */
+	uint64_t lost;			/* events dropped (total, owner) */
+	uint64_t lost_depth;
+	uint64_t seq_next;		/* seq of the next block the owner starts */
+	uint64_t wseq;			/* next seq the writer writes */
+	uint64_t blocks;		/* EVENTS chunks written */
+	uint64_t stride;		/* bytes between blocks */
+	char name[16];
+	struct ft_tbuf *next_free;
+	char *blocks_at;
+};
+
+static inline struct ft_blk *ft_tbuf_blk(const struct ft_tbuf *tb, uint64_t seq)
+{
+	return (struct ft_blk *)(tb->blocks_at + (seq % tb->nblk) * tb->stride);
+}
 
 enum {
 	FT_THREAD_NEW = 0,	/* no buffer yet */
-	FT_THREAD_LIVE,		/* recording into chunk */
+	FT_THREAD_LIVE,		/* recording */
 	FT_THREAD_NOBUF,	/* allocation failed or tracing finished: drop */
 	FT_THREAD_DEAD,		/* thread-exit destructor ran */
 };
 
 struct ft_thread {
-	/* event buffer (a chunk of the trace file, mapped shared) */
-	struct ftkit_thread_chunk *chunk;
-	struct ft_stage *stage;	/* staging buffer (trace_buf.c) */
-	struct ftkit_rec *recs;		/* its records */
-	uint64_t head;		/* next staged record */
-	uint64_t cap;		/* records the chunk holds */
-	uint64_t limit;		/* staged records that fit before a flush */
+	/* hot path: the current block's free space and the encoder's state */
+	uint32_t *wp;		/* next word; wp + n > wend → slow path (also: no block) */
+	uint32_t *wend;
+	uint64_t last_ts;	/* time of the previous event of the block */
+	uint32_t ip_hi, parent_hi;
+	struct ft_blk *blk;	/* block being filled, or NULL */
+	uint32_t *data;		/* its data */
 	uint32_t state;		/* FT_THREAD_* */
-	uint32_t busy;		/* allocation in progress (signal re-entry) */
+	uint32_t busy;		/* slow path running (signal re-entry) */
 	uint32_t saved_state;	/* state before fork() (the fork window records nothing) */
-	uint32_t open;		/* graph entries recorded and not yet exited */
-	uint32_t gen;		/* session generation the chunk belongs to */
+	uint32_t open;		/* recorded graph frames still open (entries in rs) */
+	uint32_t gen;		/* session generation the buffers belong to */
+	uint32_t need_depth;	/* an EXT DEPTH is due before the next ENTRY */
+	uint64_t lost_pending;	/* dropped since the current block started */
+	struct ft_rframe *rs;	/* recorded open frames, outermost first */
+	struct ft_tbuf *tb;
 	uint64_t reg;		/* index in ft_sess.reg */
 
 	/* function graph shadow stack */
@@ -91,41 +128,72 @@ void ft_note_lost_depth(void);
 void ft_thread_exit(void);
 
 /*
- * 0 when the chunk is full, or when the trace file has been finalised: the thread is then
- * detached from it (no longer FT_THREAD_LIVE), so nothing it records later reaches the file.
+ * The slow path of every event: a new block, TIME / IP_HI / PARENT_HI / DEPTH extensions,
+ * the long FUNC form.  type is FTKIT_EV_*; for FUNC, aux is the parent address.
  */
-int ftkit_trace_flush(struct ft_thread *t, uint64_t need);
+void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, uint64_t ts);
 
-/* An event did not fit (ftkit_trace_flush said 0): count it, unless the file is final. */
-static inline void ft_rec_lost(struct ft_thread *t)
-{
-	if (t->state == FT_THREAD_LIVE) {
-		t->chunk->lost++;
-		t->chunk->flags |= FTKIT_T_FULL;
-	}
-}
-
-
-static inline struct ftkit_rec *ft_rec_reserve(struct ft_thread *t)
-{
-	uint64_t n = t->head;
-
-	if (unlikely(n >= t->limit)) {
-		if (!ftkit_trace_flush(t, n + 1)) {
-			ft_rec_lost(t);
-			return 0;
-		}
-		n = t->head;	/* the staged records went to the file */
-	}
-	t->head = n + 1;
-	barrier();
-	return &t->recs[n];
-}
-
-static inline void ft_rec_commit(struct ft_thread *t)
+/* Make the words written so far visible to the writer thread (a PARTIAL flush). */
+static inline void ft_ev_publish(struct ft_thread *t, uint32_t *end)
 {
 	barrier();
-	__atomic_store_n(&t->stage->head, t->head, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->blk->pub, (uint32_t)((char *)end - (char *)t->data), __ATOMIC_RELEASE);
+}
+
+/* EXIT / EXIT_UNWOUND: one word. */
+static inline void ft_ev_exit(struct ft_thread *t, uint32_t type, uint64_t ts)
+{
+	uint32_t *p = t->wp;
+	uint64_t d = ts - t->last_ts;
+
+	if (unlikely(p + 1 > t->wend || d >= FTKIT_DELTA_MAX)) {
+		ft_ev_slow(t, type, 0, 0, ts);
+		return;
+	}
+	t->wp = p + 1;
+	barrier();	/* the words are taken before they are filled (a signal handler nests) */
+	t->last_ts = ts;
+	p[0] = type | (uint32_t)d << 3;
+	ft_ev_publish(t, p + 1);
+}
+
+/* ENTRY: two words. */
+static inline void ft_ev_entry(struct ft_thread *t, uint64_t ip, uint64_t ts)
+{
+	uint32_t *p = t->wp;
+	uint64_t d = ts - t->last_ts;
+
+	if (unlikely(p + 2 > t->wend || d >= FTKIT_DELTA_MAX || (uint32_t)(ip >> 32) != t->ip_hi ||
+		     t->need_depth)) {
+		ft_ev_slow(t, FTKIT_EV_ENTRY, ip, 0, ts);
+		return;
+	}
+	t->wp = p + 2;
+	barrier();
+	t->last_ts = ts;
+	p[0] = FTKIT_EV_ENTRY | (uint32_t)d << 3;
+	p[1] = (uint32_t)ip;
+	ft_ev_publish(t, p + 2);
+}
+
+/* FUNC_NEAR (two words) when it fits, else FUNC. */
+static inline void ft_ev_func(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
+{
+	uint32_t *p = t->wp;
+	uint64_t d = ts - t->last_ts;
+	int64_t diff = (int64_t)(parent - ip);
+
+	if (unlikely(p + 2 > t->wend || d >= FTKIT_NEAR_DELTA_MAX || diff != (int16_t)diff ||
+		     (uint32_t)(ip >> 32) != t->ip_hi)) {
+		ft_ev_slow(t, FTKIT_EV_FUNC, ip, parent, ts);
+		return;
+	}
+	t->wp = p + 2;
+	barrier();
+	t->last_ts = ts;
+	p[0] = FTKIT_EV_FUNC_NEAR | (uint32_t)d << 3 | (uint32_t)(uint16_t)diff << 16;
+	p[1] = (uint32_t)ip;
+	ft_ev_publish(t, p + 2);
 }
 
 /* fgraph_interpose.c */
