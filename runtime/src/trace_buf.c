@@ -1299,8 +1299,13 @@ void ft_thread_exit(void)
 			__atomic_store_n(&tb->seq_next, tb->seq_next - 1, __ATOMIC_RELEASE);
 			__atomic_store_n(&t->blk->state, FT_BLK_FREE, __ATOMIC_RELEASE);
 			t->blk = NULL;
-		} else if (t->lost_pending && !t->blk) {
-			/* the count has no block to go in: the THREAD chunk has it */
+		} else if (t->lost_pending && !t->blk && !t->busy) {
+			/* a last block, if one is free: it closes the frames whose exits were
+			   dropped and carries the count (the THREAD chunk has it anyway) */
+			t->busy = 1;
+			barrier();
+			blk_open(t, ft_clock_read(), 0, 0);
+			t->busy = 0;
 		}
 		blk_close(t);
 		read_comm((pid_t)tb->tid, tb->name);
