@@ -1997,3 +1997,90 @@ func TestTracerSnapshotRace(t *testing.T) {
 		}
 	}
 }
+
+// A live flight recorder: `dump` writes the rings as they are (the newest events of each
+// thread, older blocks overwritten), `clear` drops all but the block being filled.
+func TestTracerRingLive(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	run := t.TempDir()
+	cmd := exec.Command(prog)
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_RING=256k", "XDG_RUNTIME_DIR="+run)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	rd := bufio.NewReader(stdout)
+	expect := func(want string) {
+		t.Helper()
+		if line, err := rd.ReadString('\n'); err != nil || line != want+"\n" {
+			t.Fatalf("program said %q (%v), want %q", line, err, want)
+		}
+	}
+	expect("ready")
+	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", cmd.Process.Pid))
+	var conn net.Conn
+	for i := 0; ; i++ {
+		var err error
+		if conn, err = net.Dial("unix", sock); err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("control socket: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer conn.Close()
+	cr := bufio.NewReader(conn)
+	ask := func(req string) string {
+		t.Helper()
+		fmt.Fprintf(conn, "%s\n", req)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		line, err := cr.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s: %v", req, err)
+		}
+		return strings.TrimSuffix(line, "\n")
+	}
+	ticks := func(name string) (int, uint64) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if r := ask("dump " + p); r != "ok "+p {
+			t.Fatalf("dump: %q", r)
+		}
+		tr := trRead(t, p)
+		s := trSymbols(t, tr, prog)
+		n := 0
+		for _, th := range tr.Threads {
+			for _, r := range th.Recs {
+				if s.name(r.IP) == "tick" {
+					n++
+				}
+			}
+		}
+		d, _ := os.ReadFile(p)
+		return n, binary.LittleEndian.Uint64(d[120:])
+	}
+	fmt.Fprintf(stdin, "call 5000\n")
+	expect("done")
+	if n, rb := ticks("d1.dat"); n != 5000 || rb != 256<<10 {
+		t.Errorf("first dump: %d ticks (want 5000), ring_bytes %d", n, rb)
+	}
+	// 100000 ticks: 800 KB of FUNC_NEAR events, more than the ring's 4 blocks
+	fmt.Fprintf(stdin, "call 100000\n")
+	expect("done")
+	if n, _ := ticks("d2.dat"); n < 2*65536/8-10 || n >= 4*65536/8 {
+		t.Errorf("ring dump: %d ticks, want the newest 2-3 blocks' worth", n)
+	}
+	if r := ask("clear"); r != "ok" {
+		t.Fatalf("clear: %q", r)
+	}
+	fmt.Fprintf(stdin, "call 10\n")
+	expect("done")
+	if n, _ := ticks("d3.dat"); n < 10 || n > 65536/8 {
+		t.Errorf("after clear: %d ticks, want the 10 new ones and at most a block before", n)
+	}
+}

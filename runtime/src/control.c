@@ -153,14 +153,17 @@ static void handle(int fd, char *line)
 			reply(fd, "error depth needs a number\n");
 		else
 			result(fd, ftrace_trace_set_depth((unsigned int)v), NULL);
-	} else if (!strcmp(line, "snapshot")) {
+	} else if (!strcmp(line, "snapshot") || !strcmp(line, "dump")) {
+		/* dump: a flight recorder's rings, written as a snapshot is */
 		int err = ftrace_trace_snapshot(*arg ? arg : NULL, out, sizeof(out));
 
 		result(fd, err, out);
+	} else if (!strcmp(line, "clear")) {
+		result(fd, ft_session_clear(), NULL);
 	} else if (!strcmp(line, "finish")) {
 		result(fd, ftrace_trace_finish(), NULL);
 	} else {
-		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, snapshot, finish)\n");
+		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, snapshot, dump, clear, finish)\n");
 	}
 }
 

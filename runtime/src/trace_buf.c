@@ -38,6 +38,7 @@
 #include <unistd.h>
 #include <signal.h>
 
+#include "control.h"
 #include "trace_buf.h"
 #include "trace_internal.h"
 
@@ -687,6 +688,8 @@ static void batch_pending(struct ft_batch *bt, struct ft_tbuf *tb)
 
 	if (cfg.ring)
 		seq = next >= tb->nblk ? next - tb->nblk + 1 : 0;
+	if (seq < tb->clear_seq)
+		seq = tb->clear_seq;
 	for (; seq < next; seq++) {
 		struct ft_blk *b = ft_tbuf_blk(tb, seq);
 		uint32_t st = __atomic_load_n(&b->state, __ATOMIC_ACQUIRE);
@@ -763,7 +766,10 @@ static void writer_collect(struct ft_batch *bt, int partial)
 
 			if (b->hdr.seq != seq)
 				break;
-			if (st == FT_BLK_FULL) {
+			if (st == FT_BLK_FULL && seq < tb->clear_seq) {
+				tb->wseq++;	/* cleared: not written */
+				__atomic_store_n(&b->state, FT_BLK_FREE, __ATOMIC_RELEASE);
+			} else if (st == FT_BLK_FULL) {
 				batch_block(bt, tb, b, __atomic_load_n(&b->pub, __ATOMIC_ACQUIRE), 0,
 					    FT_DONE_FREE);
 			} else if (st == FT_BLK_FILL && partial) {
@@ -1060,7 +1066,7 @@ static struct ft_tbuf *tbuf_get(void)
 		tb->blocks_at = p + cfg.tbuf_bytes - cfg.nblk * cfg.stride;
 	}
 	tb->exited = tb->announced = 0;
-	tb->lost = tb->lost_depth = tb->seq_next = tb->wseq = tb->blocks = 0;
+	tb->lost = tb->lost_depth = tb->seq_next = tb->wseq = tb->blocks = tb->clear_seq = 0;
 	tb->next_free = NULL;
 	for (uint32_t i = 0; i < tb->nblk; i++) {
 		struct ft_blk *b = (struct ft_blk *)(tb->blocks_at + i * tb->stride);
@@ -1336,6 +1342,30 @@ void ft_session_counts(uint64_t *lost, uint64_t *depth, uint64_t *threads)
 	*lost = l;
 	*depth = d;
 	*threads = s->nthreads;
+}
+
+/*
+ * Live `clear`: every thread's blocks but the one it is filling are dropped, not written
+ * (they are not counted lost: the user asked).  The thread keeps recording.
+ */
+int ft_session_clear(void)
+{
+	struct ft_session *s = &ft_sess;
+
+	if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE)
+		return -ENODEV;
+	lock_get();
+	for (uint64_t i = 0; i < s->nreg && i < FT_MAX_REG; i++) {
+		struct ft_tbuf *tb = s->reg[i];
+		uint64_t next;
+
+		if (!tb)
+			continue;
+		next = __atomic_load_n(&tb->seq_next, __ATOMIC_ACQUIRE);
+		tb->clear_seq = next ? next - 1 : 0;
+	}
+	lock_put();
+	return 0;
 }
 
 /* Every thread's blocks not yet in the file and its THREAD chunk, at *off of fd. */

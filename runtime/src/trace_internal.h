@@ -69,6 +69,7 @@ struct ft_tbuf {
 	uint64_t seq_next;		/* seq of the next block the owner starts */
 	uint64_t wseq;			/* next seq the writer writes */
 	uint64_t blocks;		/* EVENTS chunks written */
+	uint64_t clear_seq;		/* blocks before it were dropped by a live `clear` */
 	uint64_t stride;		/* bytes between blocks */
 	char name[16];
 	struct ft_tbuf *next_free;
