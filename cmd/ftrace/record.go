@@ -28,7 +28,10 @@ func recordCommand() *cli.Command {
 		ArgsUsage: "[flags] -- PROG [ARGS...]",
 		Description: "Runs PROG (linked with libftrt) with FTRACE_TRACER, FTRACE_FILTER, FTRACE_NOTRACE,\n" +
 			"FTRACE_GRAPH_FUNCTION, FTRACE_GRAPH_NOTRACE, FTRACE_GRAPH_DEPTH, FTRACE_OUTPUT and\n" +
-			"FTRACE_BUFFER_KB set from the flags, and exits with the program's exit status.",
+			"FTRACE_BUFFER_KB, FTRACE_NO_LOSS and FTRACE_RING set from the flags, and exits with the\n" +
+			"program's exit status. By default every event is streamed to the file by a writer thread\n" +
+			"of the runtime; when it falls behind, events are dropped and counted (--no-loss: the\n" +
+			"program's threads wait instead). --ring keeps only each thread's newest events.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tracer", Aliases: []string{"t"}, Value: tracefile.TracerFunctionGraph, Usage: "`NAME`: function, function_graph or nop (nop: nothing recorded until a live command sets a tracer)"},
 			&cli.StringSliceFlag{Name: "filter", Aliases: []string{"F"}, Usage: "trace only functions matching these `GLOBS` (comma-separated, repeatable; !glob removes)"},
@@ -37,7 +40,9 @@ func recordCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions (`GLOBS`) and what they call"},
 			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "maximum graph depth (0: unlimited)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: defaultTrace, Usage: "trace file (%p: pid)"},
-			&cli.IntFlag{Name: "buffer-kb", Aliases: []string{"b"}, Usage: "per-thread buffer size in KiB (0: runtime default, 16384)"},
+			&cli.IntFlag{Name: "buffer-kb", Aliases: []string{"b"}, Usage: "per-thread buffer size in KiB while the writer catches up (0: runtime default; 256 to 4096 used)"},
+			&cli.BoolFlag{Name: "no-loss", Usage: "threads wait for the writer instead of dropping events (FTRACE_NO_LOSS=1)"},
+			&cli.StringFlag{Name: "ring", Usage: "flight recorder: keep the newest `SIZE` bytes of events per thread (k, M, G suffixes), written at exit, on a fatal signal, snapshot or live dump (FTRACE_RING)"},
 			&cli.StringFlag{Name: "clock", Usage: "tsc or mono (default: runtime's choice)"},
 			&cli.BoolFlag{Name: "control", Usage: "serve the live-control socket (FTRACE_CONTROL=1; on by default with a tracer; --control=false: none)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
@@ -76,6 +81,15 @@ func doRecord(c *cli.Context) error {
 	}
 	if b := c.Int("buffer-kb"); b > 0 {
 		env = append(env, "FTRACE_BUFFER_KB="+strconv.Itoa(b))
+	}
+	if c.Bool("no-loss") {
+		env = append(env, "FTRACE_NO_LOSS=1")
+	}
+	if r := c.String("ring"); r != "" {
+		if _, err := parseSize(r); err != nil {
+			return fmt.Errorf("record: --ring %q: %w", r, err)
+		}
+		env = append(env, "FTRACE_RING="+r)
 	}
 	if cl := c.String("clock"); cl != "" {
 		env = append(env, "FTRACE_CLOCK="+cl)
@@ -182,9 +196,13 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) {
 		return
 	}
 	calls, entries, exits, lost, lostDepth := tr.Counts()
-	fmt.Fprintf(stderr, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), calls+entries+exits)
-	if lost+lostDepth+tr.Header.LostNoBuf > 0 {
-		fmt.Fprintf(stderr, ", %d lost, %d frames over depth", lost+tr.Header.LostNoBuf, lostDepth)
+	events := calls + entries + exits
+	fmt.Fprintf(stderr, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), events)
+	if all := lost + tr.Header.LostNoBuf; all+lostDepth > 0 {
+		fmt.Fprintf(stderr, ", %d lost (%.2f%%), %d frames over depth", all,
+			100*float64(all)/float64(events+all), lostDepth)
+	} else {
+		fmt.Fprintf(stderr, ", 0 lost")
 	}
 	fmt.Fprintf(stderr, " (%.2fs)\n", d.Seconds())
 }
@@ -314,4 +332,26 @@ func noTableHint(stderr io.Writer, prog string) {
 			"run recordmcount on its objects (compiled with gcc -pg -mfentry) before linking, then ftlink it\n",
 			prog, mcountloc.TableSection)
 	}
+}
+
+// parseSize reads a byte count as the runtime's FTRACE_RING does: digits, then
+// optionally k, M or G (powers of 1024).
+func parseSize(s string) (uint64, error) {
+	mul := uint64(1)
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		mul = 1 << 10
+	case strings.HasSuffix(s, "m"), strings.HasSuffix(s, "M"):
+		mul = 1 << 20
+	case strings.HasSuffix(s, "g"), strings.HasSuffix(s, "G"):
+		mul = 1 << 30
+	}
+	if mul != 1 {
+		s = s[:len(s)-1]
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v == 0 || v > (1<<62)/mul {
+		return 0, errors.New("not a size (bytes, or a number with k, M or G)")
+	}
+	return v * mul, nil
 }
