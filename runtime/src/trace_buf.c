@@ -304,11 +304,20 @@ static void maps_image(struct maps_build *mb)
 {
 	struct ftkit_maps_chunk h = { { FTKIT_CHUNK_MAPS, sizeof(h), 0 }, 0, 0 };
 
+	size_t live;
+
 	mb_put(mb, &h, sizeof(h));
 	dl_iterate_phdr(maps_cb, mb);
-	if (gone.len) {
-		mb_put(mb, gone.buf, gone.len);
-		mb->count += gone.count;
+	live = mb->len;
+	/* a library loaded again at the same place is listed once */
+	for (size_t off = 0; off < gone.len && !mb->oom;) {
+		const struct ftkit_map_entry *e = (const void *)(gone.buf + off);
+
+		if (!map_has(mb->buf, live, e)) {
+			mb_put(mb, e, e->entry_size);
+			mb->count++;
+		}
+		off += e->entry_size;
 	}
 }
 
