@@ -94,18 +94,25 @@ func TestMcountObjectsRefused(t *testing.T) {
 // unprocessed table, refuses the sites and the program prints the same as untraced.
 func TestMcountRuntimeAndFtlink(t *testing.T) {
 	lib, _ := testenv.Runtime(t)
-	for _, tc := range []struct{ compiler, ext, src, want string }{
-		{"gcc", ".c", mcountSrc, "s=30\n"},
-		{"g++", ".cc", mcountCxxSrc, "s=30\n"},
+	for _, tc := range []struct{ compiler, ext, src, want, pie string }{
+		{"gcc", ".c", mcountSrc, "s=30\n", "pie"},
+		{"g++", ".cc", mcountCxxSrc, "s=30\n", "pie"},
+		// non-PIE: e8 calls to mcount@plt, whose target looks like a PLT stub for __fentry__
+		{"gcc", ".c", mcountSrc, "s=30\n", "no-pie"},
+		{"g++", ".cc", mcountCxxSrc, "s=30\n", "no-pie"},
 	} {
-		t.Run(tc.compiler, func(t *testing.T) {
+		t.Run(tc.compiler+"-"+tc.pie, func(t *testing.T) {
 			testenv.Need(t, tc.compiler)
 			dir := t.TempDir()
 			src := writeSrc(t, dir, "m"+tc.ext, tc.src)
-			testenv.Run(t, dir, tc.compiler, "-O2", "-pg", "-mrecord-mcount", "-c", src, "-o", "m.o")
+			cflags, ldflags := []string{"-fpie"}, []string{"-pie"}
+			if tc.pie == "no-pie" {
+				cflags, ldflags = []string{"-fno-pie"}, []string{"-no-pie"}
+			}
+			testenv.Run(t, dir, tc.compiler, append(cflags, "-O2", "-pg", "-mrecord-mcount", "-c", src, "-o", "m.o")...)
 			prog := filepath.Join(dir, "m")
 			// Nothing in an mcount object references __fentry__: pull the runtime in by hand.
-			testenv.Run(t, dir, tc.compiler, "-o", prog, "m.o", "-Wl,-u,__fentry__", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+			testenv.Run(t, dir, tc.compiler, append(ldflags, "-o", prog, "m.o", "-Wl,-u,__fentry__", "-L"+lib, "-lftrt", "-lpthread", "-ldl")...)
 			plain := testenv.Run(t, dir, prog)
 			if plain != tc.want {
 				t.Fatalf("untraced output %q, want %q", plain, tc.want)
@@ -115,8 +122,9 @@ func TestMcountRuntimeAndFtlink(t *testing.T) {
 				if r.Stdout != plain {
 					t.Errorf("%s: traced output %q, untraced %q", tracer, r.Stdout, plain)
 				}
-				if !strings.Contains(r.Stderr, "mcount site") || !strings.Contains(r.Stderr, "-mfentry") {
-					t.Errorf("%s: the runtime does not say why the mcount sites are refused: %q", tracer, r.Stderr)
+				// every site refused, each as an mcount site
+				if n := strings.Count(r.Stderr, "refused (an mcount site: built with -pg without -mfentry, recompile with -pg -mfentry)"); n < 2 || n != strings.Count(r.Stderr, "refused") {
+					t.Errorf("%s: the runtime does not refuse every mcount site as such:\n%s", tracer, r.Stderr)
 				}
 			}
 			before, err := os.ReadFile(prog)
