@@ -971,7 +971,7 @@ static void uncount_refused(struct ftrt_rec *r)
 	r->flags = (r->flags & ~REC_COUNT_MASK) | REC_REFUSED;
 }
 
-/* The arena of the object holding r (rare slow path: objects are few). */
+/* The arena of the object holding r (a walk of the objects: they are few). */
 static struct ftrt_arena *rec_arena(const struct ftrt_rec *r)
 {
 	struct ftrt_object *o;

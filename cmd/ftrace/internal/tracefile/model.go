@@ -82,6 +82,12 @@ type Header struct {
 	// LostNoBuf counts events dropped because no buffer could be set up for their thread
 	// (file full, mmap failure, after thread exit or finalisation, during fork).
 	LostNoBuf uint64
+	// BlockSize is the bytes of event data a block holds (version 2; 0 in version 1).
+	BlockSize uint32
+	// Ring is set when the trace comes from flight-recorder rings (version 2): each
+	// thread's stream holds its newest events only; RingBytes is the per-thread ring size.
+	Ring      bool
+	RingBytes uint64
 	// Warnings are problems the reader tolerated (truncated chunk, unknown chunk, ...).
 	Warnings []string
 }
@@ -118,6 +124,9 @@ type Thread struct {
 	LostDepth uint64
 	// Flags are the chunk's flags (ThreadExited, ThreadFull).
 	Flags uint32
+	// MissingBlocks counts event blocks of a version-2 stream that are not in the file
+	// (dropped, or overwritten in a ring after its first block in the file).
+	MissingBlocks uint64
 }
 
 // Thread flags.
