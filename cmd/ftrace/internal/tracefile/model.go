@@ -203,3 +203,45 @@ func (t *Trace) TimeRange() (first, last uint64, ok bool) {
 	}
 	return
 }
+
+// ThreadLoss is one thread's share of a trace's lost events.
+type ThreadLoss struct {
+	TID            int
+	Name           string
+	Lost, Recorded uint64
+}
+
+// Loss sums up what a trace lost: events dropped (per thread and without a thread),
+// against those recorded.
+type Loss struct {
+	Lost, Recorded uint64
+	// Threads that lost events, the largest fraction first.
+	Threads []ThreadLoss
+	// Hint says what to do about it, for messages (starts with "; " when set).
+	Hint string
+}
+
+// LostSummary counts a trace's lost events.
+func LostSummary(t *Trace) Loss {
+	l := Loss{Lost: t.Header.LostNoBuf}
+	for _, th := range t.Threads {
+		rec := uint64(len(th.Events))
+		l.Recorded += rec
+		l.Lost += th.Lost
+		if th.Lost > 0 {
+			l.Threads = append(l.Threads, ThreadLoss{TID: th.TID, Name: th.Name, Lost: th.Lost, Recorded: rec})
+		}
+	}
+	sort.SliceStable(l.Threads, func(i, j int) bool {
+		a, b := l.Threads[i], l.Threads[j]
+		return a.Lost*(b.Lost+b.Recorded) > b.Lost*(a.Lost+a.Recorded)
+	})
+	switch {
+	case l.Lost == 0:
+	case t.Header.Version >= Version2 && !t.Header.Ring:
+		l.Hint = "; record with --no-loss to keep every event"
+	case t.Header.Version < Version2:
+		l.Hint = "; the per-thread buffer (FTRACE_BUFFER_KB) filled up"
+	}
+	return l
+}
