@@ -157,7 +157,9 @@ func readXattrs(path string) ([]xattr, error) {
 
 // writeXattrs gives f the attributes, skipping those it already has with the same value
 // (a security label the new file inherited, say). One that cannot be set is an error:
-// dropping a file capability silently would change what the program may do.
+// dropping a file capability silently would change what the program may do. The SELinux
+// label is the exception: the policy labels a new file, and relabelling may be denied to
+// the user where keeping the label was never the user's to decide (as with sed -i).
 func writeXattrs(f *os.File, attrs []xattr) error {
 	fd := int(f.Fd())
 	for _, a := range attrs {
@@ -165,7 +167,7 @@ func writeXattrs(f *os.File, attrs []xattr) error {
 		if n, err := unix.Fgetxattr(fd, a.name, cur); err == nil && bytes.Equal(cur[:n], a.value) {
 			continue
 		}
-		if err := unix.Fsetxattr(fd, a.name, a.value, 0); err != nil {
+		if err := unix.Fsetxattr(fd, a.name, a.value, 0); err != nil && a.name != "security.selinux" {
 			return fmt.Errorf("cannot keep extended attribute %s on the rewritten file: %w", a.name, err)
 		}
 	}

@@ -61,24 +61,51 @@ func X86CheckEntry(before []byte) error {
 		b = b[inst.Len:]
 	}
 	what := ErrNotAtEntry
-	if X86McountPrologue(before) {
+	// gcc -pg forces a frame pointer and sets it up first: push %rbp; mov %rsp,%rbp.
+	if len(before) >= 4 && before[0] == 0x55 && before[1] == 0x48 && before[2] == 0x89 && before[3] == 0xe5 {
 		what = ErrMcountSite
 	}
 	return fmt.Errorf("%w (before the call: %s)", what, strings.Join(insns, "; "))
 }
 
-// X86McountPrologue reports whether code ends with gcc -pg's frame setup before an mcount
-// call: push %rbp; mov %rsp,%rbp.
-func X86McountPrologue(code []byte) bool {
-	n := len(code)
-	return n >= 4 && code[n-4] == 0x55 && code[n-3] == 0x48 && code[n-2] == 0x89 && code[n-1] == 0xe5
-}
-
-// X86AfterPushR10 reports whether code ends with push %r10 (41 52): the nested-function
-// pattern, checked when no symbol says where the function starts.
-func X86AfterPushR10(code []byte) bool {
-	n := len(code)
-	return n >= 2 && code[n-2] == 0x41 && code[n-1] == 0x52
+// X86PrologueBefore classifies the bytes just before a call site when the function's start
+// is unknown (stripped files; the runtime does the same): nil, or an error wrapping
+// ErrNotAtEntry (push %r10 of a nested function) or ErrMcountSite (gcc -pg's mcount call
+// comes after the whole prologue, which ends with push %reg, mov %rsp,%rbp or
+// sub $imm,%rsp). A site at its function's entry follows endbr64 or the previous function's
+// last instruction or padding (ret, jmp, nops, int3, ud2), which never end so.
+func X86PrologueBefore(b []byte) error {
+	n := len(b)
+	at := func(back int, bytes ...byte) bool {
+		if n < back {
+			return false
+		}
+		for i, x := range bytes {
+			if b[n-back+i] != x {
+				return false
+			}
+		}
+		return true
+	}
+	var what error
+	var insn string
+	switch {
+	case at(2, 0x41, 0x52):
+		what, insn = ErrNotAtEntry, "push %r10"
+	case at(3, 0x48, 0x89, 0xe5):
+		what, insn = ErrMcountSite, "mov %rsp,%rbp"
+	case at(4, 0x48, 0x83, 0xec):
+		what, insn = ErrMcountSite, fmt.Sprintf("sub $%#x,%%rsp", b[n-1])
+	case at(7, 0x48, 0x81, 0xec):
+		what, insn = ErrMcountSite, fmt.Sprintf("sub $%#x,%%rsp", uint32(b[n-4])|uint32(b[n-3])<<8|uint32(b[n-2])<<16|uint32(b[n-1])<<24)
+	case n >= 2 && b[n-2] == 0x41 && b[n-1]&0xf8 == 0x50:
+		what, insn = ErrMcountSite, fmt.Sprintf("push %%r%d", 8+b[n-1]&7)
+	case n >= 1 && b[n-1]&0xf8 == 0x50:
+		what, insn = ErrMcountSite, "push %"+[8]string{"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi"}[b[n-1]&7]
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w (just before the call: %s)", what, insn)
 }
 
 // funcStarts finds, for sites in relocatable objects, the start of the function symbol
@@ -153,13 +180,14 @@ func (s *LinkedSite) checkLinkedEntry(l *Linked) error {
 		}
 		return nil
 	}
-	if s.Func == "" && s.Addr >= 4 {
-		if code, ok := l.code(s.Addr - 4); ok && len(code) >= 4 {
-			if X86McountPrologue(code[:4]) {
-				return fmt.Errorf("%w (before the call: push %%rbp; mov %%rsp,%%rbp)", ErrMcountSite)
+	if s.Func == "" {
+		// Up to 7 bytes before the site, within its section.
+		for back := uint64(7); back > 0; back-- {
+			if s.Addr < back {
+				continue
 			}
-			if X86AfterPushR10(code[:4]) {
-				return fmt.Errorf("%w (before the call: push %%r10)", ErrNotAtEntry)
+			if code, ok := l.code(s.Addr - back); ok && uint64(len(code)) >= back {
+				return X86PrologueBefore(code[:back])
 			}
 		}
 	}

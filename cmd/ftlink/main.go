@@ -135,6 +135,12 @@ func processFile(path string, o opts) (*fileReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Reading a FIFO or a device would block or never end.
+	if st, err := os.Stat(real); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
 	data, err := os.ReadFile(real)
 	if err != nil {
 		return nil, err

@@ -358,7 +358,7 @@ func TestE2ELive(t *testing.T) {
 	if _, after := reportCalls(t, dir, snap2); after["other"] == 0 || after["tick"] != before["tick"] {
 		t.Errorf("graph_function other: snapshot calls %v after %v, want more of other and no more tick", after, before)
 	}
-	if r := testenv.Exec(t, dir, ftrace, "live", pid, "graph_function", "nosuch"); r.Code == 0 || !strings.Contains(r.Stderr, "graph_function 'nosuch'") {
+	if r := testenv.Exec(t, dir, ftrace, "live", pid, "graph_function", "nosuch"); r.Code == 0 || !strings.Contains(r.Stderr, "graph_function 'nosuch': matches no function") {
 		t.Errorf("graph_function nosuch: %+v", r)
 	}
 	if r := testenv.Exec(t, dir, ftrace, "live", pid, "tracer", "bogus"); r.Code == 0 || !strings.Contains(r.Stderr, "refused") {

@@ -89,41 +89,56 @@ func TestMcountObjectsRefused(t *testing.T) {
 	}
 }
 
-// TestMcountRuntimeAndFtlink: a -pg -mrecord-mcount program (gcc's own table, mcount
-// sites) linked with libftrt: ftlink refuses it, and the runtime, given the unprocessed
-// table, refuses the sites and the program prints the same as untraced.
+// TestMcountRuntimeAndFtlink: -pg -mrecord-mcount programs (gcc's own table, mcount sites),
+// C and C++, linked with libftrt: ftlink refuses them, and the runtime, given the
+// unprocessed table, refuses the sites and the program prints the same as untraced.
 func TestMcountRuntimeAndFtlink(t *testing.T) {
-	testenv.Need(t, "gcc")
 	lib, _ := testenv.Runtime(t)
-	dir := t.TempDir()
-	src := writeSrc(t, dir, "m.c", mcountSrc)
-	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mrecord-mcount", "-c", src, "-o", "m.o")
-	prog := filepath.Join(dir, "m")
-	// Nothing in an mcount object references __fentry__: pull the runtime in by hand.
-	testenv.Run(t, dir, "gcc", "-o", prog, "m.o", "-Wl,-u,__fentry__", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
-	plain := testenv.Run(t, dir, prog)
-	if plain != "s=30\n" {
-		t.Fatalf("untraced output %q", plain)
-	}
-	for _, tracer := range []string{"function_graph", "function"} {
-		r := testenv.Exec(t, dir, testenv.Tool(t, "ftrace"), "record", "-t", tracer, "-o", tracer+".dat", "--", prog)
-		if r.Stdout != plain {
-			t.Errorf("%s: traced output %q, untraced %q", tracer, r.Stdout, plain)
-		}
-		if !strings.Contains(r.Stderr, "mcount site") || !strings.Contains(r.Stderr, "-mfentry") {
-			t.Errorf("%s: the runtime does not say why the mcount sites are refused: %q", tracer, r.Stderr)
-		}
-	}
-	before, err := os.ReadFile(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := testenv.Exec(t, dir, testenv.Tool(t, "ftlink"), prog)
-	if r.Code == 0 || !strings.Contains(r.Stderr, prog) || !strings.Contains(r.Stderr, "-mfentry") {
-		t.Errorf("ftlink on an mcount program: exit %d, stderr %q", r.Code, r.Stderr)
-	}
-	if after, _ := os.ReadFile(prog); !bytes.Equal(before, after) {
-		t.Error("ftlink changed the refused program")
+	for _, tc := range []struct{ compiler, ext, src, want, pie string }{
+		{"gcc", ".c", mcountSrc, "s=30\n", "pie"},
+		{"g++", ".cc", mcountCxxSrc, "s=30\n", "pie"},
+		// non-PIE: e8 calls to mcount@plt, whose target looks like a PLT stub for __fentry__
+		{"gcc", ".c", mcountSrc, "s=30\n", "no-pie"},
+		{"g++", ".cc", mcountCxxSrc, "s=30\n", "no-pie"},
+	} {
+		t.Run(tc.compiler+"-"+tc.pie, func(t *testing.T) {
+			testenv.Need(t, tc.compiler)
+			dir := t.TempDir()
+			src := writeSrc(t, dir, "m"+tc.ext, tc.src)
+			cflags, ldflags := []string{"-fpie"}, []string{"-pie"}
+			if tc.pie == "no-pie" {
+				cflags, ldflags = []string{"-fno-pie"}, []string{"-no-pie"}
+			}
+			testenv.Run(t, dir, tc.compiler, append(cflags, "-O2", "-pg", "-mrecord-mcount", "-c", src, "-o", "m.o")...)
+			prog := filepath.Join(dir, "m")
+			// Nothing in an mcount object references __fentry__: pull the runtime in by hand.
+			testenv.Run(t, dir, tc.compiler, append(ldflags, "-o", prog, "m.o", "-Wl,-u,__fentry__", "-L"+lib, "-lftrt", "-lpthread", "-ldl")...)
+			plain := testenv.Run(t, dir, prog)
+			if plain != tc.want {
+				t.Fatalf("untraced output %q, want %q", plain, tc.want)
+			}
+			for _, tracer := range []string{"function_graph", "function"} {
+				r := testenv.Exec(t, dir, testenv.Tool(t, "ftrace"), "record", "-t", tracer, "-o", tracer+".dat", "--", prog)
+				if r.Stdout != plain {
+					t.Errorf("%s: traced output %q, untraced %q", tracer, r.Stdout, plain)
+				}
+				// every site refused, each as an mcount site
+				if n := strings.Count(r.Stderr, "refused (an mcount site: built with -pg without -mfentry, recompile with -pg -mfentry)"); n < 2 || n != strings.Count(r.Stderr, "refused") {
+					t.Errorf("%s: the runtime does not refuse every mcount site as such:\n%s", tracer, r.Stderr)
+				}
+			}
+			before, err := os.ReadFile(prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := testenv.Exec(t, dir, testenv.Tool(t, "ftlink"), prog)
+			if r.Code == 0 || !strings.Contains(r.Stderr, prog) || !strings.Contains(r.Stderr, "-mfentry") {
+				t.Errorf("ftlink on an mcount program: exit %d, stderr %q", r.Code, r.Stderr)
+			}
+			if after, _ := os.ReadFile(prog); !bytes.Equal(before, after) {
+				t.Error("ftlink changed the refused program")
+			}
+		})
 	}
 }
 

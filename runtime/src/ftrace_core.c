@@ -540,19 +540,30 @@ static int calls_fentry(const struct ftrt_object *o, const unsigned char *b, uns
 
 /*
  * The tracers take the traced function's return address from the top of the stack at the
- * site: wrong when the site follows gcc -pg's frame setup (a call to mcount, not
- * __fentry__) or a GCC nested function's push %r10 (the slot holds the static chain).
- * ftlink drops such entries (it knows where each function starts); an unprocessed table is
- * checked here by the bytes just before the site.  Why the site is refused, or NULL.
+ * site: wrong when the site follows a GCC nested function's push %r10 (the slot holds the
+ * static chain) or a prologue (gcc -pg without -mfentry calls mcount after it; such a call
+ * through a PLT stub cannot be told from __fentry__'s by its target).  ftlink drops such
+ * entries (it knows where each function starts); an unprocessed table is checked here by
+ * the bytes just before the site: a prologue ends with push %reg, mov %rsp,%rbp or
+ * sub $imm,%rsp, which the end of the previous function or its padding (ret, jmp, nops,
+ * int3, ud2) never does (mcountloc.X86PrologueBefore, tested on gcc's output).  Why the
+ * site is refused, or NULL.
  */
 static const char *site_not_at_entry(const struct ftrt_object *o, uintptr_t ip)
 {
+	static const char mcount[] = "an mcount site: built with -pg without -mfentry, recompile with -pg -mfentry";
 	const unsigned char *b = (const unsigned char *)ip;
 
-	if (in_exec(o, ip - 4, 4) && !memcmp(b - 4, "\x55\x48\x89\xe5", 4))
-		return "an mcount site: built with -pg without -mfentry, recompile with -pg -mfentry";
 	if (in_exec(o, ip - 2, 2) && b[-2] == 0x41 && b[-1] == 0x52)
 		return "after push %r10, a GCC nested function: the stack is not the entry stack";
+	if (in_exec(o, ip - 3, 3) && !memcmp(b - 3, "\x48\x89\xe5", 3))
+		return mcount;		/* mov %rsp,%rbp */
+	if (in_exec(o, ip - 4, 4) && !memcmp(b - 4, "\x48\x83\xec", 3))
+		return mcount;		/* sub $imm8,%rsp */
+	if (in_exec(o, ip - 7, 7) && !memcmp(b - 7, "\x48\x81\xec", 3))
+		return mcount;		/* sub $imm32,%rsp */
+	if (in_exec(o, ip - 1, 1) && (b[-1] & 0xf8) == 0x50)
+		return mcount;		/* push %reg (and %r8-%r15 after a 41 prefix) */
 	return NULL;
 }
 
@@ -960,7 +971,7 @@ static void uncount_refused(struct ftrt_rec *r)
 	r->flags = (r->flags & ~REC_COUNT_MASK) | REC_REFUSED;
 }
 
-/* The arena of the object holding r (rare slow path: objects are few). */
+/* The arena of the object holding r (a walk of the objects: they are few). */
 static struct ftrt_arena *rec_arena(const struct ftrt_rec *r)
 {
 	struct ftrt_object *o;

@@ -843,8 +843,9 @@ static void warn_no_tables(void)
 		return;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = 0;
-	fprintf(stderr, "ftkit: %s: no loaded object has a __mcount_loc call-site table, nothing will be traced: "
-		"run recordmcount on the objects (gcc -pg -mfentry) before linking, then ftlink the program\n",
+	fprintf(stderr, "ftkit: %s: no loaded object has a __mcount_loc call-site table, so nothing is traced "
+		"(unless a library with one is dlopen'ed later): run recordmcount on the objects "
+		"(gcc -pg -mfentry) before linking, then ftlink the program\n",
 		n > 0 ? exe : "/proc/self/exe");
 }
 

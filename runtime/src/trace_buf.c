@@ -299,21 +299,24 @@ int ft_known_at_startup(unsigned long start)
 	return 0;
 }
 
-/*
- * Build a MAPS chunk image (not async-signal-safe: dl_iterate_phdr, malloc).
- * pad_to: if non-zero, pad the chunk so that it ends at a multiple of it when
- * it starts at offset `at`. The previous image is kept for the signal path.
- */
 /* The MAPS chunk image (count and size not yet set): objects loaded now, then gone ones. */
 static void maps_image(struct maps_build *mb)
 {
 	struct ftkit_maps_chunk h = { { FTKIT_CHUNK_MAPS, sizeof(h), 0 }, 0, 0, 0 };
+	size_t live;
 
 	mb_put(mb, &h, sizeof(h));
 	dl_iterate_phdr(maps_cb, mb);
-	if (gone.len) {
-		mb_put(mb, gone.buf, gone.len);
-		mb->count += gone.count;
+	live = mb->len;
+	/* a library loaded again at the same place is listed once */
+	for (size_t off = 0; off < gone.len && !mb->oom;) {
+		const struct ftkit_map_entry *e = (const void *)(gone.buf + off);
+
+		if (!map_has(mb->buf, live, e)) {
+			mb_put(mb, e, e->entry_size);
+			mb->count++;
+		}
+		off += e->entry_size;
 	}
 }
 
@@ -329,6 +332,11 @@ static void maps_publish(struct maps_build *mb)
 	__atomic_store_n(&ft_sess.maps_len, mb->len, __ATOMIC_RELEASE);
 }
 
+/*
+ * Build a MAPS chunk image (not async-signal-safe: dl_iterate_phdr, malloc).
+ * pad_to: if non-zero, pad the chunk so that it ends at a multiple of it when
+ * it starts at offset `at`. The previous image is kept for the signal path.
+ */
 int ft_maps_build(uint64_t at, unsigned long pad_to)
 {
 	struct maps_build mb = { 0 };
