@@ -528,7 +528,7 @@ static int writev_all(int fd, struct iovec *iov, int n, uint64_t off)
 	return 0;
 }
 
-/* Events in a block's data (the writer counts them: the hot path does not). */
+/* Events in a block's data, EXT records not counted (the writer counts: the hot path does not). */
 static uint32_t count_events(const uint32_t *w, uint32_t words)
 {
 	uint32_t n = 0, i = 0;
@@ -536,10 +536,12 @@ static uint32_t count_events(const uint32_t *w, uint32_t words)
 	while (i < words) {
 		uint32_t type = w[i] & 7;
 
-		n++;
-		if (type == FTKIT_EV_EXT)
+		if (type == FTKIT_EV_EXT) {	/* not an event of its own */
 			i += 1 + ((w[i] >> 8) & 0xff);
-		else if (type <= FTKIT_EV_EXIT_UNWOUND)
+			continue;
+		}
+		n++;
+		if (type <= FTKIT_EV_EXIT_UNWOUND)
 			i += 1;
 		else if (type == FTKIT_EV_FUNC)
 			i += 3;
