@@ -56,6 +56,8 @@ __attribute__((noinline)) static void bake_loaf(void)
 static void *baker(void *arg)
 {
 	(void)arg;
+	/* named by itself too: a thread may end before open_shop names it */
+	pthread_setname_np(pthread_self(), "baker");
 	for (int i = 0; i < LOAVES; i++)
 		bake_loaf();
 	return NULL;
@@ -80,6 +82,8 @@ __attribute__((noinline)) static int sell_loaf(int loaf)
 static void *cashier(void *arg)
 {
 	int *takings = arg;
+
+	pthread_setname_np(pthread_self(), "cashier");
 
 	for (int i = 0; i < LOAVES; i++)
 		*takings += sell_loaf(i);
