@@ -213,7 +213,8 @@ func liveCommand() *cli.Command {
 		Usage:     "control a running traced process",
 		ArgsUsage: "PID COMMAND [ARG]",
 		Description: "Commands: status, enable, disable, tracer function|function_graph|nop, filter GLOBS,\n" +
-			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, snapshot [PATH], finish.\n" +
+			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, snapshot [PATH], dump [PATH],\n" +
+			"clear, finish.\n" +
 			"The process must run with FTRACE_TRACER or FTRACE_CONTROL=1 set (ftrace record --control).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "control socket path (default: found from the pid)"},
@@ -225,7 +226,7 @@ func liveCommand() *cli.Command {
 
 var liveCommands = map[string]int{ // command → max args
 	"status": 0, "enable": 0, "disable": 0, "tracer": 1, "filter": 1, "notrace": 1,
-	"graph_function": 1, "graph_notrace": 1, "depth": 1, "snapshot": 1, "finish": 0,
+	"graph_function": 1, "graph_notrace": 1, "depth": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
 }
 
 func doLive(c *cli.Context) error {
@@ -240,7 +241,7 @@ func doLive(c *cli.Context) error {
 	cmd, rest := args[1], args[2:]
 	maxArgs, ok := liveCommands[cmd]
 	if !ok {
-		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, snapshot or finish)", cmd)
+		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, snapshot, dump, clear or finish)", cmd)
 	}
 	if len(rest) > maxArgs {
 		return fmt.Errorf("live: %s takes at most %d argument(s)", cmd, maxArgs)
@@ -250,7 +251,7 @@ func doLive(c *cli.Context) error {
 		if len(rest) != 1 {
 			return fmt.Errorf("live: %s needs an argument", cmd)
 		}
-	case "snapshot":
+	case "snapshot", "dump":
 		if len(rest) == 1 {
 			if abs, err := filepath.Abs(rest[0]); err == nil {
 				rest[0] = abs // the process may run in another directory
@@ -269,7 +270,7 @@ func doLive(c *cli.Context) error {
 		}
 	}
 	timeout := c.Duration("timeout")
-	if (cmd == "snapshot" || cmd == "finish") && !c.IsSet("timeout") {
+	if (cmd == "snapshot" || cmd == "dump" || cmd == "finish") && !c.IsSet("timeout") {
 		timeout = 10 * time.Minute
 	}
 	conn, err := net.DialTimeout("unix", sock, timeout)
