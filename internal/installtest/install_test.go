@@ -153,7 +153,10 @@ func TestGoPackage(t *testing.T) {
 	cmd := exec.Command("go", "build", "-o", exe, "./testdata/runtime/goprog")
 	cmd.Dir = testenv.Root()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS_ALLOW=-pg|-mfentry|-mrecord-mcount",
-		"PKG_CONFIG_PATH="+filepath.Join(prefix, "lib", "pkgconfig"))
+		"PKG_CONFIG_PATH="+filepath.Join(prefix, "lib", "pkgconfig"),
+		// the build cache keys cgo packages on CGO_LDFLAGS, not on what pkg-config said:
+		// without this a package built against another prefix is reused
+		"CGO_LDFLAGS=-L"+filepath.Join(prefix, "lib"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build goprog against %s: %v\n%s", prefix, err, out)
 	}
