@@ -19,7 +19,7 @@ func TestGoBindings(t *testing.T) {
 	cmd.Dir = testenv.Root()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS_ALLOW=-pg|-mfentry|-mrecord-mcount",
 		"PKG_CONFIG_PATH="+filepath.Join(lib, "pkgconfig"), // the package's #cgo pkg-config: ftrt-cgo
-		"CGO_LDFLAGS=-L"+lib) // part of the build cache's key, unlike pkg-config's output
+		"CGO_LDFLAGS=-L"+lib)                               // part of the build cache's key, unlike pkg-config's output
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build goprog: %v\n%s", err, out)
 	}
