@@ -687,6 +687,8 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 	size_t kb = cfg->buffer_kb ? cfg->buffer_kb : 16384;
 	int err, e2;
 
+	if (kb < FT_BUFFER_KB_MIN || kb > FT_BUFFER_KB_MAX)
+		return -EINVAL;
 	pthread_mutex_lock(&trace_mu);
 	if (tr.started) {
 		pthread_mutex_unlock(&trace_mu);
@@ -837,7 +839,13 @@ void ft_trace_status(char *buf, size_t len)
 
 /* ---- start-up ---- */
 
-static int env_uint(const char *name, unsigned long *v)
+/*
+ * A whole number in [min, max] from the environment: 1 and *v set when it is one, 0 when
+ * the variable is unset or empty, and 0 after one message when it is anything else (a
+ * sign, a suffix, out of range): strtoul alone took "-1" for ULONG_MAX, a buffer no mmap
+ * could back.
+ */
+static int env_uint(const char *name, unsigned long min, unsigned long max, unsigned long *v)
 {
 	const char *s = getenv(name);
 	char *end;
@@ -846,8 +854,9 @@ static int env_uint(const char *name, unsigned long *v)
 		return 0;
 	errno = 0;
 	*v = strtoul(s, &end, 10);
-	if (errno || *end) {
-		fprintf(stderr, "ftkit: ignoring %s=%s (not a number)\n", name, s);
+	if (*s < '0' || *s > '9' || errno || *end || *v < min || *v > max) {
+		fprintf(stderr, "ftkit: ignoring %s=%s (not a whole number from %lu to %lu); using the default\n",
+			name, s, min, max);
 		return 0;
 	}
 	return 1;
@@ -903,9 +912,9 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	cfg.graph_function = getenv("FTRACE_GRAPH_FUNCTION");
 	cfg.graph_notrace = getenv("FTRACE_GRAPH_NOTRACE");
 	cfg.output = getenv("FTRACE_OUTPUT");
-	if (env_uint("FTRACE_GRAPH_DEPTH", &v))
+	if (env_uint("FTRACE_GRAPH_DEPTH", 0, UINT_MAX, &v))
 		cfg.graph_depth = (unsigned int)v;
-	if (env_uint("FTRACE_BUFFER_KB", &v) && v)
+	if (env_uint("FTRACE_BUFFER_KB", FT_BUFFER_KB_MIN, FT_BUFFER_KB_MAX, &v))
 		cfg.buffer_kb = v;
 	ftrace_trace_start(&cfg);
 	if (cfg.tracer != FTRACE_TRACER_NOP)

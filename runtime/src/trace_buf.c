@@ -69,25 +69,91 @@ static void lock_put(void)
 	__atomic_store_n(&sess_lock, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the process: the
+ * runtime's own writes fail with EFBIG instead (the events are counted as lost), and the
+ * signal their failure queued on this thread is taken back. One the program had pending
+ * already is left alone.
+ */
+struct xfsz_guard {
+	sigset_t old;
+	int pending;
+};
+
+static void xfsz_block(struct xfsz_guard *g)
+{
+	sigset_t set, pend;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &set, &g->old);
+	g->pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
+}
+
+static void xfsz_unblock(struct xfsz_guard *g, int err)
+{
+	if (err == -EFBIG && !g->pending) {
+		sigset_t set;
+		const struct timespec now = { 0, 0 };
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGXFSZ);
+		while (sigtimedwait(&set, NULL, &now) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 static int write_all(int fd, const void *buf, size_t len, off_t off)
 {
 	const char *p = buf;
+	struct xfsz_guard g;
+	int err = 0, saved = errno;
 
+	xfsz_block(&g);
 	while (len) {
 		ssize_t n = pwrite(fd, p, len, off);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			err = -errno;
+			break;
 		}
-		if (n == 0)
-			return -EIO;
+		if (n == 0) {
+			err = -EIO;
+			break;
+		}
 		p += n;
 		off += n;
 		len -= (size_t)n;
 	}
-	return 0;
+	xfsz_unblock(&g, err);
+	errno = saved;
+	return err;
+}
+
+/* fallocate and ftruncate under the same rule as write_all */
+static int falloc_guarded(int fd, int mode, off_t off, off_t len)
+{
+	struct xfsz_guard g;
+	int err;
+
+	xfsz_block(&g);
+	err = fallocate(fd, mode, off, len) == 0 ? 0 : -errno;
+	xfsz_unblock(&g, err);
+	return err;
+}
+
+static int truncate_guarded(int fd, off_t len)
+{
+	struct xfsz_guard g;
+	int err;
+
+	xfsz_block(&g);
+	err = ftruncate(fd, len) == 0 ? 0 : -errno;
+	xfsz_unblock(&g, err);
+	return err;
 }
 
 static int read_all(int fd, void *buf, size_t len, off_t off)
@@ -423,6 +489,41 @@ out:
 
 /* ---- session ---- */
 
+/*
+ * Create a trace file the runtime alone writes: never through a symlink or into an
+ * existing file someone planted at the predictable name (O_NOFOLLOW|O_EXCL), readable by
+ * the user only (it holds the command line and the address layout). A stale file of a
+ * previous process with the same pid is unlinked (the name, not what a link points at)
+ * and the creation tried once more.
+ */
+static int create_private(const char *path)
+{
+	const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(path, flags, 0600);
+
+	if (fd < 0 && errno == EEXIST && unlink(path) == 0)
+		fd = open(path, flags, 0600);
+	return fd;
+}
+
+/*
+ * The output path as given, made absolute against the directory at start-up: a daemon
+ * that chdir()s later still finalises the file it started (renaming a relative .part
+ * from another directory failed).
+ */
+static void absolute_output(const char *in, char *out, size_t size)
+{
+	size_t n;
+
+	if (in[0] == '/' || !getcwd(out, size) || (n = strlen(out)) + 2 + strlen(in) > size) {
+		ft_strlcpy(out, in, size);
+		return;
+	}
+	if (n == 0 || out[n - 1] != '/')
+		out[n++] = '/';
+	ft_strlcpy(out + n, in, size - n);
+}
+
 static void expand_output(const char *in, char *out, size_t size, const char *suffix)
 {
 	char pid[24];
@@ -464,7 +565,10 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	int fd, err;
 
 	if (!fork_child) {
-		expand_output(output && *output ? output : "ftrace.dat", s->final, sizeof(s->final), NULL);
+		char abs[PATH_MAX];
+
+		absolute_output(output && *output ? output : "ftrace.dat", abs, sizeof(abs));
+		expand_output(abs, s->final, sizeof(s->final), NULL);
 	} else {
 		char sfx[32] = ".";
 
@@ -475,7 +579,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	if (snprintf(s->part, sizeof(s->part), "%s.%d.part", s->final, (int)getpid()) >=
 	    (int)sizeof(s->part))
 		return -ENAMETOOLONG;
-	fd = ft_fd_high(open(s->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+	fd = ft_fd_high(create_private(s->part));
 	if (fd < 0) {
 		err = -errno;
 		ft_msg_err("cannot create trace file ", s->part, err);
@@ -619,7 +723,7 @@ static void stage_reserve(struct ft_stage *st, uint64_t to)
 	if (want > end)
 		want = end;
 	/* errors only cost speed (e.g. no fallocate here): the write itself still goes */
-	if (fallocate(ft_sess.fd, 0, (off_t)from, (off_t)(want - from)) == 0)
+	if (falloc_guarded(ft_sess.fd, 0, (off_t)from, (off_t)(want - from)) == 0)
 		st->alloc_end = want;
 	else
 		st->alloc_end = end;	/* do not try again */
@@ -702,7 +806,7 @@ static struct ft_thread *thread_buf_slow(void)
 	 * layout holds even if no record is ever written there.
 	 */
 	if (s->state != FT_SESS_LIVE || write_all(s->fd, zero_page, PAGE, (off_t)off) != 0 ||
-	    ftruncate(s->fd, (off_t)(off + s->chunk_bytes)) != 0) {
+	    truncate_guarded(s->fd, (off_t)(off + s->chunk_bytes)) != 0) {
 		lock_put();
 		goto fail;
 	}
@@ -1046,7 +1150,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		err = -ENAMETOOLONG;
 	if (err)
 		goto out;
-	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = create_private(tmp);
 	if (fd < 0) {
 		err = -errno;
 		goto out;

@@ -1,0 +1,119 @@
+package ftrt_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// fib(24) makes 75,025 calls: well past the 300 KiB RLIMIT_FSIZE of trace_limits' "fsize".
+const limitsOut = "fib 46368\n"
+
+func trCount(tr *trTrace) (n int) {
+	for _, th := range tr.Threads {
+		n += len(th.Recs)
+	}
+	return n
+}
+
+// A file-size limit below what the trace needs: the runtime's writes fail with EFBIG and
+// the events are counted as lost; the program is not killed by SIGXFSZ (it was, exit 153).
+func TestTracerFileSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	for _, tracer := range []string{"function", "function_graph"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + tracer + ".dat"}, "fsize")
+		if out != limitsOut || ws.Signaled() || ws.ExitStatus() != 0 {
+			t.Errorf("%s: output %q, status %v (signal %v)", tracer, out, ws.ExitStatus(), ws.Signal())
+		}
+	}
+}
+
+// Size variables out of range are refused with one message and the default applies
+// (-1 was taken for ULONG_MAX KiB and killed the program with SIGBUS; 99999999999 KiB
+// recorded nothing, silently).
+func TestTracerBadBufferVariable(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	for _, v := range []string{"-1", "-5", "18014398509481983", "99999999999", "12k", " 64", "0"} {
+		cmd := exec.Command(prog)
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_BUFFER_KB="+v)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != limitsOut {
+			t.Errorf("FTRACE_BUFFER_KB=%q: %v, output %q\n%s", v, err, out, stderr.String())
+			continue
+		}
+		if n := strings.Count(stderr.String(), "ignoring FTRACE_BUFFER_KB="+v+" (not a whole number from 4 to 4194304)"); n != 1 {
+			t.Errorf("FTRACE_BUFFER_KB=%q: said %d times:\n%s", v, n, stderr.String())
+		}
+		tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+		trCheckComplete(t, tr, 1)
+		if n := trCount(tr); n != 75025+1 {
+			t.Errorf("FTRACE_BUFFER_KB=%q: %d records, want every call (the default buffer)", v, n)
+		}
+	}
+}
+
+// A relative FTRACE_OUTPUT is where the program started, even after chdir (a daemon's
+// trace stayed .part: "cannot finalise").
+func TestTracerOutputAfterChdir(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	elsewhere := t.TempDir()
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=rel.dat"}, "chdir", elsewhere)
+	if out != limitsOut || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v", out, ws)
+	}
+	tr := trRead(t, filepath.Join(dir, "rel.dat"))
+	trCheckComplete(t, tr, 1)
+	if m, _ := filepath.Glob(filepath.Join(elsewhere, "*")); len(m) != 0 {
+		t.Errorf("files in the new directory: %v", m)
+	}
+	st, err := os.Stat(filepath.Join(dir, "rel.dat"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("trace mode %v (%v), want 0600: it holds the command line and address layout", st.Mode(), err)
+	}
+}
+
+// The .part name is predictable (<output>.<pid>.part): a symlink planted there must not
+// make the runtime write through it (it truncated the target).
+func TestTracerPartSymlink(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	victim := filepath.Join(t.TempDir(), "victim")
+	const text = "precious\n"
+	if err := os.WriteFile(victim, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
+	if err != nil {
+		t.Skipf("cannot predict pids: %v", err)
+	}
+	last, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for pid := last + 1; pid < last+3000; pid++ {
+		if err := os.Symlink(victim, filepath.Join(dir, "s.dat."+strconv.Itoa(pid)+".part")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=s.dat"})
+	if out != limitsOut || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v", out, ws)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != text {
+		t.Fatalf("the symlink's target was written: %d bytes, starting %q", len(got), got[:min(len(got), 8)])
+	}
+	tr := trRead(t, filepath.Join(dir, "s.dat"))
+	trCheckComplete(t, tr, 1)
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(dir, "s.dat"), &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		t.Errorf("trace is not a regular file: %v %o", err, st.Mode)
+	}
+}
