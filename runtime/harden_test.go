@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
 )
 
 // fib(24) makes 75,025 calls: well past the 300 KiB RLIMIT_FSIZE of trace_limits' "fsize".
@@ -115,5 +118,81 @@ func TestTracerPartSymlink(t *testing.T) {
 	var st syscall.Stat_t
 	if err := syscall.Lstat(filepath.Join(dir, "s.dat"), &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		t.Errorf("trace is not a regular file: %v %o", err, st.Mode)
+	}
+}
+
+// secureUser returns the uid and gid of an unprivileged user for the setuid tests,
+// creating it when missing; it skips when the tests do not run as root.
+func secureUser(t *testing.T) (uint32, uint32) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the setuid/setgid tests need root (to make a setuid-root program and a second user)")
+	}
+	testenv.Need(t, "setpriv", "useradd")
+	const name = "ftkit-unpriv"
+	if exec.Command("id", "-u", name).Run() != nil {
+		if out, err := exec.Command("useradd", "-M", "-N", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+			t.Skipf("useradd: %v\n%s", err, out)
+		}
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return uint32(uid), uint32(gid)
+}
+
+// A setuid-root (and a setgid) program linked with the runtime, run by an ordinary user
+// with FTRACE_* set: nothing is traced, no file written or replaced in root's name, no
+// directory or control socket created (the invoker replaced a root file by a trace).
+func TestTracerSecureExecution(t *testing.T) {
+	uid, gid := secureUser(t)
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	for p := dir; p != "/tmp" && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755) // the user must reach the program
+	}
+	secret := filepath.Join(t.TempDir(), "root-only") // 0700, root's
+	victim := filepath.Join(secret, "victim")
+	if err := os.Mkdir(secret, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, []byte("root data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	userRun := t.TempDir() // an XDG_RUNTIME_DIR the user owns
+	os.Chown(userRun, int(uid), int(gid))
+	for _, mode := range []os.FileMode{os.ModeSetuid | 0o755, os.ModeSetgid | 0o755} {
+		if err := os.Chmod(prog, mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove("/tmp/ftkit-0")
+		cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(int(uid)), "--regid="+strconv.Itoa(int(gid)), "--clear-groups", prog)
+		cmd.Dir = "/"
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_OUTPUT="+victim, "FTRACE_CONTROL=1",
+			"XDG_RUNTIME_DIR="+userRun)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != limitsOut {
+			t.Fatalf("%v: %v, output %q\n%s", mode, err, out, stderr.String())
+		}
+		if got, _ := os.ReadFile(victim); string(got) != "root data\n" {
+			t.Errorf("%v: the root-owned file was replaced (%d bytes)", mode, len(got))
+		}
+		if m, _ := filepath.Glob(filepath.Join(secret, "*")); len(m) != 1 {
+			t.Errorf("%v: files created in root's directory: %v", mode, m)
+		}
+		if m, _ := filepath.Glob(filepath.Join(userRun, "*")); len(m) != 0 {
+			t.Errorf("%v: control socket created for the invoker: %v", mode, m)
+		}
+		if _, err := os.Lstat("/tmp/ftkit-0"); err == nil {
+			t.Errorf("%v: /tmp/ftkit-0 created in root's name", mode)
+		}
+		if !strings.Contains(stderr.String(), "secure-execution mode") {
+			t.Errorf("%v: no word that the variables were ignored:\n%s", mode, stderr.String())
+		}
 	}
 }

@@ -504,7 +504,7 @@ out:
  */
 static int sig_init(void)
 {
-	const char *env = getenv("FTRT_SYNC_SIGNAL");
+	const char *env = secure_getenv("FTRT_SYNC_SIGNAL");
 	struct sigaction sa;
 	int s;
 
@@ -1016,7 +1016,7 @@ int ftrt_sync_callbacks(ftrt_cb_busy_fn busy, void *ctx)
 	if (ftrt_cb_depth > 0)
 		return -EDEADLK;
 	if (test_fail < 0) {
-		const char *e = getenv("FTRT_TEST_SYNC_FAIL");
+		const char *e = secure_getenv("FTRT_TEST_SYNC_FAIL");
 
 		test_fail = e && *e && strcmp(e, "0");
 	}
@@ -1111,7 +1111,7 @@ static long membarrier(int cmd)
 
 static void cores_init(void)
 {
-	const char *env = getenv("FTRT_SYNC_CORES");
+	const char *env = secure_getenv("FTRT_SYNC_CORES");
 	long q = membarrier(MEMBARRIER_CMD_QUERY);
 
 	if (q < 0)

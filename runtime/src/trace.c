@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sys/auxv.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -695,7 +696,7 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 		return -EBUSY;
 	}
 	err = ft_session_open(cfg->output, kb, (uint32_t)cfg->tracer, cfg->graph_depth,
-			      getenv("FTRACE_CLOCK") && !strcmp(getenv("FTRACE_CLOCK"), "mono"), 0);
+			      secure_getenv("FTRACE_CLOCK") && !strcmp(secure_getenv("FTRACE_CLOCK"), "mono"), 0);
 	if (err) {
 		pthread_mutex_unlock(&trace_mu);
 		return err;
@@ -847,7 +848,7 @@ void ft_trace_status(char *buf, size_t len)
  */
 static int env_uint(const char *name, unsigned long min, unsigned long max, unsigned long *v)
 {
-	const char *s = getenv(name);
+	const char *s = secure_getenv(name);
 	char *end;
 
 	if (!s || !*s)
@@ -883,13 +884,33 @@ static void warn_no_tables(void)
 		n > 0 ? exe : "/proc/self/exe");
 }
 
+/*
+ * In secure-execution mode (setuid, setgid, capabilities: AT_SECURE) every variable of the
+ * runtime is ignored, as glibc ignores LD_*: the invoker must not choose what the program
+ * writes where. Said once, when one was set.
+ */
+static void note_secure(void)
+{
+	extern char **environ;
+
+	if (!getauxval(AT_SECURE) || !environ)
+		return;
+	for (char **e = environ; *e; e++) {
+		if (!strncmp(*e, "FTRACE_", 7) || !strncmp(*e, "FTRT_", 5)) {
+			fprintf(stderr, "ftkit: secure-execution mode (setuid/setgid): FTRACE_* and FTRT_* variables are ignored\n");
+			return;
+		}
+	}
+}
+
 __attribute__((constructor(65535))) static void trace_init_env(void)
 {
-	const char *tracer = getenv("FTRACE_TRACER");
-	const char *control = getenv("FTRACE_CONTROL");
+	const char *tracer = secure_getenv("FTRACE_TRACER");
+	const char *control = secure_getenv("FTRACE_CONTROL");
 	struct ftrace_trace_config cfg = { 0 };
 	unsigned long v;
 
+	note_secure();
 	cfg.control = control && !strcmp(control, "1");
 	if (tracer && *tracer) {
 		if (!strcmp(tracer, "function")) {
@@ -907,11 +928,11 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	} else if (!cfg.control) {
 		return;
 	}
-	cfg.filter = getenv("FTRACE_FILTER");
-	cfg.notrace = getenv("FTRACE_NOTRACE");
-	cfg.graph_function = getenv("FTRACE_GRAPH_FUNCTION");
-	cfg.graph_notrace = getenv("FTRACE_GRAPH_NOTRACE");
-	cfg.output = getenv("FTRACE_OUTPUT");
+	cfg.filter = secure_getenv("FTRACE_FILTER");
+	cfg.notrace = secure_getenv("FTRACE_NOTRACE");
+	cfg.graph_function = secure_getenv("FTRACE_GRAPH_FUNCTION");
+	cfg.graph_notrace = secure_getenv("FTRACE_GRAPH_NOTRACE");
+	cfg.output = secure_getenv("FTRACE_OUTPUT");
 	if (env_uint("FTRACE_GRAPH_DEPTH", 0, UINT_MAX, &v))
 		cfg.graph_depth = (unsigned int)v;
 	if (env_uint("FTRACE_BUFFER_KB", FT_BUFFER_KB_MIN, FT_BUFFER_KB_MAX, &v))
