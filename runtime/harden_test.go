@@ -196,3 +196,21 @@ func TestTracerSecureExecution(t *testing.T) {
 		}
 	}
 }
+
+// A handler that chains to the one it replaced: traced, that is the runtime's finalising
+// handler, which re-raised the signal with the default action (exit 138 for SIGUSR1).
+func TestTracerSignalChain(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_chain.c")
+	const want = "handled 2, work 42\n"
+	for _, tracer := range []string{"", "function", "function_graph"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer})
+		if out != want || ws.Signaled() || ws.ExitStatus() != 0 {
+			t.Errorf("tracer %q: output %q, exit %d, signal %v", tracer, out, ws.ExitStatus(), ws.Signal())
+		}
+		if tracer != "" {
+			tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+			trCheckComplete(t, tr, 1) // finalised at exit, not by the chained signal
+		}
+	}
+}

@@ -426,6 +426,17 @@ static struct sigaction old_act[65];
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction *old = &old_act[sig];
+	struct sigaction cur;
+
+	/*
+	 * Not the disposition any more: a handler the program installed later got this one
+	 * back from signal()/sigaction() and chains to it. Untraced, it would have got SIG_DFL
+	 * and called nothing, so do nothing (finalising and re-raising killed a program that
+	 * untraced goes on).
+	 */
+	if (sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO ? (void *)cur.sa_sigaction :
+						  (void *)cur.sa_handler) != (void *)fatal_handler)
+		return;
 
 	if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
 		/* the program handles it: not (necessarily) fatal */
