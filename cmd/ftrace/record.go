@@ -246,9 +246,11 @@ func doLive(c *cli.Context) error {
 	sock := c.String("socket")
 	if sock == "" {
 		sock, err = findSocket(pid)
-		if err != nil {
-			return err
-		}
+	} else {
+		err = trustedSocket(sock)
+	}
+	if err != nil {
+		return err
 	}
 	timeout := c.Duration("timeout")
 	if (cmd == "snapshot" || cmd == "finish") && !c.IsSet("timeout") {
@@ -289,9 +291,12 @@ func findSocket(pid int) (string, error) {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
 		cands = append(cands, filepath.Join(d, fmt.Sprintf("ftkit-%d.sock", pid)))
 	}
-	cands = append(cands, filepath.Join("/tmp", fmt.Sprintf("ftkit-%d", os.Getuid()), fmt.Sprintf("ftkit-%d.sock", pid)))
+	cands = append(cands, filepath.Join("/tmp", fmt.Sprintf("ftkit-%d", os.Geteuid()), fmt.Sprintf("ftkit-%d.sock", pid)))
 	for _, p := range cands {
-		if st, err := os.Stat(p); err == nil && st.Mode()&os.ModeSocket != 0 {
+		if st, err := os.Lstat(p); err == nil && st.Mode()&os.ModeSocket != 0 {
+			if err := trustedSocket(p); err != nil {
+				return "", err
+			}
 			return p, nil
 		}
 	}
@@ -299,6 +304,34 @@ func findSocket(pid int) (string, error) {
 		return "", fmt.Errorf("live: no process %d", pid)
 	}
 	return "", fmt.Errorf("live: process %d has no control socket (looked for %s): it was not started with FTRACE_TRACER or FTRACE_CONTROL=1 set, its trace was finished (finish, exec), or it is a fork child", pid, strings.Join(cands, ", "))
+}
+
+// trustedSocket refuses a control socket that another user could have put there or
+// answer through: its directory must be ours alone (owner, no group/other access, not a
+// symlink) and the socket ours, as the runtime requires when it makes one. A socket in a
+// directory someone else controls could be theirs, replying what they like.
+func trustedSocket(path string) error {
+	euid := uint32(os.Geteuid())
+	dir := filepath.Dir(path)
+	var ds, ss syscall.Stat_t
+	if err := syscall.Lstat(dir, &ds); err != nil {
+		return fmt.Errorf("live: %s: %w", dir, err)
+	}
+	switch {
+	case ds.Mode&syscall.S_IFMT != syscall.S_IFDIR:
+		return fmt.Errorf("live: refusing %s: %s is not a directory (a symlink?)", path, dir)
+	case ds.Uid != euid:
+		return fmt.Errorf("live: refusing %s: its directory %s belongs to uid %d, not to you (uid %d)", path, dir, ds.Uid, euid)
+	case ds.Mode&0o077 != 0:
+		return fmt.Errorf("live: refusing %s: its directory %s is open to other users (mode %04o; want 0700)", path, dir, ds.Mode&0o7777)
+	}
+	if err := syscall.Lstat(path, &ss); err != nil {
+		return fmt.Errorf("live: %s: %w", path, err)
+	}
+	if ss.Mode&syscall.S_IFMT != syscall.S_IFSOCK || ss.Uid != euid {
+		return fmt.Errorf("live: refusing %s: not a socket of yours (uid %d)", path, ss.Uid)
+	}
+	return nil
 }
 
 // noTableHint says when the program has no call-site table (compiled with -pg -mfentry but
