@@ -214,3 +214,27 @@ func TestTracerSignalChain(t *testing.T) {
 		}
 	}
 }
+
+// A program that closes every descriptor and puts its own file on the runtime's numbers:
+// the runtime reopens its trace file by name and never writes into the program's (its
+// file at fd 768 was overwritten with 16 MB of trace data).
+func TestTracerDescriptorReplaced(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	for _, tracer := range []string{"function", "function_graph"} {
+		counts := map[string]int{}
+		for _, mode := range []string{"keepall", "closeall"} {
+			out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + mode + ".dat"}, mode, filepath.Join(dir, "mine"))
+			if out != "fib 53133, file intact\n" || ws.ExitStatus() != 0 {
+				t.Fatalf("%s %s: output %q status %v", tracer, mode, out, ws.ExitStatus())
+			}
+			tr := trRead(t, filepath.Join(dir, mode+".dat"))
+			trCheckComplete(t, tr, 1)
+			counts[mode] = trCount(tr)
+		}
+		// every call recorded, as when the program keeps its descriptors
+		if counts["closeall"] != counts["keepall"] || counts["keepall"] == 0 {
+			t.Errorf("%s: %d records after the descriptors were replaced, %d without", tracer, counts["closeall"], counts["keepall"])
+		}
+	}
+}

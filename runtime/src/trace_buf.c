@@ -104,11 +104,48 @@ static void xfsz_unblock(struct xfsz_guard *g, int err)
 	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
+/*
+ * The descriptor to use for the trace file: ft_sess.fd while it still names the file the
+ * runtime created (device and inode). A program that closes every descriptor and opens
+ * its own files may get that number back (or dup2 onto it): the runtime then reopens its
+ * .part file by name — checked to be the same file — at another high number, and never
+ * writes through the program's descriptor. -EBADF when the file cannot be had again
+ * (renamed, removed): said once, recording stops.
+ */
+static int sess_fd(int fd)
+{
+	static int said;
+	struct ft_session *s = &ft_sess;
+	struct stat st;
+	int nfd;
+
+	if (fd != s->fd || fd < 0)
+		return fd;
+	if (fstat(fd, &st) == 0 && st.st_dev == s->fd_id.dev && st.st_ino == s->fd_id.ino)
+		return fd;
+	nfd = open(s->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd >= 0 && fstat(nfd, &st) == 0 && st.st_dev == s->fd_id.dev && st.st_ino == s->fd_id.ino) {
+		nfd = ft_fd_high(nfd);
+		__atomic_store_n(&s->fd, nfd, __ATOMIC_RELEASE);
+		return nfd;
+	}
+	if (nfd >= 0)
+		close(nfd);
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		ft_msg("the trace file's descriptor was closed or replaced by the program and the file "
+		       "cannot be opened again; recording stops: ", s->part);
+	return -EBADF;
+}
+
 static int write_all(int fd, const void *buf, size_t len, off_t off)
 {
 	const char *p = buf;
 	struct xfsz_guard g;
 	int err = 0, saved = errno;
+
+	fd = sess_fd(fd);
+	if (fd < 0)
+		return fd;
 
 	xfsz_block(&g);
 	while (len) {
@@ -139,6 +176,9 @@ static int falloc_guarded(int fd, int mode, off_t off, off_t len)
 	struct xfsz_guard g;
 	int err;
 
+	fd = sess_fd(fd);
+	if (fd < 0)
+		return fd;
 	xfsz_block(&g);
 	err = fallocate(fd, mode, off, len) == 0 ? 0 : -errno;
 	xfsz_unblock(&g, err);
@@ -150,6 +190,9 @@ static int truncate_guarded(int fd, off_t len)
 	struct xfsz_guard g;
 	int err;
 
+	fd = sess_fd(fd);
+	if (fd < 0)
+		return fd;
 	xfsz_block(&g);
 	err = ftruncate(fd, len) == 0 ? 0 : -errno;
 	xfsz_unblock(&g, err);
@@ -158,6 +201,9 @@ static int truncate_guarded(int fd, off_t len)
 
 static int read_all(int fd, void *buf, size_t len, off_t off)
 {
+	fd = sess_fd(fd);	/* never read the program's file into a snapshot */
+	if (fd < 0)
+		return fd;
 	char *p = buf;
 
 	while (len) {
@@ -740,7 +786,7 @@ static void stage_trim(const struct ft_stage *st)
 	uint64_t from = ROUND_UP(st->rec_off + nrec * sizeof(struct ftkit_rec), PAGE);
 
 	if (st->alloc_end > from)
-		(void)fallocate(ft_sess.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		(void)falloc_guarded(ft_sess.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				(off_t)from, (off_t)(st->alloc_end - from));
 }
 
@@ -811,6 +857,7 @@ static struct ft_thread *thread_buf_slow(void)
 		goto fail;
 	}
 	/* only the first page (the chunk header) is mapped */
+	/* s->fd was checked (and reopened if need be) by the writes just above */
 	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t)off);
 	st = p == MAP_FAILED ? NULL : stage_get();
 	if (!st) {
