@@ -238,3 +238,33 @@ func TestTracerDescriptorReplaced(t *testing.T) {
 		}
 	}
 }
+
+// The runtime's pthread_create wrapper called malloc: with a program's own instrumented
+// malloc, that call was recorded as one the program made (from main or the wrapper).
+func TestTracerOwnMalloc(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_mymalloc.c")
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function"})
+	if out != "threads allocated at least 4\n" || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v", out, ws)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	s := trSymbols(t, tr, prog)
+	fromWorkers, fromRuntime := 0, 0
+	for _, th := range tr.Threads {
+		for _, r := range th.Recs {
+			if s.name(r.IP) != "malloc" || r.Aux == 0 {
+				continue
+			}
+			switch caller := s.name(r.Aux - 1); caller {
+			case "worker":
+				fromWorkers++
+			case "main", "pthread_create":
+				fromRuntime++
+			}
+		}
+	}
+	if fromWorkers != 4 || fromRuntime != 0 {
+		t.Errorf("malloc called %d times by the workers (want 4) and %d times from main/pthread_create (want 0)", fromWorkers, fromRuntime)
+	}
+}
