@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
 // and the program ends as it would have.
 func TestRecordLimits(t *testing.T) {
 	dir := t.TempDir()
+	os.Chmod(dir, 0o700) // the runtime and ftrace live use only a private XDG_RUNTIME_DIR
 	t.Setenv("XDG_RUNTIME_DIR", dir)
 	prog := buildTraced(t, dir, "loop", loopSrc)
 	ftrace := testenv.Tool(t, "ftrace")
