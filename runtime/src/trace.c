@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sys/auxv.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -425,6 +426,17 @@ static struct sigaction old_act[65];
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction *old = &old_act[sig];
+	struct sigaction cur;
+
+	/*
+	 * Not the disposition any more: a handler the program installed later got this one
+	 * back from signal()/sigaction() and chains to it. Untraced, it would have got SIG_DFL
+	 * and called nothing, so do nothing (finalising and re-raising killed a program that
+	 * untraced goes on).
+	 */
+	if (sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO ? (void *)cur.sa_sigaction :
+						  (void *)cur.sa_handler) != (void *)fatal_handler)
+		return;
 
 	if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
 		/* the program handles it: not (necessarily) fatal */
@@ -687,13 +699,15 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 	size_t kb = cfg->buffer_kb ? cfg->buffer_kb : 16384;
 	int err, e2;
 
+	if (kb < FT_BUFFER_KB_MIN || kb > FT_BUFFER_KB_MAX)
+		return -EINVAL;
 	pthread_mutex_lock(&trace_mu);
 	if (tr.started) {
 		pthread_mutex_unlock(&trace_mu);
 		return -EBUSY;
 	}
 	err = ft_session_open(cfg->output, kb, (uint32_t)cfg->tracer, cfg->graph_depth,
-			      getenv("FTRACE_CLOCK") && !strcmp(getenv("FTRACE_CLOCK"), "mono"), 0);
+			      secure_getenv("FTRACE_CLOCK") && !strcmp(secure_getenv("FTRACE_CLOCK"), "mono"), 0);
 	if (err) {
 		pthread_mutex_unlock(&trace_mu);
 		return err;
@@ -837,17 +851,24 @@ void ft_trace_status(char *buf, size_t len)
 
 /* ---- start-up ---- */
 
-static int env_uint(const char *name, unsigned long *v)
+/*
+ * A whole number in [min, max] from the environment: 1 and *v set when it is one, 0 when
+ * the variable is unset or empty, and 0 after one message when it is anything else (a
+ * sign, a suffix, out of range): strtoul alone took "-1" for ULONG_MAX, a buffer no mmap
+ * could back.
+ */
+static int env_uint(const char *name, unsigned long min, unsigned long max, unsigned long *v)
 {
-	const char *s = getenv(name);
+	const char *s = secure_getenv(name);
 	char *end;
 
 	if (!s || !*s)
 		return 0;
 	errno = 0;
 	*v = strtoul(s, &end, 10);
-	if (errno || *end) {
-		fprintf(stderr, "ftkit: ignoring %s=%s (not a number)\n", name, s);
+	if (*s < '0' || *s > '9' || errno || *end || *v < min || *v > max) {
+		fprintf(stderr, "ftkit: ignoring %s=%s (not a whole number from %lu to %lu); using the default\n",
+			name, s, min, max);
 		return 0;
 	}
 	return 1;
@@ -874,13 +895,33 @@ static void warn_no_tables(void)
 		n > 0 ? exe : "/proc/self/exe");
 }
 
+/*
+ * In secure-execution mode (setuid, setgid, capabilities: AT_SECURE) every variable of the
+ * runtime is ignored, as glibc ignores LD_*: the invoker must not choose what the program
+ * writes where. Said once, when one was set.
+ */
+static void note_secure(void)
+{
+	extern char **environ;
+
+	if (!getauxval(AT_SECURE) || !environ)
+		return;
+	for (char **e = environ; *e; e++) {
+		if (!strncmp(*e, "FTRACE_", 7) || !strncmp(*e, "FTRT_", 5)) {
+			fprintf(stderr, "ftkit: secure-execution mode (setuid/setgid): FTRACE_* and FTRT_* variables are ignored\n");
+			return;
+		}
+	}
+}
+
 __attribute__((constructor(65535))) static void trace_init_env(void)
 {
-	const char *tracer = getenv("FTRACE_TRACER");
-	const char *control = getenv("FTRACE_CONTROL");
+	const char *tracer = secure_getenv("FTRACE_TRACER");
+	const char *control = secure_getenv("FTRACE_CONTROL");
 	struct ftrace_trace_config cfg = { 0 };
 	unsigned long v;
 
+	note_secure();
 	cfg.control = control && !strcmp(control, "1");
 	if (tracer && *tracer) {
 		if (!strcmp(tracer, "function")) {
@@ -898,14 +939,14 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	} else if (!cfg.control) {
 		return;
 	}
-	cfg.filter = getenv("FTRACE_FILTER");
-	cfg.notrace = getenv("FTRACE_NOTRACE");
-	cfg.graph_function = getenv("FTRACE_GRAPH_FUNCTION");
-	cfg.graph_notrace = getenv("FTRACE_GRAPH_NOTRACE");
-	cfg.output = getenv("FTRACE_OUTPUT");
-	if (env_uint("FTRACE_GRAPH_DEPTH", &v))
+	cfg.filter = secure_getenv("FTRACE_FILTER");
+	cfg.notrace = secure_getenv("FTRACE_NOTRACE");
+	cfg.graph_function = secure_getenv("FTRACE_GRAPH_FUNCTION");
+	cfg.graph_notrace = secure_getenv("FTRACE_GRAPH_NOTRACE");
+	cfg.output = secure_getenv("FTRACE_OUTPUT");
+	if (env_uint("FTRACE_GRAPH_DEPTH", 0, UINT_MAX, &v))
 		cfg.graph_depth = (unsigned int)v;
-	if (env_uint("FTRACE_BUFFER_KB", &v) && v)
+	if (env_uint("FTRACE_BUFFER_KB", FT_BUFFER_KB_MIN, FT_BUFFER_KB_MAX, &v))
 		cfg.buffer_kb = v;
 	ftrace_trace_start(&cfg);
 	if (cfg.tracer != FTRACE_TRACER_NOP)

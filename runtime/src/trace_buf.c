@@ -69,29 +69,141 @@ static void lock_put(void)
 	__atomic_store_n(&sess_lock, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the process: the
+ * runtime's own writes fail with EFBIG instead (the events are counted as lost), and the
+ * signal their failure queued on this thread is taken back. One the program had pending
+ * already is left alone.
+ */
+struct xfsz_guard {
+	sigset_t old;
+	int pending;
+};
+
+static void xfsz_block(struct xfsz_guard *g)
+{
+	sigset_t set, pend;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &set, &g->old);
+	g->pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
+}
+
+static void xfsz_unblock(struct xfsz_guard *g, int err)
+{
+	if (err == -EFBIG && !g->pending) {
+		sigset_t set;
+		const struct timespec now = { 0, 0 };
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGXFSZ);
+		while (sigtimedwait(&set, NULL, &now) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/*
+ * The descriptor to use for the trace file: ft_sess.fd while it still names the file the
+ * runtime created (device and inode). A program that closes every descriptor and opens
+ * its own files may get that number back (or dup2 onto it): the runtime then reopens its
+ * .part file by name — checked to be the same file — at another high number, and never
+ * writes through the program's descriptor. -EBADF when the file cannot be had again
+ * (renamed, removed): said once, recording stops.
+ */
+static int sess_fd(int fd)
+{
+	static int said;
+	struct ft_session *s = &ft_sess;
+	struct stat st;
+	int nfd;
+
+	if (fd != s->fd || fd < 0)
+		return fd;
+	if (fstat(fd, &st) == 0 && st.st_dev == s->fd_id.dev && st.st_ino == s->fd_id.ino)
+		return fd;
+	nfd = open(s->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd >= 0 && fstat(nfd, &st) == 0 && st.st_dev == s->fd_id.dev && st.st_ino == s->fd_id.ino) {
+		nfd = ft_fd_high(nfd);
+		__atomic_store_n(&s->fd, nfd, __ATOMIC_RELEASE);
+		return nfd;
+	}
+	if (nfd >= 0)
+		close(nfd);
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		ft_msg("the trace file's descriptor was closed or replaced by the program and the file "
+		       "cannot be opened again; recording stops: ", s->part);
+	return -EBADF;
+}
+
 static int write_all(int fd, const void *buf, size_t len, off_t off)
 {
 	const char *p = buf;
+	struct xfsz_guard g;
+	int err = 0, saved = errno;
 
+	fd = sess_fd(fd);
+	if (fd < 0)
+		return fd;
+
+	xfsz_block(&g);
 	while (len) {
 		ssize_t n = pwrite(fd, p, len, off);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			err = -errno;
+			break;
 		}
-		if (n == 0)
-			return -EIO;
+		if (n == 0) {
+			err = -EIO;
+			break;
+		}
 		p += n;
 		off += n;
 		len -= (size_t)n;
 	}
-	return 0;
+	xfsz_unblock(&g, err);
+	errno = saved;
+	return err;
+}
+
+/* fallocate and ftruncate under the same rule as write_all */
+static int falloc_guarded(int fd, int mode, off_t off, off_t len)
+{
+	struct xfsz_guard g;
+	int err;
+
+	fd = sess_fd(fd);
+	if (fd < 0)
+		return fd;
+	xfsz_block(&g);
+	err = fallocate(fd, mode, off, len) == 0 ? 0 : -errno;
+	xfsz_unblock(&g, err);
+	return err;
+}
+
+static int truncate_guarded(int fd, off_t len)
+{
+	struct xfsz_guard g;
+	int err;
+
+	fd = sess_fd(fd);
+	if (fd < 0)
+		return fd;
+	xfsz_block(&g);
+	err = ftruncate(fd, len) == 0 ? 0 : -errno;
+	xfsz_unblock(&g, err);
+	return err;
 }
 
 static int read_all(int fd, void *buf, size_t len, off_t off)
 {
+	fd = sess_fd(fd);	/* never read the program's file into a snapshot */
+	if (fd < 0)
+		return fd;
 	char *p = buf;
 
 	while (len) {
@@ -423,6 +535,41 @@ out:
 
 /* ---- session ---- */
 
+/*
+ * Create a trace file the runtime alone writes: never through a symlink or into an
+ * existing file someone planted at the predictable name (O_NOFOLLOW|O_EXCL), readable by
+ * the user only (it holds the command line and the address layout). A stale file of a
+ * previous process with the same pid is unlinked (the name, not what a link points at)
+ * and the creation tried once more.
+ */
+static int create_private(const char *path)
+{
+	const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(path, flags, 0600);
+
+	if (fd < 0 && errno == EEXIST && unlink(path) == 0)
+		fd = open(path, flags, 0600);
+	return fd;
+}
+
+/*
+ * The output path as given, made absolute against the directory at start-up: a daemon
+ * that chdir()s later still finalises the file it started (renaming a relative .part
+ * from another directory failed).
+ */
+static void absolute_output(const char *in, char *out, size_t size)
+{
+	size_t n;
+
+	if (in[0] == '/' || !getcwd(out, size) || (n = strlen(out)) + 2 + strlen(in) > size) {
+		ft_strlcpy(out, in, size);
+		return;
+	}
+	if (n == 0 || out[n - 1] != '/')
+		out[n++] = '/';
+	ft_strlcpy(out + n, in, size - n);
+}
+
 static void expand_output(const char *in, char *out, size_t size, const char *suffix)
 {
 	char pid[24];
@@ -464,7 +611,10 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	int fd, err;
 
 	if (!fork_child) {
-		expand_output(output && *output ? output : "ftrace.dat", s->final, sizeof(s->final), NULL);
+		char abs[PATH_MAX];
+
+		absolute_output(output && *output ? output : "ftrace.dat", abs, sizeof(abs));
+		expand_output(abs, s->final, sizeof(s->final), NULL);
 	} else {
 		char sfx[32] = ".";
 
@@ -475,7 +625,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	if (snprintf(s->part, sizeof(s->part), "%s.%d.part", s->final, (int)getpid()) >=
 	    (int)sizeof(s->part))
 		return -ENAMETOOLONG;
-	fd = ft_fd_high(open(s->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+	fd = ft_fd_high(create_private(s->part));
 	if (fd < 0) {
 		err = -errno;
 		ft_msg_err("cannot create trace file ", s->part, err);
@@ -619,7 +769,7 @@ static void stage_reserve(struct ft_stage *st, uint64_t to)
 	if (want > end)
 		want = end;
 	/* errors only cost speed (e.g. no fallocate here): the write itself still goes */
-	if (fallocate(ft_sess.fd, 0, (off_t)from, (off_t)(want - from)) == 0)
+	if (falloc_guarded(ft_sess.fd, 0, (off_t)from, (off_t)(want - from)) == 0)
 		st->alloc_end = want;
 	else
 		st->alloc_end = end;	/* do not try again */
@@ -636,7 +786,7 @@ static void stage_trim(const struct ft_stage *st)
 	uint64_t from = ROUND_UP(st->rec_off + nrec * sizeof(struct ftkit_rec), PAGE);
 
 	if (st->alloc_end > from)
-		(void)fallocate(ft_sess.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		(void)falloc_guarded(ft_sess.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				(off_t)from, (off_t)(st->alloc_end - from));
 }
 
@@ -702,11 +852,12 @@ static struct ft_thread *thread_buf_slow(void)
 	 * layout holds even if no record is ever written there.
 	 */
 	if (s->state != FT_SESS_LIVE || write_all(s->fd, zero_page, PAGE, (off_t)off) != 0 ||
-	    ftruncate(s->fd, (off_t)(off + s->chunk_bytes)) != 0) {
+	    truncate_guarded(s->fd, (off_t)(off + s->chunk_bytes)) != 0) {
 		lock_put();
 		goto fail;
 	}
 	/* only the first page (the chunk header) is mapped */
+	/* s->fd was checked (and reopened if need be) by the writes just above */
 	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t)off);
 	st = p == MAP_FAILED ? NULL : stage_get();
 	if (!st) {
@@ -1046,7 +1197,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		err = -ENAMETOOLONG;
 	if (err)
 		goto out;
-	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = create_private(tmp);
 	if (fd < 0) {
 		err = -errno;
 		goto out;
