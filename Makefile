@@ -10,7 +10,7 @@ export PATH := $(BIN):$(PATH):/usr/local/go/bin
 # "context deadline exceeded" when a duration runs out (golang/go#75804).
 FUZZTIME ?= 400000x
 
-TOOLS := recordmcount ftlink ftrace
+TOOLS := recordmcount ftlink ftrace ftcc
 
 .PHONY: all tools runtime demo test gotest fuzz vet clean
 
