@@ -14,7 +14,7 @@ export PKG_CONFIG_PATH := $(BUILD)/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_C
 # "context deadline exceeded" when a duration runs out (golang/go#75804).
 FUZZTIME ?= 400000x
 
-TOOLS := recordmcount ftlink ftrace
+TOOLS := recordmcount ftlink ftrace ftcc
 
 VERSION ?= 0.2.0
 PREFIX  ?= /usr/local

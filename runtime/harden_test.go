@@ -265,3 +265,46 @@ func TestTracerOwnMalloc(t *testing.T) {
 		t.Errorf("malloc called %d times by the workers (want 4) and %d times from main/pthread_create (want 0)", fromWorkers, fromRuntime)
 	}
 }
+
+// Children started with an explicit environment (posix_spawn, execve) are traced when
+// the parent is, as with its own environment; FTRACE_INHERIT=0 opts out.
+func TestTracerChildEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_spawn.c")
+	for _, inherit := range []string{"", "0"} {
+		sub := t.TempDir()
+		env := []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=" + filepath.Join(sub, "t.%p.dat")}
+		if inherit != "" {
+			env = append(env, "FTRACE_INHERIT="+inherit)
+		}
+		out, ws := trRun(t, dir, prog, env)
+		if out != "children 0 0\n" || ws.ExitStatus() != 0 {
+			t.Fatalf("FTRACE_INHERIT=%q: output %q status %v", inherit, out, ws)
+		}
+		files, _ := filepath.Glob(filepath.Join(sub, "t.*.dat"))
+		children := 0
+		for _, f := range files {
+			tr := trRead(t, f)
+			trCheckComplete(t, tr, 1)
+			s := trSymbols(t, tr, prog)
+			n := 0
+			for _, th := range tr.Threads {
+				for _, r := range th.Recs {
+					if s.name(r.IP) == "work" {
+						n++
+					}
+				}
+			}
+			switch n {
+			case 7:
+				children++
+			case 1: // the parent
+			default:
+				t.Errorf("%s: %d calls of work", f, n)
+			}
+		}
+		if want := map[string]int{"": 2, "0": 0}[inherit]; children != want || len(files) != want+1 {
+			t.Errorf("FTRACE_INHERIT=%q: %d traces, %d of children; want %d children traced", inherit, len(files), children, want)
+		}
+	}
+}

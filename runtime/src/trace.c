@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <sys/auxv.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -520,6 +521,105 @@ static void exec_finalise(void)
 	errno = saved_errno;
 }
 
+/*
+ * Children started with an environment of the program's own making (execve, execle,
+ * execvpe, fexecve, posix_spawn[p]) are traced as those started with its environment are:
+ * the runtime's FTRACE_* variables of start-up are added to an envp that sets no
+ * FTRACE_TRACER nor FTRACE_CONTROL itself (uftrace does the same). FTRACE_INHERIT=0 turns
+ * it off; never in secure-execution mode (nothing was read then). The copies are made at
+ * start-up: the program may change its environment since.
+ */
+#define NR_INHERIT 16
+static char inherit_buf[4096];
+static char *inherit[NR_INHERIT + 1];
+static int nr_inherit;
+
+static void inherit_init(void)
+{
+	extern char **environ;
+	const char *off = secure_getenv("FTRACE_INHERIT");
+	size_t used = 0;
+
+	if (!environ || (off && !strcmp(off, "0")) || getauxval(AT_SECURE))
+		return;
+	for (char **e = environ; *e && nr_inherit < NR_INHERIT; e++) {
+		size_t n = strlen(*e) + 1;
+
+		if (strncmp(*e, "FTRACE_", 7) || used + n > sizeof(inherit_buf))
+			continue;
+		memcpy(inherit_buf + used, *e, n);
+		inherit[nr_inherit++] = inherit_buf + used;
+		used += n;
+	}
+}
+
+/* whether envp sets the variable of entry v ("NAME=…") */
+static int env_has(char *const envp[], const char *v)
+{
+	size_t n = strcspn(v, "=") + 1;
+
+	for (; envp && *envp; envp++)
+		if (!strncmp(*envp, v, n))
+			return 1;
+	return 0;
+}
+
+/* envp with the inherited variables added into out (room for n + NR_INHERIT + 1), or envp */
+static char *const *env_inherit(char *const envp[], char **out, size_t n)
+{
+	size_t k = 0;
+
+	if (!nr_inherit || env_has(envp, "FTRACE_TRACER=") || env_has(envp, "FTRACE_CONTROL="))
+		return envp;
+	for (size_t i = 0; i < n; i++)
+		out[k++] = envp[i];
+	for (int i = 0; i < nr_inherit; i++)
+		if (!env_has(envp, inherit[i]))
+			out[k++] = inherit[i];
+	out[k] = NULL;
+	return out;
+}
+
+static size_t env_len(char *const envp[])
+{
+	size_t n = 0;
+
+	while (envp && envp[n])
+		n++;
+	return n;
+}
+
+/* declares NAME, envp with the inherited variables added, on the stack (no malloc: vfork) */
+#define ENV_INHERIT(name, envp)								\
+	size_t name##_n = env_len(envp);						\
+	char *name##_buf[name##_n + NR_INHERIT + 1];					\
+	char *const *name = env_inherit(envp, name##_buf, name##_n)
+
+typedef int (*posix_spawn_t)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			     const posix_spawnattr_t *, char *const[], char *const[]);
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static posix_spawn_t real;
+	ENV_INHERIT(env, envp);
+
+	if (!real)
+		real = (posix_spawn_t)ft_next_sym("posix_spawn");
+	return real(pid, path, fa, attr, argv, env);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static posix_spawn_t real;
+	ENV_INHERIT(env, envp);
+
+	if (!real)
+		real = (posix_spawn_t)ft_next_sym("posix_spawnp");
+	return real(pid, file, fa, attr, argv, env);
+}
+
 typedef int (*execve_t)(const char *, char *const[], char *const[]);
 typedef int (*execv_t)(const char *, char *const[]);
 typedef int (*fexecve_t)(int, char *const[], char *const[]);
@@ -527,11 +627,12 @@ typedef int (*fexecve_t)(int, char *const[], char *const[]);
 int execve(const char *path, char *const argv[], char *const envp[])
 {
 	static execve_t real;
+	ENV_INHERIT(env, envp);
 
 	if (!real)
 		real = (execve_t)ft_next_sym("execve");
 	exec_finalise();
-	return real(path, argv, envp);
+	return real(path, argv, env);
 }
 
 int execv(const char *path, char *const argv[])
@@ -557,21 +658,23 @@ int execvp(const char *file, char *const argv[])
 int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	static execve_t real;
+	ENV_INHERIT(env, envp);
 
 	if (!real)
 		real = (execve_t)ft_next_sym("execvpe");
 	exec_finalise();
-	return real(file, argv, envp);
+	return real(file, argv, env);
 }
 
 int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	static fexecve_t real;
+	ENV_INHERIT(env, envp);
 
 	if (!real)
 		real = (fexecve_t)ft_next_sym("fexecve");
 	exec_finalise();
-	return real(fd, argv, envp);
+	return real(fd, argv, env);
 }
 
 /* The list forms collect their arguments (up to the NULL) into an argv. */
@@ -922,6 +1025,7 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	unsigned long v;
 
 	note_secure();
+	inherit_init();
 	cfg.control = control && !strcmp(control, "1");
 	if (tracer && *tracer) {
 		if (!strcmp(tracer, "function")) {
