@@ -1,8 +1,7 @@
 package ftrt
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/include
-#cgo LDFLAGS: -L${SRCDIR}/../build/lib -lftrt -lpthread -ldl
+#cgo pkg-config: ftrt-cgo
 #include <errno.h>
 #include <stdlib.h>
 #include <ftrace.h>

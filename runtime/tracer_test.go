@@ -1131,6 +1131,7 @@ func TestTracerLiveControl(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_live.c")
 	run := t.TempDir()
+	os.Chmod(run, 0o700) // an XDG_RUNTIME_DIR is the user's alone, or the runtime does not use it
 	cmd := exec.Command(prog)
 	cmd.Dir = dir
 	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "XDG_RUNTIME_DIR="+run)
@@ -1874,6 +1875,7 @@ func TestTracerSweepsStaleSockets(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_fib.c")
 	run := t.TempDir()
+	os.Chmod(run, 0o700) // the runtime uses only a private XDG_RUNTIME_DIR
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)

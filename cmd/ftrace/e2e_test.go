@@ -285,6 +285,7 @@ int main(int argc, char **argv)
 // off, gets enabled with a filter, and a snapshot shows what it recorded.
 func TestE2ELive(t *testing.T) {
 	dir := t.TempDir()
+	os.Chmod(dir, 0o700) // the runtime and ftrace live use only a private XDG_RUNTIME_DIR
 	t.Setenv("XDG_RUNTIME_DIR", dir)
 	prog := buildTraced(t, dir, "live", liveSrc)
 	ftrace := testenv.Tool(t, "ftrace")

@@ -4,6 +4,8 @@
 package cliargs
 
 import (
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -40,4 +42,18 @@ func FlagsFirst(flags []cli.Flag, args []string) []string {
 		}
 	}
 	return append(fl, pos...)
+}
+
+// Man prints app's manual page (troff, generated from its help) when args is exactly
+// `PROG --man`, for `make install`; it reports whether it did.
+func Man(app *cli.App, args []string, w io.Writer) (bool, error) {
+	if len(args) != 2 || args[1] != "--man" {
+		return false, nil
+	}
+	page, err := app.ToManWithSection(1)
+	if err != nil {
+		return true, fmt.Errorf("%s: manual page: %w", app.Name, err)
+	}
+	_, err = io.WriteString(w, page)
+	return true, err
 }

@@ -257,7 +257,7 @@ int ftrt_tramp_novec_ok(ftrace_func_t func)
 	static int enabled = -1;
 
 	if (enabled < 0) {
-		const char *e = getenv("FTRT_NOVEC");
+		const char *e = secure_getenv("FTRT_NOVEC");
 
 		enabled = !(e && !strcmp(e, "0"));
 	}

@@ -317,7 +317,7 @@ static int mem_pread(void *buf, size_t len, uintptr_t addr)
 /* Choose the method once: FTRT_POKE=procmem|mprotect, else procmem if it works. */
 static int method_init(void)
 {
-	const char *env = getenv("FTRT_POKE");
+	const char *env = secure_getenv("FTRT_POKE");
 	unsigned char probe;
 	uintptr_t at = (uintptr_t)&ftrt_arch_pc;
 

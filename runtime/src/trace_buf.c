@@ -16,7 +16,7 @@
  * dump, exit and on a fatal signal.
  *
  * Finalisation (exit, fatal signal, shutdown) uses only async-signal-safe
- * calls: pwritev, rename, clock_gettime, open/read, sigprocmask.
+ * calls: pwritev, rename, clock_gettime, open/read, pthread_sigmask, sigtimedwait.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -74,29 +74,112 @@ static void lock_put(void)
 	__atomic_store_n(&sess_lock, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the process: the
+ * runtime's own writes fail with EFBIG instead (the events are counted as lost), and the
+ * signal their failure queued on this thread is taken back. One the program had pending
+ * already is left alone.
+ */
+struct xfsz_guard {
+	sigset_t old;
+	int pending;
+};
+
+static void xfsz_block(struct xfsz_guard *g)
+{
+	sigset_t set, pend;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &set, &g->old);
+	g->pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
+}
+
+static void xfsz_unblock(struct xfsz_guard *g, int err)
+{
+	if (err == -EFBIG && !g->pending) {
+		sigset_t set;
+		const struct timespec now = { 0, 0 };
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGXFSZ);
+		while (sigtimedwait(&set, NULL, &now) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/*
+ * The descriptor to use for the trace file: ft_sess.fd while it still names the file the
+ * runtime created (device and inode). A program that closes every descriptor and opens
+ * its own files may get that number back (or dup2 onto it): the runtime then reopens its
+ * .part file by name — checked to be the same file — at another high number, and never
+ * writes through the program's descriptor. -EBADF when the file cannot be had again
+ * (renamed, removed): said once, recording stops.
+ */
+static int sess_fd(int fd)
+{
+	static int said;
+	struct ft_session *s = &ft_sess;
+	struct stat st;
+	int nfd;
+
+	if (fd != s->fd || fd < 0)
+		return fd;
+	if (fstat(fd, &st) == 0 && st.st_dev == s->fd_id.dev && st.st_ino == s->fd_id.ino)
+		return fd;
+	nfd = open(s->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd >= 0 && fstat(nfd, &st) == 0 && st.st_dev == s->fd_id.dev && st.st_ino == s->fd_id.ino) {
+		nfd = ft_fd_high(nfd);
+		__atomic_store_n(&s->fd, nfd, __ATOMIC_RELEASE);
+		return nfd;
+	}
+	if (nfd >= 0)
+		close(nfd);
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		ft_msg("the trace file's descriptor was closed or replaced by the program and the file "
+		       "cannot be opened again; recording stops: ", s->part);
+	return -EBADF;
+}
+
 static int write_all(int fd, const void *buf, size_t len, off_t off)
 {
 	const char *p = buf;
+	struct xfsz_guard g;
+	int err = 0, saved = errno;
 
+	fd = sess_fd(fd);
+	if (fd < 0)
+		return fd;
+
+	xfsz_block(&g);
 	while (len) {
 		ssize_t n = pwrite(fd, p, len, off);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			err = -errno;
+			break;
 		}
-		if (n == 0)
-			return -EIO;
+		if (n == 0) {
+			err = -EIO;
+			break;
+		}
 		p += n;
 		off += n;
 		len -= (size_t)n;
 	}
-	return 0;
+	xfsz_unblock(&g, err);
+	errno = saved;
+	return err;
 }
 
 static int read_all(int fd, void *buf, size_t len, off_t off)
 {
+	fd = sess_fd(fd);	/* never read the program's file into a snapshot */
+	if (fd < 0)
+		return fd;
 	char *p = buf;
 
 	while (len) {
@@ -447,6 +530,23 @@ static int write_failed;		/* reported once */
 static char snap_tmp[PATH_MAX + 64];
 static int snap_tmp_live;
 
+/*
+ * Create a trace file the runtime alone writes: never through a symlink or into an
+ * existing file someone planted at the predictable name (O_NOFOLLOW|O_EXCL), readable by
+ * the user only (it holds the command line and the address layout). A stale file of a
+ * previous process with the same pid is unlinked (the name, not what a link points at)
+ * and the creation tried once more.
+ */
+static int create_private(const char *path)
+{
+	const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(path, flags, 0600);
+
+	if (fd < 0 && errno == EEXIST && unlink(path) == 0)
+		fd = open(path, flags, 0600);
+	return fd;
+}
+
 static void expand_output(const char *in, char *out, size_t size, const char *suffix)
 {
 	char pid[24];
@@ -491,15 +591,6 @@ static void read_comm(pid_t tid, char name[16])
 		n--;
 	memset(name, 0, 16);
 	memcpy(name, buf, (size_t)n);
-}
-
-/* Is fd still the trace file we created (nobody closed and reused the number)? */
-static int fd_verified(int fd)
-{
-	struct stat st;
-
-	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == ft_sess.fd_id.dev &&
-	       st.st_ino == ft_sess.fd_id.ino;
 }
 
 static int writev_all(int fd, struct iovec *iov, int n, uint64_t off)
@@ -593,17 +684,26 @@ static void batch_flush(struct ft_batch *bt)
 	for (int i = 0; i < bt->niov; i++)
 		bytes += bt->iov[i].iov_len;
 	err = bt->err;
-	if (!err && !fd_verified(bt->fd))
-		err = -EBADF;
-	if (!err)
-		err = writev_all(bt->fd, bt->iov, bt->niov, *bt->off);
+	if (!err) {
+		/* the trace file's descriptor checked (reopened by name if the program took it) */
+		int fd = sess_fd(bt->fd);
+		struct xfsz_guard g;
+
+		if (fd < 0) {
+			err = fd;
+		} else {
+			bt->fd = fd;
+			xfsz_block(&g);
+			err = writev_all(fd, bt->iov, bt->niov, *bt->off);
+			xfsz_unblock(&g, err);
+		}
+	}
 	if (!err) {
 		*bt->off += bytes;
 	} else {
 		bt->err = err;
 		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED))
-			ft_msg_err("cannot write the trace file, events are lost", err == -EBADF ?
-				   ": the descriptor is no longer the trace file" : NULL, err);
+			ft_msg_err("cannot write the trace file, events are lost", NULL, err);
 	}
 	batch_done(bt);
 	bt->n = bt->niov = 0;
@@ -885,8 +985,8 @@ static int writer_start(void)
 /* Which switches the environment may set (none in secure-execution mode). */
 static void read_config(size_t buf_kb)
 {
-	const char *ring = getauxval(AT_SECURE) ? NULL : getenv("FTRACE_RING");
-	const char *nl = getauxval(AT_SECURE) ? NULL : getenv("FTRACE_NO_LOSS");
+	const char *ring = secure_getenv("FTRACE_RING");
+	const char *nl = secure_getenv("FTRACE_NO_LOSS");
 	uint64_t bytes = (uint64_t)buf_kb * 1024;
 
 	cfg.block_size = 65536;
@@ -902,8 +1002,10 @@ static void read_config(size_t buf_kb)
 			v <<= 20, end++;
 		else if (*end == 'g' || *end == 'G')
 			v <<= 30, end++;
+		else if (*end == 't' || *end == 'T')
+			v <<= 40, end++;
 		if (*end || !v)
-			ft_msg("ignoring FTRACE_RING: not a size (bytes, or with k, M, G)", NULL);
+			ft_msg("ignoring FTRACE_RING: not a size (bytes, or with K, M, G, T)", NULL);
 		else {
 			cfg.ring = 1;
 			bytes = v;
@@ -960,7 +1062,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	if (snprintf(s->part, sizeof(s->part), "%s.%d.part", s->final, (int)getpid()) >=
 	    (int)sizeof(s->part))
 		return -ENAMETOOLONG;
-	fd = ft_fd_high(open(s->part, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+	fd = ft_fd_high(create_private(s->part));
 	if (fd < 0) {
 		err = -errno;
 		ft_msg_err("cannot create trace file ", s->part, err);
@@ -1401,8 +1503,8 @@ static struct ft_batch final_bt;
 /*
  * Finalise the trace file: every thread's remaining blocks, THREAD chunks, the last MAPS
  * chunk, header, rename to the output name.  in_signal: only async-signal-safe calls (the
- * MAPS image from the last build).  SIGXFSZ is blocked around the writes: a file-size
- * limit must not kill the program here.
+ * MAPS image from the last build).  SIGXFSZ is blocked around each write (xfsz_guard): a
+ * file-size limit must not kill the program here.
  */
 int ft_session_finish(int reason, int sig, int in_signal)
 {
@@ -1410,7 +1512,6 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	struct ftkit_file_header *h = &s->hdr;
 	struct ft_batch *bt = &final_bt;
 	uint64_t lost, depth, nthr;
-	sigset_t xfsz, old;
 	int locked, err = 0;
 
 	if (!__atomic_compare_exchange_n(&s->state, &(int){ FT_SESS_LIVE }, FT_SESS_DONE, 0,
@@ -1418,9 +1519,6 @@ int ft_session_finish(int reason, int sig, int in_signal)
 		return -EALREADY;
 	if (!in_signal)
 		ft_maps_build(0, 0);
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	sigprocmask(SIG_BLOCK, &xfsz, &old);
 	/* the writer may be in a write (it stops at its next pass); a signal may have
 	   interrupted a buffer allocation on this very thread */
 	locked = in_signal ? lock_try(1 << 24) : (lock_get(), 1);
@@ -1459,7 +1557,6 @@ int ft_session_finish(int reason, int sig, int in_signal)
 		err = -EIO;
 	if (locked)
 		lock_put();
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (!err && rename(s->part, s->final) != 0)
 		err = -errno;
 	if (err)
@@ -1519,7 +1616,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		err = -ENAMETOOLONG;
 	if (err)
 		goto out;
-	fd = ft_fd_high(open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+	fd = ft_fd_high(create_private(tmp));
 	if (fd < 0) {
 		err = -errno;
 		goto out;
@@ -1540,10 +1637,6 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 	if (!err) {
 		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
 		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
-		struct ft_session saved_id = { .fd_id = s->fd_id };
-
-		/* batch_flush verifies the descriptor against the session's: the copy's here */
-		ft_fd_remember(fd, &s->fd_id);
 		bt->fd = fd;
 		bt->off = &o;
 		bt->err = 0;
@@ -1553,7 +1646,6 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 			batch_raw(bt, m, ml);
 		batch_flush(bt);
 		err = bt->err;
-		s->fd_id = saved_id.fd_id;
 	}
 	lock_put();
 	h = s->hdr;
