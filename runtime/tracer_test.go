@@ -2008,6 +2008,7 @@ func TestTracerRingLive(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_live.c")
 	run := t.TempDir()
+	os.Chmod(run, 0o700) // an XDG_RUNTIME_DIR is the user's alone, or the runtime does not use it
 	cmd := exec.Command(prog)
 	cmd.Dir = dir
 	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_RING=256k", "XDG_RUNTIME_DIR="+run)
