@@ -148,7 +148,7 @@ func trXRayRecorded(t testing.TB, prog string, argv []string) (enters, exits int
 var trEnvOff = []string{"FTRACE_TRACER=", "FTRACE_CONTROL=0"}
 
 func trEnv(tracer string) []string {
-	return []string{"FTRACE_TRACER=" + tracer, "FTRACE_BUFFER_KB=262144", "FTRACE_CONTROL=0"}
+	return []string{"FTRACE_TRACER=" + tracer, "FTRACE_NO_LOSS=1", "FTRACE_CONTROL=0"}
 }
 
 // TestTracerBenchRuns checks that every variant of the benchmark builds, runs and computes

@@ -46,7 +46,7 @@ func TestTracerBadBufferVariable(t *testing.T) {
 	for _, v := range []string{"-1", "-5", "18014398509481983", "99999999999", "12k", " 64", "0"} {
 		cmd := exec.Command(prog)
 		cmd.Dir = dir
-		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_BUFFER_KB="+v)
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_NO_LOSS=1", "FTRACE_BUFFER_KB="+v)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()

@@ -118,7 +118,7 @@ func TestRealWorldTraced(t *testing.T) {
 				env := append(append([]string{}, buildEnv...), "FTRACE_TRACER="+tracer, "FTRACE_CONTROL=0",
 					"FTRACE_OUTPUT="+filepath.Join(out, "%p.dat"))
 				if pkg.bufKB > 0 {
-					env = append(env, fmt.Sprintf("FTRACE_BUFFER_KB=%d", pkg.bufKB))
+					env = append(env, fmt.Sprintf("FTRACE_BUFFER_KB=%d", pkg.bufKB), "FTRACE_NO_LOSS=1")
 				}
 				if r := rwRun(dir, env, pkg.test); r.err != nil {
 					t.Fatalf("%s: %s: %v\n%s", tracer, strings.Join(pkg.test, " "), r.err, tail(r.out, 3000))
