@@ -33,8 +33,12 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
 			&cli.BoolFlag{Name: "per-thread", Aliases: []string{"T"}, Usage: "one row per thread and function"},
 			tidFlag(),
+			&cli.BoolFlag{Name: "diff", Usage: "compare two traces: report --diff OLD NEW (sort: total, self, calls or name change)"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("diff") {
+				return reportDiff(c)
+			}
 			format := c.String("format")
 			if format != "text" && format != "json" {
 				return fmt.Errorf("report: unknown format %q (want text or json)", format)
