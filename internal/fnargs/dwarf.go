@@ -1,0 +1,421 @@
+package fnargs
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/go-delve/delve/pkg/dwarf/godwarf"
+	"github.com/go-delve/delve/pkg/dwarf/loclist"
+	"github.com/go-delve/delve/pkg/dwarf/op"
+	"github.com/ianlancetaylor/demangle"
+)
+
+// Table is the recording plans of every function an ELF file's DWARF describes with
+// an address (out-of-line instances: inlined-only functions have no entry to record).
+type Table struct {
+	Funcs   []*Func // by entry address
+	byEntry map[uint64]*Func
+	byName  map[string][]*Func
+}
+
+// ByEntry is the function whose entry (link-time address) is addr, or nil.
+func (t *Table) ByEntry(addr uint64) *Func { return t.byEntry[addr] }
+
+// ByName is the functions called name: the source name ("parse", "ns::Cls::get<int>"),
+// the unqualified name, or the C++ linkage name (several static functions of different
+// files may share a name).
+func (t *Table) ByName(name string) []*Func { return t.byName[name] }
+
+// Load reads the plans from the ELF file at path.
+func Load(path string) (*Table, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("fnargs: %w", err)
+	}
+	defer f.Close()
+	t, err := FromELF(f)
+	if err != nil {
+		return nil, fmt.Errorf("fnargs: %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// FromELF reads the plans from an opened x86-64 ELF file.
+func FromELF(f *elf.File) (*Table, error) {
+	if f.Machine != elf.EM_X86_64 {
+		return nil, fmt.Errorf("not an x86-64 file (machine %v)", f.Machine)
+	}
+	d, err := f.DWARF()
+	if err != nil {
+		return nil, fmt.Errorf("no DWARF: %w", err)
+	}
+	syms := map[uint64][]string{}
+	if ss, err := f.Symbols(); err == nil {
+		for _, s := range ss {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+				syms[s.Value] = append(syms[s.Value], s.Name)
+			}
+		}
+	}
+	sect := func(name string) []byte {
+		if s := f.Section(name); s != nil {
+			if b, err := s.Data(); err == nil {
+				return b
+			}
+		}
+		return nil
+	}
+	l := &loader{d: d, cache: map[dwarf.Offset]godwarf.Type{},
+		loc5: loclist.NewDwarf5Reader(sect(".debug_loclists")),
+		loc2: loclist.NewDwarf2Reader(sect(".debug_loc"), 8),
+		addr: godwarf.ParseAddr(sect(".debug_addr"))}
+	t := &Table{byEntry: map[uint64]*Func{}, byName: map[string][]*Func{}}
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("reading DWARF: %w", err)
+		}
+		if e == nil {
+			break
+		}
+		switch e.Tag {
+		case dwarf.TagCompileUnit:
+			l.cu = e
+			continue
+		case dwarf.TagSubprogram:
+		default:
+			continue
+		}
+		low, ok := e.Val(dwarf.AttrLowpc).(uint64)
+		if !ok || low == 0 {
+			continue // a declaration or an abstract (inlined-only) instance
+		}
+		fn, err := l.function(e, low, syms[low])
+		r.SkipChildren()
+		if err != nil {
+			return nil, fmt.Errorf("function at %#x: %w", low, err)
+		}
+		if t.byEntry[low] != nil {
+			continue
+		}
+		t.byEntry[low] = fn
+		t.Funcs = append(t.Funcs, fn)
+	}
+	sort.Slice(t.Funcs, func(i, j int) bool { return t.Funcs[i].Entry < t.Funcs[j].Entry })
+	for _, fn := range t.Funcs {
+		names := []string{fn.Name}
+		if i := strings.LastIndex(fn.Name, "::"); i >= 0 && !strings.Contains(fn.Name, "<") {
+			names = append(names, fn.Name[i+2:])
+		}
+		if fn.Linkage != "" {
+			names = append(names, fn.Linkage)
+		}
+		for _, n := range names {
+			t.byName[n] = append(t.byName[n], fn)
+		}
+	}
+	return t, nil
+}
+
+// cloneSuffix marks gcc's specialised copies of a function (foo.constprop.0,
+// foo.isra.0, foo.part.0): gcc may have dropped or split their parameters.
+var cloneSuffix = regexp.MustCompile(`\.(constprop|isra|part|cold|lto_priv)(\.|$)`)
+
+type loader struct {
+	d     *dwarf.Data
+	cu    *dwarf.Entry
+	cache map[dwarf.Offset]godwarf.Type
+	loc5  *loclist.Dwarf5Reader
+	loc2  *loclist.Dwarf2Reader
+	addr  *godwarf.DebugAddrSection
+}
+
+func (l *loader) function(e *dwarf.Entry, low uint64, syms []string) (*Func, error) {
+	tree, err := godwarf.LoadTree(e.Offset, l.d, 0)
+	if err != nil {
+		return nil, err
+	}
+	fn := &Func{Entry: low}
+	name, _ := tree.Val(dwarf.AttrName).(string)
+	fn.Linkage, _ = tree.Val(dwarf.AttrLinkageName).(string)
+	if fn.Linkage == "" {
+		fn.Linkage, _ = tree.Val(dwarf.Attr(0x2007)).(string) // DW_AT_MIPS_linkage_name
+	}
+	fn.Name = name
+	if fn.Linkage != "" {
+		// the qualified name with template arguments: ns::Cls::get<int>
+		if dm, err := demangle.ToString(fn.Linkage, demangle.NoParams); err == nil {
+			fn.Name = dm
+		}
+	}
+	if fn.Name == "" && len(syms) > 0 {
+		fn.Name = syms[0]
+	}
+	for _, s := range syms {
+		if cloneSuffix.MatchString(s) {
+			fn.Unsure = fmt.Sprintf("%s is a gcc clone: its arguments may differ from the declaration's", s)
+		}
+	}
+	var params []*Arg
+	var dwarfRegs [][]Reg
+	for _, c := range tree.Children {
+		switch c.Tag {
+		case dwarf.TagUnspecifiedParameters:
+			fn.Variadic = true
+			continue
+		case dwarf.TagFormalParameter:
+		default:
+			continue
+		}
+		a := &Arg{}
+		a.Name, _ = c.Val(dwarf.AttrName).(string)
+		if a.Name == "" {
+			a.Name = fmt.Sprintf("arg%d", len(params)+1)
+		}
+		gt, err := c.Type(l.d, 0, l.cache)
+		if err != nil {
+			a.Type = &Type{Kind: KUnknown, Name: "?"}
+			if fn.Unsure == "" {
+				fn.Unsure = fmt.Sprintf("parameter %s: %v", a.Name, err)
+			}
+		} else {
+			a.Type = l.conv(gt, 0)
+		}
+		params = append(params, a)
+		dwarfRegs = append(dwarfRegs, l.entryRegs(c, low))
+	}
+	if off, ok := tree.Val(dwarf.AttrType).(dwarf.Offset); ok {
+		gt, err := godwarf.ReadType(l.d, 0, off, l.cache)
+		if err != nil {
+			return nil, fmt.Errorf("return type: %w", err)
+		}
+		if rt := l.conv(gt, 0); rt.Kind != KVoid {
+			fn.Ret = &Arg{Name: "retval", Type: rt, Size: rt.Size}
+		}
+	}
+	for _, a := range params {
+		a.Size = a.Type.Size
+		if a.Type.Kind == KUnknown && fn.Unsure == "" {
+			fn.Unsure = fmt.Sprintf("parameter %s: type %q not modelled", a.Name, a.Type.Name)
+		}
+	}
+	assign(params, fn.Ret)
+	fn.Args = params
+	// The compiler's own word where it gives one: a parameter still in its entry
+	// register(s) at the entry address. It must agree with the ABI.
+	for i, a := range params {
+		regs := dwarfRegs[i]
+		if regs == nil || len(regs) != len(a.Parts) || a.Indirect {
+			continue
+		}
+		a.Confirmed = true
+		for j, p := range a.Parts {
+			if p.Stack || p.Reg != regs[j] {
+				a.Confirmed = false
+				if fn.Unsure == "" {
+					fn.Unsure = fmt.Sprintf("parameter %s: DWARF has it in %%%s at entry, the ABI in %s", a.Name, regs[j], p)
+				}
+				break
+			}
+		}
+	}
+	return fn, nil
+}
+
+// entryRegs is the register(s) holding parameter c at pc according to its DWARF
+// location, or nil when the location is not a plain register or register pieces.
+func (l *loader) entryRegs(c *godwarf.Tree, pc uint64) []Reg {
+	// with an abstract origin the entry is the concrete DIE then its origin: only
+	// the concrete one has a location
+	fld := c.AttrField(dwarf.AttrLocation)
+	if fld == nil {
+		return nil
+	}
+	var instr []byte
+	switch fld.Class {
+	case dwarf.ClassExprLoc:
+		instr, _ = fld.Val.([]byte)
+	case dwarf.ClassLocListPtr, dwarf.ClassLocList:
+		off, ok := fld.Val.(int64)
+		if !ok || l.cu == nil {
+			return nil
+		}
+		base, _ := l.cu.Val(dwarf.AttrLowpc).(uint64)
+		var ent *loclist.Entry
+		var err error
+		if !l.loc5.Empty() {
+			var da *godwarf.DebugAddr
+			if ab, ok := l.cu.Val(dwarf.AttrAddrBase).(int64); ok {
+				da = l.addr.GetSubsection(uint64(ab))
+			}
+			ent, err = l.loc5.Find(int(off), 0, base, pc, da)
+		} else if !l.loc2.Empty() {
+			ent, err = l.loc2.Find(int(off), 0, base, pc, nil)
+		}
+		if err != nil || ent == nil {
+			return nil
+		}
+		instr = ent.Instr
+	}
+	if len(instr) == 0 || !(instr[0] >= byte(op.DW_OP_reg0) && instr[0] <= byte(op.DW_OP_reg31) || instr[0] == byte(op.DW_OP_regx)) {
+		return nil // only register locations: no memory to read, no frame base
+	}
+	_, pieces, err := op.ExecuteStackProgram(op.DwarfRegisters{}, instr, 8, nil)
+	if err != nil {
+		return nil
+	}
+	var regs []Reg
+	for _, p := range pieces {
+		if p.Kind != op.RegPiece || (p.Size != 0 && p.Size != 8 && len(pieces) > 1) {
+			return nil
+		}
+		regs = append(regs, Reg(p.Val))
+	}
+	return regs
+}
+
+// conv turns a delve type into the printable model.
+func (l *loader) conv(t godwarf.Type, depth int) *Type {
+	if t == nil {
+		return &Type{Kind: KVoid, Name: "void"}
+	}
+	size := int(t.Size())
+	name := t.Common().Name
+	switch t := t.(type) {
+	case *godwarf.TypedefType:
+		u := *l.conv(t.Type, depth)
+		u.Name = t.Name
+		return &u
+	case *godwarf.QualType:
+		u := *l.conv(t.Type, depth)
+		u.Name = t.Qual + " " + u.Name
+		return &u
+	case *godwarf.VoidType:
+		return &Type{Kind: KVoid, Name: "void"}
+	case *godwarf.BoolType:
+		return &Type{Kind: KBool, Name: name, Size: size}
+	case *godwarf.CharType:
+		// plain char prints as a character; signed char (int8_t) as a number
+		if name == "char" {
+			return &Type{Kind: KChar, Name: name, Size: size}
+		}
+		return &Type{Kind: KInt, Name: name, Size: size}
+	case *godwarf.UcharType:
+		return &Type{Kind: KUint, Name: name, Size: size}
+	case *godwarf.IntType:
+		return &Type{Kind: KInt, Name: name, Size: size}
+	case *godwarf.UintType:
+		return &Type{Kind: KUint, Name: name, Size: size}
+	case *godwarf.FloatType:
+		return &Type{Kind: KFloat, Name: name, Size: size}
+	case *godwarf.ComplexType:
+		return &Type{Kind: KComplex, Name: name, Size: size}
+	case *godwarf.EnumType:
+		et := &Type{Kind: KEnum, Name: t.EnumName, Size: size}
+		if et.Name == "" {
+			et.Name = "enum"
+		}
+		for _, v := range t.Val {
+			et.Enums = append(et.Enums, EnumVal{Name: v.Name, Val: v.Val})
+		}
+		return et
+	case *godwarf.PtrType:
+		elem := l.shallow(t.Type)
+		pt := &Type{Kind: KPtr, Name: elem.Name + " *", Size: 8, Elem: elem}
+		if elem.Kind == KChar {
+			pt.Kind = KString
+		}
+		return pt
+	case *godwarf.UnspecifiedType: // decltype(nullptr)
+		return &Type{Kind: KPtr, Name: t.Name, Size: 8}
+	case *godwarf.StructType:
+		st := &Type{Kind: KStruct, Name: t.StructName, Size: size, Union: t.Kind == "union"}
+		if st.Name == "" {
+			st.Name = t.Kind
+		}
+		if t.Incomplete || depth > 8 {
+			st.Kind = KUnknown
+			return st
+		}
+		st.ByRef = l.passByRef(t.Offset)
+		for _, f := range t.Field {
+			ft := l.conv(f.Type, depth+1)
+			fd := Field{Name: f.Name, Off: int(f.ByteOffset), Type: ft}
+			if f.BitSize != 0 {
+				fd.BitSize = int(f.BitSize)
+				fd.BitOff = int(f.BitOffset)
+			}
+			st.Fields = append(st.Fields, fd)
+		}
+		return st
+	case *godwarf.ArrayType:
+		return &Type{Kind: KArray, Name: t.String(), Size: size, Elem: l.conv(t.Type, depth+1), Count: int(t.Count)}
+	case *godwarf.UnsupportedType:
+		if t.Tag == dwarf.TagReferenceType || t.Tag == dwarf.TagRvalueReferenceType {
+			rt := &Type{Kind: KRef, Size: 8}
+			elem := &Type{Kind: KUnknown, Name: "?"}
+			if off, ok := l.attrOf(t.Offset, dwarf.AttrType).(dwarf.Offset); ok {
+				if et, err := godwarf.ReadType(l.d, 0, off, l.cache); err == nil {
+					elem = l.shallow(et)
+				}
+			}
+			rt.Elem = elem
+			rt.Name = elem.Name + " &"
+			if t.Tag == dwarf.TagRvalueReferenceType {
+				rt.Name += "&"
+			}
+			return rt
+		}
+		if t.Tag == dwarf.TagPtrToMemberType {
+			return &Type{Kind: KPtr, Name: "pointer to member", Size: size}
+		}
+	}
+	return &Type{Kind: KUnknown, Name: name, Size: size}
+}
+
+// shallow is a pointee's model: its kind and name, without members.
+func (l *loader) shallow(t godwarf.Type) *Type {
+	if t == nil {
+		return &Type{Kind: KVoid, Name: "void"}
+	}
+	switch u := t.(type) {
+	case *godwarf.StructType:
+		return &Type{Kind: KStruct, Name: u.StructName, Size: int(u.ByteSize)}
+	case *godwarf.FuncType:
+		return &Type{Kind: KUnknown, Name: "function"}
+	case *godwarf.PtrType:
+		e := l.shallow(u.Type)
+		return &Type{Kind: KPtr, Name: e.Name + " *", Size: 8}
+	case *godwarf.TypedefType:
+		e := *l.shallow(u.Type)
+		e.Name = u.Name
+		return &e
+	case *godwarf.QualType:
+		e := *l.shallow(u.Type)
+		e.Name = u.Qual + " " + e.Name
+		return &e
+	}
+	return l.conv(t, 9)
+}
+
+func (l *loader) attrOf(off dwarf.Offset, a dwarf.Attr) any {
+	r := l.d.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	if err != nil || e == nil {
+		return nil
+	}
+	return e.Val(a)
+}
+
+// passByRef reports whether the class at off carries DW_AT_calling_convention
+// DW_CC_pass_by_reference (gcc marks C++ classes that are not trivially copyable).
+func (l *loader) passByRef(off dwarf.Offset) bool {
+	v, _ := l.attrOf(off, dwarf.Attr(0x36)).(int64) // DW_AT_calling_convention
+	return v == 4
+}
