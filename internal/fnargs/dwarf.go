@@ -69,7 +69,7 @@ func FromELF(f *elf.File) (*Table, error) {
 		}
 		return nil
 	}
-	l := &loader{d: d, cache: map[dwarf.Offset]godwarf.Type{},
+	l := &loader{d: d, cache: map[dwarf.Offset]godwarf.Type{}, byRefCache: map[dwarf.Offset]bool{},
 		loc5: loclist.NewDwarf5Reader(sect(".debug_loclists")),
 		loc2: loclist.NewDwarf2Reader(sect(".debug_loc"), 8),
 		addr: godwarf.ParseAddr(sect(".debug_addr"))}
@@ -130,9 +130,11 @@ type loader struct {
 	d     *dwarf.Data
 	cu    *dwarf.Entry
 	cache map[dwarf.Offset]godwarf.Type
-	loc5  *loclist.Dwarf5Reader
-	loc2  *loclist.Dwarf2Reader
-	addr  *godwarf.DebugAddrSection
+	// byRefCache: classes already judged by passByRef
+	byRefCache map[dwarf.Offset]bool
+	loc5       *loclist.Dwarf5Reader
+	loc2       *loclist.Dwarf2Reader
+	addr       *godwarf.DebugAddrSection
 }
 
 func (l *loader) function(e *dwarf.Entry, low uint64, syms []string) (*Func, error) {
@@ -343,6 +345,7 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 			return st
 		}
 		st.ByRef = l.passByRef(t.Offset)
+		st.Fields = l.bases(t.Offset, depth)
 		for _, f := range t.Field {
 			ft := l.conv(f.Type, depth+1)
 			fd := Field{Name: f.Name, Off: int(f.ByteOffset), Type: ft}
@@ -413,9 +416,204 @@ func (l *loader) attrOf(off dwarf.Offset, a dwarf.Attr) any {
 	return e.Val(a)
 }
 
-// passByRef reports whether the class at off carries DW_AT_calling_convention
-// DW_CC_pass_by_reference (gcc marks C++ classes that are not trivially copyable).
+// passByRef reports whether the class at off is passed and returned through a hidden
+// pointer: "non-trivial for the purposes of calls" in the Itanium C++ ABI. clang says
+// so with DW_AT_calling_convention; gcc 12 does not, so it is inferred as the ABI
+// defines it: a user-provided copy or move constructor or destructor, virtual
+// functions or bases, or a base or member that is itself such a class.
 func (l *loader) passByRef(off dwarf.Offset) bool {
-	v, _ := l.attrOf(off, dwarf.Attr(0x36)).(int64) // DW_AT_calling_convention
-	return v == 4
+	return l.byRef(off, 0)
+}
+
+func (l *loader) byRef(off dwarf.Offset, depth int) bool {
+	if v, ok := l.byRefCache[off]; ok {
+		return v
+	}
+	if depth > 8 {
+		return false
+	}
+	l.byRefCache[off] = false // a cycle through pointers cannot make it true
+	v := l.byRefUncached(off, depth)
+	l.byRefCache[off] = v
+	return v
+}
+
+func (l *loader) byRefUncached(off dwarf.Offset, depth int) bool {
+	r := l.d.Reader()
+	r.Seek(off)
+	cls, err := r.Next()
+	if err != nil || cls == nil {
+		return false
+	}
+	if cc, ok := cls.Val(dwarf.Attr(0x36)).(int64); ok { // DW_AT_calling_convention
+		return cc == 4 // DW_CC_pass_by_reference
+	}
+	name, _ := cls.Val(dwarf.AttrName).(string)
+	if i := strings.IndexByte(name, '<'); i >= 0 {
+		name = name[:i] // a template's constructors are named without the arguments
+	}
+	for _, c := range l.children(r, cls) {
+		switch c.e.Tag {
+		case dwarf.TagInheritance:
+			if v, _ := c.e.Val(dwarf.AttrVirtuality).(int64); v != 0 {
+				return true
+			}
+			if b, ok := c.e.Val(dwarf.AttrType).(dwarf.Offset); ok && l.byRef(l.stripCV(b), depth+1) {
+				return true
+			}
+		case dwarf.TagMember:
+			if n, _ := c.e.Val(dwarf.AttrName).(string); strings.HasPrefix(n, "_vptr") {
+				return true
+			}
+			if ext, _ := c.e.Val(dwarf.AttrExternal).(bool); ext {
+				continue // a static member (DWARF 4)
+			}
+			if t, ok := c.e.Val(dwarf.AttrType).(dwarf.Offset); ok && l.isClass(l.stripCV(t)) && l.byRef(l.stripCV(t), depth+1) {
+				return true
+			}
+		case dwarf.TagSubprogram:
+			if art, _ := c.e.Val(dwarf.AttrArtificial).(bool); art {
+				continue
+			}
+			if def, _ := c.e.Val(dwarf.Attr(0x8b)).(int64); def == 1 { // DW_AT_defaulted: in class
+				continue // as trivial as its members make it, checked above
+			}
+			if v, _ := c.e.Val(dwarf.AttrVirtuality).(int64); v != 0 {
+				return true
+			}
+			n, _ := c.e.Val(dwarf.AttrName).(string)
+			if strings.HasPrefix(n, "~") {
+				return true
+			}
+			if n == name && l.isCopyOrMove(c.kids, off) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+type dieKids struct {
+	e    *dwarf.Entry
+	kids []*dwarf.Entry // the direct children of a subprogram (its parameters)
+}
+
+// children returns e's direct children, each subprogram with its own children.
+func (l *loader) children(r *dwarf.Reader, e *dwarf.Entry) []dieKids {
+	var out []dieKids
+	if !e.Children {
+		return nil
+	}
+	for {
+		c, err := r.Next()
+		if err != nil || c == nil || c.Tag == 0 {
+			return out
+		}
+		k := dieKids{e: c}
+		if c.Children {
+			if c.Tag == dwarf.TagSubprogram {
+				for {
+					g, err := r.Next()
+					if err != nil || g == nil || g.Tag == 0 {
+						break
+					}
+					k.kids = append(k.kids, g)
+					if g.Children {
+						r.SkipChildren()
+					}
+				}
+			} else {
+				r.SkipChildren()
+			}
+		}
+		out = append(out, k)
+	}
+}
+
+// isCopyOrMove reports whether a constructor's parameters are those of a copy or move
+// constructor of the class at cls: one (non-artificial) reference to the class.
+func (l *loader) isCopyOrMove(params []*dwarf.Entry, cls dwarf.Offset) bool {
+	var real []*dwarf.Entry
+	for _, p := range params {
+		if p.Tag != dwarf.TagFormalParameter {
+			continue
+		}
+		if art, _ := p.Val(dwarf.AttrArtificial).(bool); !art {
+			real = append(real, p)
+		}
+	}
+	if len(real) != 1 {
+		return false
+	}
+	t, ok := real[0].Val(dwarf.AttrType).(dwarf.Offset)
+	if !ok {
+		return false
+	}
+	r := l.d.Reader()
+	r.Seek(t)
+	e, err := r.Next()
+	if err != nil || e == nil || (e.Tag != dwarf.TagReferenceType && e.Tag != dwarf.TagRvalueReferenceType) {
+		return false
+	}
+	to, ok := e.Val(dwarf.AttrType).(dwarf.Offset)
+	return ok && l.stripCV(to) == cls
+}
+
+// stripCV follows const/volatile (and typedefs) from the type at off.
+func (l *loader) stripCV(off dwarf.Offset) dwarf.Offset {
+	for i := 0; i < 16; i++ {
+		r := l.d.Reader()
+		r.Seek(off)
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return off
+		}
+		switch e.Tag {
+		case dwarf.TagConstType, dwarf.TagVolatileType, dwarf.TagTypedef:
+			next, ok := e.Val(dwarf.AttrType).(dwarf.Offset)
+			if !ok {
+				return off
+			}
+			off = next
+		default:
+			return off
+		}
+	}
+	return off
+}
+
+func (l *loader) isClass(off dwarf.Offset) bool {
+	r := l.d.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	return err == nil && e != nil && (e.Tag == dwarf.TagClassType || e.Tag == dwarf.TagStructType || e.Tag == dwarf.TagUnionType)
+}
+
+// bases are the class's base-class subobjects as members (delve's types leave them
+// out; the calling convention and the printing need their fields).
+func (l *loader) bases(off dwarf.Offset, depth int) []Field {
+	r := l.d.Reader()
+	r.Seek(off)
+	cls, err := r.Next()
+	if err != nil || cls == nil {
+		return nil
+	}
+	var out []Field
+	for _, c := range l.children(r, cls) {
+		if c.e.Tag != dwarf.TagInheritance {
+			continue
+		}
+		bo, ok := c.e.Val(dwarf.AttrType).(dwarf.Offset)
+		loc, ok2 := c.e.Val(dwarf.AttrDataMemberLoc).(int64)
+		if !ok || !ok2 {
+			continue
+		}
+		bt, err := godwarf.ReadType(l.d, 0, bo, l.cache)
+		if err != nil {
+			continue
+		}
+		b := l.conv(bt, depth+1)
+		out = append(out, Field{Name: b.Name, Off: int(loc), Type: b})
+	}
+	return out
 }
