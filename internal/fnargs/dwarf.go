@@ -34,7 +34,7 @@ func (t *Table) ByName(name string) []*Func { return t.byName[name] }
 func Load(path string) (*Table, error) {
 	f, err := elf.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("fnargs: %w", err)
+		return nil, fmt.Errorf("fnargs: %s: %w", path, err)
 	}
 	defer f.Close()
 	t, err := FromELF(f)

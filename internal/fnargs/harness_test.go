@@ -192,13 +192,18 @@ func harnessLines(t *testing.T, prog string, recs []rec, tab *Table, printers ma
 // received, under a test __fentry__ that records the registers and entry stack, and
 // checks that the plans and the formatter turn the records into the same text.
 func TestHarness(t *testing.T) {
-	for _, tt := range []struct{ compiler, src, opt string }{
-		{"gcc", "args.c", "-O0"}, {"gcc", "args.c", "-O2"},
-		{"g++", "args.cc", "-O0"}, {"g++", "args.cc", "-O2"},
+	for _, tt := range []struct{ compiler, src, opt, extra string }{
+		{"gcc", "args.c", "-O0", ""}, {"gcc", "args.c", "-O2", ""},
+		{"gcc", "args.c", "-O2", "-fcf-protection"}, {"gcc", "args.c", "-O1", ""},
+		{"g++", "args.cc", "-O0", ""}, {"g++", "args.cc", "-O2", ""}, {"g++", "args.cc", "-O3", ""},
 	} {
 		opt := tt.opt
-		t.Run(tt.src+tt.opt, func(t *testing.T) {
-			out, recs, prog := buildHarnessed(t, tt.compiler, tt.src, opt)
+		t.Run(tt.src+tt.opt+tt.extra, func(t *testing.T) {
+			opts := []string{opt}
+			if tt.extra != "" {
+				opts = append(opts, tt.extra)
+			}
+			out, recs, prog := buildHarnessed(t, tt.compiler, tt.src, opts...)
 			tab, err := Load(prog)
 			if err != nil {
 				t.Fatal(err)
@@ -229,9 +234,39 @@ func TestHarness(t *testing.T) {
 			}
 			// -O2: gcc's location lists name the entry registers; -O0 keeps
 			// parameters in the frame (no register location to compare)
-			if opt == "-O2" && confirmed < 8 {
+			if opt != "-O0" && confirmed < 8 {
 				t.Errorf("only %d parameters' DWARF entry locations confirm the ABI's", confirmed)
 			}
 		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	notELF := filepath.Join(dir, "notelf")
+	if err := os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(notELF); err == nil || !strings.Contains(err.Error(), notELF) {
+		t.Errorf("not an ELF file: %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("needs gcc")
+	}
+	src := filepath.Join(dir, "s.c")
+	os.WriteFile(src, []byte("int main(void) { return 0; }\n"), 0o644)
+	prog := filepath.Join(dir, "nodebug")
+	if out, err := exec.Command("gcc", "-g0", "-o", prog, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	before, _ := os.ReadFile(prog)
+	if _, err := Load(prog); err == nil || !strings.Contains(err.Error(), prog) || !strings.Contains(err.Error(), "no DWARF") {
+		t.Errorf("no DWARF: %v", err)
+	}
+	if after, _ := os.ReadFile(prog); !bytes.Equal(before, after) {
+		t.Errorf("%s changed", prog)
 	}
 }
