@@ -1,18 +1,29 @@
 # ftkit top-level build.
 #   make        build the tools (build/bin), the runtime (build/lib, build/include), run the demo
 #   make test   run every test (Go tests drive the C tests too)
+#   make install PREFIX=/usr/local DESTDIR=   tools, libftrt.a, headers, pkg-config and CMake
+#               files, man pages;  make uninstall  removes them
 GO      ?= go
 BUILD   := $(CURDIR)/build
 BIN     := $(BUILD)/bin
 export PATH := $(BIN):$(PATH):/usr/local/go/bin
+# the Go package finds the runtime through pkg-config (build/lib/pkgconfig/ftrt-cgo.pc)
+export PKG_CONFIG_PATH := $(BUILD)/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 # Fuzz budget per target in `make test` (kept short; run longer by hand, e.g. FUZZTIME=5m).
 # An execution count, not a duration: go1.26's fuzz coordinator can report a spurious
 # "context deadline exceeded" when a duration runs out (golang/go#75804).
 FUZZTIME ?= 400000x
 
-TOOLS := recordmcount ftlink ftrace
+TOOLS := recordmcount ftlink ftrace ftcc
 
-.PHONY: all tools runtime demo test gotest fuzz vet clean
+VERSION ?= 0.2.0
+PREFIX  ?= /usr/local
+DESTDIR ?=
+PKG     := $(CURDIR)/runtime/pkg
+D       := $(DESTDIR)$(PREFIX)
+HEADERS := $(notdir $(wildcard runtime/include/*.h))
+
+.PHONY: all tools runtime demo test gotest fuzz vet clean install uninstall pkgconfig
 
 all: tools runtime demo
 
@@ -22,11 +33,18 @@ tools:
 
 runtime: tools
 	$(MAKE) -C runtime BUILD=$(BUILD)
+	@$(MAKE) --no-print-directory pkgconfig
+
+# build/lib/pkgconfig/ftrt.pc: the build tree as a prefix (PKG_CONFIG_PATH=build/lib/pkgconfig)
+pkgconfig:
+	@mkdir -p $(BUILD)/lib/pkgconfig
+	@for p in ftrt ftrt-cgo; do \
+	  sed -e 's|@PREFIX@|$(BUILD)|' -e 's|@VERSION@|$(VERSION)|' $(PKG)/$$p.pc.in > $(BUILD)/lib/pkgconfig/$$p.pc; done
 
 demo: tools runtime
 	@if [ -f testdata/demo/Makefile ]; then $(MAKE) -s -C testdata/demo BUILD=$(BUILD) run; fi
 
-vet:
+vet: pkgconfig
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
@@ -43,6 +61,24 @@ fuzz:
 
 test: vet gotest fuzz
 	$(MAKE) -C runtime BUILD=$(BUILD) test
+
+install: tools runtime
+	install -d $(D)/bin $(D)/lib/pkgconfig $(D)/lib/cmake/ftkit $(D)/include $(D)/share/man/man1
+	install -m 755 $(addprefix $(BIN)/,$(TOOLS)) $(PKG)/ftkit-launch $(D)/bin/
+	install -m 644 $(BUILD)/lib/libftrt.a $(D)/lib/
+	install -m 644 $(addprefix runtime/include/,$(HEADERS)) $(D)/include/
+	for p in ftrt ftrt-cgo; do \
+	  sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $(PKG)/$$p.pc.in > $(D)/lib/pkgconfig/$$p.pc || exit 1; done
+	install -m 644 $(PKG)/ftkitConfig.cmake $(D)/lib/cmake/ftkit/
+	sed 's|@VERSION@|$(VERSION)|' $(PKG)/ftkitConfigVersion.cmake.in > $(D)/lib/cmake/ftkit/ftkitConfigVersion.cmake
+	for t in $(TOOLS); do $(BIN)/$$t --man > $(D)/share/man/man1/$$t.1 || exit 1; done
+
+uninstall:
+	rm -f $(addprefix $(D)/bin/,$(TOOLS) ftkit-launch) $(D)/lib/libftrt.a \
+	  $(addprefix $(D)/include/,$(HEADERS)) $(D)/lib/pkgconfig/ftrt.pc $(D)/lib/pkgconfig/ftrt-cgo.pc \
+	  $(D)/lib/cmake/ftkit/ftkitConfig.cmake $(D)/lib/cmake/ftkit/ftkitConfigVersion.cmake \
+	  $(addprefix $(D)/share/man/man1/,$(addsuffix .1,$(TOOLS)))
+	-rmdir $(D)/lib/cmake/ftkit
 
 clean:
 	rm -rf $(BUILD)

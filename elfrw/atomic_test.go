@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestWriteFileAtomicKeepsMode(t *testing.T) {
@@ -154,5 +156,64 @@ func TestWriteFileAtomicFollowsSymlink(t *testing.T) {
 		if len(ents) != 1 {
 			t.Errorf("%s holds %d entries, want 1 (temporary file left?)", d, len(ents))
 		}
+	}
+}
+
+// TestWriteFileAtomicKeepsXattrs: extended attributes survive the rewrite, file
+// capabilities included (chown and write drop those, so they must be set last).
+func TestWriteFileAtomicKeepsXattrs(t *testing.T) {
+	// cap_net_raw=ep, as setcap writes it (VFS_CAP_REVISION_2, effective).
+	capNetRaw := []byte{0x01, 0, 0, 0x02, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	for _, tc := range []struct {
+		name  string
+		value []byte
+	}{
+		{"user.ftkit.test", []byte("kept")},
+		{"security.capability", capNetRaw},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "prog")
+			if err := os.WriteFile(p, []byte("old"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Setxattr(p, tc.name, tc.value, 0); err != nil {
+				t.Skipf("cannot set %s here: %v", tc.name, err)
+			}
+			if err := WriteFileAtomic(p, []byte("new contents")); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, 256)
+			n, err := unix.Getxattr(p, tc.name, got)
+			if err != nil || !bytes.Equal(got[:n], tc.value) {
+				t.Errorf("%s after rewrite: % x, %v; want % x", tc.name, got[:max(n, 0)], err, tc.value)
+			}
+			if b, _ := os.ReadFile(p); string(b) != "new contents" {
+				t.Errorf("contents %q", b)
+			}
+		})
+	}
+}
+
+// TestHardLinks: the rewrite replaces the named file only; HardLinks lets the tools say so.
+func TestHardLinks(t *testing.T) {
+	dir := t.TempDir()
+	p, q := filepath.Join(dir, "prog"), filepath.Join(dir, "other")
+	if err := os.WriteFile(p, []byte("old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(p, q); err != nil {
+		t.Fatal(err)
+	}
+	if n := HardLinks(p); n != 2 {
+		t.Errorf("HardLinks = %d, want 2", n)
+	}
+	if err := WriteFileAtomic(p, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(q); string(b) != "old" {
+		t.Errorf("the other name reads %q", b)
+	}
+	if n := HardLinks(p); n != 1 {
+		t.Errorf("HardLinks after rewrite = %d, want 1", n)
 	}
 }

@@ -225,6 +225,12 @@ func OpenLinked(data []byte, progress func(done, total int)) (l *Linked, err err
 func (l *Linked) checkTable() error {
 	var wrong, outside int
 	first := -1
+	// mcount sites are refused as a whole: the program was built the wrong way.
+	for i := range l.Sites {
+		if s := &l.Sites[i]; errors.Is(s.Err, ErrMcountSite) {
+			return fmt.Errorf("entry %d (%s): %w", s.Slot, s.Func, s.Err)
+		}
+	}
 	for i := range l.Sites {
 		s := &l.Sites[i]
 		if s.Good() {
@@ -664,10 +670,12 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 	// recorded form), and as a 5-byte e8 site for gcc -mnop-mcount absolute entries.
 	if e.Magic == MagicLinked && X86IsNopSite(code, int(e.Len)) {
 		s.Nop, s.Len, s.Kind = true, int(e.Len), e.Kind
+		s.checkEntry(l)
 		return
 	}
 	if e.Magic == 0 && X86IsNopSite(code, 5) {
 		s.Nop, s.Len, s.Kind = true, 5, KindCallRel
+		s.checkEntry(l)
 		return
 	}
 	k, n, target, err := X86SiteTarget(s.Addr, code)
@@ -693,7 +701,9 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 	}
 	if !hook {
 		s.Err = fmt.Errorf("site %#x: %v call to %s, not to __fentry__/mcount", s.Addr, k, l.describe(target, k))
+		return
 	}
+	s.checkEntry(l)
 }
 
 func (l *Linked) describe(target uint64, k Kind) string {

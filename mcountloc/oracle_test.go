@@ -2,12 +2,15 @@ package mcountloc_test
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ftkit/ftkit/internal/testenv"
+	"github.com/ftkit/ftkit/mcountloc"
 )
 
 // oracleC has global, static, weak and inlined functions, a function in -ffunction-sections'
@@ -30,9 +33,9 @@ int main(int argc, char **argv) { (void)argv; return rec(argc) == 42; }
 
 // TestOracle compiles the same source with and without gcc's -mrecord-mcount and compares
 // the sites per object (section, offset) and after linking (resolved addresses). Plain -pg
-// gets the same matrix as -pg -mfentry: at -O0 its mcount call comes after the frame set-up
-// (push %rbp; mov %rsp,%rbp), and with -fcf-protection after endbr64, which the recorder
-// handles like any other call since it goes by the relocation, not by the function start.
+// gets the same matrix as -pg -mfentry: its mcount call comes after the frame set-up
+// (push %rbp; mov %rsp,%rbp), where the tracers cannot find the return address, so
+// recordmcount must refuse every such object (ErrMcountSite) and leave it unchanged.
 func TestOracle(t *testing.T) {
 	testenv.Need(t, "gcc", "readelf")
 	dir := t.TempDir()
@@ -62,6 +65,12 @@ func oracleCase(t *testing.T, dir, base string, flags []string, pic string) {
 	testenv.Run(t, dir, "gcc", append(append([]string{}, flags...), "-c", "t.c", "-o", ours)...)
 	testenv.Run(t, dir, "gcc", append(append([]string{}, flags...), "-mrecord-mcount", "-c", "t.c", "-o", theirs)...)
 	want := gccSites(t, mustRead(t, filepath.Join(dir, theirs)))
+	if !slices.Contains(flags, "-mfentry") {
+		if _, err := mcountloc.Record(mustRead(t, filepath.Join(dir, ours))); !errors.Is(err, mcountloc.ErrMcountSite) || len(want) == 0 {
+			t.Fatalf("an mcount object (%d sites): Record error %v, want ErrMcountSite", len(want), err)
+		}
+		return
+	}
 
 	res := record(t, filepath.Join(dir, ours))
 	got := ourSites(t, mustRead(t, filepath.Join(dir, ours)))
@@ -142,9 +151,9 @@ func sortStrings(s []string) {
 }
 
 // TestOracleCXX compares recordmcount with gcc -mrecord-mcount per object on C++ sources
-// with inline and template functions (COMDAT groups), for -pg -mfentry and plain -pg (mcount
-// called after the frame set-up), then links the recorded objects together, which gcc's own
-// tables cannot do, and checks every entry of the linked table.
+// with inline and template functions (COMDAT groups), for -pg -mfentry, then links the
+// recorded objects together, which gcc's own tables cannot do, and checks every entry of the
+// linked table. Plain -pg objects (mcount called after the frame set-up) must be refused.
 func TestOracleCXX(t *testing.T) {
 	testenv.Need(t, "g++", "readelf")
 	dir := t.TempDir()
@@ -170,6 +179,16 @@ func TestOracleCXX(t *testing.T) {
 }
 
 func oracleCXXCase(t *testing.T, dir, base string, flags []string, pic string) {
+	if !slices.Contains(flags, "-mfentry") {
+		for _, src := range []string{"a.cc", "b.cc", "c.cc", "main.cc"} {
+			obj := base + "-" + strings.TrimSuffix(src, ".cc") + ".o"
+			testenv.Run(t, dir, "g++", append(append([]string{}, flags...), "-c", src, "-o", obj)...)
+			if _, err := mcountloc.Record(mustRead(t, filepath.Join(dir, obj))); !errors.Is(err, mcountloc.ErrMcountSite) {
+				t.Errorf("%s: an mcount object: Record error %v, want ErrMcountSite", src, err)
+			}
+		}
+		return
+	}
 	var objs []string
 	groups := 0
 	for _, src := range []string{"a.cc", "b.cc", "c.cc", "main.cc"} {

@@ -74,6 +74,9 @@ func Record(data []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sites, err = checkObjEntries(f, arch, syms, sites, res); err != nil {
+		return nil, err
+	}
 	for _, s := range sites {
 		if IsRecordedSection(s.Section) {
 			res.Sites = append(res.Sites, s)
@@ -168,31 +171,81 @@ func findSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.Sy
 		}
 		out = append(out, s)
 	}
+	idx := newFuncIndex(syms)
 	for i := range out {
-		out[i].Func = funcAt(syms, out[i].SecIndex, out[i].Offset)
+		out[i].Func = idx.at(out[i].SecIndex, out[i].Offset)
 	}
 	return out, nil
 }
 
-// funcAt names the symbol covering off in section sec, preferring functions.
-func funcAt(syms []elfrw.Symbol, sec int, off uint64) string {
-	best, bestFunc := "", false
-	for _, s := range syms {
-		if int(s.Shndx) != sec || s.Shndx >= uint32(elf.SHN_LORESERVE) || s.Name == "" {
+// funcIndex names the symbol covering an offset of a section, preferring functions, as
+// one scan of the symbol table in table order would (the first function covering it,
+// else the first other symbol), in logarithmic time: an object of 300k functions has
+// 300k sites, and a scan per site made recordmcount quadratic.
+type funcIndex map[int]*secSyms
+
+type secSyms struct {
+	syms   []candSym
+	maxEnd []uint64 // maxEnd[i]: the highest end among syms[:i+1]
+}
+
+type candSym struct {
+	value, end uint64
+	order      int // index in the symbol table
+	isFunc     bool
+	name       string
+}
+
+func newFuncIndex(syms []elfrw.Symbol) funcIndex {
+	idx := funcIndex{}
+	for i, s := range syms {
+		if s.Shndx >= uint32(elf.SHN_LORESERVE) || s.Name == "" {
 			continue
 		}
 		t := s.Type()
 		if t != elf.STT_FUNC && t != elf.STT_NOTYPE && t != elf.STT_GNU_IFUNC {
 			continue
 		}
-		if s.Value <= off && (off < s.Value+s.Size || (s.Size == 0 && s.Value == off)) {
-			isFunc := t == elf.STT_FUNC
-			if best == "" || (isFunc && !bestFunc) {
-				best, bestFunc = s.Name, isFunc
-			}
+		ss := idx[int(s.Shndx)]
+		if ss == nil {
+			ss = &secSyms{}
+			idx[int(s.Shndx)] = ss
+		}
+		ss.syms = append(ss.syms, candSym{value: s.Value, end: s.Value + s.Size, order: i, isFunc: t == elf.STT_FUNC, name: s.Name})
+	}
+	for _, ss := range idx {
+		sort.Slice(ss.syms, func(i, j int) bool { return ss.syms[i].value < ss.syms[j].value })
+		ss.maxEnd = make([]uint64, len(ss.syms))
+		var m uint64
+		for i, c := range ss.syms {
+			m = max(m, c.end)
+			ss.maxEnd[i] = m
 		}
 	}
-	return best
+	return idx
+}
+
+func (idx funcIndex) at(sec int, off uint64) string {
+	ss := idx[sec]
+	if ss == nil {
+		return ""
+	}
+	// the candidates starting at or before off, walked down while one may still cover it
+	j := sort.Search(len(ss.syms), func(i int) bool { return ss.syms[i].value > off }) - 1
+	var best *candSym
+	for ; j >= 0 && (ss.maxEnd[j] > off || ss.syms[j].value == off); j-- {
+		c := &ss.syms[j]
+		if !(off < c.end || (c.end == c.value && c.value == off)) {
+			continue
+		}
+		if best == nil || (c.isFunc && !best.isFunc) || (c.isFunc == best.isFunc && c.order < best.order) {
+			best = c
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.name
 }
 
 // writeTables adds the __mcount_loc parts and their relocation sections to f.

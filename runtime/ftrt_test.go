@@ -13,11 +13,13 @@ import (
 // The Go bindings, in a cgo program whose C functions are traced (testdata/runtime/goprog).
 func TestGoBindings(t *testing.T) {
 	testenv.Need(t, "gcc")
-	testenv.Runtime(t)
+	lib, _ := testenv.Runtime(t)
 	exe := filepath.Join(t.TempDir(), "goprog")
 	cmd := exec.Command("go", "build", "-o", exe, "./testdata/runtime/goprog")
 	cmd.Dir = testenv.Root()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS_ALLOW=-pg|-mfentry|-mrecord-mcount")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS_ALLOW=-pg|-mfentry|-mrecord-mcount",
+		"PKG_CONFIG_PATH="+filepath.Join(lib, "pkgconfig"), // the package's #cgo pkg-config: ftrt-cgo
+		"CGO_LDFLAGS=-L"+lib)                               // part of the build cache's key, unlike pkg-config's output
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build goprog: %v\n%s", err, out)
 	}

@@ -157,6 +157,47 @@ func TestNoSignalChurn(t *testing.T) { runVariants(t, "nosig.c") }
 // The RECURSION flag through own trampolines and the list function.
 func TestRecursion(t *testing.T) { runVariants(t, "recursion.c") }
 
+// Sites served by several ops run a trampoline of exactly their set (the C programs decode
+// it); with FTRT_MULTI=0 they run the list function instead, which the same programs then
+// check: both dispatch paths give the same counts, frames, redirections and listings.
+func TestListFunctionPath(t *testing.T) {
+	for _, src := range []string{"selftest.c", "regs.c", "listing.c", "recursion.c", "forks.c", "wx.c", "direct.c"} {
+		t.Run(src, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := build(t, dir, "prog", prog{srcs: []string{src}, pie: true, ftlink: true})
+			r := execEnv(t, dir, []string{"FTRT_MULTI=0"}, exe, "1000")
+			if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
+				t.Fatalf("FTRT_MULTI=0: exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+		})
+	}
+}
+
+// Direct calls: the kernel's matrix of a direct call and a tracer on one function in every
+// order (exact counts, site bytes decoded in each state), a second direct user, IPMODIFY and
+// filter rules, a direct trampoline out of rel32 reach; then 8 threads call the site while
+// modify_ftrace_direct flips it between two trampolines 10,000 times (2,000 in the other
+// variants), half of them with a tracer sharing the site: every call enters exactly one.
+func TestDirect(t *testing.T) {
+	for _, v := range variants("direct.c") {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			flips := "2000"
+			if v.name == "pie" {
+				flips = "10000"
+			}
+			out := runOK(t, dir, build(t, dir, "prog", v.p), flips)
+			t.Log(strings.TrimSpace(out))
+		})
+	}
+}
+
+// The ready direct trampolines: ftrace_direct_count's exact per-site counts from several
+// threads, ftrace_direct_fexit clones' entry/exit callbacks (arguments in registers and on
+// the stack, vector and two-register results, recursion, an argument changed by entry),
+// alone and behind a tracer on the same site, switched, freed only when unused.
+func TestDirectReady(t *testing.T) { runVariants(t, "direct_ready.c") }
+
 // sharedLib builds a shared library of testdata/runtime through the flow (ftlink'ed).
 func sharedLib(t *testing.T, dir, name, src string) string {
 	t.Helper()

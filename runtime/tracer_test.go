@@ -574,13 +574,13 @@ func TestTracerFilterNoMatch(t *testing.T) {
 		warnings        []string       // each exactly once
 	}{
 		{"nosuch_fn,fib", "", map[string]int{"fib": 177},
-			[]string{"ftkit: filter 'nosuch_fn': No such device"}},
+			[]string{"ftkit: filter 'nosuch_fn': matches no function"}},
 		{"nosuch*", "", map[string]int{},
-			[]string{"ftkit: filter 'nosuch*': No such device", "ftkit: no function matches the filter 'nosuch*': nothing is traced"}},
+			[]string{"ftkit: filter 'nosuch*': matches no function", "ftkit: no function matches the filter 'nosuch*': nothing is traced"}},
 		{"nosuch*,!fib", "", map[string]int{},
-			[]string{"ftkit: filter 'nosuch*': No such device", "nothing is traced"}},
+			[]string{"ftkit: filter 'nosuch*': matches no function", "nothing is traced"}},
 		{"", "nosuch_fn, fi?", map[string]int{"main": 1},
-			[]string{"ftkit: notrace 'nosuch_fn': No such device"}},
+			[]string{"ftkit: notrace 'nosuch_fn': matches no function"}},
 	} {
 		cmd := exec.Command(prog, "10")
 		cmd.Dir = dir
@@ -948,6 +948,7 @@ func TestTracerLiveControl(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_live.c")
 	run := t.TempDir()
+	os.Chmod(run, 0o700) // an XDG_RUNTIME_DIR is the user's alone, or the runtime does not use it
 	cmd := exec.Command(prog)
 	cmd.Dir = dir
 	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "XDG_RUNTIME_DIR="+run)
@@ -1052,8 +1053,8 @@ func TestTracerLiveControl(t *testing.T) {
 	// refused changes change nothing (a partly applied filter would now trace only tick,
 	// which notrace excludes: calls/1 would be one short)
 	for req, want := range map[string]string{
-		"filter nosuch_fn,tick": "error filter 'nosuch_fn': No such device (nothing changed)",
-		"filter tick,nosuch*":   "error filter 'nosuch*': No such device (nothing changed)",
+		"filter nosuch_fn,tick": "error filter 'nosuch_fn': matches no function (nothing changed)",
+		"filter tick,nosuch*":   "error filter 'nosuch*': matches no function (nothing changed)",
 		"notrace calls,[x":      "error notrace '[x': Invalid argument (nothing changed)",
 	} {
 		if r := ask(req); r != want {
@@ -1695,6 +1696,7 @@ func TestTracerSweepsStaleSockets(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_fib.c")
 	run := t.TempDir()
+	os.Chmod(run, 0o700) // the runtime uses only a private XDG_RUNTIME_DIR
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)

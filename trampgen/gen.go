@@ -29,7 +29,7 @@ const (
 // RegFields lists the fields of struct ftrace_pt_regs in order (8 bytes each).
 var RegFields = []string{
 	"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8",
-	"rax", "rcx", "rdx", "rsi", "rdi", "ip", "sp", "full", "reserved", "flags",
+	"rax", "rcx", "rdx", "rsi", "rdi", "ip", "sp", "full", "orig_ax", "flags",
 }
 
 // RegOff is the offset of a struct ftrace_pt_regs field from the frame base (%rsp).
@@ -167,6 +167,168 @@ func (a *asm) leanCaller(name, callLabel string) {
 	a.epilogue(name)
 }
 
+// saveRegsFrame emits the regs caller's prologue: every general register, the flags and
+// the vector argument registers; orig_ax (the direct trampoline to divert to) cleared.
+func (a *asm) saveRegsFrame() {
+	a.l("leaq -%d(%%rsp), %%rsp", FrameSize) // lea leaves the flags alone
+	a.l("pushfq")
+	a.l("popq %d(%%rsp)", RegOff("flags"))
+	a.saveXMM()
+	for _, r := range regsSaved {
+		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
+	}
+	a.l("movq $0, %d(%%rsp)", RegOff("orig_ax"))
+}
+
+// regsEpilogue returns where the callbacks said (the frame's ip), or, when a direct ops'
+// callback set orig_ax (ftrace_regs_set_direct), enters that direct trampoline as if the
+// site had called it: its address goes into the slot below the return address (xmm7's
+// upper half, already restored) and the final ret pops it, leaving the return into the
+// traced function on the stack (the kernel's x86 ftrace_regs_caller does the same).
+func (a *asm) regsEpilogue(name string) {
+	a.l("movq %d(%%rsp), %%rax", RegOff("ip")) // resume where the callback said
+	a.l("movq %%rax, %d(%%rsp)", FrameSize)
+	a.restoreXMM()
+	a.l("cmpq $0, %d(%%rsp)", RegOff("orig_ax"))
+	a.l("jnz 2f")
+	a.restoreRegs()
+	a.l("leaq %d(%%rsp), %%rsp", FrameSize)
+	a.l("ret")
+	a.raw("2:\n")
+	a.l("movq %d(%%rsp), %%rax", RegOff("orig_ax"))
+	a.l("movq %%rax, %d(%%rsp)", FrameSize-8)
+	a.restoreRegs()
+	a.l("leaq %d(%%rsp), %%rsp", FrameSize-8)
+	a.label(name + "_end")
+	a.l("ret")
+}
+
+func (a *asm) restoreRegs() {
+	for _, r := range regsSaved {
+		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
+	}
+	a.l("pushq %d(%%rsp)", RegOff("flags"))
+	a.l("popfq")
+}
+
+func (a *asm) regsCaller(name, callLabel string) {
+	a.fn(name)
+	a.saveRegsFrame()
+	a.common(name, callLabel, 1)
+	a.regsEpilogue(name)
+	a.l(".size %s, .-%s", name, name)
+}
+
+type multiKind int
+
+const (
+	multiPlain multiKind = iota // the plain caller's frame
+	multiNovec                  // every callback proven an integer-only leaf (leanCaller)
+	multiRegs                   // the regs caller's frame and exits
+)
+
+// multiCaller emits a template for a site served by several ops: the caller's prologue,
+// the op slot load and test at name_op_ptr (a jz rel32 to name_done when the slot is
+// cleared), one segment [name_seg, name_done) and the caller's epilogue.  The runtime
+// clones the prologue, then the segment once per ops of the site's set (the movabs at
+// name_seg_op gets the ops, the call at name_call its callback), then the epilogue, with
+// the jz re-aimed at it.  Each segment reloads the arguments: a callback may clobber them.
+// The frame's ip field is not reread: an IPMODIFY callback's new ip must not become the
+// next callback's site.
+func (a *asm) multiCaller(name string, kind multiKind) {
+	a.fn(name)
+	switch kind {
+	case multiRegs:
+		a.saveRegsFrame()
+	case multiPlain:
+		a.l("subq $%d, %%rsp", FrameSize)
+		a.saveXMM()
+		for _, r := range callerSaved {
+			a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
+		}
+	case multiNovec:
+		a.l("subq $%d, %%rsp", FrameSize)
+		for _, r := range callerSaved {
+			if r != "rcx" {
+				a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
+			}
+		}
+	}
+	if kind != multiNovec {
+		a.l("movq %d(%%rsp), %%rax", FrameSize)
+		a.l("movq %%rax, %d(%%rsp)", RegOff("ip"))
+		a.l("leaq %d(%%rsp), %%rax", FrameSize+8)
+		a.l("movq %%rax, %d(%%rsp)", RegOff("sp"))
+		full := 0
+		if kind == multiRegs {
+			full = 1
+		}
+		a.l("movq $%d, %d(%%rsp)", full, RegOff("full"))
+	}
+	a.enterDepth()
+	a.label(name + "_op_ptr")
+	a.l("movq ftrace_template_op(%%rip), %%rdx") // 48 8b 15 rel32, re-pointed in clones
+	a.l("testq %%rdx, %%rdx")
+	a.l(".byte 0x0f, 0x84") // jz rel32 to name_fallback, re-aimed in clones
+	a.l(".long %s_fallback - (. + 4)", name)
+	a.label(name + "_seg")
+	a.l("movq %d(%%rsp), %%rdi", FrameSize)   // return address = site + 5
+	a.l("movq %d(%%rsp), %%rsi", FrameSize+8) // parent ip
+	a.l("subq $5, %%rdi")                     // ip of the site
+	a.label(name + "_seg_op")
+	a.l("movabsq $0, %%rdx") // 48 ba imm64: this segment's ops
+	if kind != multiNovec {
+		a.l("movq %%rsp, %%rcx") // struct ftrace_regs *
+	}
+	a.label(name + "_call")
+	a.l("call ftrace_stub") // e8 rel32: this segment's callback
+	a.label(name + "_done")
+	a.leaveDepth()
+	a.multiExit(name, kind, false)
+
+	// name_fallback: the slot was cleared (the set is being retired) before this thread
+	// read it: no callback of the set may run from here any more, but the ops of the set
+	// still registered must see the call. Restore everything and continue in the arena's
+	// shared caller of the same kind (the list function) as if the site had called it;
+	// the thread leaves this trampoline's code before any callback runs.
+	a.label(name + "_fallback")
+	a.leaveDepth()
+	a.multiExit(name, kind, true)
+}
+
+// multiExit emits the restore and the exit of a multi-ops template: ret (through the
+// regs exits for multiRegs), or for the fallback a jmp rel32 (e9, aimed by the runtime).
+func (a *asm) multiExit(name string, kind multiKind, fallback bool) {
+	if kind == multiRegs && !fallback {
+		a.regsEpilogue(name)
+		return
+	}
+	if kind != multiNovec {
+		a.restoreXMM()
+	}
+	switch kind {
+	case multiRegs:
+		a.restoreRegs()
+		a.l("leaq %d(%%rsp), %%rsp", FrameSize)
+	default:
+		for _, r := range callerSaved {
+			if r != "rcx" || kind == multiPlain {
+				a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
+			}
+		}
+		a.l("addq $%d, %%rsp", FrameSize)
+	}
+	if !fallback {
+		a.label(name + "_end")
+		a.l("ret")
+		return
+	}
+	a.l(".byte 0xe9") // jmp rel32 to the shared caller
+	a.l(".long 0")
+	a.label(name + "_fallback_end")
+	a.l(".size %s, .-%s", name, name)
+}
+
 func (a *asm) epilogue(name string) {
 	a.l("addq $%d, %%rsp", FrameSize)
 	a.label(name + "_end")
@@ -184,6 +346,12 @@ func Assembly() string {
 		"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call",
 		"ftrace_caller_novec_end", "ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call",
 		"ftrace_regs_caller_end", "ftrace_stub", "__fentry__")
+	for _, n := range []string{"ftrace_multi_caller", "ftrace_multi_caller_novec", "ftrace_regs_multi_caller"} {
+		a.global(n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end",
+			n+"_fallback", n+"_fallback_end")
+	}
+	a.global("ftrace_direct_count", "ftrace_direct_count_end", "ftrace_direct_fexit",
+		"ftrace_direct_fexit_data", "ftrace_direct_fexit_end")
 
 	// ftrace_caller: argument registers only.
 	a.plainCaller("ftrace_caller", "ftrace_call")
@@ -192,28 +360,18 @@ func Assembly() string {
 	a.leanCaller("ftrace_caller_novec", "ftrace_novec_call")
 
 	// ftrace_regs_caller: every register and the flags; the callback may change the
-	// saved ip, and the trampoline returns there instead of into the traced function.
-	a.fn("ftrace_regs_caller")
-	a.l("leaq -%d(%%rsp), %%rsp", FrameSize) // lea leaves the flags alone
-	a.l("pushfq")
-	a.l("popq %d(%%rsp)", RegOff("flags"))
-	a.saveXMM()
-	for _, r := range regsSaved {
-		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
-	}
-	a.common("ftrace_regs_caller", "ftrace_regs_call", 1)
-	a.l("movq %d(%%rsp), %%rax", RegOff("ip")) // resume where the callback said
-	a.l("movq %%rax, %d(%%rsp)", FrameSize)
-	a.restoreXMM()
-	for _, r := range regsSaved {
-		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
-	}
-	a.l("pushq %d(%%rsp)", RegOff("flags"))
-	a.l("popfq")
-	a.l("leaq %d(%%rsp), %%rsp", FrameSize)
-	a.label("ftrace_regs_caller_end")
-	a.l("ret")
-	a.l(".size ftrace_regs_caller, .-ftrace_regs_caller")
+	// saved ip, and the trampoline returns there instead of into the traced function;
+	// a direct ops' callback may divert it into a direct trampoline (orig_ax).
+	a.regsCaller("ftrace_regs_caller", "ftrace_regs_call")
+
+	// The multi-ops templates: one op slot (cleared to stop them), then one segment per
+	// ops of the site's set, each calling that ops' callback with that ops (see multi).
+	a.multiCaller("ftrace_multi_caller", multiPlain)
+	a.multiCaller("ftrace_multi_caller_novec", multiNovec)
+	a.multiCaller("ftrace_regs_multi_caller", multiRegs)
+
+	// Ready direct trampolines (register_ftrace_direct): see direct.go.
+	a.directTrampolines()
 
 	// ftrace_stub and __fentry__: plain returns (un-ftlinked programs still run).
 	a.fn("ftrace_stub")
@@ -246,6 +404,8 @@ func Header() string {
 	for _, f := range RegFields {
 		fmt.Fprintf(&b, "#define FTRT_FRAME_%s %d\n", strings.ToUpper(f), RegOff(f))
 	}
+	b.WriteString("\n/* Ready direct trampolines (trampgen/direct.go). */\n")
+	b.WriteString(directHeader())
 	b.WriteString("\n#endif\n")
 	return b.String()
 }

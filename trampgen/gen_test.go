@@ -29,12 +29,18 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 
 type template struct {
 	start, opPtr, call, end string
+	divert                  bool // regs exits: a second ret (into a direct trampoline) and its jump
 }
 
 var templates = []template{
-	{"ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end"},
-	{"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call", "ftrace_caller_novec_end"},
-	{"ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call", "ftrace_regs_caller_end"},
+	{"ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end", false},
+	{"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call", "ftrace_caller_novec_end", false},
+	{"ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call", "ftrace_regs_caller_end", true},
+	{"ftrace_multi_caller", "ftrace_multi_caller_op_ptr", "ftrace_multi_caller_call", "ftrace_multi_caller_end", false},
+	{"ftrace_multi_caller_novec", "ftrace_multi_caller_novec_op_ptr", "ftrace_multi_caller_novec_call",
+		"ftrace_multi_caller_novec_end", false},
+	{"ftrace_regs_multi_caller", "ftrace_regs_multi_caller_op_ptr", "ftrace_regs_multi_caller_call",
+		"ftrace_regs_multi_caller_end", true},
 }
 
 func assemble(t *testing.T) (text []byte, syms map[string]uint64) {
@@ -127,7 +133,8 @@ func TestTemplatesDecode(t *testing.T) {
 			depth := 0 // bytes pushed since entry; %rsp % 16 == 0 on entry
 			sawCall := false
 			var incAt, decAt []uint64 // ftrt_cb_depth (%fs:) increments, decrements
-			jumps := 0
+			jumps, rets := 0, 0
+			divertDepth := -1 // stack depth where the divert path branches off
 			pc := start
 			for pc < end {
 				in, err := x86asm.Decode(text[pc:], 64)
@@ -136,7 +143,15 @@ func TestTemplatesDecode(t *testing.T) {
 				}
 				boundaries[pc] = true
 				if in.Op == x86asm.RET {
-					t.Fatalf("return at %#x before the end marker", pc)
+					// the regs exits: only after the call, the normal return before
+					// the divert path's
+					if rets++; !tp.divert || rets > 1 || pc < syms[tp.call] || divertDepth < 0 {
+						t.Fatalf("return at %#x before the end marker", pc)
+					}
+					if depth != 0 {
+						t.Errorf("stack not balanced at the return at %#x: %d bytes", pc, depth)
+					}
+					depth = divertDepth // what follows is the divert path
 				}
 				if in.Op == x86asm.CALL {
 					if pc != syms[tp.call] {
@@ -160,11 +175,14 @@ func TestTemplatesDecode(t *testing.T) {
 					jumps++
 					if rel, ok := in.Args[0].(x86asm.Rel); ok {
 						to := pc + uint64(in.Len) + uint64(int64(rel))
-						if to < start || to > end {
+						if (to < start || to > end) && to != syms[tp.start+"_fallback"] {
 							t.Errorf("jump at %#x leaves the template (to %#x)", pc, to)
 						}
 						if to <= syms[tp.call] {
 							t.Errorf("jump at %#x goes backwards or onto the call", pc)
+						}
+						if pc > syms[tp.call] && tp.divert {
+							divertDepth = depth
 						}
 					}
 				}
@@ -177,16 +195,26 @@ func TestTemplatesDecode(t *testing.T) {
 			if !sawCall {
 				t.Error("no call between start and end")
 			}
-			if depth != 0 {
-				t.Errorf("stack not balanced at the end marker: %d bytes", depth)
+			// the divert path's ret pops the direct trampoline's address from the
+			// slot below the return address
+			wantDepth := 0
+			if tp.divert {
+				wantDepth = 8
+			}
+			if depth != wantDepth {
+				t.Errorf("stack at the end marker: %d bytes pushed, want %d", depth, wantDepth)
 			}
 			for _, n := range []string{tp.opPtr, tp.call} {
 				if !boundaries[syms[n]] {
 					t.Errorf("%s (%#x) is not at an instruction boundary", n, syms[n])
 				}
 			}
-			if jumps != 1 {
-				t.Errorf("%d jumps, want 1 (skipping the call when the op slot is cleared)", jumps)
+			wantJumps := 1
+			if tp.divert {
+				wantJumps = 2
+			}
+			if jumps != wantJumps {
+				t.Errorf("%d jumps, want %d (skipping the call when the op slot is cleared, diverting into a direct trampoline)", jumps, wantJumps)
 			}
 			// The counter brackets the op slot load and the call (ftrt_sync_callbacks).
 			if len(incAt) != 1 || len(decAt) != 1 || incAt[0] > syms[tp.opPtr] ||
@@ -206,6 +234,53 @@ func TestTemplatesDecode(t *testing.T) {
 				t.Errorf("instruction at the end marker is %v (%v), want ret", in, err)
 			}
 		})
+	}
+	// The multi-ops templates: the slot test's jz rel32 ends the prologue and lands on
+	// _done; a segment is the argument reloads, movabs $ops, %rdx and the call, and
+	// nothing in it jumps (the runtime repeats it).
+	for _, n := range []string{"ftrace_multi_caller", "ftrace_multi_caller_novec", "ftrace_regs_multi_caller"} {
+		seg, op, call, done := syms[n+"_seg"], syms[n+"_seg_op"], syms[n+"_call"], syms[n+"_done"]
+		fb, fbEnd := syms[n+"_fallback"], syms[n+"_fallback_end"]
+		if !bytes.Equal(text[seg-6:seg-4], []byte{0x0f, 0x84}) ||
+			seg+uint64(int32(uint32(text[seg-4])|uint32(text[seg-3])<<8|uint32(text[seg-2])<<16|uint32(text[seg-1])<<24)) != fb {
+			t.Errorf("%s: the prologue does not end with jz rel32 to _fallback: % x", n, text[seg-6:seg])
+		}
+		// the fallback: lowers the counter, pops the frame, calls nothing and ends with
+		// jmp rel32 (to the shared caller) with the stack as at entry
+		if fb != syms[n+"_end"]+1 || text[fbEnd-5] != 0xe9 {
+			t.Errorf("%s: fallback at %#x (end+1 = %#x), last instruction % x", n, fb, syms[n+"_end"]+1, text[fbEnd-5:fbEnd])
+		}
+		depth, decs := FrameSize, 0
+		for pc := fb; pc < fbEnd; {
+			in, err := x86asm.Decode(text[pc:], 64)
+			if err != nil {
+				t.Fatalf("decode at %#x: %v", pc, err)
+			}
+			if m, ok := in.Args[0].(x86asm.Mem); ok && m.Segment == x86asm.FS && in.Op == x86asm.DEC {
+				decs++
+			}
+			if in.Op == x86asm.CALL || in.Op == x86asm.RET || (strings.HasPrefix(in.Op.String(), "J") && pc+uint64(in.Len) != fbEnd) {
+				t.Errorf("%s: %v in the fallback", n, in)
+			}
+			depth -= stackDelta(t, in)
+			pc += uint64(in.Len)
+		}
+		if depth != 0 || decs != 1 {
+			t.Errorf("%s: fallback leaves %d bytes on the stack, lowers the counter %d times", n, depth, decs)
+		}
+		if !bytes.Equal(text[op:op+2], []byte{0x48, 0xba}) || call+5 != done || !(seg < op && op < call) {
+			t.Errorf("%s: segment [%#x %#x) has movabs at %#x, call at %#x", n, seg, done, op, call)
+		}
+		for pc := seg; pc < done; {
+			in, err := x86asm.Decode(text[pc:], 64)
+			if err != nil {
+				t.Fatalf("decode at %#x: %v", pc, err)
+			}
+			if strings.HasPrefix(in.Op.String(), "J") || in.Op == x86asm.PUSH || in.Op == x86asm.POP {
+				t.Errorf("%s: %v in the segment", n, in)
+			}
+			pc += uint64(in.Len)
+		}
 	}
 	for _, n := range []string{"ftrace_stub", "__fentry__"} {
 		if text[syms[n]] != 0xc3 {
@@ -284,5 +359,95 @@ func TestNovecTemplate(t *testing.T) {
 		if rcx.MatchString(s) {
 			t.Errorf("novec template refers to %%rcx: %s", s)
 		}
+	}
+}
+
+// The ready direct trampolines: ftrace_direct_count writes no register but the ones it
+// saves and restores (and %r11, free at a function's entry), keeps the stack balanced and
+// stays inside itself; ftrace_direct_fexit calls only through registers or its block (its
+// clones run anywhere), has the block movabs at its data marker and leaves the
+// callee-saved registers but %rbp (pushed and popped) alone.
+func TestDirectTemplates(t *testing.T) {
+	text, syms := assemble(t)
+	written := func(in x86asm.Inst) (x86asm.Reg, bool) {
+		r, ok := in.Args[0].(x86asm.Reg)
+		switch in.Op {
+		case x86asm.CMP, x86asm.TEST, x86asm.PUSH, x86asm.JE, x86asm.JNE, x86asm.JMP, x86asm.CALL, x86asm.RET:
+			return 0, false
+		}
+		return r, ok
+	}
+	start, end := syms["ftrace_direct_count"], syms["ftrace_direct_count_end"]
+	allowed := map[x86asm.Reg]bool{x86asm.RAX: true, x86asm.EAX: true, x86asm.RCX: true, x86asm.ECX: true,
+		x86asm.RDX: true, x86asm.EDX: true, x86asm.RSI: true, x86asm.ESI: true, x86asm.R11: true}
+	depth := 0
+	for pc := start; pc < end; {
+		in, err := x86asm.Decode(text[pc:], 64)
+		if err != nil {
+			t.Fatalf("ftrace_direct_count: decode at %#x: %v", pc, err)
+		}
+		if r, ok := written(in); ok && !allowed[r] && in.Op != x86asm.POP {
+			t.Errorf("ftrace_direct_count writes %v: %v", r, in)
+		}
+		if in.Op == x86asm.CALL || in.Op == x86asm.RET {
+			t.Errorf("ftrace_direct_count: %v before its end", in)
+		}
+		if rel, ok := in.Args[0].(x86asm.Rel); ok {
+			if to := pc + uint64(in.Len) + uint64(int64(rel)); to < start || to > end {
+				t.Errorf("ftrace_direct_count: jump at %#x leaves it", pc)
+			}
+		}
+		depth -= stackDelta(t, in)
+		pc += uint64(in.Len)
+	}
+	if depth != 0 {
+		t.Errorf("ftrace_direct_count: %d bytes left on the stack", depth)
+	}
+	if text[end] != 0xc3 {
+		t.Errorf("ftrace_direct_count does not end with ret")
+	}
+
+	start, end = syms["ftrace_direct_fexit"], syms["ftrace_direct_fexit_end"]
+	if d := syms["ftrace_direct_fexit_data"]; !bytes.Equal(text[d:d+2], []byte{0x48, 0xb8}) {
+		t.Errorf("data marker is % x, want movabs (48 b8)", text[d:d+10])
+	}
+	calls, boundary := 0, false
+	for pc := start; pc < end; {
+		in, err := x86asm.Decode(text[pc:], 64)
+		if err != nil {
+			t.Fatalf("ftrace_direct_fexit: decode at %#x: %v", pc, err)
+		}
+		if pc == syms["ftrace_direct_fexit_data"] {
+			boundary = true
+		}
+		switch in.Op {
+		case x86asm.CALL:
+			calls++
+			if _, rel := in.Args[0].(x86asm.Rel); rel {
+				t.Errorf("ftrace_direct_fexit: relative call %v (clones move)", in)
+			}
+		case x86asm.RET:
+			t.Errorf("ftrace_direct_fexit: ret before its end")
+		}
+		if strings.HasPrefix(in.Op.String(), "J") {
+			t.Errorf("ftrace_direct_fexit: jump %v", in)
+		}
+		if m, ok := in.Args[1].(x86asm.Mem); ok && m.Base == x86asm.RIP {
+			t.Errorf("ftrace_direct_fexit: rip-relative %v (clones move)", in)
+		}
+		if r, ok := written(in); ok {
+			switch r {
+			case x86asm.RBX, x86asm.R12, x86asm.R13, x86asm.R14, x86asm.R15:
+				t.Errorf("ftrace_direct_fexit writes callee-saved %v", r)
+			case x86asm.RBP:
+				if src, _ := in.Args[1].(x86asm.Reg); in.Op != x86asm.POP && src != x86asm.RSP {
+					t.Errorf("ftrace_direct_fexit writes %%rbp: %v", in)
+				}
+			}
+		}
+		pc += uint64(in.Len)
+	}
+	if calls != 3 || !boundary {
+		t.Errorf("ftrace_direct_fexit: %d calls (want entry, the function, exit), data marker on a boundary: %v", calls, boundary)
 	}
 }

@@ -9,6 +9,7 @@ package runtimebench
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,52 @@ func buildStartup(t testing.TB, dir string, n int) string {
 	return exe
 }
 
+// buildDirectmod builds directmod.c with n generated sites.
+func buildDirectmod(t testing.TB, dir string, n int) string {
+	t.Helper()
+	testenv.Need(t, "gcc")
+	lib, inc := testenv.Runtime(t)
+	gen := filepath.Join(dir, "gen_sites_dm.o")
+	testenv.Run(t, dir, "gcc", "-c", "-DNSITES="+strconv.Itoa(n), filepath.Join(benchDir(), "gen_sites.S"), "-o", gen)
+	exe := filepath.Join(dir, "directmod-"+strconv.Itoa(n))
+	testenv.Run(t, dir, "gcc", "-O2", "-DNSITES="+strconv.Itoa(n), "-I"+inc, filepath.Join(benchDir(), "directmod.c"), gen,
+		"-o", exe, "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	return exe
+}
+
+// buildColdenable generates a source of n ordinary functions (and the table of their
+// addresses), compiles it with gcc -O1 -pg -mfentry and links it with coldenable.c, through
+// the full flow. 300,000 functions take gcc a few minutes.
+func buildColdenable(t testing.TB, dir string, n int) string {
+	t.Helper()
+	testenv.Need(t, "gcc")
+	lib, inc := testenv.Runtime(t)
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "__attribute__((noinline)) int f%d(int x) { return x * 3 + %d; }\n", i, i)
+	}
+	b.WriteString("typedef int (*fp)(int);\nfp const tab[] = {\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "f%d,\n", i)
+	}
+	fmt.Fprintf(&b, "};\nconst unsigned long nfuncs = %d;\n", n)
+	src := filepath.Join(dir, "funcs.c")
+	if err := os.WriteFile(src, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var objs []string
+	for _, s := range []string{src, filepath.Join(benchDir(), "coldenable.c")} {
+		obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(s), ".c")+".o")
+		testenv.Run(t, dir, "gcc", "-O1", "-pg", "-mfentry", "-I"+inc, "-c", s, "-o", obj)
+		testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+		objs = append(objs, obj)
+	}
+	exe := filepath.Join(dir, "coldenable-"+strconv.Itoa(n))
+	testenv.Run(t, dir, "gcc", append(objs, "-o", exe, "-L"+lib, "-lftrt", "-lpthread", "-ldl")...)
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), exe)
+	return exe
+}
+
 // parse reads "name value..." lines.
 func parse(t testing.TB, out string) map[string][]float64 {
 	t.Helper()
@@ -72,7 +119,8 @@ func parse(t testing.TB, out string) map[string][]float64 {
 	return m
 }
 
-var callNames = []string{"nop", "fentry", "floor", "tramp", "tramp_k1", "tramp_k8", "tramp_k64", "list", "list_k8", "regs"}
+var callNames = []string{"nop", "fentry", "floor", "tramp", "tramp_k1", "tramp_k8", "tramp_k64", "list", "list_k8",
+	"multi_k64_own", "regs", "direct", "direct_shared_own"}
 
 // The bench programs build and run (small sizes), so they do not rot.
 func TestBenchProgramsRun(t *testing.T) {
@@ -82,6 +130,14 @@ func TestBenchProgramsRun(t *testing.T) {
 		if len(m[n]) != 2 || m[n][0] <= 0 || m[n][1] <= 0 {
 			t.Errorf("callcost: %s: want ns and ratio, both positive: %v", n, m[n])
 		}
+	}
+	m = parse(t, testenv.Run(t, dir, buildColdenable(t, dir, 200), "1"))
+	if len(m["cold_ms"]) != 2 || len(m["warm_ms"]) != 2 || len(m["sites"]) != 1 || m["sites"][0] < 200 {
+		t.Errorf("coldenable: %v", m)
+	}
+	m = parse(t, testenv.Run(t, dir, buildDirectmod(t, dir, 100), "3"))
+	if len(m["modify_1_us"]) != 2 || len(m["modify_100_us"]) != 2 || m["modify_100_us"][0] <= 0 {
+		t.Errorf("directmod: %v", m)
 	}
 	m = parse(t, testenv.Run(t, dir, buildStartup(t, dir, 5000), "3")) // > 64 KiB of records: the mapped path
 	if len(m["init_us"]) != 1 || m["init_us"][0] <= 0 {
@@ -107,12 +163,13 @@ func BenchmarkRuntimeCallCost(b *testing.B) {
 	ratios := map[string][]float64{}
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < callcostRuns; r++ {
-			// alternate: the default (empty callback → lean trampoline) and
-			// FTRT_NOVEC=0 (every trampoline the full one)
-			for _, novec := range []string{"1", "0"} {
+			// alternate: the default (empty callback → lean trampoline, shared sites
+			// → a trampoline of their ops), FTRT_NOVEC=0 (every trampoline the full
+			// one) and FTRT_MULTI=0 (shared sites → the list function)
+			for _, mode := range []string{"", "FTRT_NOVEC=0", "FTRT_MULTI=0"} {
 				cmd := exec.Command(exe)
 				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), "FTRT_NOVEC="+novec)
+				cmd.Env = append(os.Environ(), mode)
 				out, err := cmd.Output()
 				if err != nil {
 					b.Fatalf("%s: %v", exe, err)
@@ -121,8 +178,11 @@ func BenchmarkRuntimeCallCost(b *testing.B) {
 					if len(v) != 2 {
 						b.Fatalf("%s: line %s: want ns and ratio, got %v", exe, n, v)
 					}
-					if novec == "0" {
+					switch mode {
+					case "FTRT_NOVEC=0":
 						n += "_vec"
+					case "FTRT_MULTI=0":
+						n += "_listfn"
 					}
 					if old, ok := best[n]; !ok || v[0] < old {
 						best[n] = v[0]
@@ -149,9 +209,15 @@ func BenchmarkRuntimeCallCost(b *testing.B) {
 	for _, k := range []string{"tramp_k1", "tramp_k8", "tramp_k64"} {
 		b.ReportMetric(ratio(k)/ratio("tramp"), k+"/tramp")
 	}
-	b.ReportMetric(ratio("list"), "list/fentry")
-	b.ReportMetric(ratio("list_k8"), "list_k8/fentry")
+	b.ReportMetric(ratio("list"), "multi/fentry")
+	b.ReportMetric(ratio("list_k8"), "multi_k8/fentry")
+	b.ReportMetric(ratio("multi_k64_own"), "multi_k64/own")
+	b.ReportMetric(ratio("list_listfn"), "listfn/fentry")
+	b.ReportMetric(ratio("list_k8_listfn"), "listfn_k8/fentry")
+	b.ReportMetric(ratio("multi_k64_own_listfn"), "listfn_k64/own")
 	b.ReportMetric(ratio("regs"), "regs/fentry")
+	b.ReportMetric(ratio("direct"), "direct/fentry")
+	b.ReportMetric(ratio("direct_shared_own"), "direct_shared/own")
 }
 
 // median wall time of running exe (whole process: exec, loader, constructors, exit).
@@ -164,6 +230,53 @@ func medianRun(b *testing.B, dir, exe string, runs int) time.Duration {
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
 	return ts[runs/2]
+}
+
+// Gapless modify_ftrace_direct of 1 and of 10,000 sites (best and median of 21 each).
+func BenchmarkRuntimeDirectModify(b *testing.B) {
+	dir := b.TempDir()
+	exe := buildDirectmod(b, dir, 10000)
+	b.ResetTimer()
+	var m map[string][]float64
+	for i := 0; i < b.N; i++ {
+		m = parse(b, testenv.Run(b, dir, exe, "21"))
+	}
+	b.StopTimer()
+	b.ReportMetric(m["modify_1_us"][0], "modify1-best-us")
+	b.ReportMetric(m["modify_1_us"][1], "modify1-median-us")
+	b.ReportMetric(m["modify_10000_us"][0], "modify10k-best-us")
+	b.ReportMetric(m["modify_10000_us"][1], "modify10k-median-us")
+}
+
+// Cold enable: the first register (empty filter) in a fresh process of 300,000 compiled
+// functions with one thread calling them, and its unregister; then warm rounds. Several
+// processes, best and median of the cold figures.
+func BenchmarkRuntimeColdEnable(b *testing.B) {
+	dir := b.TempDir()
+	exe := buildColdenable(b, dir, 300000)
+	b.ResetTimer()
+	var reg, unreg, wreg, wunreg []float64
+	var m map[string][]float64
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < 7; r++ {
+			m = parse(b, testenv.Run(b, dir, exe, "3"))
+			reg = append(reg, m["cold_ms"][0])
+			unreg = append(unreg, m["cold_ms"][1])
+			wreg = append(wreg, m["warm_ms"][0])
+			wunreg = append(wunreg, m["warm_ms"][1])
+		}
+	}
+	b.StopTimer()
+	for _, v := range [][]float64{reg, unreg, wreg, wunreg} {
+		sort.Float64s(v)
+	}
+	b.ReportMetric(m["sites"][0], "sites")
+	b.ReportMetric(reg[0], "cold-register-best-ms")
+	b.ReportMetric(reg[len(reg)/2], "cold-register-median-ms")
+	b.ReportMetric(unreg[len(unreg)/2], "cold-unregister-median-ms")
+	b.ReportMetric(wreg[len(wreg)/2], "warm-register-median-ms")
+	b.ReportMetric(wunreg[len(wunreg)/2], "warm-unregister-median-ms")
+	b.ReportMetric(m["cold_minflt"][0], "cold-register-minflt")
 }
 
 func BenchmarkRuntimeStartup(b *testing.B) {

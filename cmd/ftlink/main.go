@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/ftkit/ftkit/elfrw"
+	"github.com/ftkit/ftkit/internal/cliargs"
 	"github.com/ftkit/ftkit/mcountloc"
 	"github.com/ianlancetaylor/demangle"
 	"github.com/urfave/cli/v2"
@@ -70,6 +71,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			return nil
 		},
+	}
+	if done, err := cliargs.Man(app, args, stdout); done {
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
+	}
+	if len(args) > 1 { // flags may follow the files
+		args = append(args[:1:1], cliargs.FlagsFirst(app.Flags, args[1:])...)
 	}
 	if err := app.Run(args); err != nil {
 		fmt.Fprintf(stderr, "ftlink: %v\n", err)
@@ -131,6 +142,12 @@ func processFile(path string, o opts) (*fileReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Reading a FIFO or a device would block or never end.
+	if st, err := os.Stat(real); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
 	data, err := os.ReadFile(real)
 	if err != nil {
 		return nil, err
@@ -165,10 +182,14 @@ func processFile(path string, o opts) (*fileReport, error) {
 			return nil, err
 		}
 		if changed {
+			links := elfrw.HardLinks(real)
 			if err := elfrw.WriteFileAtomic(real, data); err != nil {
 				return nil, fmt.Errorf("writing: %w", err)
 			}
 			rep.Written = true
+			if links > 1 {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("warning: the file had %d hard links; only this name is processed now (the file is replaced, not rewritten in place)", links))
+			}
 		}
 		// Dropped entries are reported but do not fail the run: they are not patched.
 		rep.OK = true
@@ -199,6 +220,8 @@ func processFile(path string, o opts) (*fileReport, error) {
 				verdict = "FAILED"
 			}
 			fmt.Fprintf(o.stdout, "%s: %s: %d sites good, %d bad, %d duplicates (%s)\n", path, verdict, rep.Good, rep.Bad, rep.Dups, state)
+		} else if o.verbose && l.Processed && !rep.Written {
+			fmt.Fprintf(o.stdout, "%s: already processed by ftlink: %d sites, left unchanged\n", path, rep.Good)
 		} else if o.verbose {
 			what := "unchanged"
 			if rep.Written {

@@ -21,6 +21,8 @@ import (
 //	setmachine FILE N       set e_machine of an ELF file
 //	checkmode FILE MODE     fail unless FILE has mode bits MODE (octal, with setuid & co.)
 //	setmode FILE MODE       chmod FILE to MODE (octal, with setuid & co.)
+//	hardlink OLD NEW        make NEW a hard link to OLD
+//	mkfifo FILE             make a named pipe
 //	unnop ORIG FILE FUNC    copy FUNC's (or its clone's) call site bytes from ORIG into FILE
 func TestScripts(t *testing.T) {
 	rm := testenv.Tool(t, "recordmcount")
@@ -56,6 +58,18 @@ func TestScripts(t *testing.T) {
 				if got := uint64(st.Mode & 0o7777); (got == want) == neg {
 					ts.Fatalf("%s: mode %#o, want %#o", args[0], got, want)
 				}
+			},
+			"mkfifo": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: mkfifo FILE")
+				}
+				ts.Check(syscall.Mkfifo(ts.MkAbs(args[0]), 0o600))
+			},
+			"hardlink": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: hardlink OLD NEW")
+				}
+				ts.Check(os.Link(ts.MkAbs(args[0]), ts.MkAbs(args[1])))
 			},
 			"setmode": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 2 {

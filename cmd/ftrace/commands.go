@@ -112,8 +112,8 @@ func dumpCommand() *cli.Command {
 			var err error
 			if c.Bool("chrome") {
 				f, _, err = loadForest(c)
-			} else {
-				tr, _, err = loadTrace(c)
+			} else if tr, _, err = loadTrace(c); err == nil {
+				warnLost(c, tr)
 			}
 			if err != nil {
 				return err
@@ -169,7 +169,6 @@ func pprofCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			warnLost(c, f)
 			w, done, err := outputFile(c, c.String("output"))
 			if err != nil {
 				return err
@@ -202,7 +201,6 @@ func flameCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			warnLost(c, f)
 			stacks := flame.Fold(f, flame.Options{TIDs: c.IntSlice("tid"), ByThread: c.Bool("by-thread")})
 			out := c.String("output")
 			if out == "" && !c.Bool("folded") {
@@ -294,11 +292,22 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace) error {
 	if h.GraphDepth > 0 {
 		fmt.Fprintf(w, "graph depth limit:\t%d\n", h.GraphDepth)
 	}
+	if h.Version >= tracefile.Version2 {
+		mode := "streaming"
+		if h.Ring {
+			mode = fmt.Sprintf("flight recorder (ring of %d bytes per thread: the newest events)", h.RingBytes)
+		}
+		fmt.Fprintf(w, "format:\tversion %d, %s, blocks of %d bytes\n", h.Version, mode, h.BlockSize)
+	}
 	calls, entries, exits, lost, lostDepth := tr.Counts()
 	fmt.Fprintf(w, "events:\t%d (%d calls, %d entries, %d exits)\n", calls+entries+exits, calls, entries, exits)
+	sum := tracefile.LostSummary(tr)
 	fmt.Fprintf(w, "lost events:\t%d\n", lost)
 	if h.LostNoBuf > 0 {
 		fmt.Fprintf(w, "lost (no buffer):\t%d\n", h.LostNoBuf)
+	}
+	if sum.Lost > 0 {
+		fmt.Fprintf(w, "lost in all:\t%d of %d events (%s)\n", sum.Lost, sum.Lost+sum.Recorded, pct(sum.Lost, sum.Lost+sum.Recorded))
 	}
 	fmt.Fprintf(w, "frames over depth:\t%d\n", lostDepth)
 	fmt.Fprintf(w, "threads:\t%d\n", len(tr.Threads))
@@ -315,6 +324,9 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace) error {
 		}
 		if th.Flags&tracefile.ThreadFull != 0 {
 			fl = append(fl, "full")
+		}
+		if th.MissingBlocks > 0 {
+			fl = append(fl, fmt.Sprintf("%d-blocks-missing", th.MissingBlocks))
 		}
 		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%s\t\n", th.TID, th.Name, len(th.Events), th.Lost, th.LostDepth, strings.Join(fl, ","))
 	}

@@ -286,6 +286,7 @@ int main(int argc, char **argv)
 // off, gets enabled with a filter, and a snapshot shows what it recorded.
 func TestE2ELive(t *testing.T) {
 	dir := t.TempDir()
+	os.Chmod(dir, 0o700) // the runtime and ftrace live use only a private XDG_RUNTIME_DIR
 	t.Setenv("XDG_RUNTIME_DIR", dir)
 	prog := buildTraced(t, dir, "live", liveSrc)
 	ftrace := testenv.Tool(t, "ftrace")
@@ -358,7 +359,7 @@ func TestE2ELive(t *testing.T) {
 	if _, after := reportCalls(t, dir, snap2); after["other"] == 0 || after["tick"] != before["tick"] {
 		t.Errorf("graph_function other: snapshot calls %v after %v, want more of other and no more tick", after, before)
 	}
-	if r := testenv.Exec(t, dir, ftrace, "live", pid, "graph_function", "nosuch"); r.Code == 0 || !strings.Contains(r.Stderr, "graph_function 'nosuch'") {
+	if r := testenv.Exec(t, dir, ftrace, "live", pid, "graph_function", "nosuch"); r.Code == 0 || !strings.Contains(r.Stderr, "graph_function 'nosuch': matches no function") {
 		t.Errorf("graph_function nosuch: %+v", r)
 	}
 	if r := testenv.Exec(t, dir, ftrace, "live", pid, "tracer", "bogus"); r.Code == 0 || !strings.Contains(r.Stderr, "refused") {

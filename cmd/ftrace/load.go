@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -93,6 +94,10 @@ func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 			}
 		}
 	}
+	if err := checkTIDs(c, path, tr); err != nil {
+		return nil, nil, err
+	}
+	warnLost(c, tr)
 	f := calltree.Build(tr, sym.Lookup, progress)
 	for _, w := range sym.Warnings() {
 		fmt.Fprintf(stderr, "ftrace: warning: %s\n", w)
@@ -100,18 +105,70 @@ func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 	return f, tr, nil
 }
 
-// warnLost says on stderr that events were lost: in a profile or a flame graph nothing else
-// shows it, and the time of the calls not recorded counts as their callers' self time.
-func warnLost(c *cli.Context, f *calltree.Forest) {
-	lost := f.Header.LostNoBuf
-	for _, t := range f.Threads {
-		lost += t.Lost
+// checkTIDs refuses a --tid naming a thread the trace does not hold: the output would be
+// empty with no word why.
+func checkTIDs(c *cli.Context, path string, tr *tracefile.Trace) error {
+	have := map[int]bool{}
+	var tids []int
+	for _, th := range tr.Threads {
+		if !have[th.TID] {
+			have[th.TID] = true
+			tids = append(tids, th.TID)
+		}
 	}
-	if lost > 0 {
-		path, _ := inputPath(c)
-		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %d events lost (full buffer: FTRACE_BUFFER_KB); "+
-			"the time of calls not recorded shows as their callers' self time\n", path, lost)
+	for _, t := range c.IntSlice("tid") {
+		if !have[t] {
+			sort.Ints(tids)
+			return fmt.Errorf("%s: no thread %d in the trace (threads: %s)", path, t, joinInts(tids))
+		}
 	}
+	return nil
+}
+
+// warnLost says on stderr that events were lost, in all and per thread: the time of the
+// calls not recorded counts as their callers' self time, and nothing else in a profile,
+// a flame graph or a report shows it.
+func warnLost(c *cli.Context, tr *tracefile.Trace) {
+	sum := tracefile.LostSummary(tr)
+	if sum.Lost == 0 {
+		return
+	}
+	path, _ := inputPath(c)
+	w := c.App.ErrWriter
+	fmt.Fprintf(w, "ftrace: warning: %s: %d events lost (%s of %d); the time of calls not recorded shows as their callers' self time%s\n",
+		path, sum.Lost, pct(sum.Lost, sum.Lost+sum.Recorded), sum.Lost+sum.Recorded, sum.Hint)
+	const most = 8
+	for i, th := range sum.Threads {
+		if i == most {
+			fmt.Fprintf(w, "ftrace: warning: %s: and %d more threads lost events\n", path, len(sum.Threads)-most)
+			break
+		}
+		fmt.Fprintf(w, "ftrace: warning: %s: thread %d%s: %d of %d events lost (%s)\n",
+			path, th.TID, threadName(th.Name), th.Lost, th.Lost+th.Recorded, pct(th.Lost, th.Lost+th.Recorded))
+	}
+}
+
+func threadName(n string) string {
+	if n == "" {
+		return ""
+	}
+	return " (" + n + ")"
+}
+
+// pct formats part/whole as a percentage with one decimal (never 0.0% for a loss, never
+// 100.0% for a partial one).
+func pct(part, whole uint64) string {
+	if whole == 0 {
+		return "0%"
+	}
+	v := 100 * float64(part) / float64(whole)
+	switch {
+	case part > 0 && v < 0.1:
+		return "<0.1%"
+	case part < whole && v > 99.9:
+		return ">99.9%"
+	}
+	return fmt.Sprintf("%.1f%%", v)
 }
 
 // outputFile opens -o's file (stdout for "" or "-"); the returned close commits it.

@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ftkit/ftkit/internal/cliargs"
 )
 
 func main() {
@@ -23,7 +27,18 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
-	if err := app.Run(args); err != nil {
+	if done, err := cliargs.Man(app, args, stdout); done {
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
+	}
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && args[1] != "help" && app.Command(args[1]) == nil {
+		fmt.Fprintf(stderr, "ftrace: unknown command %q (commands: %s; ftrace --help)\n", args[1], strings.Join(commandNames(app), ", "))
+		return 1
+	}
+	if err := app.Run(flagsFirst(app, args)); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			return ee.code
@@ -54,5 +69,41 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			flameCommand(),
 			infoCommand(),
 		},
+	}
+}
+
+func commandNames(app *cli.App) []string {
+	var names []string
+	for _, c := range app.Commands {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// flagsFirst lets a command's flags follow its arguments (`ftrace report t.dat --limit
+// 3`). record is left alone: what follows its first argument is the program's command line.
+func flagsFirst(app *cli.App, args []string) []string {
+	if len(args) < 3 {
+		return args
+	}
+	cmd := app.Command(args[1])
+	if cmd == nil || cmd.Name == "record" {
+		return args
+	}
+	return append(append([]string{}, args[:2]...), cliargs.FlagsFirst(cmd.Flags, args[2:])...)
+}
+
+// repeatHint is how urfave/cli shows that a list flag can be repeated:
+// "--filter GLOBS, -F GLOBS [ --filter GLOBS, -F GLOBS ]". Said once in the usage instead.
+var repeatHint = regexp.MustCompile(` \[ [^\]\t]* \]`)
+
+func init() {
+	plain := cli.FlagStringer
+	cli.FlagStringer = func(f cli.Flag) string {
+		s := plain(f)
+		if _, ok := f.(*cli.StringSliceFlag); ok {
+			s = repeatHint.ReplaceAllString(s, "")
+		}
+		return s
 	}
 }

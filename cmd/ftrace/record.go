@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/ftkit/ftkit/mcountloc"
 	"github.com/urfave/cli/v2"
 )
 
@@ -28,16 +30,18 @@ func recordCommand() *cli.Command {
 			"FTRACE_GRAPH_FUNCTION, FTRACE_GRAPH_NOTRACE, FTRACE_GRAPH_DEPTH, FTRACE_OUTPUT and\n" +
 			"FTRACE_BUFFER_KB set from the flags, and exits with the program's exit status.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "tracer", Aliases: []string{"t"}, Value: tracefile.TracerFunctionGraph, Usage: "function or function_graph"},
-			&cli.StringSliceFlag{Name: "filter", Aliases: []string{"F"}, Usage: "trace only functions matching these globs (`!glob` removes)"},
-			&cli.StringSliceFlag{Name: "notrace", Aliases: []string{"N"}, Usage: "never trace functions matching these globs"},
-			&cli.StringSliceFlag{Name: "graph-function", Aliases: []string{"G"}, Usage: "function_graph: graph only these functions and what they call"},
-			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions and what they call"},
+			&cli.StringFlag{Name: "tracer", Aliases: []string{"t"}, Value: tracefile.TracerFunctionGraph, Usage: "`NAME`: function, function_graph or nop (nop: nothing recorded until a live command sets a tracer)"},
+			&cli.StringSliceFlag{Name: "filter", Aliases: []string{"F"}, Usage: "trace only functions matching these `GLOBS` (comma-separated, repeatable; !glob removes)"},
+			&cli.StringSliceFlag{Name: "notrace", Aliases: []string{"N"}, Usage: "never trace functions matching these `GLOBS`"},
+			&cli.StringSliceFlag{Name: "graph-function", Aliases: []string{"G"}, Usage: "function_graph: graph only these functions (`GLOBS`) and what they call"},
+			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions (`GLOBS`) and what they call"},
 			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "maximum graph depth (0: unlimited)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: defaultTrace, Usage: "trace file (%p: pid)"},
 			&cli.IntFlag{Name: "buffer-kb", Aliases: []string{"b"}, Usage: "per-thread buffer size in KiB (0: runtime default, 16384)"},
 			&cli.StringFlag{Name: "clock", Usage: "tsc or mono (default: runtime's choice)"},
 			&cli.BoolFlag{Name: "control", Usage: "serve the live-control socket (FTRACE_CONTROL=1; on by default with a tracer; --control=false: none)"},
+			&cli.DurationFlag{Name: "duration", Usage: "stop recording after `D` (e.g. 30s, 5m): the trace is finalised then and the program runs on untraced"},
+			&cli.StringFlag{Name: "size", Usage: "stop recording once the trace uses `SIZE` of disk (e.g. 512M, 2G; K, M, G: powers of 1024)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
 		},
 		Action: doRecord,
@@ -56,10 +60,21 @@ func doRecord(c *cli.Context) error {
 	switch tracer {
 	case tracefile.TracerFunction, tracefile.TracerFunctionGraph, "nop":
 	default:
-		return fmt.Errorf("record: unknown tracer %q (want function or function_graph)", tracer)
+		return fmt.Errorf("record: unknown tracer %q (want function, function_graph or nop)", tracer)
 	}
 	if c.Int("depth") < 0 || c.Int("buffer-kb") < 0 {
 		return errors.New("record: --depth and --buffer-kb must not be negative")
+	}
+	limitSize, err := parseSize(c.String("size"))
+	if err != nil {
+		return fmt.Errorf("record: --size: %w", err)
+	}
+	if c.Duration("duration") < 0 {
+		return errors.New("record: --duration must not be negative")
+	}
+	limited := c.Duration("duration") > 0 || limitSize > 0
+	if limited && c.IsSet("control") && !c.Bool("control") {
+		return errors.New("record: --duration and --size stop recording through the control socket: not with --control=false")
 	}
 	out := c.String("output")
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
@@ -78,7 +93,9 @@ func doRecord(c *cli.Context) error {
 	if cl := c.String("clock"); cl != "" {
 		env = append(env, "FTRACE_CLOCK="+cl)
 	}
-	if c.IsSet("control") {
+	if limited && tracer == "nop" {
+		env = append(env, "FTRACE_CONTROL=1")
+	} else if c.IsSet("control") {
 		if c.Bool("control") {
 			env = append(env, "FTRACE_CONTROL=1")
 		} else {
@@ -112,7 +129,13 @@ func doRecord(c *cli.Context) error {
 			cmd.Process.Signal(sig)
 		}
 	}()
-	err := cmd.Wait()
+	stopped := make(chan string, 1)
+	done := make(chan struct{})
+	if limited {
+		go stopRecording(c, cmd.Process.Pid, strings.ReplaceAll(out, "%p", strconv.Itoa(cmd.Process.Pid)), limitSize, done, stopped)
+	}
+	err = cmd.Wait()
+	close(done)
 	signal.Stop(fwd)
 	close(fwd)
 	code := 0
@@ -127,7 +150,13 @@ func doRecord(c *cli.Context) error {
 		}
 	}
 	if !c.Bool("quiet") {
+		select {
+		case why := <-stopped:
+			fmt.Fprintf(c.App.ErrWriter, "ftrace: recording stopped %s\n", why)
+		default:
+		}
 		summarise(c, out, cmd.Process.Pid, start)
+		noTableHint(c.App.ErrWriter, cmd.Path)
 	}
 	if code != 0 {
 		return exitError{code}
@@ -178,10 +207,10 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) {
 		fmt.Fprintf(stderr, "ftrace: %v\n", err)
 		return
 	}
-	calls, entries, exits, lost, lostDepth := tr.Counts()
+	calls, entries, exits, _, lostDepth := tr.Counts()
 	fmt.Fprintf(stderr, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), calls+entries+exits)
-	if lost+lostDepth+tr.Header.LostNoBuf > 0 {
-		fmt.Fprintf(stderr, ", %d lost, %d frames over depth", lost+tr.Header.LostNoBuf, lostDepth)
+	if sum := tracefile.LostSummary(tr); sum.Lost+lostDepth > 0 {
+		fmt.Fprintf(stderr, ", %d lost (%s), %d frames over depth", sum.Lost, pct(sum.Lost, sum.Lost+sum.Recorded), lostDepth)
 	}
 	fmt.Fprintf(stderr, " (%.2fs)\n", d.Seconds())
 }
@@ -243,41 +272,123 @@ func doLive(c *cli.Context) error {
 	sock := c.String("socket")
 	if sock == "" {
 		sock, err = findSocket(pid)
-		if err != nil {
-			return err
-		}
+	} else {
+		err = trustedSocket(sock)
+	}
+	if err != nil {
+		return err
 	}
 	timeout := c.Duration("timeout")
 	if (cmd == "snapshot" || cmd == "finish") && !c.IsSet("timeout") {
 		timeout = 10 * time.Minute
 	}
+	resp, err := liveRequest(pid, sock, req, timeout)
+	if err != nil {
+		return err
+	}
+	if resp != "" {
+		fmt.Fprintln(c.App.Writer, resp)
+	}
+	return nil
+}
+
+// liveRequest sends one request to pid's control socket and returns the text of an "ok"
+// reply; an "error" reply is an error.
+func liveRequest(pid int, sock, req string, timeout time.Duration) (string, error) {
 	conn, err := net.DialTimeout("unix", sock, timeout)
 	if err != nil {
-		return fmt.Errorf("live: connecting to process %d at %s: %w", pid, sock, err)
+		return "", fmt.Errorf("live: connecting to process %d at %s: %w", pid, sock, err)
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
 	if _, err := fmt.Fprintf(conn, "%s\n", req); err != nil {
-		return fmt.Errorf("live: sending %q: %w", req, err)
+		return "", fmt.Errorf("live: sending %q: %w", req, err)
 	}
 	resp, err := bufio.NewReader(conn).ReadString('\n')
 	if errors.Is(err, io.EOF) {
-		return fmt.Errorf("live: process %d closed the connection without replying to %q: it ended (exit, signal) meanwhile", pid, req)
+		return "", fmt.Errorf("live: process %d closed the connection without replying to %q: it ended (exit, signal) meanwhile", pid, req)
 	}
 	if err != nil {
-		return fmt.Errorf("live: reading the reply to %q: %w", req, err)
+		return "", fmt.Errorf("live: reading the reply to %q: %w", req, err)
 	}
 	resp = strings.TrimRight(resp, "\n")
 	switch {
 	case resp == "ok":
-		return nil
+		return "", nil
 	case strings.HasPrefix(resp, "ok "):
-		fmt.Fprintln(c.App.Writer, resp[3:])
-		return nil
+		return resp[3:], nil
 	case strings.HasPrefix(resp, "error"):
-		return fmt.Errorf("live: process %d refused %q: %s", pid, req, strings.TrimSpace(strings.TrimPrefix(resp, "error")))
+		return "", fmt.Errorf("live: process %d refused %q: %s", pid, req, strings.TrimSpace(strings.TrimPrefix(resp, "error")))
 	}
-	return fmt.Errorf("live: unexpected reply %q", resp)
+	return "", fmt.Errorf("live: unexpected reply %q", resp)
+}
+
+// stopRecording finalises the trace of pid (live `finish`) once --duration has passed or
+// its file uses --size of disk, and says why on stopped; done closes when the program ends.
+func stopRecording(c *cli.Context, pid int, path string, size uint64, done <-chan struct{}, stopped chan<- string) {
+	var deadline <-chan time.Time
+	if d := c.Duration("duration"); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		deadline = t.C
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	part := fmt.Sprintf("%s.%d.part", path, pid)
+	why := ""
+	for why == "" {
+		select {
+		case <-done:
+			return
+		case <-deadline:
+			why = fmt.Sprintf("after %v (--duration)", c.Duration("duration"))
+		case <-tick.C:
+			var st syscall.Stat_t
+			if size > 0 && syscall.Stat(part, &st) == nil && uint64(st.Blocks)*512 >= size {
+				why = fmt.Sprintf("at %d bytes of trace (--size)", uint64(st.Blocks)*512)
+			}
+		}
+	}
+	sock, err := findSocket(pid)
+	if err == nil {
+		_, err = liveRequest(pid, sock, "finish", 10*time.Minute)
+	}
+	if err != nil {
+		select {
+		case <-done: // the program ended meanwhile: its own exit finalised the trace
+		default:
+			fmt.Fprintf(c.App.ErrWriter, "ftrace: could not stop recording %s: %v\n", why, err)
+		}
+		return
+	}
+	stopped <- why + "; the program runs on untraced"
+}
+
+// parseSize reads a byte count with an optional K, M, G or T suffix (powers of 1024).
+func parseSize(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := uint64(1)
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	case "T":
+		mult = 1 << 40
+	}
+	num := s
+	if mult > 1 {
+		num = s[:len(s)-1]
+	}
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil || n == 0 || n > (1<<63)/mult {
+		return 0, fmt.Errorf("%q is not a size (a positive number of bytes, with K, M, G or T)", s)
+	}
+	return n * mult, nil
 }
 
 // findSocket returns the first existing control socket path of pid, in the runtime's order.
@@ -286,9 +397,12 @@ func findSocket(pid int) (string, error) {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
 		cands = append(cands, filepath.Join(d, fmt.Sprintf("ftkit-%d.sock", pid)))
 	}
-	cands = append(cands, filepath.Join("/tmp", fmt.Sprintf("ftkit-%d", os.Getuid()), fmt.Sprintf("ftkit-%d.sock", pid)))
+	cands = append(cands, filepath.Join("/tmp", fmt.Sprintf("ftkit-%d", os.Geteuid()), fmt.Sprintf("ftkit-%d.sock", pid)))
 	for _, p := range cands {
-		if st, err := os.Stat(p); err == nil && st.Mode()&os.ModeSocket != 0 {
+		if st, err := os.Lstat(p); err == nil && st.Mode()&os.ModeSocket != 0 {
+			if err := trustedSocket(p); err != nil {
+				return "", err
+			}
 			return p, nil
 		}
 	}
@@ -296,4 +410,47 @@ func findSocket(pid int) (string, error) {
 		return "", fmt.Errorf("live: no process %d", pid)
 	}
 	return "", fmt.Errorf("live: process %d has no control socket (looked for %s): it was not started with FTRACE_TRACER or FTRACE_CONTROL=1 set, its trace was finished (finish, exec), or it is a fork child", pid, strings.Join(cands, ", "))
+}
+
+// trustedSocket refuses a control socket that another user could have put there or
+// answer through: its directory must be ours alone (owner, no group/other access, not a
+// symlink) and the socket ours, as the runtime requires when it makes one. A socket in a
+// directory someone else controls could be theirs, replying what they like.
+func trustedSocket(path string) error {
+	euid := uint32(os.Geteuid())
+	dir := filepath.Dir(path)
+	var ds, ss syscall.Stat_t
+	if err := syscall.Lstat(dir, &ds); err != nil {
+		return fmt.Errorf("live: %s: %w", dir, err)
+	}
+	switch {
+	case ds.Mode&syscall.S_IFMT != syscall.S_IFDIR:
+		return fmt.Errorf("live: refusing %s: %s is not a directory (a symlink?)", path, dir)
+	case ds.Uid != euid:
+		return fmt.Errorf("live: refusing %s: its directory %s belongs to uid %d, not to you (uid %d)", path, dir, ds.Uid, euid)
+	case ds.Mode&0o077 != 0:
+		return fmt.Errorf("live: refusing %s: its directory %s is open to other users (mode %04o; want 0700)", path, dir, ds.Mode&0o7777)
+	}
+	if err := syscall.Lstat(path, &ss); err != nil {
+		return fmt.Errorf("live: %s: %w", path, err)
+	}
+	if ss.Mode&syscall.S_IFMT != syscall.S_IFSOCK || ss.Uid != euid {
+		return fmt.Errorf("live: refusing %s: not a socket of yours (uid %d)", path, ss.Uid)
+	}
+	return nil
+}
+
+// noTableHint says when the program has no call-site table (compiled with -pg -mfentry but
+// never run through recordmcount): the trace then holds none of its functions.
+func noTableHint(stderr io.Writer, prog string) {
+	f, err := elf.Open(prog)
+	if err != nil {
+		return // a script, or unreadable: nothing to say
+	}
+	defer f.Close()
+	if f.Section(mcountloc.TableSection) == nil {
+		fmt.Fprintf(stderr, "ftrace: %s has no %s call-site table, so none of its functions is traced: "+
+			"run recordmcount on its objects (compiled with gcc -pg -mfentry) before linking, then ftlink it\n",
+			prog, mcountloc.TableSection)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ftkit/ftkit/elfrw"
+	"github.com/ftkit/ftkit/internal/cliargs"
 	"github.com/ftkit/ftkit/mcountloc"
 )
 
@@ -54,6 +55,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			code = process(c, c.Args().Slice(), stdout, stderr)
 			return nil
 		},
+	}
+	if done, err := cliargs.Man(app, args, stdout); done {
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
+	}
+	if len(args) > 1 { // flags may follow the files
+		args = append(args[:1:1], cliargs.FlagsFirst(app.Flags, args[1:])...)
 	}
 	if err := app.Run(args); err != nil {
 		var ec cli.ExitCoder
@@ -162,8 +173,12 @@ func one(path string, o opts, stdout, stderr io.Writer) bool {
 	if err := unix.Access(filepath.Dir(path), unix.W_OK); err != nil {
 		return fail(fmt.Errorf("directory %s is not writable (the file is replaced through a temporary file): %w", filepath.Dir(path), err))
 	}
+	links := elfrw.HardLinks(path)
 	if err := elfrw.WriteFileAtomic(path, res.Out); err != nil {
 		return fail(err)
+	}
+	if links > 1 {
+		fmt.Fprintf(stderr, "recordmcount: %s: warning: the file had %d hard links; only this name has the table now (the file is replaced, not rewritten in place)\n", path, links)
 	}
 	if o.verbose {
 		fmt.Fprintf(stderr, "recordmcount: %s: recorded %d sites in %d sections\n", path, len(res.Sites), countSections(res.Sites))

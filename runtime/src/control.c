@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -34,24 +35,40 @@ static char sock_dir[96];	/* the directory of sock_path */
 static int sock_fd = -1;
 static struct ft_fdid sock_id;
 
+/*
+ * A directory the effective user alone controls: owned by it, no access for group or
+ * others, not a symlink (checked on the opened directory, so it cannot be swapped between
+ * the check and the use). A socket made inside it cannot be reached, replaced or re-pointed
+ * by anyone else whatever its own mode.
+ */
+static int private_dir(const char *dir)
+{
+	struct stat st;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int ok;
+
+	if (fd < 0)
+		return 0;
+	ok = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	     !(st.st_mode & 077);
+	close(fd);
+	return ok;
+}
+
 static int make_path(void)
 {
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	struct stat st;
+	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
 	char dir[80];
 
-	if (xdg && *xdg && strlen(xdg) < 80 && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) &&
-	    st.st_uid == getuid() && access(xdg, W_OK) == 0) {
+	if (xdg && *xdg && strlen(xdg) < 80 && private_dir(xdg)) {
 		snprintf(sock_path, sizeof(sock_path), "%s/ftkit-%d.sock", xdg, (int)getpid());
 		snprintf(sock_dir, sizeof(sock_dir), "%s", xdg);
 		return 0;
 	}
-	snprintf(dir, sizeof(dir), "/tmp/ftkit-%u", (unsigned)getuid());
+	snprintf(dir, sizeof(dir), "/tmp/ftkit-%u", (unsigned)geteuid());
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return -errno;
-	if (lstat(dir, &st) != 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077)) {
+	if (!private_dir(dir)) {
 		fprintf(stderr, "ftkit: %s is not a private directory of this user; no control socket\n",
 			dir);
 		return -EPERM;
@@ -140,7 +157,7 @@ static void handle(int fd, char *line)
 
 		if (err && bad[0]) {
 			snprintf(out, sizeof(out), "error %s '%s': %s (nothing changed)\n",
-				 list_cmds[list], bad, strerror(-err));
+				 list_cmds[list], bad, ft_glob_error(err));
 			reply(fd, out);
 		} else {
 			result(fd, err, NULL);
@@ -223,8 +240,9 @@ static void *control_thread(void *arg)
 				continue;
 			return NULL;
 		}
+		/* the effective uid: the one whose rights the process acts with */
 		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 &&
-		    (cr.uid == getuid() || cr.uid == 0))
+		    (cr.uid == geteuid() || cr.uid == 0))
 			serve(c);
 		else
 			reply(c, "error permission denied\n");
@@ -242,6 +260,9 @@ int ft_control_start(void)
 
 	if (sock_fd >= 0)
 		return 0;
+	/* a setuid/setgid program serves no one: its invoker is not who it acts as */
+	if (getauxval(AT_SECURE))
+		return -EPERM;
 	err = make_path();
 	if (err)
 		return err;
@@ -307,7 +328,7 @@ void ft_control_sweep(void)
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;	/* alive (or not ours to ask about): leave it */
 		snprintf(path, sizeof(path), "%s/%s", sock_dir, e->d_name);
-		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == getuid())
+		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == geteuid())
 			unlink(path);
 	}
 	closedir(d);

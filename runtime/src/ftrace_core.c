@@ -47,6 +47,8 @@ _Static_assert(sizeof(struct ftrt_rec) == 16, "record size");
 /* Runtime-internal ops flags. */
 #define FL_REMOVING	(1UL << 30)
 #define FL_REGS		(FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED)
+/* At most one of these per site: they decide where the traced function goes on. */
+#define FL_EXCL		(FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_DIRECT)
 
 static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
@@ -216,6 +218,20 @@ void ftrt_recursion_assist(unsigned long ip, unsigned long parent_ip, struct ftr
 	if (__builtin_expect(ftrt_cb_depth > 1, 0))
 		return;
 	op->func(ip, parent_ip, op, fregs);
+}
+
+/*
+ * The callback of a direct ops (the kernel's call_direct_funcs): when the site is shared
+ * with other ops, the regs trampoline runs it with the others and then enters the direct
+ * trampoline it names.  Read once per call: a concurrent modify_ftrace_direct gives old or
+ * new, never neither.
+ */
+void ftrt_call_direct_funcs(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			    struct ftrace_regs *fregs)
+{
+	(void)ip;
+	(void)parent_ip;
+	ftrace_regs_set_direct(fregs, __atomic_load_n(&op->direct_call, __ATOMIC_ACQUIRE));
 }
 
 #define BARRIER() __asm__ __volatile__("" ::: "memory")
@@ -523,6 +539,35 @@ static int calls_fentry(const struct ftrt_object *o, const unsigned char *b, uns
 }
 
 /*
+ * The tracers take the traced function's return address from the top of the stack at the
+ * site: wrong when the site follows a GCC nested function's push %r10 (the slot holds the
+ * static chain) or a prologue (gcc -pg without -mfentry calls mcount after it; such a call
+ * through a PLT stub cannot be told from __fentry__'s by its target).  ftlink drops such
+ * entries (it knows where each function starts); an unprocessed table is checked here by
+ * the bytes just before the site: a prologue ends with push %reg, mov %rsp,%rbp or
+ * sub $imm,%rsp, which the end of the previous function or its padding (ret, jmp, nops,
+ * int3, ud2) never does (mcountloc.X86PrologueBefore, tested on gcc's output).  Why the
+ * site is refused, or NULL.
+ */
+static const char *site_not_at_entry(const struct ftrt_object *o, uintptr_t ip)
+{
+	static const char mcount[] = "an mcount site: built with -pg without -mfentry, recompile with -pg -mfentry";
+	const unsigned char *b = (const unsigned char *)ip;
+
+	if (in_exec(o, ip - 2, 2) && b[-2] == 0x41 && b[-1] == 0x52)
+		return "after push %r10, a GCC nested function: the stack is not the entry stack";
+	if (in_exec(o, ip - 3, 3) && !memcmp(b - 3, "\x48\x89\xe5", 3))
+		return mcount;		/* mov %rsp,%rbp */
+	if (in_exec(o, ip - 4, 4) && !memcmp(b - 4, "\x48\x83\xec", 3))
+		return mcount;		/* sub $imm8,%rsp */
+	if (in_exec(o, ip - 7, 7) && !memcmp(b - 7, "\x48\x81\xec", 3))
+		return mcount;		/* sub $imm32,%rsp */
+	if (in_exec(o, ip - 1, 1) && (b[-1] & 0xf8) == 0x50)
+		return mcount;		/* push %reg (and %r8-%r15 after a 41 prefix) */
+	return NULL;
+}
+
+/*
  * A table not processed by ftlink (recordmcount's 0xF7CA entries, or gcc -mrecord-mcount
  * absolute addresses): the sites may still be calls to __fentry__; check each and turn the
  * calls into nops of the same length, then sort.
@@ -550,6 +595,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		unsigned kind = 0, len;
 		int isnop;
 		const unsigned char *b;
+		const char *why;
 		struct ftrt_rec *r;
 
 		memcpy(&v, e, 8);
@@ -589,6 +635,10 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 			len = 6, isnop = 1;
 		else
 			len = 0;
+		if ((why = site_not_at_entry(o, ip))) {
+			refuse_site(o, ip, why);
+			continue;
+		}
 		if (!len || (!isnop && !calls_fentry(o, b, len))) {
 			refuse_site(o, ip, "not a call to __fentry__ nor a nop");
 			continue;
@@ -734,6 +784,8 @@ static int load_table(struct ftrt_object *o)
 
 /* ---- trampolines of an ops, shared callers ---------------------------------------------- */
 
+static ftrace_func_t ops_func(struct ftrace_ops *op);
+
 static struct ftrt_tramp *ops_tramp(struct ftrace_ops *op, struct ftrt_arena *a)
 {
 	struct ftrt_tramp *t;
@@ -742,7 +794,7 @@ static struct ftrt_tramp *ops_tramp(struct ftrace_ops *op, struct ftrt_arena *a)
 	for (t = op->trampolines; t; t = t->next)
 		if (t->arena == a)
 			return t;
-	fn = (op->flags & FTRACE_OPS_FL_RECURSION) ? ftrt_recursion_assist : op->func;
+	fn = ops_func(op);
 	t = ftrt_tramp_create(a, op, fn, (op->flags & FL_REGS) ? FTRT_TMPL_REGS :
 				  ftrt_tramp_novec_ok(fn) ? FTRT_TMPL_NOVEC : FTRT_TMPL_CALLER);
 	if (t) {
@@ -764,11 +816,71 @@ static struct ftrt_tramp *shared_caller(struct ftrt_arena *a, int regs)
 
 /* ---- updates ---------------------------------------------------------------------------- */
 
+static ftrace_func_t ops_func(struct ftrace_ops *op)
+{
+	return (op->flags & FTRACE_OPS_FL_RECURSION) ? ftrt_recursion_assist : op->func;
+}
+
+/* FTRT_MULTI=0 sends every shared site to the list function (to compare; ignored setuid). */
+static int multi_enabled(void)
+{
+	static int enabled = -1;
+
+	if (enabled < 0) {
+		const char *e = secure_getenv("FTRT_MULTI");
+
+		enabled = !(e && !strcmp(e, "0"));
+	}
+	return enabled;
+}
+
+/* A multi-ops trampoline in this arena for the set vec is kept at most per this many sets. */
+#define MULTIS_PER_ARENA	64
+
+/*
+ * The trampoline running exactly the n ops of vec (in list order), made on first use and
+ * shared by every site of the arena with that set; NULL to fall back on the shared caller
+ * (set too big, arena full of sets, out of memory).
+ */
+static struct ftrt_tramp *multi_tramp(struct ftrt_arena *a, struct ftrace_ops **vec, unsigned n,
+				      int regs)
+{
+	ftrace_func_t funcs[FTRT_MULTI_MAX];
+	struct ftrt_tramp *t, *fb;
+	unsigned i;
+	int kind, novec = 1;
+
+	if (n > FTRT_MULTI_MAX || !multi_enabled())
+		return NULL;
+	for (t = a->multis; t; t = t->next)
+		if (t->nvec == n && t->regs == regs && !memcmp(t->vec, vec, n * sizeof(*vec)))
+			return t;
+	if (a->nmultis >= MULTIS_PER_ARENA)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		funcs[i] = ops_func(vec[i]);
+		if (novec && !ftrt_tramp_novec_ok(funcs[i]))
+			novec = 0;
+	}
+	kind = regs ? FTRT_MULTI_REGS : novec ? FTRT_MULTI_NOVEC : FTRT_MULTI_PLAIN;
+	/* where a thread goes once the set is killed: the list function of the same frame */
+	fb = shared_caller(a, regs);
+	if (!fb)
+		return NULL;
+	t = ftrt_tramp_create_multi(a, vec, funcs, n, kind, (uintptr_t)fb->code);
+	if (t) {
+		t->next = a->multis;
+		a->multis = t;
+		a->nmultis++;
+	}
+	return t;
+}
+
 /* Where a record should point now (0: nop), or -errno. */
 static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *target)
 {
-	unsigned cnt = r->flags & REC_COUNT_MASK;
-	struct ftrace_ops *op, *one = NULL;
+	unsigned cnt = r->flags & REC_COUNT_MASK, n = 0;
+	struct ftrace_ops *op, *one = NULL, *vec[FTRT_MULTI_MAX];
 	struct ftrt_tramp *t = NULL;
 	int regs = 0;
 
@@ -783,12 +895,27 @@ static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *tar
 	for (op = atomic_load(&ops_list); op; op = op->next) {
 		if ((op->flags & FL_REMOVING) || !ops_match(op, r->ip))
 			continue;
+		if (n < FTRT_MULTI_MAX)
+			vec[n] = op;
+		n++;
 		one = op;
 		if (op->flags & FL_REGS)
 			regs = 1;
 	}
-	if (cnt == 1 && one)
+	if (cnt == 1 && one && (one->flags & FTRACE_OPS_FL_DIRECT)) {
+		/* the site calls the direct trampoline itself, when in reach */
+		uintptr_t d = __atomic_load_n(&one->direct_call, __ATOMIC_RELAXED);
+		long rel = (long)(d - (r->ip + 5));
+
+		if (rel == (long)(int32_t)rel) {
+			*target = d;
+			return 0;
+		}
+		t = ops_tramp(one, o->arena);	/* regs trampoline: divert */
+	} else if (cnt == 1 && one)
 		t = ops_tramp(one, o->arena);
+	else if (n >= 2 && n == cnt)
+		t = multi_tramp(o->arena, vec, n, regs);
 	if (!t)
 		t = shared_caller(o->arena, regs);
 	if (!t)
@@ -844,91 +971,222 @@ static void uncount_refused(struct ftrt_rec *r)
 	r->flags = (r->flags & ~REC_COUNT_MASK) | REC_REFUSED;
 }
 
-/* Patch every dirty record to its target, in one batch. */
+/* The arena of the object holding r (a walk of the objects: they are few). */
+static struct ftrt_arena *rec_arena(const struct ftrt_rec *r)
+{
+	struct ftrt_object *o;
+
+	for (o = objects; o; o = o->next)
+		if (r >= o->recs && r < o->recs + o->nrecs)
+			return o->arena;
+	return NULL;
+}
+
+/* Count the sites calling each multi-ops trampoline (an unused one is freed at a sweep). */
+static void multi_ref(const struct ftrt_rec *r, int d)
+{
+	struct ftrt_arena *a;
+	struct ftrt_tramp *t;
+
+	if (!(r->flags & REC_CALL))
+		return;
+	a = rec_arena(r);
+	t = a ? ftrt_tramp_at(a, r->ip + 5 + (long)r->rel) : NULL;
+	if (t && t->vec)
+		t->refs += (unsigned long)(long)d;
+}
+
+/*
+ * The arrays of patch_dirty, kept between updates: each dirty record's new target, and one
+ * chunk's pokes.  An update is patched in chunks of PATCH_CHUNK sites so that the arrays
+ * (here and in the patching layer: about 150 bytes per site) stay a few MB and warm: a
+ * first enable of all 300k sites of a program touched 45 MB of fresh memory, which on this
+ * VM cost more than the patching itself (bench/RESULTS.md, "Cold enable").
+ */
+#define PATCH_CHUNK	32768
+static uintptr_t *batch_tgt;
+static struct ftrt_poke *batch_pk;
+static struct ftrt_rec **batch_pr;
+static size_t cap_tgt, cap_pk, cap_pr;
+
+/* Make *p hold n elements of size (capacity *cap, in elements). */
+static int batch_grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	size_t c = *cap ? *cap : 64;
+	void *np;
+
+	if (n <= *cap)
+		return 0;
+	while (c < n)
+		c *= 2;
+	np = ftrt_big_grow(*p, *cap * size, c * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
+/*
+ * The poke that takes r from what its record says it holds to target (0: nop); 0 when the
+ * site needs no write.  back: the reverse (from target to the record's state).
+ */
+static int rec_poke(const struct ftrt_rec *r, uintptr_t target, int back, struct ftrt_poke *p)
+{
+	int32_t d = target ? (int32_t)(target - (r->ip + 5)) : 0;
+	unsigned char cur[6], want[6];
+	unsigned len = 5;
+
+	if (r->flags & REC_NOP6) {
+		if (!target)
+			return 0;
+		memcpy(cur, nop6, 6);
+		want[0] = 0xe8;
+		memcpy(want + 1, &d, 4);
+		want[5] = 0x90;
+		len = 6;
+	} else {
+		if (r->flags & REC_CALL) {
+			cur[0] = 0xe8;
+			memcpy(cur + 1, &r->rel, 4);
+		} else {
+			memcpy(cur, nop5, 5);
+		}
+		if (target) {
+			want[0] = 0xe8;
+			memcpy(want + 1, &d, 4);
+		} else {
+			memcpy(want, nop5, 5);
+		}
+		if (!memcmp(cur, want, 5))
+			return 0;
+	}
+	p->addr = (void *)r->ip;
+	p->len = (unsigned char)len;
+	memcpy(p->old, back ? want : cur, len);
+	memcpy(p->new, back ? cur : want, len);
+	return 1;
+}
+
+/* One chunk of pokes; a refused site is dropped (and never touched again), the rest goes. */
+static int poke_chunk(struct ftrt_poke *pk, struct ftrt_rec **pr, size_t *np)
+{
+	size_t bad;
+	int ret = 0;
+
+	while (*np) {
+		ret = ftrt_text_poke_batch(pk, *np, &bad);
+		if (ret != -EINVAL || bad >= *np)
+			break;
+		uncount_refused(pr[bad]);
+		nr_refused++;
+		memmove(pk + bad, pk + bad + 1, (*np - bad - 1) * sizeof(*pk));
+		memmove(pr + bad, pr + bad + 1, (*np - bad - 1) * sizeof(*pr));
+		(*np)--;
+	}
+	return ret;
+}
+
+/*
+ * Patch the first `upto` dirty records (in visiting order) from their recorded state to
+ * their target, or back (undoing chunks already written), in chunks.  0 or the error of the
+ * first chunk that failed (that chunk left its sites as they were); *done: the records
+ * visited by the chunks that went through.
+ */
+static int patch_chunks(size_t upto, int back, size_t *done)
+{
+	struct ftrt_object *o;
+	size_t k = 0, np = 0, i;
+	int ret;
+
+	*done = 0;
+	for (o = objects; o; o = o->next) {
+		for (i = o->dirty_lo; i < o->dirty_end && k < upto; i++) {
+			struct ftrt_rec *r = &o->recs[i];
+
+			if (!(r->flags & REC_DIRTY))
+				continue;
+			if (!(r->flags & REC_REFUSED) && rec_poke(r, batch_tgt[k], back, &batch_pk[np]))
+				batch_pr[np++] = r;
+			k++;
+			if (np == PATCH_CHUNK) {
+				if ((ret = poke_chunk(batch_pk, batch_pr, &np)))
+					return ret;
+				*done = k;
+				np = 0;
+			}
+		}
+	}
+	if (np && (ret = poke_chunk(batch_pk, batch_pr, &np)))
+		return ret;
+	*done = k;
+	return 0;
+}
+
+/* Patch every dirty record to its target (targets first, so a failure leaves nothing half done). */
 static int patch_dirty(void)
 {
-	size_t n = nr_dirty(), np = 0, i, bad;
-	struct ftrt_poke *pk;
-	struct ftrt_rec **pr;
+	size_t n = nr_dirty(), k = 0, done, undone, i;
 	struct ftrt_object *o;
 	int ret = 0;
 
 	if (!n)
 		return 0;
-	pk = malloc(n * sizeof(*pk));
-	pr = malloc(n * sizeof(*pr));
-	if (!pk || !pr) {
+	if (batch_grow((void **)&batch_tgt, &cap_tgt, n, sizeof(*batch_tgt)) ||
+	    batch_grow((void **)&batch_pk, &cap_pk, n < PATCH_CHUNK ? n : PATCH_CHUNK,
+		       sizeof(*batch_pk)) ||
+	    batch_grow((void **)&batch_pr, &cap_pr, n < PATCH_CHUNK ? n : PATCH_CHUNK,
+		       sizeof(*batch_pr))) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (o = objects; o; o = o->next) {
 		for (i = o->dirty_lo; i < o->dirty_end; i++) {
 			struct ftrt_rec *r = &o->recs[i];
-			struct ftrt_poke *p = &pk[np];
-			uintptr_t target;
 			long d;
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
-			ret = (int)rec_target(o, r, &target);
+			ret = (int)rec_target(o, r, &batch_tgt[k]);
 			if (ret)
 				goto out;
-			d = target ? (long)(target - (r->ip + 5)) : 0;
+			d = batch_tgt[k] ? (long)(batch_tgt[k] - (r->ip + 5)) : 0;
 			if (d != (long)(int32_t)d) {
 				ret = -ENOMEM;	/* trampoline out of reach: cannot happen */
 				goto out;
 			}
-			p->addr = (void *)r->ip;
-			if (r->flags & REC_NOP6) {
-				if (!target)
-					continue;
-				memcpy(p->old, nop6, 6);
-				p->new[0] = 0xe8;
-				memcpy(p->new + 1, &(int32_t){ (int32_t)d }, 4);
-				p->new[5] = 0x90;
-				p->len = 6;
-			} else {
-				if (r->flags & REC_CALL) {
-					p->old[0] = 0xe8;
-					memcpy(p->old + 1, &r->rel, 4);
-				} else {
-					memcpy(p->old, nop5, 5);
-				}
-				if (target) {
-					p->new[0] = 0xe8;
-					memcpy(p->new + 1, &(int32_t){ (int32_t)d }, 4);
-				} else {
-					memcpy(p->new, nop5, 5);
-				}
-				p->len = 5;
-				if (!memcmp(p->old, p->new, 5))
-					continue;
-			}
-			pr[np++] = r;
+			k++;
 		}
 	}
-	while (np) {
-		ret = ftrt_text_poke_batch(pk, np, &bad);
-		if (ret != -EINVAL || bad >= np)
-			break;
-		uncount_refused(pr[bad]);
-		nr_refused++;
-		memmove(pk + bad, pk + bad + 1, (np - bad - 1) * sizeof(*pk));
-		memmove(pr + bad, pr + bad + 1, (np - bad - 1) * sizeof(*pr));
-		np--;
-	}
-	if (ret)
+	ret = patch_chunks(n, 0, &done);
+	if (ret) {
+		/* put the chunks already written back as the records say */
+		if (done && patch_chunks(done, 1, &undone))
+			ftrt_warn("ftrt: undoing a failed update failed: some sites are left "
+				  "calling what the update wanted");
 		goto out;
-	for (i = 0; i < np; i++) {
-		struct ftrt_rec *r = pr[i];
+	}
+	/* the records follow the bytes */
+	for (k = 0, o = objects; o; o = o->next) {
+		for (i = o->dirty_lo; i < o->dirty_end; i++) {
+			struct ftrt_rec *r = &o->recs[i];
+			uintptr_t t;
 
-		r->flags &= ~REC_NOP6;
-		if (pk[i].new[0] == 0xe8) {
-			r->flags |= REC_CALL;
-			memcpy(&r->rel, pk[i].new + 1, 4);
-		} else {
-			r->flags &= ~REC_CALL;
-			r->rel = 0;
+			if (!(r->flags & REC_DIRTY))
+				continue;
+			t = batch_tgt[k++];
+			if ((r->flags & REC_REFUSED) || !rec_poke(r, t, 0, &batch_pk[0]))
+				continue;
+			multi_ref(r, -1);
+			r->flags &= ~REC_NOP6;
+			if (t) {
+				r->flags |= REC_CALL;
+				r->rel = (int32_t)(t - (r->ip + 5));
+			} else {
+				r->flags &= ~REC_CALL;
+				r->rel = 0;
+			}
+			multi_ref(r, 1);
 		}
 	}
 out:
@@ -937,8 +1195,6 @@ out:
 			o->recs[i].flags &= ~REC_DIRTY;
 		o->dirty_lo = o->dirty_end = 0;
 	}
-	free(pk);
-	free(pr);
 	return ret;
 }
 
@@ -1007,7 +1263,11 @@ static void adjust_counts(struct ftrace_ops *x, int old_en, const struct ftrt_ha
 		}
 }
 
-/* Is any site that x newly matches already matched by another IPMODIFY ops? */
+/*
+ * Is any site that x newly matches already matched by another ops that decides where the
+ * function goes on (IPMODIFY or DIRECT, the kernel's rule when the direct ops has no
+ * ops_func to share)?  Either kind excludes both kinds.
+ */
 static int ipmodify_conflict(struct ftrace_ops *x, int old_en, const struct ftrt_hash *of,
 			     const struct ftrt_hash *on, const struct ftrt_hash *nf,
 			     const struct ftrt_hash *nn)
@@ -1016,10 +1276,10 @@ static int ipmodify_conflict(struct ftrace_ops *x, int old_en, const struct ftrt
 	struct ftrace_ops *op;
 	size_t i;
 
-	if (!(x->flags & FTRACE_OPS_FL_IPMODIFY))
+	if (!(x->flags & FL_EXCL))
 		return 0;
 	for (op = atomic_load(&ops_list); op; op = op->next) {
-		if (op == x || !(op->flags & FTRACE_OPS_FL_IPMODIFY) || (op->flags & FL_REMOVING))
+		if (op == x || !(op->flags & FL_EXCL) || (op->flags & FL_REMOVING))
 			continue;
 		for (o = objects; o; o = o->next)
 			for (i = 0; i < o->nrecs; i++) {
@@ -1139,10 +1399,13 @@ static int cb_busy(const struct ftrt_cb_view *v, void *ctxv)
 static int retire_trampolines(struct ftrace_ops *ops, uintptr_t pred_tag)
 {
 	struct busy_ctx c = { (uintptr_t)ops, pred_tag };
-	struct ftrt_tramp *t, *n;
+	struct ftrt_tramp *t, *n, *multis = ftrt_multis_take(ops);
 	int err;
 
 	for (t = ops->trampolines; t; t = t->next)
+		ftrt_tramp_kill(t);
+	/* the sets with ops (no site calls them now) and the ones no site calls any more */
+	for (t = multis; t; t = t->next)
 		ftrt_tramp_kill(t);
 	err = ftrt_sync_callbacks(cb_busy, &c);
 	if (err)
@@ -1158,11 +1421,47 @@ static int retire_trampolines(struct ftrace_ops *ops, uintptr_t pred_tag)
 		}
 	}
 	ops->trampolines = NULL;
+	for (t = multis; t; t = n) {
+		n = t->next;
+		if (err) {
+			t->next = leaked;
+			leaked = t;
+		} else {
+			ftrt_tramp_retire(t);
+		}
+	}
 	/* amortised: the conservative grace period for the deferred frees, then the release */
 	if (!err && (ftrt_nr_quarantined >= QUARANTINE_MAX || ndeferred >= 128) &&
 	    !grace_period())
 		ftrt_tramp_release(RELEASE_LIMIT_US);	/* on failure: kept, tried again later */
 	return err;
+}
+
+/*
+ * After a filter change: the multi-ops trampolines no site calls any more are killed and,
+ * once no thread can be running their callbacks (a full grace period: which ops a thread
+ * in a trampoline serves is not published), retired.  Nothing to do in the usual case.
+ */
+static void sweep_multis(void)
+{
+	struct ftrt_tramp *t, *n, *multis;
+	int err;
+
+	if (!ftrt_multis_unused())
+		return;
+	multis = ftrt_multis_take(NULL);
+	for (t = multis; t; t = t->next)
+		ftrt_tramp_kill(t);
+	err = ftrt_sync_callbacks(NULL, NULL);
+	for (t = multis; t; t = n) {
+		n = t->next;
+		if (err) {
+			t->next = leaked;
+			leaked = t;
+		} else {
+			ftrt_tramp_retire(t);
+		}
+	}
 }
 
 /* Unlink ops; returns what a walk shows while reading the link to it (see ftrt_list_func). */
@@ -1269,9 +1568,10 @@ static int object_intact(struct ftrt_object *o)
 /* Bring the object list up to date with the loader's; enable new objects' sites. */
 static int rescan(void)
 {
+	static int scanned;	/* the first scan is the start-up map, recorded already */
 	struct scan s = { 0 };
 	struct ftrt_object *o, **pp, *added = NULL, **tail;
-	int subs_changed, any_new = 0;
+	int subs_changed, any_new = 0, gone = 0;
 	size_t i, j;
 
 	dl_iterate_phdr(scan_cb, &s);
@@ -1327,6 +1627,7 @@ static int rescan(void)
 			}
 			*pp = o->next;
 			object_free(o);
+			gone = 1;
 		} else {
 			pp = &o->next;
 		}
@@ -1347,6 +1648,9 @@ static int rescan(void)
 	seen_adds = s.adds;
 	seen_subs = s.subs;
 	free(s.v);
+	if ((added || gone) && scanned && ftrt_objects_changed)
+		ftrt_objects_changed();
+	scanned = 1;
 	/* Enable the new objects' sites for the registered ops. */
 	for (o = objects; o; o = o->next) {
 		if (o->seen != 2)
@@ -1425,25 +1729,13 @@ static int api_enter(void)
 
 /* ---- API: ops ----------------------------------------------------------------------------- */
 
-int register_ftrace_function(struct ftrace_ops *ops)
+/* Register ops (API lock held, not registered, checked). */
+static int register_locked(struct ftrace_ops *ops)
 {
 	int ret;
 
-	if (!ops || !ops->func)
-		return -EINVAL;
-	if ((ops->flags & FTRACE_OPS_FL_IPMODIFY) && !(ops->flags & FL_REGS))
-		return -EINVAL;
-	ret = api_enter();
-	if (ret)
-		return ret;
-	if (ops->flags & FTRACE_OPS_FL_ENABLED) {
-		ret = -EBUSY;
-		goto out;
-	}
-	if (ipmodify_conflict(ops, 0, NULL, NULL, ops->filter_hash, ops->notrace_hash)) {
-		ret = -EBUSY;
-		goto out;
-	}
+	if (ipmodify_conflict(ops, 0, NULL, NULL, ops->filter_hash, ops->notrace_hash))
+		return -EBUSY;
 	ops->flags &= ~FL_REMOVING;
 	ops->nr_sites = 0;
 	ops->next = atomic_load(&ops_list);
@@ -1454,11 +1746,29 @@ int register_ftrace_function(struct ftrace_ops *ops)
 		/* a failed batch may have reached them */
 		retire_trampolines(ops, list_remove(ops));
 		ops->flags &= ~(FTRACE_OPS_FL_ENABLED | FTRACE_OPS_FL_ALLOC_TRAMP);
+	} else {
+		sweep_multis();	/* the sets the sites left */
 	}
-out:
+	return ret;
+}
+
+int register_ftrace_function(struct ftrace_ops *ops)
+{
+	int ret;
+
+	if (!ops || !ops->func || (ops->flags & FTRACE_OPS_FL_DIRECT))
+		return -EINVAL;
+	if ((ops->flags & FTRACE_OPS_FL_IPMODIFY) && !(ops->flags & FL_REGS))
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	ret = (ops->flags & FTRACE_OPS_FL_ENABLED) ? -EBUSY : register_locked(ops);
 	ftrt_unlock();
 	return ret;
 }
+
+static int unregister_locked(struct ftrace_ops *ops);
 
 int unregister_ftrace_function(struct ftrace_ops *ops)
 {
@@ -1469,19 +1779,222 @@ int unregister_ftrace_function(struct ftrace_ops *ops)
 	ret = api_enter();
 	if (ret)
 		return ret;
-	if (!(ops->flags & FTRACE_OPS_FL_ENABLED)) {
-		ret = -EINVAL;
-		goto out;
-	}
+	ret = (ops->flags & FTRACE_OPS_FL_ENABLED) && !(ops->flags & FTRACE_OPS_FL_DIRECT) ?
+		unregister_locked(ops) : -EINVAL;
+	ftrt_unlock();
+	return ret;
+}
+
+static int unregister_locked(struct ftrace_ops *ops)
+{
+	int ret;
+
 	ops->flags |= FL_REMOVING;
 	ret = update(ops, 1, ops->filter_hash, ops->notrace_hash, 0, NULL, NULL);
 	if (ret) {
 		ops->flags &= ~FL_REMOVING;
-		goto out;
+		return ret;
 	}
 	/* nobody runs its callback (through its trampolines or the list walk) after this */
 	ret = retire_trampolines(ops, list_remove(ops));
 	ops->flags &= ~(FTRACE_OPS_FL_ENABLED | FTRACE_OPS_FL_ALLOC_TRAMP | FL_REMOVING);
+	return ret;
+}
+
+/* ---- API: direct calls -------------------------------------------------------------------- */
+
+int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	int ret;
+
+	if (!ops || !addr || ops->func)
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	if ((ops->flags & FTRACE_OPS_FL_ENABLED) || !hash_count(ops->filter_hash)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ops->func = ftrt_call_direct_funcs;
+	ops->flags |= FTRACE_OPS_FL_DIRECT | FTRACE_OPS_FL_SAVE_REGS;
+	__atomic_store_n(&ops->direct_call, addr, __ATOMIC_RELEASE);
+	ret = register_locked(ops);
+	if (ret) {
+		ops->func = NULL;
+		ops->flags &= ~(FTRACE_OPS_FL_DIRECT | FTRACE_OPS_FL_SAVE_REGS);
+		ops->direct_call = 0;
+	}
+out:
+	ftrt_unlock();
+	return ret;
+}
+
+int unregister_ftrace_direct(struct ftrace_ops *ops, unsigned long addr, int free_filters)
+{
+	int ret;
+
+	if (!ops)
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	if (!(ops->flags & FTRACE_OPS_FL_ENABLED) || !(ops->flags & FTRACE_OPS_FL_DIRECT) ||
+	    ops->direct_call != addr) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = unregister_locked(ops);
+	if (ret && (ops->flags & FTRACE_OPS_FL_ENABLED))
+		goto out;	/* still registered */
+	ops->func = NULL;
+	ops->flags &= ~(FTRACE_OPS_FL_DIRECT | FTRACE_OPS_FL_SAVE_REGS);
+	ops->direct_call = 0;
+	if (free_filters)
+		ftrace_free_filter(ops);
+out:
+	ftrt_unlock();
+	return ret;
+}
+
+/* Mark the sites ops serves alone (they call its direct trampoline, or its own trampoline). */
+static void mark_direct_sites(struct ftrace_ops *ops)
+{
+	const struct ftrt_hash *f = ops->filter_hash;
+	size_t i;
+
+	for (i = 0; f && i <= f->mask; i++) {
+		struct ftrt_object *o;
+		struct ftrt_rec *r;
+
+		if (f->e[i] && (r = rec_lookup(f->e[i], &o)) && !(r->flags & REC_REFUSED) &&
+		    (r->flags & REC_COUNT_MASK) == 1 && ops_match(ops, r->ip))
+			mark_dirty(o, r);
+	}
+}
+
+/*
+ * Gapless switch: the trampolines that run the direct ops' callback (sites shared with
+ * other ops) read direct_call once per call, so one store switches them; the sites calling
+ * the old trampoline directly are re-pointed in one batch, each site's call replaced in one
+ * step of the patching protocol (a thread meeting the breakpoint meanwhile executes the new
+ * call).  Every call therefore enters the old or the new trampoline, once.
+ */
+static int modify_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	unsigned long old = ops->direct_call;
+	int ret;
+
+	if (!addr || !(ops->flags & FTRACE_OPS_FL_ENABLED) || !(ops->flags & FTRACE_OPS_FL_DIRECT))
+		return -EINVAL;
+	if (addr == old)
+		return 0;
+	__atomic_store_n(&ops->direct_call, addr, __ATOMIC_RELEASE);
+	mark_direct_sites(ops);
+	ret = patch_dirty();
+	if (ret) {
+		/* back to the old one everywhere (a failed batch leaves the sites as they were) */
+		__atomic_store_n(&ops->direct_call, old, __ATOMIC_RELEASE);
+		mark_direct_sites(ops);
+		patch_dirty();
+	}
+	return ret;
+}
+
+int modify_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	int ret;
+
+	if (!ops)
+		return -EINVAL;
+	ret = api_enter();
+	if (ret)
+		return ret;
+	ret = modify_direct(ops, addr);
+	ftrt_unlock();
+	return ret;
+}
+
+int modify_ftrace_direct_nolock(struct ftrace_ops *ops, unsigned long addr)
+{
+	return modify_ftrace_direct(ops, addr);
+}
+
+extern uintptr_t ftrt_exe_lo, ftrt_exe_hi;
+
+/* ftrace_direct_count's table (ftrace_x86_64.S): {site, count} pairs. */
+extern unsigned long ftrt_direct_counts[][2], ftrt_direct_count_lost;
+
+unsigned long ftrace_direct_count_read(unsigned long ip)
+{
+	unsigned long site, i, n;
+	struct ftrt_rec *r;
+
+	if (!ip)
+		return __atomic_load_n(&ftrt_direct_count_lost, __ATOMIC_RELAXED);
+	if (ftrt_lock())
+		return 0;
+	ensure_init();
+	r = rec_find(ip, NULL);
+	site = r ? r->ip : ip;
+	ftrt_unlock();
+	i = ((site * FTRT_DIRECT_COUNT_MULT) >> FTRT_DIRECT_COUNT_SHIFT) &
+	    (FTRT_DIRECT_COUNT_SLOTS - 1);
+	for (n = 0; n < FTRT_DIRECT_COUNT_PROBES; n++, i = (i + 1) & (FTRT_DIRECT_COUNT_SLOTS - 1)) {
+		unsigned long k = __atomic_load_n(&ftrt_direct_counts[i][0], __ATOMIC_ACQUIRE);
+
+		if (k == site)
+			return __atomic_load_n(&ftrt_direct_counts[i][1], __ATOMIC_RELAXED);
+		if (!k)
+			break;
+	}
+	return 0;
+}
+
+unsigned long ftrace_direct_fexit_create(ftrace_direct_entry_t entry, ftrace_direct_exit_t exit,
+					 void *data)
+{
+	struct ftrt_arena *a;
+	struct ftrt_tramp *t = NULL;
+
+	if (!entry || !exit) {
+		errno = EINVAL;
+		return 0;
+	}
+	if (api_enter()) {
+		errno = EBUSY;
+		return 0;
+	}
+	/* near the program: its sites call it directly (others divert into it) */
+	a = ftrt_arena_for(ftrt_exe_lo, ftrt_exe_hi);
+	if (a)
+		t = ftrt_fexit_create(a, entry, exit, data);
+	ftrt_unlock();
+	if (!t) {
+		errno = ENOMEM;
+		return 0;
+	}
+	return (unsigned long)t->code;
+}
+
+int ftrace_direct_fexit_free(unsigned long addr)
+{
+	struct ftrt_tramp *t;
+	struct ftrace_ops *op;
+	int ret = api_enter();
+
+	if (ret)
+		return ret;
+	t = ftrt_fexit_find(addr);
+	if (!t) {
+		ret = -EINVAL;
+		goto out;
+	}
+	for (op = atomic_load(&ops_list); op; op = op->next)
+		if ((op->flags & FTRACE_OPS_FL_DIRECT) && op->direct_call == addr)
+			ret = -EBUSY;
+	if (!ret)
+		ret = ftrt_fexit_free(t, RELEASE_LIMIT_US);
 out:
 	ftrt_unlock();
 	return ret;
@@ -1571,8 +2084,14 @@ static int set_hash(struct ftrace_ops *ops, int is_notrace, struct ftrt_hash *nh
 			free(old);
 		return 0;
 	}
-	if (ipmodify_conflict(ops, 1, of, on, is_notrace ? of : nh, is_notrace ? nh : on))
+	if ((ops->flags & FTRACE_OPS_FL_DIRECT) && !is_notrace && !hash_count(nh)) {
+		free(nh);
+		return -EINVAL;	/* a direct call on every function: refused at register too */
+	}
+	if (ipmodify_conflict(ops, 1, of, on, is_notrace ? of : nh, is_notrace ? nh : on)) {
+		free(nh);
 		return -EBUSY;
+	}
 	__atomic_store_n(slot, nh, __ATOMIC_RELEASE);
 	ret = update(ops, 1, of, on, 1, ops->filter_hash, ops->notrace_hash);
 	if (ret) {
@@ -1581,6 +2100,7 @@ static int set_hash(struct ftrace_ops *ops, int is_notrace, struct ftrt_hash *nh
 		return ret;
 	}
 	defer_free(old);	/* a list walk may still read it: freed after a grace period */
+	sweep_multis();
 	return 0;
 }
 
@@ -1753,6 +2273,18 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 		fi->state = FTRACE_SITE_REGS_CALLER;
 		return;
 	}
+	for (op = atomic_load(&ops_list); op; op = op->next)
+		if ((op->flags & FTRACE_OPS_FL_DIRECT) && op->direct_call == fi->target &&
+		    ops_match(op, r->ip)) {
+			fi->state = FTRACE_SITE_DIRECT;
+			fi->owner = op;
+			return;
+		}
+	t = ftrt_tramp_at(o->arena, fi->target);
+	if (t && t->vec) {
+		fi->state = FTRACE_SITE_MULTI;
+		return;
+	}
 	fi->state = FTRACE_SITE_TRAMP;
 	for (op = atomic_load(&ops_list); op; op = op->next)
 		for (t = op->trampolines; t; t = t->next)
@@ -1795,9 +2327,10 @@ int ftrace_lookup_function(unsigned long ip, struct ftrace_func_info *info)
 
 static const char *state_name(enum ftrace_site_state s)
 {
-	static const char *const n[] = { "nop", "tramp", "caller", "regs_caller", "refused" };
+	static const char *const n[] = { "nop", "tramp", "caller", "regs_caller", "refused",
+					  "multi", "direct" };
 
-	return (unsigned)s < 5 ? n[s] : "?";
+	return (unsigned)s < 7 ? n[s] : "?";
 }
 
 static int print_one(const struct ftrace_func_info *fi, void *data)

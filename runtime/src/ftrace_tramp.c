@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "ftrt_core.h"
+#include "ftrace_frame.h"
 #include "poke.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -157,17 +159,23 @@ static struct ftrt_arena *arena_new(uintptr_t lo, uintptr_t hi)
 		}
 	}
 	a = calloc(1, sizeof(*a));
-	if (a)
+	if (a) {
 		a->used = calloc(ARENA_PAGES, 1);
-	if (!a || !a->used) {
-		if (a)
+		a->page_tramp = calloc(ARENA_PAGES, sizeof(*a->page_tramp));
+	}
+	if (!a || !a->used || !a->page_tramp) {
+		if (a) {
+			free(a->used);
+			free(a->page_tramp);
 			free(a);
+		}
 		munmap(p, size);
 		return NULL;
 	}
 	/* page 0: the op slots (data, never executable) */
 	if (mprotect(p, PAGE, PROT_READ | PROT_WRITE)) {
 		free(a->used);
+		free(a->page_tramp);
 		free(a);
 		munmap(p, size);
 		return NULL;
@@ -215,6 +223,7 @@ static void page_free(struct ftrt_arena *a, void *p)
 	madvise(p, PAGE, MADV_DONTNEED);
 	mprotect(p, PAGE, PROT_NONE);
 	a->used[i] = 0;
+	a->page_tramp[i] = NULL;
 }
 
 /* The op slot of a code page of arena a. */
@@ -248,7 +257,7 @@ int ftrt_tramp_novec_ok(ftrace_func_t func)
 	static int enabled = -1;
 
 	if (enabled < 0) {
-		const char *e = getenv("FTRT_NOVEC");
+		const char *e = secure_getenv("FTRT_NOVEC");
 
 		enabled = !(e && !strcmp(e, "0"));
 	}
@@ -328,8 +337,201 @@ struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *op
 	t->size = total;
 	t->ops = ops;
 	t->regs = tmpl == FTRT_TMPL_REGS;
+	a->page_tramp[((uintptr_t)code - a->base) / PAGE] = t;
 	ftrt_nr_trampolines++;
 	return t;
+}
+
+struct ftrt_tramp *ftrt_tramp_at(struct ftrt_arena *a, uintptr_t addr)
+{
+	struct ftrt_tramp *t;
+
+	if (!a || addr < a->base + PAGE || addr >= a->base + a->npages * PAGE)
+		return NULL;
+	t = a->page_tramp[(addr - a->base) / PAGE];
+	return t && (uintptr_t)t->code == addr ? t : NULL;
+}
+
+static const struct {
+	const unsigned char *start, *op_ptr, *seg, *seg_op, *call, *done, *end, *fb, *fb_end;
+} multi_templates[] = {
+	[FTRT_MULTI_PLAIN] = { ftrace_multi_caller, ftrace_multi_caller_op_ptr,
+			       ftrace_multi_caller_seg, ftrace_multi_caller_seg_op,
+			       ftrace_multi_caller_call, ftrace_multi_caller_done,
+			       ftrace_multi_caller_end, ftrace_multi_caller_fallback,
+			       ftrace_multi_caller_fallback_end },
+	[FTRT_MULTI_NOVEC] = { ftrace_multi_caller_novec, ftrace_multi_caller_novec_op_ptr,
+			       ftrace_multi_caller_novec_seg, ftrace_multi_caller_novec_seg_op,
+			       ftrace_multi_caller_novec_call, ftrace_multi_caller_novec_done,
+			       ftrace_multi_caller_novec_end, ftrace_multi_caller_novec_fallback,
+			       ftrace_multi_caller_novec_fallback_end },
+	[FTRT_MULTI_REGS] = { ftrace_regs_multi_caller, ftrace_regs_multi_caller_op_ptr,
+			      ftrace_regs_multi_caller_seg, ftrace_regs_multi_caller_seg_op,
+			      ftrace_regs_multi_caller_call, ftrace_regs_multi_caller_done,
+			      ftrace_regs_multi_caller_end, ftrace_regs_multi_caller_fallback,
+			      ftrace_regs_multi_caller_fallback_end },
+};
+
+/*
+ * A trampoline for a site served by the n ops of vec: the template's prologue, one segment
+ * per ops (the ops as an immediate, a direct call to funcs[i], or through an absolute-jump
+ * stub after the code when out of rel32 reach), the epilogue and the fallback.  The slot
+ * holds vec[0] while the set is live; once it is cleared (ftrt_tramp_kill), a thread that
+ * reads it runs no callback from here but continues in fallback (the shared caller of the
+ * same kind: the list function runs whichever ops of the set are still registered), so
+ * killing a set never hides a call from its other ops.  NULL when the set does not fit a
+ * page or no page is free (the caller falls back on the shared caller).
+ */
+struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_ops **vec,
+					   const ftrace_func_t *funcs, unsigned n, int kind,
+					   uintptr_t fallback)
+{
+	const unsigned char *start = multi_templates[kind].start;
+	size_t pro = (size_t)(multi_templates[kind].seg - start);
+	size_t seg = (size_t)(multi_templates[kind].done - multi_templates[kind].seg);
+	size_t epi = (size_t)(multi_templates[kind].end - multi_templates[kind].done);
+	size_t op_off = (size_t)(multi_templates[kind].op_ptr - start);
+	size_t imm_off = (size_t)(multi_templates[kind].seg_op - multi_templates[kind].seg);
+	size_t call_off = (size_t)(multi_templates[kind].call - multi_templates[kind].seg);
+	size_t fbl = (size_t)(multi_templates[kind].fb_end - multi_templates[kind].fb);
+	size_t body, stubs, total, i;
+	struct ftrt_tramp *t;
+	unsigned char *code, *p;
+	uintptr_t *slot;
+	int32_t rel;
+
+	body = pro + n * seg + epi + 1 + fbl;
+	stubs = (body + 7) & ~(size_t)7;
+	total = stubs + 16 * n;
+	if (!n || n > FTRT_MULTI_MAX || total > PAGE ||
+	    memcmp(start + op_off, "\x48\x8b\x15", 3) || start[pro - 6] != 0x0f ||
+	    start[pro - 5] != 0x84 || memcmp(start + pro + imm_off, "\x48\xba", 2) ||
+	    start[pro + call_off] != 0xe8 || multi_templates[kind].fb_end[-5] != 0xe9) {
+		if (n && n <= FTRT_MULTI_MAX && total <= PAGE)
+			ftrt_warn("ftrt: multi-ops template is not what the runtime expects");
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (t)
+		t->vec = malloc(n * sizeof(*vec));
+	if (!t || !t->vec) {
+		if (t)
+			free(t);
+		return NULL;
+	}
+	code = page_alloc(a);
+	if (!code && quarantine && !ftrt_tramp_release(0))
+		code = page_alloc(a);
+	if (!code) {
+		free(t->vec);
+		free(t);
+		return NULL;
+	}
+	slot = page_slot(a, code);
+	__atomic_store_n(slot, (uintptr_t)vec[0], __ATOMIC_RELEASE);
+	memset(code, 0xcc, PAGE);
+	memcpy(code, start, pro);
+	rel = (int32_t)((uintptr_t)slot - (uintptr_t)(code + op_off + 7));
+	memcpy(code + op_off + 3, &rel, 4);
+	for (i = 0, p = code + pro; i < n; i++, p += seg) {
+		unsigned char *stub = code + stubs + 16 * i;
+		uintptr_t target = (uintptr_t)funcs[i];
+
+		memcpy(p, start + pro, seg);
+		memcpy(p + imm_off + 2, &vec[i], 8);
+		stub[0] = 0xff;
+		stub[1] = 0x25;
+		memset(stub + 2, 0, 4);
+		memcpy(stub + 6, &target, 8);
+		if (!fits_rel32((uintptr_t)p + call_off + 5, target))
+			target = (uintptr_t)stub;
+		rel = (int32_t)(target - ((uintptr_t)p + call_off + 5));
+		memcpy(p + call_off + 1, &rel, 4);
+	}
+	memcpy(p, multi_templates[kind].done, epi);
+	p[epi] = 0xc3;
+	p += epi + 1;
+	memcpy(p, multi_templates[kind].fb, fbl);
+	/* the slot test's jz rel32 (the prologue's last instruction) to the fallback */
+	rel = (int32_t)(p - (code + pro));
+	memcpy(code + pro - 4, &rel, 4);
+	/* and the fallback's jmp rel32 to the shared caller (same arena: in reach) */
+	if (!fits_rel32((uintptr_t)p + fbl, fallback)) {
+		page_free(a, code);
+		free(t->vec);
+		free(t);
+		return NULL;
+	}
+	rel = (int32_t)(fallback - ((uintptr_t)p + fbl));
+	memcpy(p + fbl - 4, &rel, 4);
+	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
+		ftrt_warn("ftrt: cannot make a trampoline page executable (%s)", strerror(errno));
+		page_free(a, code);
+		free(t->vec);
+		free(t);
+		return NULL;
+	}
+	if (ftrt_sync_range_add(code, total)) {
+		page_free(a, code);
+		free(t->vec);
+		free(t);
+		return NULL;
+	}
+	memcpy(t->vec, vec, n * sizeof(*vec));
+	t->nvec = n;
+	t->kind = kind;
+	t->arena = a;
+	t->slot = slot;
+	t->code = code;
+	t->size = total;
+	t->ops = vec[0];
+	t->regs = kind == FTRT_MULTI_REGS;
+	a->page_tramp[((uintptr_t)code - a->base) / PAGE] = t;
+	ftrt_nr_trampolines++;
+	return t;
+}
+
+/*
+ * Unlink from every arena the multi-ops trampolines that include ops, and those no site
+ * calls (all of the latter when ops is NULL); returned chained by next, to be killed and,
+ * after a grace period, retired.
+ */
+struct ftrt_tramp *ftrt_multis_take(struct ftrace_ops *ops)
+{
+	struct ftrt_tramp *out = NULL, **pp, *t;
+	struct ftrt_arena *a;
+	unsigned i;
+
+	for (a = arenas; a; a = a->next) {
+		for (pp = &a->multis; (t = *pp);) {
+			int take = !t->refs;
+
+			for (i = 0; i < t->nvec && !take; i++)
+				take = t->vec[i] == ops;
+			if (!take) {
+				pp = &t->next;
+				continue;
+			}
+			*pp = t->next;
+			a->nmultis--;
+			t->next = out;
+			out = t;
+		}
+	}
+	return out;
+}
+
+/* Are there multi-ops trampolines no site calls? */
+int ftrt_multis_unused(void)
+{
+	struct ftrt_arena *a;
+	struct ftrt_tramp *t;
+
+	for (a = arenas; a; a = a->next)
+		for (t = a->multis; t; t = t->next)
+			if (!t->refs)
+				return 1;
+	return 0;
 }
 
 /* No site calls t any more: clear its slot, so it stops calling its callback. */
@@ -368,8 +570,111 @@ int ftrt_tramp_release(long limit_us)
 		page_free(t->arena, t->code);
 		ftrt_nr_quarantined--;
 		ftrt_nr_released++;
+		free(t->vec);
 		free(t);
 	}
 	quarantine = NULL;
+	return 0;
+}
+
+/* ---- ready direct trampolines ------------------------------------------------------------ */
+
+/* What a clone of ftrace_direct_fexit loads (offsets checked against trampgen's). */
+struct ftrt_direct_block {
+	ftrace_direct_entry_t	entry;
+	ftrace_direct_exit_t	exit;
+	void			*data;
+	long			inflight;	/* threads between the function's call and return */
+};
+_Static_assert(offsetof(struct ftrt_direct_block, inflight) == FTRT_DIRECT_BLOCK_INFLIGHT,
+	       "block layout");
+
+static struct ftrt_tramp *fexits;	/* clones handed out */
+
+/* A clone of ftrace_direct_fexit in arena a, its block filled; NULL on failure. */
+struct ftrt_tramp *ftrt_fexit_create(struct ftrt_arena *a, ftrace_direct_entry_t entry,
+				     ftrace_direct_exit_t exit, void *data)
+{
+	size_t size = (size_t)(ftrace_direct_fexit_end - ftrace_direct_fexit);
+	size_t off = (size_t)(ftrace_direct_fexit_data - ftrace_direct_fexit);
+	struct ftrt_direct_block *b;
+	struct ftrt_tramp *t;
+	unsigned char *code;
+
+	if (size + 1 > PAGE || memcmp(ftrace_direct_fexit_data, "\x48\xb8", 2))
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	b = calloc(1, sizeof(*b));
+	code = t && b ? page_alloc(a) : NULL;
+	if (!code) {
+		free(t);
+		free(b);
+		return NULL;
+	}
+	b->entry = entry;
+	b->exit = exit;
+	b->data = data;
+	memset(code, 0xcc, PAGE);
+	memcpy(code, ftrace_direct_fexit, size);
+	code[size] = 0xc3;
+	memcpy(code + off + 2, &b, sizeof(b));
+	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC) || ftrt_sync_range_add(code, size + 1)) {
+		page_free(a, code);
+		free(t);
+		free(b);
+		return NULL;
+	}
+	t->arena = a;
+	t->code = code;
+	t->size = size + 1;
+	t->block = b;
+	a->page_tramp[((uintptr_t)code - a->base) / PAGE] = t;
+	t->next = fexits;
+	fexits = t;
+	return t;
+}
+
+struct ftrt_tramp *ftrt_fexit_find(uintptr_t addr)
+{
+	struct ftrt_tramp *t;
+
+	for (t = fexits; t; t = t->next)
+		if ((uintptr_t)t->code == addr)
+			return t;
+	return NULL;
+}
+
+/*
+ * No site calls t any more: wait until no thread is on its instructions (program counters,
+ * as for retired trampolines), then until none is inside a function it called (the block's
+ * count: a thread past the pc check has either raised it or left), then free it.
+ */
+int ftrt_fexit_free(struct ftrt_tramp *t, long limit_us)
+{
+	struct ftrt_tramp **pp;
+	long waited;
+	int err;
+
+	if (!t->retired) {
+		ftrt_sync_range_retire(t->code);
+		t->retired = 1;
+	}
+	err = ftrt_sync_retired(limit_us);
+	if (err)
+		return err;
+	for (waited = 0; __atomic_load_n(&t->block->inflight, __ATOMIC_ACQUIRE); waited += 1000) {
+		if (waited >= limit_us)
+			return -EBUSY;
+		usleep(1000);
+	}
+	for (pp = &fexits; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	ftrt_sync_range_del(t->code);
+	page_free(t->arena, t->code);
+	free(t->block);
+	free(t);
 	return 0;
 }

@@ -16,6 +16,38 @@
 	.globl ftrace_regs_caller_end
 	.globl ftrace_stub
 	.globl __fentry__
+	.globl ftrace_multi_caller
+	.globl ftrace_multi_caller_op_ptr
+	.globl ftrace_multi_caller_seg
+	.globl ftrace_multi_caller_seg_op
+	.globl ftrace_multi_caller_call
+	.globl ftrace_multi_caller_done
+	.globl ftrace_multi_caller_end
+	.globl ftrace_multi_caller_fallback
+	.globl ftrace_multi_caller_fallback_end
+	.globl ftrace_multi_caller_novec
+	.globl ftrace_multi_caller_novec_op_ptr
+	.globl ftrace_multi_caller_novec_seg
+	.globl ftrace_multi_caller_novec_seg_op
+	.globl ftrace_multi_caller_novec_call
+	.globl ftrace_multi_caller_novec_done
+	.globl ftrace_multi_caller_novec_end
+	.globl ftrace_multi_caller_novec_fallback
+	.globl ftrace_multi_caller_novec_fallback_end
+	.globl ftrace_regs_multi_caller
+	.globl ftrace_regs_multi_caller_op_ptr
+	.globl ftrace_regs_multi_caller_seg
+	.globl ftrace_regs_multi_caller_seg_op
+	.globl ftrace_regs_multi_caller_call
+	.globl ftrace_regs_multi_caller_done
+	.globl ftrace_regs_multi_caller_end
+	.globl ftrace_regs_multi_caller_fallback
+	.globl ftrace_regs_multi_caller_fallback_end
+	.globl ftrace_direct_count
+	.globl ftrace_direct_count_end
+	.globl ftrace_direct_fexit
+	.globl ftrace_direct_fexit_data
+	.globl ftrace_direct_fexit_end
 	.p2align 4
 	.type ftrace_caller, @function
 ftrace_caller:
@@ -136,6 +168,7 @@ ftrace_regs_caller:
 	movq %r13, 16(%rsp)
 	movq %r14, 8(%rsp)
 	movq %r15, 0(%rsp)
+	movq $0, 144(%rsp)
 	movq 288(%rsp), %rdi
 	movq %rdi, 120(%rsp)
 	leaq 296(%rsp), %rsi
@@ -163,6 +196,8 @@ ftrace_regs_call:
 	movups 240(%rsp), %xmm5
 	movups 256(%rsp), %xmm6
 	movups 272(%rsp), %xmm7
+	cmpq $0, 144(%rsp)
+	jnz 2f
 	movq 112(%rsp), %rdi
 	movq 104(%rsp), %rsi
 	movq 96(%rsp), %rdx
@@ -181,9 +216,468 @@ ftrace_regs_call:
 	pushq 152(%rsp)
 	popfq
 	leaq 288(%rsp), %rsp
+	ret
+2:
+	movq 144(%rsp), %rax
+	movq %rax, 280(%rsp)
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	movq 48(%rsp), %r11
+	movq 40(%rsp), %rbx
+	movq 32(%rsp), %rbp
+	movq 24(%rsp), %r12
+	movq 16(%rsp), %r13
+	movq 8(%rsp), %r14
+	movq 0(%rsp), %r15
+	pushq 152(%rsp)
+	popfq
+	leaq 280(%rsp), %rsp
 ftrace_regs_caller_end:
 	ret
 	.size ftrace_regs_caller, .-ftrace_regs_caller
+	.p2align 4
+	.type ftrace_multi_caller, @function
+ftrace_multi_caller:
+	subq $288, %rsp
+	movups %xmm0, 160(%rsp)
+	movups %xmm1, 176(%rsp)
+	movups %xmm2, 192(%rsp)
+	movups %xmm3, 208(%rsp)
+	movups %xmm4, 224(%rsp)
+	movups %xmm5, 240(%rsp)
+	movups %xmm6, 256(%rsp)
+	movups %xmm7, 272(%rsp)
+	movq %rdi, 112(%rsp)
+	movq %rsi, 104(%rsp)
+	movq %rdx, 96(%rsp)
+	movq %rcx, 88(%rsp)
+	movq %r8, 72(%rsp)
+	movq %r9, 64(%rsp)
+	movq %rax, 80(%rsp)
+	movq %r10, 56(%rsp)
+	movq 288(%rsp), %rax
+	movq %rax, 120(%rsp)
+	leaq 296(%rsp), %rax
+	movq %rax, 128(%rsp)
+	movq $0, 136(%rsp)
+	incl %fs:ftrt_cb_depth@tpoff
+ftrace_multi_caller_op_ptr:
+	movq ftrace_template_op(%rip), %rdx
+	testq %rdx, %rdx
+	.byte 0x0f, 0x84
+	.long ftrace_multi_caller_fallback - (. + 4)
+ftrace_multi_caller_seg:
+	movq 288(%rsp), %rdi
+	movq 296(%rsp), %rsi
+	subq $5, %rdi
+ftrace_multi_caller_seg_op:
+	movabsq $0, %rdx
+	movq %rsp, %rcx
+ftrace_multi_caller_call:
+	call ftrace_stub
+ftrace_multi_caller_done:
+	decl %fs:ftrt_cb_depth@tpoff
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+ftrace_multi_caller_end:
+	ret
+ftrace_multi_caller_fallback:
+	decl %fs:ftrt_cb_depth@tpoff
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+	.byte 0xe9
+	.long 0
+ftrace_multi_caller_fallback_end:
+	.size ftrace_multi_caller, .-ftrace_multi_caller
+	.p2align 4
+	.type ftrace_multi_caller_novec, @function
+ftrace_multi_caller_novec:
+	subq $288, %rsp
+	movq %rdi, 112(%rsp)
+	movq %rsi, 104(%rsp)
+	movq %rdx, 96(%rsp)
+	movq %r8, 72(%rsp)
+	movq %r9, 64(%rsp)
+	movq %rax, 80(%rsp)
+	movq %r10, 56(%rsp)
+	incl %fs:ftrt_cb_depth@tpoff
+ftrace_multi_caller_novec_op_ptr:
+	movq ftrace_template_op(%rip), %rdx
+	testq %rdx, %rdx
+	.byte 0x0f, 0x84
+	.long ftrace_multi_caller_novec_fallback - (. + 4)
+ftrace_multi_caller_novec_seg:
+	movq 288(%rsp), %rdi
+	movq 296(%rsp), %rsi
+	subq $5, %rdi
+ftrace_multi_caller_novec_seg_op:
+	movabsq $0, %rdx
+ftrace_multi_caller_novec_call:
+	call ftrace_stub
+ftrace_multi_caller_novec_done:
+	decl %fs:ftrt_cb_depth@tpoff
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+ftrace_multi_caller_novec_end:
+	ret
+ftrace_multi_caller_novec_fallback:
+	decl %fs:ftrt_cb_depth@tpoff
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+	.byte 0xe9
+	.long 0
+ftrace_multi_caller_novec_fallback_end:
+	.size ftrace_multi_caller_novec, .-ftrace_multi_caller_novec
+	.p2align 4
+	.type ftrace_regs_multi_caller, @function
+ftrace_regs_multi_caller:
+	leaq -288(%rsp), %rsp
+	pushfq
+	popq 152(%rsp)
+	movups %xmm0, 160(%rsp)
+	movups %xmm1, 176(%rsp)
+	movups %xmm2, 192(%rsp)
+	movups %xmm3, 208(%rsp)
+	movups %xmm4, 224(%rsp)
+	movups %xmm5, 240(%rsp)
+	movups %xmm6, 256(%rsp)
+	movups %xmm7, 272(%rsp)
+	movq %rdi, 112(%rsp)
+	movq %rsi, 104(%rsp)
+	movq %rdx, 96(%rsp)
+	movq %rcx, 88(%rsp)
+	movq %r8, 72(%rsp)
+	movq %r9, 64(%rsp)
+	movq %rax, 80(%rsp)
+	movq %r10, 56(%rsp)
+	movq %r11, 48(%rsp)
+	movq %rbx, 40(%rsp)
+	movq %rbp, 32(%rsp)
+	movq %r12, 24(%rsp)
+	movq %r13, 16(%rsp)
+	movq %r14, 8(%rsp)
+	movq %r15, 0(%rsp)
+	movq $0, 144(%rsp)
+	movq 288(%rsp), %rax
+	movq %rax, 120(%rsp)
+	leaq 296(%rsp), %rax
+	movq %rax, 128(%rsp)
+	movq $1, 136(%rsp)
+	incl %fs:ftrt_cb_depth@tpoff
+ftrace_regs_multi_caller_op_ptr:
+	movq ftrace_template_op(%rip), %rdx
+	testq %rdx, %rdx
+	.byte 0x0f, 0x84
+	.long ftrace_regs_multi_caller_fallback - (. + 4)
+ftrace_regs_multi_caller_seg:
+	movq 288(%rsp), %rdi
+	movq 296(%rsp), %rsi
+	subq $5, %rdi
+ftrace_regs_multi_caller_seg_op:
+	movabsq $0, %rdx
+	movq %rsp, %rcx
+ftrace_regs_multi_caller_call:
+	call ftrace_stub
+ftrace_regs_multi_caller_done:
+	decl %fs:ftrt_cb_depth@tpoff
+	movq 120(%rsp), %rax
+	movq %rax, 288(%rsp)
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
+	cmpq $0, 144(%rsp)
+	jnz 2f
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	movq 48(%rsp), %r11
+	movq 40(%rsp), %rbx
+	movq 32(%rsp), %rbp
+	movq 24(%rsp), %r12
+	movq 16(%rsp), %r13
+	movq 8(%rsp), %r14
+	movq 0(%rsp), %r15
+	pushq 152(%rsp)
+	popfq
+	leaq 288(%rsp), %rsp
+	ret
+2:
+	movq 144(%rsp), %rax
+	movq %rax, 280(%rsp)
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	movq 48(%rsp), %r11
+	movq 40(%rsp), %rbx
+	movq 32(%rsp), %rbp
+	movq 24(%rsp), %r12
+	movq 16(%rsp), %r13
+	movq 8(%rsp), %r14
+	movq 0(%rsp), %r15
+	pushq 152(%rsp)
+	popfq
+	leaq 280(%rsp), %rsp
+ftrace_regs_multi_caller_end:
+	ret
+ftrace_regs_multi_caller_fallback:
+	decl %fs:ftrt_cb_depth@tpoff
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	movq 48(%rsp), %r11
+	movq 40(%rsp), %rbx
+	movq 32(%rsp), %rbp
+	movq 24(%rsp), %r12
+	movq 16(%rsp), %r13
+	movq 8(%rsp), %r14
+	movq 0(%rsp), %r15
+	pushq 152(%rsp)
+	popfq
+	leaq 288(%rsp), %rsp
+	.byte 0xe9
+	.long 0
+ftrace_regs_multi_caller_fallback_end:
+	.size ftrace_regs_multi_caller, .-ftrace_regs_multi_caller
+	.p2align 4
+	.type ftrace_direct_count, @function
+ftrace_direct_count:
+	pushq %rax
+	pushq %rcx
+	pushq %rdx
+	pushq %rsi
+	movq 32(%rsp), %r11
+	subq $5, %r11
+	imulq $0x61c88647, %r11, %rcx
+	shrq $20, %rcx
+	andl $4095, %ecx
+	shll $4, %ecx
+	leaq ftrt_direct_counts(%rip), %rdx
+	movl $32, %esi
+1:
+	movq (%rdx,%rcx), %rax
+	cmpq %r11, %rax
+	je 3f
+	testq %rax, %rax
+	jnz 2f
+	lock cmpxchgq %r11, (%rdx,%rcx)
+	je 3f
+	cmpq %r11, %rax
+	je 3f
+2:
+	addl $16, %ecx
+	andl $0xfff0, %ecx
+	decl %esi
+	jnz 1b
+	lock incq ftrt_direct_count_lost(%rip)
+	jmp 4f
+3:
+	lock incq 8(%rdx,%rcx)
+4:
+	popq %rsi
+	popq %rdx
+	popq %rcx
+	popq %rax
+ftrace_direct_count_end:
+	ret
+	.size ftrace_direct_count, .-ftrace_direct_count
+	.p2align 4
+	.type ftrace_direct_fexit, @function
+ftrace_direct_fexit:
+	pushq %rbp
+	movq %rsp, %rbp
+	subq $256, %rsp
+	andq $-16, %rsp
+	movq %rdi, 0(%rsp)
+	movq %rsi, 8(%rsp)
+	movq %rdx, 16(%rsp)
+	movq %rcx, 24(%rsp)
+	movq %r8, 32(%rsp)
+	movq %r9, 40(%rsp)
+	movq %rax, 48(%rsp)
+	movq %r10, 56(%rsp)
+	movaps %xmm0, 64(%rsp)
+	movaps %xmm1, 80(%rsp)
+	movaps %xmm2, 96(%rsp)
+	movaps %xmm3, 112(%rsp)
+	movaps %xmm4, 128(%rsp)
+	movaps %xmm5, 144(%rsp)
+	movaps %xmm6, 160(%rsp)
+	movaps %xmm7, 176(%rsp)
+ftrace_direct_fexit_data:
+	movabsq $0, %rax
+	movq %rax, 192(%rsp)
+	lock incq 24(%rax)
+	movq 8(%rbp), %rdi
+	subq $5, %rdi
+	movq 16(%rbp), %rsi
+	movq %rsp, %rdx
+	movq 16(%rax), %rcx
+	call *0(%rax)
+	movaps 64(%rsp), %xmm0
+	movaps 80(%rsp), %xmm1
+	movaps 96(%rsp), %xmm2
+	movaps 112(%rsp), %xmm3
+	movaps 128(%rsp), %xmm4
+	movaps 144(%rsp), %xmm5
+	movaps 160(%rsp), %xmm6
+	movaps 176(%rsp), %xmm7
+	subq $128, %rsp
+	movq 24(%rbp), %r11
+	movq %r11, 0(%rsp)
+	movq 32(%rbp), %r11
+	movq %r11, 8(%rsp)
+	movq 40(%rbp), %r11
+	movq %r11, 16(%rsp)
+	movq 48(%rbp), %r11
+	movq %r11, 24(%rsp)
+	movq 56(%rbp), %r11
+	movq %r11, 32(%rsp)
+	movq 64(%rbp), %r11
+	movq %r11, 40(%rsp)
+	movq 72(%rbp), %r11
+	movq %r11, 48(%rsp)
+	movq 80(%rbp), %r11
+	movq %r11, 56(%rsp)
+	movq 88(%rbp), %r11
+	movq %r11, 64(%rsp)
+	movq 96(%rbp), %r11
+	movq %r11, 72(%rsp)
+	movq 104(%rbp), %r11
+	movq %r11, 80(%rsp)
+	movq 112(%rbp), %r11
+	movq %r11, 88(%rsp)
+	movq 120(%rbp), %r11
+	movq %r11, 96(%rsp)
+	movq 128(%rbp), %r11
+	movq %r11, 104(%rsp)
+	movq 136(%rbp), %r11
+	movq %r11, 112(%rsp)
+	movq 144(%rbp), %r11
+	movq %r11, 120(%rsp)
+	movq 128(%rsp), %rdi
+	movq 136(%rsp), %rsi
+	movq 144(%rsp), %rdx
+	movq 152(%rsp), %rcx
+	movq 160(%rsp), %r8
+	movq 168(%rsp), %r9
+	movq 176(%rsp), %rax
+	movq 184(%rsp), %r10
+	movq 8(%rbp), %r11
+	call *%r11
+	addq $128, %rsp
+	movq %rax, 200(%rsp)
+	movq %rdx, 208(%rsp)
+	movaps %xmm0, 224(%rsp)
+	movaps %xmm1, 240(%rsp)
+	movq 8(%rbp), %rdi
+	subq $5, %rdi
+	movq 16(%rbp), %rsi
+	movq %rsp, %rdx
+	movq %rax, %rcx
+	movq 192(%rsp), %rax
+	movq 16(%rax), %r8
+	call *8(%rax)
+	movq 192(%rsp), %rax
+	lock decq 24(%rax)
+	movq 200(%rsp), %rax
+	movq 208(%rsp), %rdx
+	movaps 224(%rsp), %xmm0
+	movaps 240(%rsp), %xmm1
+	movq %rbp, %rsp
+	popq %rbp
+	leaq 8(%rsp), %rsp
+ftrace_direct_fexit_end:
+	ret
+	.size ftrace_direct_fexit, .-ftrace_direct_fexit
+	.bss
+	.p2align 6
+	.globl ftrt_direct_counts
+	.type ftrt_direct_counts, @object
+ftrt_direct_counts:
+	.zero 65536
+	.size ftrt_direct_counts, 65536
+	.globl ftrt_direct_count_lost
+	.type ftrt_direct_count_lost, @object
+ftrt_direct_count_lost:
+	.zero 8
+	.size ftrt_direct_count_lost, 8
+	.text
 	.p2align 4
 	.type ftrace_stub, @function
 ftrace_stub:

@@ -90,7 +90,18 @@ struct ftrt_tramp {
 	size_t			size;
 	struct ftrace_ops	*ops;
 	int			regs;
+	/* multi-ops trampolines (ftrt_tramp_create_multi): the set they run, in list order */
+	struct ftrace_ops	**vec;
+	unsigned		nvec;
+	int			kind;		/* FTRT_MULTI_* */
+	unsigned long		refs;		/* sites calling it */
+	struct ftrt_direct_block *block;	/* a clone of ftrace_direct_fexit */
+	int			retired;
 };
+
+/* Multi-ops trampolines: kinds (templates) and the largest set one serves. */
+enum { FTRT_MULTI_PLAIN, FTRT_MULTI_NOVEC, FTRT_MULTI_REGS };
+#define FTRT_MULTI_MAX	32
 
 /* Executable memory reserved near some objects (page 0: the op slots of the others). */
 struct ftrt_arena {
@@ -99,6 +110,9 @@ struct ftrt_arena {
 	size_t			npages;
 	unsigned char		*used;		/* one byte per page */
 	struct ftrt_tramp	*caller, *regs_caller;	/* shared callers (list function) */
+	struct ftrt_tramp	*multis;	/* multi-ops trampolines, by ops set */
+	unsigned		nmultis;
+	struct ftrt_tramp	**page_tramp;	/* trampoline on each page (NULL: none) */
 };
 
 /* ftrace_elf.c */
@@ -114,6 +128,17 @@ enum { FTRT_TMPL_CALLER, FTRT_TMPL_REGS, FTRT_TMPL_NOVEC };
 struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *ops,
 				     ftrace_func_t func, int tmpl);
 int ftrt_tramp_novec_ok(ftrace_func_t func);
+struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_ops **vec,
+					   const ftrace_func_t *funcs, unsigned n, int kind,
+					   uintptr_t fallback);
+struct ftrt_tramp *ftrt_fexit_create(struct ftrt_arena *a, ftrace_direct_entry_t entry,
+				     ftrace_direct_exit_t exit, void *data);
+struct ftrt_tramp *ftrt_fexit_find(uintptr_t addr);
+int ftrt_fexit_free(struct ftrt_tramp *t, long limit_us);
+struct ftrt_tramp *ftrt_multis_take(struct ftrace_ops *ops);
+int ftrt_multis_unused(void);
+/* The trampoline whose code starts at addr in arena a, or NULL. */
+struct ftrt_tramp *ftrt_tramp_at(struct ftrt_arena *a, uintptr_t addr);
 void ftrt_tramp_kill(struct ftrt_tramp *t);
 void ftrt_tramp_retire(struct ftrt_tramp *t);
 int ftrt_tramp_release(long limit_us);
@@ -125,6 +150,8 @@ int ftrt_arch_scalar_leaf(const void *func);
 /* ftrace_core.c */
 void ftrt_list_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 		    struct ftrace_regs *fregs);
+void ftrt_call_direct_funcs(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			    struct ftrace_regs *fregs);
 void ftrt_recursion_assist(unsigned long ip, unsigned long parent_ip,
 			   struct ftrace_ops *op, struct ftrace_regs *fregs);
 extern struct ftrace_ops ftrt_list_ops;
@@ -135,7 +162,29 @@ extern const unsigned char ftrace_caller[], ftrace_caller_op_ptr[], ftrace_call[
 	ftrace_caller_end[], ftrace_regs_caller[], ftrace_regs_caller_op_ptr[],
 	ftrace_regs_call[], ftrace_regs_caller_end[], ftrace_caller_novec[],
 	ftrace_caller_novec_op_ptr[], ftrace_novec_call[], ftrace_caller_novec_end[];
+extern const unsigned char ftrace_multi_caller[], ftrace_multi_caller_op_ptr[],
+	ftrace_multi_caller_seg[], ftrace_multi_caller_seg_op[], ftrace_multi_caller_call[],
+	ftrace_multi_caller_done[], ftrace_multi_caller_end[],
+	ftrace_multi_caller_novec[], ftrace_multi_caller_novec_op_ptr[],
+	ftrace_multi_caller_novec_seg[], ftrace_multi_caller_novec_seg_op[],
+	ftrace_multi_caller_novec_call[], ftrace_multi_caller_novec_done[],
+	ftrace_multi_caller_novec_end[],
+	ftrace_regs_multi_caller[], ftrace_regs_multi_caller_op_ptr[],
+	ftrace_regs_multi_caller_seg[], ftrace_regs_multi_caller_seg_op[],
+	ftrace_regs_multi_caller_call[], ftrace_regs_multi_caller_done[],
+	ftrace_regs_multi_caller_end[], ftrace_multi_caller_fallback[],
+	ftrace_multi_caller_fallback_end[], ftrace_multi_caller_novec_fallback[],
+	ftrace_multi_caller_novec_fallback_end[], ftrace_regs_multi_caller_fallback[],
+	ftrace_regs_multi_caller_fallback_end[],
+	ftrace_direct_fexit[], ftrace_direct_fexit_data[], ftrace_direct_fexit_end[];
 
 void ftrt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Called after a rescan that found objects loaded or unloaded (not after the first scan),
+ * under the core's lock: the tracers record the memory map then (trace_buf.c). Weak: the
+ * core works without the tracers.
+ */
+void ftrt_objects_changed(void) __attribute__((weak));
 
 #endif /* FTRT_CORE_H */

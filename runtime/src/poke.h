@@ -168,6 +168,8 @@ static inline void ftrt_cb_exit(void)
  * Taken across fork() (pthread_atfork), so a child never sees a half-done update.
  */
 int ftrt_lock(void);
+/* Grow a long-lived buffer from old to new bytes (big ones: huge pages, populated). */
+void *ftrt_big_grow(void *p, size_t old, size_t new);
 void ftrt_unlock(void);
 
 /* ---- runtime-internal (poke*.c, sync*.c) ---------------------------------------------- */

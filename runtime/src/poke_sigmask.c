@@ -42,7 +42,7 @@ static atomic_int keep;			/* 0 unknown, 1 strip, 2 keep SIGTRAP blocked */
  */
 __attribute__((constructor(101))) static void sigmask_init(void)
 {
-	const char *env = getenv("FTRT_KEEP_SIGTRAP_BLOCKED");
+	const char *env = secure_getenv("FTRT_KEEP_SIGTRAP_BLOCKED");
 
 	atomic_store(&keep, env && *env && strcmp(env, "0") ? 2 : 1);
 	atomic_store(&next_pthread_sigmask, (mask_fn)dlsym(RTLD_NEXT, "pthread_sigmask"));

@@ -504,7 +504,7 @@ out:
  */
 static int sig_init(void)
 {
-	const char *env = getenv("FTRT_SYNC_SIGNAL");
+	const char *env = secure_getenv("FTRT_SYNC_SIGNAL");
 	struct sigaction sa;
 	int s;
 
@@ -1016,7 +1016,7 @@ int ftrt_sync_callbacks(ftrt_cb_busy_fn busy, void *ctx)
 	if (ftrt_cb_depth > 0)
 		return -EDEADLK;
 	if (test_fail < 0) {
-		const char *e = getenv("FTRT_TEST_SYNC_FAIL");
+		const char *e = secure_getenv("FTRT_TEST_SYNC_FAIL");
 
 		test_fail = e && *e && strcmp(e, "0");
 	}
@@ -1065,11 +1065,35 @@ struct start {
 	void *arg;
 };
 
+/*
+ * The start records of threads being created, taken from a fixed pool: the runtime calls
+ * no malloc here, which may be the program's own, instrumented one (its call would be
+ * recorded as made by the program). A record is held only until its thread starts; when
+ * all are held, the thread is created without one and sampled with a signal instead.
+ */
+#define NR_STARTS 256
+static struct start starts[NR_STARTS];
+static uint8_t start_busy[NR_STARTS];
+
+static struct start *start_get(void)
+{
+	for (int i = 0; i < NR_STARTS; i++)
+		if (!__atomic_load_n(&start_busy[i], __ATOMIC_RELAXED) &&
+		    !__atomic_exchange_n(&start_busy[i], 1, __ATOMIC_ACQUIRE))
+			return &starts[i];
+	return NULL;
+}
+
+static void start_put(struct start *s)
+{
+	__atomic_store_n(&start_busy[s - starts], 0, __ATOMIC_RELEASE);
+}
+
 static void *thread_start(void *p)
 {
 	struct start s = *(struct start *)p;
 
-	free(p);
+	start_put(p);
 	tls_register();
 	return s.fn(s.arg);
 }
@@ -1088,14 +1112,14 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *
 		sync_threads_init();
 	if (!next_pthread_create)
 		return ENOSYS;
-	s = malloc(sizeof(*s));
+	s = start_get();
 	if (!s)
 		return next_pthread_create(th, attr, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
 	ret = next_pthread_create(th, attr, thread_start, s);
 	if (ret)
-		free(s);
+		start_put(s);
 	return ret;
 }
 
@@ -1111,7 +1135,7 @@ static long membarrier(int cmd)
 
 static void cores_init(void)
 {
-	const char *env = getenv("FTRT_SYNC_CORES");
+	const char *env = secure_getenv("FTRT_SYNC_CORES");
 	long q = membarrier(MEMBARRIER_CMD_QUERY);
 
 	if (q < 0)
@@ -1171,6 +1195,8 @@ int ftrt_sync_cores_barrier(void)
 
 void ftrt_sync_atfork_child(void)
 {
+	/* the threads the parent was starting do not exist here */
+	memset(start_busy, 0, sizeof(start_busy));
 	/* membarrier registration belongs to the parent's address space */
 	cores = CORES_UNSET;
 	atomic_store(&live_round, NULL);

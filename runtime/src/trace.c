@@ -12,6 +12,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <spawn.h>
+#include <sys/auxv.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -296,7 +298,7 @@ static int sort_globs(const char *globs, int list, char *out, size_t outlen, int
 		if (r) {
 			if (report)
 				fprintf(stderr, "ftkit: %s '%s': %s%s\n", list_names[list], g,
-					strerror(-r), r == -ENODEV && !strpbrk(g, "*?[(") ?
+					ft_glob_error(r), r == -ENODEV && !strpbrk(g, "*?[(") ?
 					" (no function of that name; C++ functions match demangled"
 					" with their parameters, 'name(int)', or as 'name*')" : "");
 			if (!err) {
@@ -328,7 +330,7 @@ static int set_globs(struct ftrace_ops *ops, int list)
 					: ftrace_set_filter(ops, n ? globs : NULL, n, 1);
 
 	if (r && n)	/* e.g. an object holding every match was dlclose'd since */
-		fprintf(stderr, "ftkit: %s '%s': %s\n", list_names[list], globs, strerror(-r));
+		fprintf(stderr, "ftkit: %s '%s': %s\n", list_names[list], globs, ft_glob_error(r));
 	return r;
 }
 
@@ -425,6 +427,17 @@ static struct sigaction old_act[65];
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction *old = &old_act[sig];
+	struct sigaction cur;
+
+	/*
+	 * Not the disposition any more: a handler the program installed later got this one
+	 * back from signal()/sigaction() and chains to it. Untraced, it would have got SIG_DFL
+	 * and called nothing, so do nothing (finalising and re-raising killed a program that
+	 * untraced goes on).
+	 */
+	if (sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO ? (void *)cur.sa_sigaction :
+						  (void *)cur.sa_handler) != (void *)fatal_handler)
+		return;
 
 	if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
 		/* the program handles it: not (necessarily) fatal */
@@ -508,6 +521,105 @@ static void exec_finalise(void)
 	errno = saved_errno;
 }
 
+/*
+ * Children started with an environment of the program's own making (execve, execle,
+ * execvpe, fexecve, posix_spawn[p]) are traced as those started with its environment are:
+ * the runtime's FTRACE_* variables of start-up are added to an envp that sets no
+ * FTRACE_TRACER nor FTRACE_CONTROL itself (uftrace does the same). FTRACE_INHERIT=0 turns
+ * it off; never in secure-execution mode (nothing was read then). The copies are made at
+ * start-up: the program may change its environment since.
+ */
+#define NR_INHERIT 16
+static char inherit_buf[4096];
+static char *inherit[NR_INHERIT + 1];
+static int nr_inherit;
+
+static void inherit_init(void)
+{
+	extern char **environ;
+	const char *off = secure_getenv("FTRACE_INHERIT");
+	size_t used = 0;
+
+	if (!environ || (off && !strcmp(off, "0")) || getauxval(AT_SECURE))
+		return;
+	for (char **e = environ; *e && nr_inherit < NR_INHERIT; e++) {
+		size_t n = strlen(*e) + 1;
+
+		if (strncmp(*e, "FTRACE_", 7) || used + n > sizeof(inherit_buf))
+			continue;
+		memcpy(inherit_buf + used, *e, n);
+		inherit[nr_inherit++] = inherit_buf + used;
+		used += n;
+	}
+}
+
+/* whether envp sets the variable of entry v ("NAME=…") */
+static int env_has(char *const envp[], const char *v)
+{
+	size_t n = strcspn(v, "=") + 1;
+
+	for (; envp && *envp; envp++)
+		if (!strncmp(*envp, v, n))
+			return 1;
+	return 0;
+}
+
+/* envp with the inherited variables added into out (room for n + NR_INHERIT + 1), or envp */
+static char *const *env_inherit(char *const envp[], char **out, size_t n)
+{
+	size_t k = 0;
+
+	if (!nr_inherit || env_has(envp, "FTRACE_TRACER=") || env_has(envp, "FTRACE_CONTROL="))
+		return envp;
+	for (size_t i = 0; i < n; i++)
+		out[k++] = envp[i];
+	for (int i = 0; i < nr_inherit; i++)
+		if (!env_has(envp, inherit[i]))
+			out[k++] = inherit[i];
+	out[k] = NULL;
+	return out;
+}
+
+static size_t env_len(char *const envp[])
+{
+	size_t n = 0;
+
+	while (envp && envp[n])
+		n++;
+	return n;
+}
+
+/* declares NAME, envp with the inherited variables added, on the stack (no malloc: vfork) */
+#define ENV_INHERIT(name, envp)								\
+	size_t name##_n = env_len(envp);						\
+	char *name##_buf[name##_n + NR_INHERIT + 1];					\
+	char *const *name = env_inherit(envp, name##_buf, name##_n)
+
+typedef int (*posix_spawn_t)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			     const posix_spawnattr_t *, char *const[], char *const[]);
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static posix_spawn_t real;
+	ENV_INHERIT(env, envp);
+
+	if (!real)
+		real = (posix_spawn_t)ft_next_sym("posix_spawn");
+	return real(pid, path, fa, attr, argv, env);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static posix_spawn_t real;
+	ENV_INHERIT(env, envp);
+
+	if (!real)
+		real = (posix_spawn_t)ft_next_sym("posix_spawnp");
+	return real(pid, file, fa, attr, argv, env);
+}
+
 typedef int (*execve_t)(const char *, char *const[], char *const[]);
 typedef int (*execv_t)(const char *, char *const[]);
 typedef int (*fexecve_t)(int, char *const[], char *const[]);
@@ -515,11 +627,12 @@ typedef int (*fexecve_t)(int, char *const[], char *const[]);
 int execve(const char *path, char *const argv[], char *const envp[])
 {
 	static execve_t real;
+	ENV_INHERIT(env, envp);
 
 	if (!real)
 		real = (execve_t)ft_next_sym("execve");
 	exec_finalise();
-	return real(path, argv, envp);
+	return real(path, argv, env);
 }
 
 int execv(const char *path, char *const argv[])
@@ -545,21 +658,23 @@ int execvp(const char *file, char *const argv[])
 int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	static execve_t real;
+	ENV_INHERIT(env, envp);
 
 	if (!real)
 		real = (execve_t)ft_next_sym("execvpe");
 	exec_finalise();
-	return real(file, argv, envp);
+	return real(file, argv, env);
 }
 
 int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	static fexecve_t real;
+	ENV_INHERIT(env, envp);
 
 	if (!real)
 		real = (fexecve_t)ft_next_sym("fexecve");
 	exec_finalise();
-	return real(fd, argv, envp);
+	return real(fd, argv, env);
 }
 
 /* The list forms collect their arguments (up to the NULL) into an argv. */
@@ -687,13 +802,15 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 	size_t kb = cfg->buffer_kb ? cfg->buffer_kb : 16384;
 	int err, e2;
 
+	if (kb < FT_BUFFER_KB_MIN || kb > FT_BUFFER_KB_MAX)
+		return -EINVAL;
 	pthread_mutex_lock(&trace_mu);
 	if (tr.started) {
 		pthread_mutex_unlock(&trace_mu);
 		return -EBUSY;
 	}
 	err = ft_session_open(cfg->output, kb, (uint32_t)cfg->tracer, cfg->graph_depth,
-			      getenv("FTRACE_CLOCK") && !strcmp(getenv("FTRACE_CLOCK"), "mono"), 0);
+			      secure_getenv("FTRACE_CLOCK") && !strcmp(secure_getenv("FTRACE_CLOCK"), "mono"), 0);
 	if (err) {
 		pthread_mutex_unlock(&trace_mu);
 		return err;
@@ -837,29 +954,78 @@ void ft_trace_status(char *buf, size_t len)
 
 /* ---- start-up ---- */
 
-static int env_uint(const char *name, unsigned long *v)
+/*
+ * A whole number in [min, max] from the environment: 1 and *v set when it is one, 0 when
+ * the variable is unset or empty, and 0 after one message when it is anything else (a
+ * sign, a suffix, out of range): strtoul alone took "-1" for ULONG_MAX, a buffer no mmap
+ * could back.
+ */
+static int env_uint(const char *name, unsigned long min, unsigned long max, unsigned long *v)
 {
-	const char *s = getenv(name);
+	const char *s = secure_getenv(name);
 	char *end;
 
 	if (!s || !*s)
 		return 0;
 	errno = 0;
 	*v = strtoul(s, &end, 10);
-	if (errno || *end) {
-		fprintf(stderr, "ftkit: ignoring %s=%s (not a number)\n", name, s);
+	if (*s < '0' || *s > '9' || errno || *end || *v < min || *v > max) {
+		fprintf(stderr, "ftkit: ignoring %s=%s (not a whole number from %lu to %lu); using the default\n",
+			name, s, min, max);
 		return 0;
 	}
 	return 1;
 }
 
+/*
+ * Objects compiled with -pg -mfentry but never run through recordmcount have no call-site
+ * table: without this the trace stays empty with no word why.  Said once, at start.
+ */
+static void warn_no_tables(void)
+{
+	struct ftrace_stats st;
+	char exe[512];
+	ssize_t n;
+
+	ftrace_get_stats(&st);
+	if (st.nr_objects)
+		return;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	fprintf(stderr, "ftkit: %s: no loaded object has a __mcount_loc call-site table, so nothing is traced "
+		"(unless a library with one is dlopen'ed later): run recordmcount on the objects "
+		"(gcc -pg -mfentry) before linking, then ftlink the program\n",
+		n > 0 ? exe : "/proc/self/exe");
+}
+
+/*
+ * In secure-execution mode (setuid, setgid, capabilities: AT_SECURE) every variable of the
+ * runtime is ignored, as glibc ignores LD_*: the invoker must not choose what the program
+ * writes where. Said once, when one was set.
+ */
+static void note_secure(void)
+{
+	extern char **environ;
+
+	if (!getauxval(AT_SECURE) || !environ)
+		return;
+	for (char **e = environ; *e; e++) {
+		if (!strncmp(*e, "FTRACE_", 7) || !strncmp(*e, "FTRT_", 5)) {
+			fprintf(stderr, "ftkit: secure-execution mode (setuid/setgid): FTRACE_* and FTRT_* variables are ignored\n");
+			return;
+		}
+	}
+}
+
 __attribute__((constructor(65535))) static void trace_init_env(void)
 {
-	const char *tracer = getenv("FTRACE_TRACER");
-	const char *control = getenv("FTRACE_CONTROL");
+	const char *tracer = secure_getenv("FTRACE_TRACER");
+	const char *control = secure_getenv("FTRACE_CONTROL");
 	struct ftrace_trace_config cfg = { 0 };
 	unsigned long v;
 
+	note_secure();
+	inherit_init();
 	cfg.control = control && !strcmp(control, "1");
 	if (tracer && *tracer) {
 		if (!strcmp(tracer, "function")) {
@@ -877,14 +1043,16 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	} else if (!cfg.control) {
 		return;
 	}
-	cfg.filter = getenv("FTRACE_FILTER");
-	cfg.notrace = getenv("FTRACE_NOTRACE");
-	cfg.graph_function = getenv("FTRACE_GRAPH_FUNCTION");
-	cfg.graph_notrace = getenv("FTRACE_GRAPH_NOTRACE");
-	cfg.output = getenv("FTRACE_OUTPUT");
-	if (env_uint("FTRACE_GRAPH_DEPTH", &v))
+	cfg.filter = secure_getenv("FTRACE_FILTER");
+	cfg.notrace = secure_getenv("FTRACE_NOTRACE");
+	cfg.graph_function = secure_getenv("FTRACE_GRAPH_FUNCTION");
+	cfg.graph_notrace = secure_getenv("FTRACE_GRAPH_NOTRACE");
+	cfg.output = secure_getenv("FTRACE_OUTPUT");
+	if (env_uint("FTRACE_GRAPH_DEPTH", 0, UINT_MAX, &v))
 		cfg.graph_depth = (unsigned int)v;
-	if (env_uint("FTRACE_BUFFER_KB", &v) && v)
+	if (env_uint("FTRACE_BUFFER_KB", FT_BUFFER_KB_MIN, FT_BUFFER_KB_MAX, &v))
 		cfg.buffer_kb = v;
 	ftrace_trace_start(&cfg);
+	if (cfg.tracer != FTRACE_TRACER_NOP)
+		warn_no_tables();
 }

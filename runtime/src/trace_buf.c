@@ -69,29 +69,141 @@ static void lock_put(void)
 	__atomic_store_n(&sess_lock, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the process: the
+ * runtime's own writes fail with EFBIG instead (the events are counted as lost), and the
+ * signal their failure queued on this thread is taken back. One the program had pending
+ * already is left alone.
+ */
+struct xfsz_guard {
+	sigset_t old;
+	int pending;
+};
+
+static void xfsz_block(struct xfsz_guard *g)
+{
+	sigset_t set, pend;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &set, &g->old);
+	g->pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
+}
+
+static void xfsz_unblock(struct xfsz_guard *g, int err)
+{
+	if (err == -EFBIG && !g->pending) {
+		sigset_t set;
+		const struct timespec now = { 0, 0 };
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGXFSZ);
+		while (sigtimedwait(&set, NULL, &now) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/*
+ * The descriptor to use for the trace file: ft_sess.fd while it still names the file the
+ * runtime created (device and inode). A program that closes every descriptor and opens
+ * its own files may get that number back (or dup2 onto it): the runtime then reopens its
+ * .part file by name — checked to be the same file — at another high number, and never
+ * writes through the program's descriptor. -EBADF when the file cannot be had again
+ * (renamed, removed): said once, recording stops.
+ */
+static int sess_fd(int fd)
+{
+	static int said;
+	struct ft_session *s = &ft_sess;
+	struct stat st;
+	int nfd;
+
+	if (fd != s->fd || fd < 0)
+		return fd;
+	if (fstat(fd, &st) == 0 && st.st_dev == s->fd_id.dev && st.st_ino == s->fd_id.ino)
+		return fd;
+	nfd = open(s->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd >= 0 && fstat(nfd, &st) == 0 && st.st_dev == s->fd_id.dev && st.st_ino == s->fd_id.ino) {
+		nfd = ft_fd_high(nfd);
+		__atomic_store_n(&s->fd, nfd, __ATOMIC_RELEASE);
+		return nfd;
+	}
+	if (nfd >= 0)
+		close(nfd);
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		ft_msg("the trace file's descriptor was closed or replaced by the program and the file "
+		       "cannot be opened again; recording stops: ", s->part);
+	return -EBADF;
+}
+
 static int write_all(int fd, const void *buf, size_t len, off_t off)
 {
 	const char *p = buf;
+	struct xfsz_guard g;
+	int err = 0, saved = errno;
 
+	fd = sess_fd(fd);
+	if (fd < 0)
+		return fd;
+
+	xfsz_block(&g);
 	while (len) {
 		ssize_t n = pwrite(fd, p, len, off);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			err = -errno;
+			break;
 		}
-		if (n == 0)
-			return -EIO;
+		if (n == 0) {
+			err = -EIO;
+			break;
+		}
 		p += n;
 		off += n;
 		len -= (size_t)n;
 	}
-	return 0;
+	xfsz_unblock(&g, err);
+	errno = saved;
+	return err;
+}
+
+/* fallocate and ftruncate under the same rule as write_all */
+static int falloc_guarded(int fd, int mode, off_t off, off_t len)
+{
+	struct xfsz_guard g;
+	int err;
+
+	fd = sess_fd(fd);
+	if (fd < 0)
+		return fd;
+	xfsz_block(&g);
+	err = fallocate(fd, mode, off, len) == 0 ? 0 : -errno;
+	xfsz_unblock(&g, err);
+	return err;
+}
+
+static int truncate_guarded(int fd, off_t len)
+{
+	struct xfsz_guard g;
+	int err;
+
+	fd = sess_fd(fd);
+	if (fd < 0)
+		return fd;
+	xfsz_block(&g);
+	err = ftruncate(fd, len) == 0 ? 0 : -errno;
+	xfsz_unblock(&g, err);
+	return err;
 }
 
 static int read_all(int fd, void *buf, size_t len, off_t off)
 {
+	fd = sess_fd(fd);	/* never read the program's file into a snapshot */
+	if (fd < 0)
+		return fd;
 	char *p = buf;
 
 	while (len) {
@@ -249,6 +361,35 @@ static int maps_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/*
+ * Entries of objects dlclose'd during the session, appended to every later MAPS image so
+ * that readers can still name their code (they were recorded while loaded: see
+ * ftrt_objects_changed).
+ */
+static struct maps_build gone;
+
+/* Serialises the map image's builders: ft_maps_build and ftrt_objects_changed (threads). */
+static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Is the entry at e (one of a MAPS image's) also in the image buf (same range and path)? */
+static int map_has(const char *buf, size_t len, const struct ftkit_map_entry *e)
+{
+	const char *p = buf + sizeof(struct ftkit_maps_chunk);
+
+	while (p + sizeof(*e) <= buf + len) {
+		const struct ftkit_map_entry *x = (const void *)p;
+
+		if (x->entry_size < sizeof(*x))
+			break;
+		if (x->start == e->start && x->end == e->end && x->path_len == e->path_len &&
+		    !memcmp((const char *)(x + 1) + x->build_id_len, (const char *)(e + 1) + e->build_id_len,
+			    e->path_len))
+			return 1;
+		p += x->entry_size;
+	}
+	return 0;
+}
+
 /* Replaced MAPS images (never freed: a fatal-signal handler may be reading one). */
 static char *retired[64];
 static unsigned nretired;
@@ -265,6 +406,39 @@ int ft_known_at_startup(unsigned long start)
 	return 0;
 }
 
+/* The MAPS chunk image (count and size not yet set): objects loaded now, then gone ones. */
+static void maps_image(struct maps_build *mb)
+{
+	struct ftkit_maps_chunk h = { { FTKIT_CHUNK_MAPS, sizeof(h), 0 }, 0, 0 };
+	size_t live;
+
+	mb_put(mb, &h, sizeof(h));
+	dl_iterate_phdr(maps_cb, mb);
+	live = mb->len;
+	/* a library loaded again at the same place is listed once */
+	for (size_t off = 0; off < gone.len && !mb->oom;) {
+		const struct ftkit_map_entry *e = (const void *)(gone.buf + off);
+
+		if (!map_has(mb->buf, live, e)) {
+			mb_put(mb, e, e->entry_size);
+			mb->count++;
+		}
+		off += e->entry_size;
+	}
+}
+
+/* Make mb the current image; the previous one may be in use by a signal handler: keep it. */
+static void maps_publish(struct maps_build *mb)
+{
+	((struct ftkit_maps_chunk *)mb->buf)->count = mb->count;
+	((struct ftkit_maps_chunk *)mb->buf)->c.size = mb->len;
+	if (ft_sess.maps && nretired < sizeof(retired) / sizeof(retired[0]))
+		retired[nretired++] = ft_sess.maps;
+	__atomic_store_n(&ft_sess.maps_len, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&ft_sess.maps, mb->buf, __ATOMIC_RELEASE);
+	__atomic_store_n(&ft_sess.maps_len, mb->len, __ATOMIC_RELEASE);
+}
+
 /*
  * Build a MAPS chunk image (not async-signal-safe: dl_iterate_phdr, malloc).
  * pad_to: if non-zero, pad the chunk so that it ends at a multiple of it when
@@ -273,10 +447,9 @@ int ft_known_at_startup(unsigned long start)
 int ft_maps_build(uint64_t at, unsigned long pad_to)
 {
 	struct maps_build mb = { 0 };
-	struct ftkit_maps_chunk h = { { FTKIT_CHUNK_MAPS, sizeof(h), 0 }, 0, 0 };
 
-	mb_put(&mb, &h, sizeof(h));
-	dl_iterate_phdr(maps_cb, &mb);
+	pthread_mutex_lock(&maps_mu);
+	maps_image(&mb);
 	if (pad_to) {
 		static const char zero[PAGE];
 		size_t end = ROUND_UP(at + mb.len, pad_to);
@@ -284,13 +457,12 @@ int ft_maps_build(uint64_t at, unsigned long pad_to)
 		mb_put(&mb, zero, end - at - mb.len);
 	}
 	if (mb.oom) {
+		pthread_mutex_unlock(&maps_mu);
 		free(mb.buf);
 		return -ENOMEM;
 	}
-	((struct ftkit_maps_chunk *)mb.buf)->count = mb.count;
-	((struct ftkit_maps_chunk *)mb.buf)->c.size = mb.len;
 	if (!ft_sess.maps_startup_done) {
-		const char *p = mb.buf + sizeof(h);
+		const char *p = mb.buf + sizeof(struct ftkit_maps_chunk);
 
 		for (uint32_t i = 0; i < mb.count && nstartup_objs < 256; i++) {
 			const struct ftkit_map_entry *e = (const void *)p;
@@ -299,16 +471,104 @@ int ft_maps_build(uint64_t at, unsigned long pad_to)
 			p += e->entry_size;
 		}
 	}
-	/* publish; the old image may be in use by a signal handler: keep it */
-	if (ft_sess.maps && nretired < sizeof(retired) / sizeof(retired[0]))
-		retired[nretired++] = ft_sess.maps;
-	__atomic_store_n(&ft_sess.maps_len, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&ft_sess.maps, mb.buf, __ATOMIC_RELEASE);
-	__atomic_store_n(&ft_sess.maps_len, mb.len, __ATOMIC_RELEASE);
+	maps_publish(&mb);
+	pthread_mutex_unlock(&maps_mu);
 	return 0;
 }
 
+/*
+ * The core found objects loaded or unloaded (after a dlopen or dlclose; under its lock).
+ * The MAPS image is brought up to date now, so a library that is dlopen'ed and dlclose'd
+ * before the end is in it while loaded, and the entries of objects gone since the last
+ * image are kept in `gone`, which goes into every later image (the final one included).
+ * An image is published only when its set of objects changed: replaced images are never
+ * freed (see maps_publish), and a program may dlopen and dlclose one library in a loop.
+ * Trace format v1 has one MAPS chunk, written at finalisation: an object loaded later at
+ * the same address comes first there, and readers take the first entry that contains an
+ * address.
+ */
+void ftrt_objects_changed(void)
+{
+	struct maps_build mb = { 0 };
+	const char *old, *p;
+	size_t oldlen;
+	int changed = 0;
+
+	if (__atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE || !ft_sess.maps_startup_done)
+		return;
+	pthread_mutex_lock(&maps_mu);
+	old = __atomic_load_n(&ft_sess.maps, __ATOMIC_ACQUIRE);
+	oldlen = __atomic_load_n(&ft_sess.maps_len, __ATOMIC_ACQUIRE);
+	maps_image(&mb);
+	if (!old || mb.oom)
+		goto out;
+	/* in the current image, not loaded any more: gone */
+	for (p = old + sizeof(struct ftkit_maps_chunk); p + sizeof(struct ftkit_map_entry) <= old + oldlen;) {
+		const struct ftkit_map_entry *e = (const void *)p;
+
+		if (e->entry_size < sizeof(*e))
+			break;
+		if (e->start != e->end && !map_has(mb.buf, mb.len, e)) {
+			mb_put(&gone, e, e->entry_size);
+			gone.count++;
+			mb_put(&mb, e, e->entry_size);
+			mb.count++;
+			changed = 1;
+		}
+		p += e->entry_size;
+	}
+	/* loaded now, not in the current image: new */
+	for (p = mb.buf + sizeof(struct ftkit_maps_chunk); !changed && p + sizeof(struct ftkit_map_entry) <= mb.buf + mb.len;) {
+		const struct ftkit_map_entry *e = (const void *)p;
+
+		changed = !map_has(old, oldlen, e);
+		p += e->entry_size;
+	}
+	if (changed && !mb.oom && !gone.oom) {
+		maps_publish(&mb);
+		mb.buf = NULL;
+	}
+out:
+	free(mb.buf);
+	pthread_mutex_unlock(&maps_mu);
+}
+
 /* ---- session ---- */
+
+/*
+ * Create a trace file the runtime alone writes: never through a symlink or into an
+ * existing file someone planted at the predictable name (O_NOFOLLOW|O_EXCL), readable by
+ * the user only (it holds the command line and the address layout). A stale file of a
+ * previous process with the same pid is unlinked (the name, not what a link points at)
+ * and the creation tried once more.
+ */
+static int create_private(const char *path)
+{
+	const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(path, flags, 0600);
+
+	if (fd < 0 && errno == EEXIST && unlink(path) == 0)
+		fd = open(path, flags, 0600);
+	return fd;
+}
+
+/*
+ * The output path as given, made absolute against the directory at start-up: a daemon
+ * that chdir()s later still finalises the file it started (renaming a relative .part
+ * from another directory failed).
+ */
+static void absolute_output(const char *in, char *out, size_t size)
+{
+	size_t n;
+
+	if (in[0] == '/' || !getcwd(out, size) || (n = strlen(out)) + 2 + strlen(in) > size) {
+		ft_strlcpy(out, in, size);
+		return;
+	}
+	if (n == 0 || out[n - 1] != '/')
+		out[n++] = '/';
+	ft_strlcpy(out + n, in, size - n);
+}
 
 static void expand_output(const char *in, char *out, size_t size, const char *suffix)
 {
@@ -351,7 +611,10 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	int fd, err;
 
 	if (!fork_child) {
-		expand_output(output && *output ? output : "ftrace.dat", s->final, sizeof(s->final), NULL);
+		char abs[PATH_MAX];
+
+		absolute_output(output && *output ? output : "ftrace.dat", abs, sizeof(abs));
+		expand_output(abs, s->final, sizeof(s->final), NULL);
 	} else {
 		char sfx[32] = ".";
 
@@ -362,10 +625,10 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	if (snprintf(s->part, sizeof(s->part), "%s.%d.part", s->final, (int)getpid()) >=
 	    (int)sizeof(s->part))
 		return -ENAMETOOLONG;
-	fd = ft_fd_high(open(s->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+	fd = ft_fd_high(create_private(s->part));
 	if (fd < 0) {
 		err = -errno;
-		ft_msg("cannot create trace file ", s->part);
+		ft_msg_err("cannot create trace file ", s->part, err);
 		return err;
 	}
 	if (!exit_key_ok && pthread_key_create(&exit_key, thread_key_dtor) == 0)
@@ -415,7 +678,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	if (!err)
 		err = write_all(fd, s->maps, s->maps_len, (off_t)s->end);
 	if (err) {
-		ft_msg("cannot write trace file ", s->part);
+		ft_msg_err("cannot write trace file ", s->part, err);
 		close(fd);
 		unlink(s->part);
 		return err;
@@ -506,7 +769,7 @@ static void stage_reserve(struct ft_stage *st, uint64_t to)
 	if (want > end)
 		want = end;
 	/* errors only cost speed (e.g. no fallocate here): the write itself still goes */
-	if (fallocate(ft_sess.fd, 0, (off_t)from, (off_t)(want - from)) == 0)
+	if (falloc_guarded(ft_sess.fd, 0, (off_t)from, (off_t)(want - from)) == 0)
 		st->alloc_end = want;
 	else
 		st->alloc_end = end;	/* do not try again */
@@ -523,7 +786,7 @@ static void stage_trim(const struct ft_stage *st)
 	uint64_t from = ROUND_UP(st->rec_off + nrec * sizeof(struct ftkit_rec), PAGE);
 
 	if (st->alloc_end > from)
-		(void)fallocate(ft_sess.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		(void)falloc_guarded(ft_sess.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				(off_t)from, (off_t)(st->alloc_end - from));
 }
 
@@ -589,11 +852,12 @@ static struct ft_thread *thread_buf_slow(void)
 	 * layout holds even if no record is ever written there.
 	 */
 	if (s->state != FT_SESS_LIVE || write_all(s->fd, zero_page, PAGE, (off_t)off) != 0 ||
-	    ftruncate(s->fd, (off_t)(off + s->chunk_bytes)) != 0) {
+	    truncate_guarded(s->fd, (off_t)(off + s->chunk_bytes)) != 0) {
 		lock_put();
 		goto fail;
 	}
 	/* only the first page (the chunk header) is mapped */
+	/* s->fd was checked (and reopened if need be) by the writes just above */
 	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t)off);
 	st = p == MAP_FAILED ? NULL : stage_get();
 	if (!st) {
@@ -683,12 +947,8 @@ int ftkit_trace_flush(struct ft_thread *t, uint64_t need)
 		 * trace file): this thread stops recording rather than try again at every
 		 * event.  What it staged stays for finalisation to try once more.
 		 */
-		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED)) {
-			char num[24];
-
-			ft_utoa(num, (unsigned long)-err);
-			ft_msg("cannot write the trace file, recording stops: errno ", num);
-		}
+		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED))
+			ft_msg_err("cannot write the trace file, recording stops", NULL, err);
 		t->state = FT_THREAD_NOBUF;
 		t->gen = ft_sess.gen;
 		barrier();
@@ -840,7 +1100,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	if (!err && rename(s->part, s->final) != 0)
 		err = -errno;
 	if (err)
-		ft_msg("cannot finalise trace file ", s->part);
+		ft_msg_err("cannot finalise trace file ", s->part, err);
 	return err;
 }
 
@@ -937,7 +1197,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		err = -ENAMETOOLONG;
 	if (err)
 		goto out;
-	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = create_private(tmp);
 	if (fd < 0) {
 		err = -errno;
 		goto out;
@@ -1034,6 +1294,10 @@ void ft_session_forked(void)
 	struct ft_thread *t = &ft_cur;
 
 	sess_lock = 0;
+	/* another thread may have held it at fork; objects gone before are not this trace's */
+	maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	gone.len = 0;
+	gone.count = 0;
 	if (t->state == FT_THREAD_LIVE && t->chunk) {
 		munmap(t->chunk, PAGE);			/* the parent's file */
 		munmap(t->stage, FT_STAGE_BYTES);	/* our private copy */

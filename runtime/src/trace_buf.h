@@ -12,6 +12,10 @@
 #include "trace_format.h"
 #include "trace_internal.h"
 
+/* FTRACE_BUFFER_KB's range: a page of records, to 4 GiB per thread */
+#define FT_BUFFER_KB_MIN	4
+#define FT_BUFFER_KB_MAX	(4UL << 20)
+
 #define FT_MAX_REG 4096		/* threads whose chunk stays reachable for names/counts */
 
 enum { FT_SESS_OFF = 0, FT_SESS_LIVE, FT_SESS_DONE };

@@ -7,7 +7,9 @@
 #ifndef FTKIT_TRACE_INTERNAL_H
 #define FTKIT_TRACE_INTERNAL_H
 
+#include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <ftrace.h>
 
 #include "clock.h"
@@ -144,7 +146,15 @@ void ft_trace_atfork_child(void);
 
 /* async-signal-safe helpers (trace_util.c) */
 void ft_msg(const char *a, const char *b);
+void ft_msg_err(const char *a, const char *b, int err);
+const char *ft_strerror(int err);
 size_t ft_strlcpy(char *dst, const char *src, size_t size);
 char *ft_utoa(char *p, unsigned long v);
+
+/* A glob list's error as the user reads it: -ENODEV from the core means nothing matched. */
+static inline const char *ft_glob_error(int err)
+{
+	return err == -ENODEV ? "matches no function" : strerror(-err);
+}
 
 #endif

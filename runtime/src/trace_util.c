@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Small async-signal-safe helpers for the tracers. */
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,6 +17,65 @@ void ft_msg(const char *a, const char *b)
 	}
 	r = write(2, "\n", 1);
 	(void)r;
+}
+
+/*
+ * The reason for an errno value, for messages written where strerror is not safe (it may
+ * allocate, and reads locale data): the errors the runtime's own files and sockets meet.
+ * NULL for others.
+ */
+const char *ft_strerror(int err)
+{
+	static const struct {
+		int err;
+		const char *text;
+	} tab[] = {
+		{ EPERM, "Operation not permitted" }, { ENOENT, "No such file or directory" },
+		{ EINTR, "Interrupted system call" }, { EIO, "Input/output error" },
+		{ ENXIO, "No such device or address" }, { EBADF, "Bad file descriptor" },
+		{ EAGAIN, "Resource temporarily unavailable" }, { ENOMEM, "Cannot allocate memory" },
+		{ EACCES, "Permission denied" }, { EFAULT, "Bad address" },
+		{ EEXIST, "File exists" }, { ENODEV, "No such device" },
+		{ ENOTDIR, "Not a directory" }, { EISDIR, "Is a directory" },
+		{ EINVAL, "Invalid argument" }, { ENFILE, "Too many open files in system" },
+		{ EMFILE, "Too many open files" }, { ETXTBSY, "Text file busy" },
+		{ EFBIG, "File too large" }, { ENOSPC, "No space left on device" },
+		{ ESPIPE, "Illegal seek" }, { EROFS, "Read-only file system" },
+		{ EPIPE, "Broken pipe" }, { ENAMETOOLONG, "File name too long" },
+		{ ELOOP, "Too many levels of symbolic links" }, { EOVERFLOW, "Value too large for defined data type" },
+		{ EDQUOT, "Disk quota exceeded" }, { ESTALE, "Stale file handle" },
+		{ ECONNREFUSED, "Connection refused" }, { EADDRINUSE, "Address already in use" },
+	};
+
+	if (err < 0)
+		err = -err;
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (tab[i].err == err)
+			return tab[i].text;
+	return NULL;
+}
+
+/* ft_msg(a, b) followed by ": " and the reason for err (an errno value, either sign). */
+void ft_msg_err(const char *a, const char *b, int err)
+{
+	char buf[512], num[24];
+	const char *why = ft_strerror(err);
+	size_t n;
+
+	n = ft_strlcpy(buf, a, sizeof(buf));
+	if (b && n < sizeof(buf))
+		n += ft_strlcpy(buf + n, b, sizeof(buf) - n);
+	if (n < sizeof(buf))
+		n += ft_strlcpy(buf + n, ": ", sizeof(buf) - n);
+	if (!why) {
+		ft_utoa(num, (unsigned long)(err < 0 ? -err : err));
+		if (n < sizeof(buf))
+			n += ft_strlcpy(buf + n, "error ", sizeof(buf) - n);
+		why = num;
+	}
+	if (n < sizeof(buf))
+		ft_strlcpy(buf + n, why, sizeof(buf) - n);
+	ft_msg(buf, NULL);
 }
 
 size_t ft_strlcpy(char *dst, const char *src, size_t size)

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <ftrace.h>
 
@@ -26,6 +27,13 @@ static int failures;
 extern const unsigned char ftrace_caller[], ftrace_caller_op_ptr[], ftrace_call[],
 	ftrace_regs_caller[], ftrace_regs_caller_op_ptr[], ftrace_regs_call[],
 	ftrace_caller_novec[], ftrace_caller_novec_op_ptr[], ftrace_novec_call[];
+extern const unsigned char ftrace_multi_caller[], ftrace_multi_caller_seg[],
+	ftrace_multi_caller_seg_op[], ftrace_multi_caller_call[], ftrace_multi_caller_done[],
+	ftrace_multi_caller_novec[], ftrace_multi_caller_novec_seg[],
+	ftrace_multi_caller_novec_seg_op[], ftrace_multi_caller_novec_call[],
+	ftrace_multi_caller_novec_done[], ftrace_regs_multi_caller[],
+	ftrace_regs_multi_caller_seg[], ftrace_regs_multi_caller_seg_op[],
+	ftrace_regs_multi_caller_call[], ftrace_regs_multi_caller_done[];
 extern struct ftrace_ops ftrt_list_ops;
 void ftrt_list_func(unsigned long, unsigned long, struct ftrace_ops *, struct ftrace_regs *);
 void ftrt_recursion_assist(unsigned long, unsigned long, struct ftrace_ops *,
@@ -135,6 +143,76 @@ static CB int calls_list(void *fn, int regs)
 	       d.regs == regs;
 }
 
+/*
+ * fn's site calls a multi-ops trampoline running exactly the n ops of want (in this order),
+ * each with its own callback (want NULL: any n ops); regs: the regs variant.  Decoded from the clone's segments.
+ */
+static CB int calls_multi(void *fn, int regs, int n, struct ftrace_ops **want)
+{
+	static const struct {
+		const unsigned char *start, *seg, *seg_op, *call, *done;
+	} k[3] = {
+		{ ftrace_multi_caller, ftrace_multi_caller_seg, ftrace_multi_caller_seg_op,
+		  ftrace_multi_caller_call, ftrace_multi_caller_done },
+		{ ftrace_multi_caller_novec, ftrace_multi_caller_novec_seg,
+		  ftrace_multi_caller_novec_seg_op, ftrace_multi_caller_novec_call,
+		  ftrace_multi_caller_novec_done },
+		{ ftrace_regs_multi_caller, ftrace_regs_multi_caller_seg,
+		  ftrace_regs_multi_caller_seg_op, ftrace_regs_multi_caller_call,
+		  ftrace_regs_multi_caller_done },
+	};
+	struct decoded d = decode(fn);
+	const unsigned char *t = (const unsigned char *)d.target, *p;
+	int i, j;
+
+	if (!t)
+		return 0;
+	for (i = 0; i < 3; i++)
+		if (!memcmp(t, k[i].start, 16))
+			break;
+	if (i == 3 || (i == 2) != !!regs)
+		return 0;
+	{
+		size_t pro = (size_t)(k[i].seg - k[i].start), seg = (size_t)(k[i].done - k[i].seg);
+		size_t imm = (size_t)(k[i].seg_op - k[i].seg), call = (size_t)(k[i].call - k[i].seg);
+
+		p = t + pro;
+		for (j = 0; j < n; j++, p += seg) {
+			struct ftrace_ops *op;
+			uintptr_t want_fn;
+
+			if (memcmp(p, k[i].seg, imm + 2))
+				return 0;
+			memcpy(&op, p + imm + 2, sizeof(op));
+			if (!want) {	/* any ops: its own callback */
+				want_fn = (op->flags & FTRACE_OPS_FL_RECURSION) ?
+					(uintptr_t)ftrt_recursion_assist : (uintptr_t)op->func;
+				if (call_dest(p + call) != want_fn)
+					return 0;
+				continue;
+			}
+			want_fn = (want[j]->flags & FTRACE_OPS_FL_RECURSION) ?
+				(uintptr_t)ftrt_recursion_assist : (uintptr_t)want[j]->func;
+			if (op != want[j] || call_dest(p + call) != want_fn)
+				return 0;
+		}
+		/* no further segment: the epilogue follows */
+		return !memcmp(p, k[i].done, 8);
+	}
+}
+
+/* Multi-ops trampolines turned off (FTRT_MULTI=0): shared sites run the list function. */
+static CB int multi_off(void)
+{
+	const char *e = getenv("FTRT_MULTI");
+
+	return e && !strcmp(e, "0");
+}
+
+/* fn's site runs exactly the ops listed (in the runtime's list order: latest first). */
+#define CALLS_SET(fn, regs, ...) (multi_off() ? calls_list((void *)(fn), regs) : \
+	calls_multi((void *)(fn), regs, (int)(sizeof((struct ftrace_ops *[]){ __VA_ARGS__ }) / \
+		sizeof(struct ftrace_ops *)), (struct ftrace_ops *[]){ __VA_ARGS__ }))
 
 /* ---- /proc/self/maps ------------------------------------------------------------------ */
 

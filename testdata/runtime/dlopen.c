@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	/* Names of the new object are filterable. */
 	CHECK_EQ(ftrace_set_filter(&f, "dyn_f*", 6, 1), 0);
 	CHECK_EQ(register_ftrace_function(&f), 0);
-	CHECK(calls_list((void *)fn, 0));
+	CHECK(CALLS_SET(fn, 0, &f, &global));
 	CHECK(calls_tramp_of(dlsym(h, "dyn_other"), &global));
 	traced_call(fn, 1, 51);
 	CHECK_EQ(fcalls, 1);

@@ -72,7 +72,7 @@ NOINLINE static int child(void)
 	CHECK(calls_tramp_of(f1, &ops));
 	CHECK(is_nop(f2));
 	CHECK_EQ(register_ftrace_function(&all), 0);
-	CHECK(calls_list(f1, 0));
+	CHECK(CALLS_SET(f1, 0, &all, &ops));
 	CHECK(calls_tramp_of(f2, &all));
 	CHECK_EQ(fp1(1), 2);
 	CHECK_EQ(hits, 2);

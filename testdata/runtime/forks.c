@@ -80,8 +80,13 @@ static CB void check_consistent(struct ftrace_ops **ops, int nops)
 			CHECK(fi.owner == one);
 			CHECK(calls_tramp_of((void *)fns[i], one));
 		} else {
-			CHECK_EQ(fi.state, regs ? FTRACE_SITE_REGS_CALLER : FTRACE_SITE_CALLER);
-			CHECK(calls_list((void *)fns[i], regs));
+			if (multi_off()) {
+				CHECK_EQ(fi.state, regs ? FTRACE_SITE_REGS_CALLER : FTRACE_SITE_CALLER);
+				CHECK(calls_list((void *)fns[i], regs));
+			} else {
+				CHECK_EQ(fi.state, FTRACE_SITE_MULTI);
+				CHECK(calls_multi((void *)fns[i], regs, (int)n, NULL));
+			}
 		}
 	}
 }

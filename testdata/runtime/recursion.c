@@ -41,7 +41,7 @@ static CB long run(struct ftrace_ops *ops, int list)
 	if (list) {
 		CHECK_EQ(ftrace_set_filter(&second, "target", 6, 1), 0);
 		CHECK_EQ(register_ftrace_function(&second), 0);
-		CHECK(calls_list(target, 0));
+		CHECK(CALLS_SET(target, 0, &second, ops));
 	} else {
 		CHECK(calls_tramp_of(target, ops));
 	}

@@ -120,7 +120,7 @@ int main(void)
 	CHECK(seen_parent_ok);
 	/* With a SAVE_REGS ops too: the regs caller, and the plain ops still sees its call. */
 	CHECK_EQ(register_ftrace_function(&regs), 0);
-	CHECK(calls_list(add3, 1));
+	CHECK(CALLS_SET(add3, 1, &regs, &plain));
 	CHECK_EQ(p_add3(1, 1, 1), 102);
 	CHECK_EQ(calls_plain, 2);
 	CHECK_EQ(seen_regs, 2);
@@ -143,7 +143,7 @@ int main(void)
 	/* A second (plain) ops on orig: list function through the regs caller, still redirected. */
 	CHECK_EQ(ftrace_set_filter(&other, "orig", 4, 1), 0);
 	CHECK_EQ(register_ftrace_function(&other), 0);
-	CHECK(calls_list(orig, 1));
+	CHECK(CALLS_SET(orig, 1, &other, &redirect));
 	CHECK_EQ(p_orig(5), 5000);
 	CHECK_EQ(calls_other, 1);
 	CHECK_EQ(unregister_ftrace_function(&other), 0);
@@ -165,7 +165,7 @@ int main(void)
 	/* and through the list function and the regs caller */
 	CHECK_EQ(ftrace_set_filter(&regs, NULL, 0, 1), 0);	/* no filter: everything */
 	CHECK_EQ(register_ftrace_function(&regs), 0);
-	CHECK(calls_list(fdiv, 1));
+	CHECK(CALLS_SET(fdiv, 1, &regs, &vec));
 	CHECK(p_fdiv(3.0, 4.0) == 0.75);
 	CHECK(p_fmix(2.0, 0.5f, 3, 0.25) == 3.75);
 	CHECK_EQ(calls_other, 4);

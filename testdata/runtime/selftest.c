@@ -73,7 +73,7 @@ int main(void)
 
 	/* probe3 on both: two ops per site → shared caller (list function). */
 	CHECK_EQ(register_ftrace_function(&probe3), 0);
-	CHECK(calls_list(func1, 0) && calls_list(func2, 0));
+	CHECK(CALLS_SET(func1, 0, &probe3, &probe1) && CALLS_SET(func2, 0, &probe3, &probe2));
 	CHECK(is_nop(other));
 	sink += func1(1);
 	COUNTS(3, 1, 1, 0, 0);
@@ -83,6 +83,7 @@ int main(void)
 	/* A global ops: every function. */
 	CHECK_EQ(register_ftrace_function(&global), 0);
 	CHECK(calls_tramp_of(other, &global));
+	CHECK(CALLS_SET(func1, 0, &global, &probe3, &probe1));
 	sink += func1(1);
 	COUNTS(4, 2, 3, 1, 0);
 	sink += func2(1);
@@ -119,7 +120,7 @@ int main(void)
 	CHECK_EQ(unregister_ftrace_function(&probe3), 0);
 	/* func2: only global now → global's trampoline again; func1: global + dyn → list. */
 	CHECK(calls_tramp_of(func2, &global));
-	CHECK(calls_list(func1, 0));
+	CHECK(CALLS_SET(func1, 0, dyn, &global));
 	sink += func1(1);
 	sink += func2(1);
 	COUNTS(6, 6, 9, 12, 5);
@@ -137,7 +138,8 @@ int main(void)
 	sink += func2(1);
 	COUNTS(6, 6, 9, 12, 6);
 	CHECK(is_nop(func1) && is_nop(func2) && is_nop(other));
-	/* Every ops' trampolines were freed; the shared caller stays. */
+	/* Every ops' trampolines and every set's were freed; the shared caller stays (the
+	 * list function, and where a thread in a retired set's trampoline goes on). */
 	ftrace_get_stats(&st);
 	CHECK_EQ(st.nr_trampolines, st0.nr_trampolines + 1);
 

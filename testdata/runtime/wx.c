@@ -81,8 +81,8 @@ int main(void)
 		check_wx("with own, regs, caller and regs caller sites");
 		CHECK(calls_tramp_of(f1, &a));
 		CHECK(calls_tramp_of(f2, &b));
-		CHECK(calls_list(f3, 0));
-		CHECK(calls_list(f4, 1));
+		CHECK(CALLS_SET(f3, 0, &d, &c));
+		CHECK(CALLS_SET(f4, 1, &g, &e));
 		for (i = 0; i < 4; i++)
 			tramp[i] = check_target_rx(fns[i], "enabled");
 		hits = 0;

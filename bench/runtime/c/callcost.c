@@ -5,9 +5,14 @@
  *   floor     the site calling a trampoline that only calls the empty callback and returns
  *   tramp     one ops with an empty callback: the site calls its own trampoline
  *   tramp_kN  the same while N other ops are registered on other functions
- *   list      two ops on the site: shared caller + list function
+ *   list      two ops on the site: a trampoline of the two (the shared caller and the list
+ *             function with FTRT_MULTI=0)
  *   list_k8   two ops on the site and 8 others registered elsewhere
+ *   multi_k64_own  two ops on the site, 64 others elsewhere, against (instead of fentry) a
+ *             site served by its own trampoline, measured in alternation with it
  *   regs      one SAVE_REGS ops: its own regs trampoline
+ *   direct    the site calls an empty direct trampoline (register_ftrace_direct)
+ *   direct_shared_own  a direct call and one ops on the site, against an own trampoline
  * Output: one "name ns_per_call ratio_to_fentry" line each (see report()).
  * Usage: callcost [iterations]
  */
@@ -33,6 +38,7 @@ int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad);
 NOINLINE int traced(int x) { __asm__ volatile(""); return x + 1; }
 NOINLINE int baseline(int x) { __asm__ volatile(""); return x + 1; }
 NOINLINE int floored(int x) { __asm__ volatile(""); return x + 1; }
+NOINLINE int owned(int x) { __asm__ volatile(""); return x + 1; }
 
 /* 64 other functions for the K other ops. */
 #define O(n) NOINLINE int other##n(int x) { __asm__ volatile(""); return x + n; }
@@ -82,20 +88,25 @@ static ftrace_notrace double run(int (*fn)(int), long n)
  * clock does not (a neighbour on the host core), so a baseline measured earlier is not
  * comparable, and mins taken apart can come from different phases.
  */
-static ftrace_notrace void report(const char *name, int (*fn)(int))
+static ftrace_notrace void report_vs(const char *name, int (*fn)(int), int (*base)(int))
 {
 	static double ratio[PAIRS];
 	double best = 1e30;
 	long n = iters / PAIRS > 0 ? iters / PAIRS : 1;
 
 	for (int r = 0; r < PAIRS; r++) {
-		double b = run(baseline, n), t = run(fn, n);
+		double b = run(base, n), t = run(fn, n);
 
 		ratio[r] = t / b;
 		if (t < best)
 			best = t;
 	}
 	printf("%s %.3f %.4f\n", name, best, median(ratio, PAIRS));
+}
+
+static ftrace_notrace void report(const char *name, int (*fn)(int))
+{
+	report_vs(name, fn, baseline);
 }
 
 /* fn's site becomes "call target" (the runtime's own patcher checks the bytes first). */
@@ -132,6 +143,7 @@ int main(int argc, char **argv)
 {
 	static struct ftrace_ops a = { .func = empty_cb }, b = { .func = empty_cb };
 	static struct ftrace_ops r = { .func = empty_cb, .flags = FTRACE_OPS_FL_SAVE_REGS };
+	static struct ftrace_ops own = { .func = empty_cb }, d, e = { .func = empty_cb };
 	static struct ftrace_ops others[64];
 	char name[32];
 	int k = 0;
@@ -159,9 +171,15 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "tramp_k%d", want);
 		report(name, traced);
 	}
+	/* two ops on the site, 64 elsewhere, against a site with its own trampoline */
+	need(ftrace_set_filter(&own, "owned", 5, 1), "filter own");
+	need(register_ftrace_function(&own), "register own");
+	need(ftrace_set_filter(&b, "traced", 6, 1), "filter b");
+	need(register_ftrace_function(&b), "register b");
+	report_vs("multi_k64_own", traced, owned);
+	need(unregister_ftrace_function(&b), "unregister b");
 	for (k = 63; k >= 8; k--)
 		need(unregister_ftrace_function(&others[k]), "unregister other");
-	need(ftrace_set_filter(&b, "traced", 6, 1), "filter b");
 	need(register_ftrace_function(&b), "register b");
 	report("list_k8", traced);
 	for (; k >= 0; k--)
@@ -174,5 +192,16 @@ int main(int argc, char **argv)
 	need(register_ftrace_function(&r), "register r");
 	report("regs", traced);
 	need(unregister_ftrace_function(&r), "unregister r");
+
+	/* direct calls: an empty direct trampoline (ftrace_stub is a plain ret) */
+	need(ftrace_set_filter(&d, "traced", 6, 1), "filter d");
+	need(register_ftrace_direct(&d, (unsigned long)ftrace_stub), "register d");
+	report("direct", traced);
+	need(ftrace_set_filter(&e, "traced", 6, 1), "filter e");
+	need(register_ftrace_function(&e), "register e");
+	report_vs("direct_shared_own", traced, owned);
+	need(unregister_ftrace_function(&e), "unregister e");
+	need(unregister_ftrace_direct(&d, (unsigned long)ftrace_stub, 0), "unregister d");
+	need(unregister_ftrace_function(&own), "unregister own");
 	return 0;
 }

@@ -8,6 +8,7 @@
 #endif
 	.text
 	.p2align 4
+	.globl gen_first
 gen_first:
 	.rept NSITES
 	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00

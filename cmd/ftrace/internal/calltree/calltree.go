@@ -62,8 +62,8 @@ type Thread struct {
 	Calls []Call  // function
 	// Nodes counts every node of Roots' trees.
 	Nodes int
-	// Lost and LostDepth are copied from the trace.
-	Lost, LostDepth uint64
+	// Lost and LostDepth are copied from the trace; Events counts the thread's records.
+	Lost, LostDepth, Events uint64
 	// Unmatched counts exits without a recorded entry (the call began before tracing).
 	Unmatched int
 	// Unclosed counts calls still open when the stream ended.
@@ -124,7 +124,7 @@ func Build(tr *tracefile.Trace, lookup Lookup, progress Progress) *Forest {
 const progressStep = 1 << 16
 
 func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Thread {
-	t := &Thread{TID: th.TID, Name: th.Name, Lost: th.Lost, LostDepth: th.LostDepth}
+	t := &Thread{TID: th.TID, Name: th.Name, Lost: th.Lost, LostDepth: th.LostDepth, Events: uint64(len(th.Events))}
 	calls := 0
 	for i := range th.Events {
 		if th.Events[i].Kind == tracefile.Call {

@@ -39,11 +39,11 @@ func TestWrite(t *testing.T) {
 # ... output limited to 3 lines (thread 100 made 4 calls in all)
 `},
 		{"unwound, lost, time", Options{TIDs: []int{102}, Time: true}, `# thread 102 (late)
+# thread 102: 2 events lost (40.0% of 5), 0 frames not recorded (depth), 0 returns without entry
 #   TIME (us)     TID       DURATION |  FUNCTION CALLS
         2.000     102)                |  a() {
         2.010     102)       0.990 us |    b(); /* unfinished */
         3.000     102)       1.000 us |  } /* a */
-# thread 102: 2 events lost, 0 frames not recorded (depth), 0 returns without entry
 `},
 	}
 	for _, tt := range tests {
@@ -107,7 +107,7 @@ func TestEmptyThread(t *testing.T) {
 	if err := Write(&b, f, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "# thread 9 (idle)\n# no calls recorded\n# thread 9: 3 events lost, 0 frames not recorded (depth), 0 returns without entry\n"
+	want := "# thread 9 (idle)\n# thread 9: 3 events lost (100.0% of 3), 0 frames not recorded (depth), 0 returns without entry\n# no calls recorded\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}

@@ -214,6 +214,16 @@ func WriteJSON(w io.Writer, f *calltree.Forest, stats []*Stat) error {
 // WriteText prints stats as an aligned table. Function traces have no times: only the
 // call counts are printed.
 func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) error {
+	var lost, events uint64 = f.Header.LostNoBuf, 0
+	for _, th := range f.Threads {
+		lost += th.Lost
+		events += th.Events
+	}
+	if lost > 0 {
+		// the figures below miss the calls not recorded: say so before them
+		fmt.Fprintf(w, "# %d of %d events lost (%.1f%%): calls not recorded are missing from these figures\n",
+			lost, lost+events, 100*float64(lost)/float64(lost+events))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	timed := f.HasGraph() || f.Header.Tracer == "function_graph"
 	var hdr []string

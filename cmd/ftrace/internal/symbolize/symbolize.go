@@ -14,12 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ianlancetaylor/demangle"
+	"golang.org/x/sys/unix"
 )
 
 // Func is a resolved function. Funcs are shared: every address inside the same function
@@ -50,7 +52,7 @@ type Symbolizer struct {
 	cache    map[uint64]*Func
 	unknown  map[string]*Func
 	warnings []string
-	// OpenELF opens an object file; tests replace it. Default: elf.Open.
+	// OpenELF opens an object file; tests replace it. Default: OpenRegularELF.
 	OpenELF func(path string) (*elf.File, error)
 	// DebugDirs are searched for DIR/.build-id/xx/yyyy.debug when an object is gone,
 	// differs from the recorded build-id, or has no .symtab. Default: /usr/lib/debug.
@@ -64,7 +66,7 @@ func New(maps []tracefile.Mapping) *Symbolizer {
 		objs:      map[string]*object{},
 		cache:     map[uint64]*Func{},
 		unknown:   map[string]*Func{},
-		OpenELF:   elf.Open,
+		OpenELF:   OpenRegularELF,
 		DebugDirs: []string{"/usr/lib/debug"},
 	}
 }
@@ -190,6 +192,27 @@ func displayPath(p string) string {
 		return "(anonymous mapping)"
 	}
 	return p
+}
+
+// OpenRegularELF opens path as an ELF file only when it is a regular file. A trace's memory
+// map may name anything: opening a FIFO would block the reader for ever, and a device could
+// be read without end. The first open does not block (O_NONBLOCK); once its descriptor is
+// known to be a regular file, the same file is opened again through /proc/self/fd for
+// elf.Open, which then owns (and closes) it.
+func OpenRegularELF(path string) (*elf.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return elf.Open(fmt.Sprintf("/proc/self/fd/%d", fd))
 }
 
 // BuildID returns the GNU build-id of f, or nil when it has none.

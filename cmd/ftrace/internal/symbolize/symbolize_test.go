@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 const csrc = `#include <stdio.h>
@@ -250,5 +252,34 @@ func TestDebugDir(t *testing.T) {
 		if f.Name != "alpha" || f.Module != path || filepath.Base(f.File) != "symc.c" {
 			t.Errorf("%s: %+v (warnings %v)", path, f, s.Warnings())
 		}
+	}
+}
+
+// TestNotRegularFiles: a memory map naming a FIFO, a directory or a device is refused
+// with a warning, without blocking (the FIFO has no writer: opening it for reading the
+// ordinary way waits for ever).
+func TestNotRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, dir, "/dev/zero"} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			done := make(chan *Symbolizer, 1)
+			go func() {
+				s := New([]tracefile.Mapping{{Path: path, Start: 0x1000, End: 0x2000}})
+				s.Lookup(0x1800)
+				done <- s
+			}()
+			select {
+			case s := <-done:
+				if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], path) || !strings.Contains(w[0], "not a regular file") {
+					t.Errorf("warnings %q", w)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("symbolizing an address in %s blocks", path)
+			}
+		})
 	}
 }

@@ -82,6 +82,12 @@ type Header struct {
 	// LostNoBuf counts events dropped because no buffer could be set up for their thread
 	// (file full, mmap failure, after thread exit or finalisation, during fork).
 	LostNoBuf uint64
+	// BlockSize is the bytes of event data a block holds (version 2; 0 in version 1).
+	BlockSize uint32
+	// Ring is set when the trace comes from flight-recorder rings (version 2): each
+	// thread's stream holds its newest events only; RingBytes is the per-thread ring size.
+	Ring      bool
+	RingBytes uint64
 	// Warnings are problems the reader tolerated (truncated chunk, unknown chunk, ...).
 	Warnings []string
 }
@@ -118,6 +124,9 @@ type Thread struct {
 	LostDepth uint64
 	// Flags are the chunk's flags (ThreadExited, ThreadFull).
 	Flags uint32
+	// MissingBlocks counts event blocks of a version-2 stream that are not in the file
+	// (dropped, or overwritten in a ring after its first block in the file).
+	MissingBlocks uint64
 }
 
 // Thread flags.
@@ -193,4 +202,46 @@ func (t *Trace) TimeRange() (first, last uint64, ok bool) {
 		}
 	}
 	return
+}
+
+// ThreadLoss is one thread's share of a trace's lost events.
+type ThreadLoss struct {
+	TID            int
+	Name           string
+	Lost, Recorded uint64
+}
+
+// Loss sums up what a trace lost: events dropped (per thread and without a thread),
+// against those recorded.
+type Loss struct {
+	Lost, Recorded uint64
+	// Threads that lost events, the largest fraction first.
+	Threads []ThreadLoss
+	// Hint says what to do about it, for messages (starts with "; " when set).
+	Hint string
+}
+
+// LostSummary counts a trace's lost events.
+func LostSummary(t *Trace) Loss {
+	l := Loss{Lost: t.Header.LostNoBuf}
+	for _, th := range t.Threads {
+		rec := uint64(len(th.Events))
+		l.Recorded += rec
+		l.Lost += th.Lost
+		if th.Lost > 0 {
+			l.Threads = append(l.Threads, ThreadLoss{TID: th.TID, Name: th.Name, Lost: th.Lost, Recorded: rec})
+		}
+	}
+	sort.SliceStable(l.Threads, func(i, j int) bool {
+		a, b := l.Threads[i], l.Threads[j]
+		return a.Lost*(b.Lost+b.Recorded) > b.Lost*(a.Lost+a.Recorded)
+	})
+	switch {
+	case l.Lost == 0:
+	case t.Header.Version >= Version2 && !t.Header.Ring:
+		l.Hint = "; record with --no-loss to keep every event"
+	case t.Header.Version < Version2:
+		l.Hint = "; the per-thread buffer (FTRACE_BUFFER_KB) filled up"
+	}
+	return l
 }

@@ -9,7 +9,7 @@ import (
 	"os"
 )
 
-// Layout constants of format version 1 (docs/trace-format.md).
+// Layout constants of format version 1 (docs/trace-format.md); version 2's are in compact.go.
 const (
 	Magic          = "FTKITTRC"
 	Version1       = 1
@@ -64,8 +64,8 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 	t := &Trace{}
 	hd := &t.Header
 	hd.Version = le.Uint32(h[8:])
-	if hd.Version != Version1 {
-		return nil, fmt.Errorf("trace format version %d not supported (this ftrace reads version %d)", hd.Version, Version1)
+	if hd.Version != Version1 && hd.Version != Version2 {
+		return nil, fmt.Errorf("trace format version %d not supported (this ftrace reads versions %d and %d; written by a newer ftkit?)", hd.Version, Version1, Version2)
 	}
 	hdrSize := int64(le.Uint32(h[12:]))
 	if hdrSize < HeaderSize || hdrSize > size {
@@ -98,7 +98,16 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 	if math.IsNaN(nsPerTick) || math.IsInf(nsPerTick, 0) || nsPerTick <= 0 || nsPerTick > 1e6 {
 		return nil, fmt.Errorf("bad ns_per_tick %v in header", nsPerTick)
 	}
-	if recSize != RecordSize {
+	var v2 *v2state
+	if hd.Version == Version2 {
+		if recSize != 0 {
+			return nil, fmt.Errorf("record_size %d in a version 2 trace (want 0: variable)", recSize)
+		}
+		hd.BlockSize = le.Uint32(h[112:])
+		hd.Ring = le.Uint32(h[116:]) == 1
+		hd.RingBytes = le.Uint64(h[120:])
+		v2 = &v2state{threads: map[int]*threadV2{}}
+	} else if recSize != RecordSize {
 		return nil, fmt.Errorf("record_size %d not supported (want %d)", recSize, RecordSize)
 	}
 	switch tracer {
@@ -155,13 +164,21 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 		}
 		end := off + int64(csize)
 		var err error
-		switch typ {
-		case ChunkCmdline:
+		switch {
+		case typ == ChunkCmdline:
 			err = readCmdline(r, t, off+chHdr, end)
-		case ChunkMaps:
-			err = readMaps(r, t, off, chHdr, end)
-		case ChunkThread:
+		case typ == ChunkMaps && v2 == nil:
+			err = readMaps(r, t, off, chHdr, mapsHdrSize, end)
+		case typ == ChunkMaps:
+			if err = readMaps(r, t, off, chHdr, mapsHdrSizeV2, end); err == nil {
+				v2.maps = append(v2.maps, t.Maps)
+			}
+		case typ == ChunkThread && v2 == nil:
 			err = readThread(r, t, off, chHdr, end, conv)
+		case typ == ChunkEvents && v2 != nil:
+			err = v2.readEventsHeader(r, off, chHdr, end)
+		case typ == ChunkThreadV2 && v2 != nil:
+			err = v2.readThreadInfo(r, off, end)
 		default:
 			hd.Warnings = append(hd.Warnings, fmt.Sprintf("chunk at offset %d: unknown type %d skipped", off, typ))
 		}
@@ -169,6 +186,11 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 			return nil, fmt.Errorf("chunk at offset %d: %w", off, err)
 		}
 		off = end
+	}
+	if v2 != nil {
+		if err := v2.finish(r, t, conv); err != nil {
+			return nil, err
+		}
 	}
 	t.SortThreads()
 	return t, nil
@@ -207,9 +229,9 @@ func readCmdline(r io.ReaderAt, t *Trace, from, to int64) error {
 	return nil
 }
 
-func readMaps(r io.ReaderAt, t *Trace, off, hdr, end int64) error {
-	if hdr < mapsHdrSize {
-		return fmt.Errorf("maps: header size %d < %d", hdr, mapsHdrSize)
+func readMaps(r io.ReaderAt, t *Trace, off, hdr, minHdr, end int64) error {
+	if hdr < minHdr {
+		return fmt.Errorf("maps: header size %d < %d", hdr, minHdr)
 	}
 	b, err := readAt(r, off, end)
 	if err != nil {

@@ -3,6 +3,7 @@ package tracefile
 import (
 	"bytes"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -159,7 +160,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"short", func(b []byte) []byte { return b[:100] }, "shorter than the 256-byte header"},
 		{"magic", func(b []byte) []byte { copy(b, "NOTTRACE"); return b }, "not an ftkit trace"},
-		{"version", func(b []byte) []byte { le.PutUint32(b[8:], 2); return b }, "version 2 not supported"},
+		{"version", func(b []byte) []byte { le.PutUint32(b[8:], 9); return b }, "version 9 not supported"},
 		{"header size", func(b []byte) []byte { le.PutUint32(b[12:], 1<<30); return b }, "bad header_size"},
 		{"clock", func(b []byte) []byte { le.PutUint32(b[28:], 9); return b }, "unknown clock 9"},
 		{"ns_per_tick", func(b []byte) []byte { le.PutUint64(b[32:], math.Float64bits(math.NaN())); return b }, "bad ns_per_tick"},
@@ -208,6 +209,17 @@ func FuzzTraceRead(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b.Bytes())
+	// version 2 seeds: small blocks, a ring, partial blocks
+	rng := rand.New(rand.NewSource(4))
+	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete},
+		Maps: sample().Maps, Threads: []*Thread{{TID: 3, Events: randomStream(rng, 60)}}}
+	for _, o := range []WriteOptions{{BlockEvents: 16}, {BlockEvents: 8, DropFirst: 2}, {BlockEvents: 20, Partial: true}} {
+		b.Reset()
+		if err := WriteV2(&b, tr, o); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(append([]byte(nil), b.Bytes()...))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Read(bytes.NewReader(data), int64(len(data)))
 		if err == nil {

@@ -11,10 +11,16 @@ import (
 // so event timestamps are written as they are). The runtime is the real producer; this
 // encoder exists for tests and tools that build traces.
 func Write(w io.Writer, t *Trace) error {
+	return write(w, t, Version1, writeThreadsV1)
+}
+
+// write encodes the header, the command line and the memory map of t, then lets
+// threads add the thread chunks of the given format version.
+func write(w io.Writer, t *Trace, version uint32, threads func(t *Trace, chunk chunkFunc) error) error {
 	var buf bytes.Buffer
 	h := make([]byte, HeaderSize)
 	copy(h, Magic)
-	le.PutUint32(h[8:], Version1)
+	le.PutUint32(h[8:], version)
 	le.PutUint32(h[12:], HeaderSize)
 	le.PutUint32(h[16:], t.Header.Flags)
 	le.PutUint32(h[20:], uint32(t.Header.PID))
@@ -38,7 +44,15 @@ func Write(w io.Writer, t *Trace) error {
 		reason = 0
 	}
 	le.PutUint32(h[84:], reason)
-	le.PutUint32(h[88:], RecordSize)
+	if version == Version1 {
+		le.PutUint32(h[88:], RecordSize)
+	} else {
+		le.PutUint32(h[112:], t.Header.BlockSize)
+		if t.Header.Ring {
+			le.PutUint32(h[116:], 1)
+			le.PutUint64(h[120:], t.Header.RingBytes)
+		}
+	}
 	le.PutUint32(h[92:], uint32(t.Header.GraphDepth))
 	le.PutUint64(h[104:], t.Header.LostNoBuf)
 	buf.Write(h)
@@ -64,7 +78,11 @@ func Write(w io.Writer, t *Trace) error {
 		chunk(ChunkCmdline, nil, p.Bytes())
 	}
 	if len(t.Maps) > 0 {
-		hdr := make([]byte, mapsHdrSize-ChunkHdrSize)
+		hsize := mapsHdrSize
+		if version == Version2 {
+			hsize = mapsHdrSizeV2
+		}
+		hdr := make([]byte, hsize-ChunkHdrSize)
 		le.PutUint32(hdr, uint32(len(t.Maps)))
 		var p bytes.Buffer
 		for _, m := range t.Maps {
@@ -87,6 +105,17 @@ func Write(w io.Writer, t *Trace) error {
 		}
 		chunk(ChunkMaps, hdr, p.Bytes())
 	}
+	if err := threads(t, chunk); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// chunkFunc appends a chunk: its type, the rest of its fixed header, its payload.
+type chunkFunc func(typ uint32, hdr []byte, payload []byte)
+
+func writeThreadsV1(t *Trace, chunk chunkFunc) error {
 	for _, th := range t.Threads {
 		hdr := make([]byte, threadHdrSize-ChunkHdrSize)
 		le.PutUint32(hdr[0:], uint32(th.TID))
@@ -136,6 +165,5 @@ func Write(w io.Writer, t *Trace) error {
 		}
 		chunk(ChunkThread, hdr, p)
 	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	return nil
 }

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		args    []string
+		pass    bool
+		compile bool
+		exe     bool
+		srcs    []string
+		objs    []string
+		out     string
+	}{
+		{[]string{"--version"}, true, false, true, nil, nil, "a.out"},
+		{[]string{"-E", "a.c"}, true, false, true, []string{"a.c"}, nil, "a.out"},
+		{[]string{"-S", "a.c", "-o", "-"}, true, false, true, []string{"a.c"}, nil, "-"},
+		{[]string{"-MM", "a.c"}, true, false, true, []string{"a.c"}, nil, "a.out"},
+		{[]string{"-O2", "-c", "a.c", "b.cc", "s.S"}, false, true, false, []string{"a.c", "b.cc", "s.S"}, []string{"a.o", "b.o", "s.o"}, "a.out"},
+		{[]string{"-c", "-o", "x/y.o", "-MD", "-MF", "y.d", "src/y.c"}, false, true, false, []string{"src/y.c"}, []string{"x/y.o"}, "x/y.o"},
+		{[]string{"-c", "-ox.o", "-x", "c", "-"}, false, true, false, []string{"-"}, []string{"x.o"}, "x.o"},
+		{[]string{"a.o", "b.o", "-o", "prog", "-lm"}, false, false, true, nil, nil, "prog"},
+		{[]string{"-shared", "-fPIC", "l.c", "-o", "libl.so"}, false, false, false, []string{"l.c"}, nil, "libl.so"},
+		{[]string{"-r", "a.o", "-o", "all.o"}, false, false, false, nil, nil, "all.o"},
+		{[]string{"-static", "a.o"}, false, false, false, nil, nil, "a.out"},
+		{[]string{"-I", "inc.c", "-include", "x.h", "m.c"}, false, false, true, []string{"m.c"}, nil, "a.out"},
+		{[]string{"-x", "c++", "t.h", "-x", "none", "u.c"}, false, false, true, []string{"t.h", "u.c"}, nil, "a.out"},
+	}
+	for _, tt := range tests {
+		inv, err := parse(tt.args)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.args, err)
+		}
+		var srcs []string
+		for _, s := range inv.sources {
+			srcs = append(srcs, s.path)
+		}
+		var objs []string
+		if inv.compileOnly {
+			objs = inv.objects(inv.sources)
+		}
+		if inv.passThrough() != tt.pass || inv.compileOnly != tt.compile || inv.executable() != tt.exe && !tt.compile ||
+			!reflect.DeepEqual(srcs, tt.srcs) || !reflect.DeepEqual(objs, tt.objs) || inv.output() != tt.out {
+			t.Errorf("%q: pass %v compile %v exe %v sources %q objects %q out %q", tt.args, inv.passThrough(), inv.compileOnly,
+				inv.executable(), srcs, objs, inv.output())
+		}
+	}
+	// languages: -x applies to what follows until -x none
+	inv, _ := parse([]string{"-x", "c++", "t.h", "-x", "none", "u.c", "v.s", "w.C"})
+	want := []lang{langCXX, langC, langAsm, langCXX}
+	for i, s := range inv.sources {
+		if s.lang != want[i] {
+			t.Errorf("%s: lang %d, want %d", s.path, s.lang, want[i])
+		}
+	}
+	if _, err := parse([]string{"-c", "-o", "x.o", "a.c", "b.c"}); err == nil {
+		t.Errorf("-o with -c and two sources accepted")
+	}
+}
+
+func TestResponseFiles(t *testing.T) {
+	dir := t.TempDir()
+	rsp := filepath.Join(dir, "args.rsp")
+	os.WriteFile(rsp, []byte("-S 'my file.c' \"-DX=a b\" -o\tout.s\n@"+filepath.Join(dir, "more.rsp")), 0o644)
+	os.WriteFile(filepath.Join(dir, "more.rsp"), []byte(`-DY=1 back\ slash.c`), 0o644)
+	inv, err := parse([]string{"-O2", "@" + rsp, "@not-a-file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"-O2", "-S", "my file.c", "-DX=a b", "-o", "out.s", "-DY=1", "back slash.c", "@not-a-file"}
+	if !reflect.DeepEqual(inv.args, want) {
+		t.Errorf("expanded %q, want %q", inv.args, want)
+	}
+	os.WriteFile(rsp, []byte(`-c "open`), 0o644)
+	if _, err := parse([]string{"@" + rsp}); err == nil || !strings.Contains(err.Error(), "unterminated") {
+		t.Errorf("unterminated quote: %v", err)
+	}
+}
+
+func TestCompileFlagsAndLinkWith(t *testing.T) {
+	inv, _ := parse([]string{"-O2", "-I", "inc", "-x", "c", "a.src", "-x", "none", "b.o", "-o", "prog", "-lm", "-Wl,--as-needed", "-MD", "-MF", "p.d", "-L", "lib"})
+	if got, want := inv.compileFlags(), []string{"-O2", "-I", "inc"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("compile flags %q, want %q", got, want)
+	}
+	got := inv.linkWith(map[int]string{inv.sources[0].index: "/tmp/a.o"})
+	want := []string{"-O2", "-I", "inc", "-x", "c", "-x", "none", "/tmp/a.o", "-x", "c", "-x", "none", "b.o", "-o", "prog", "-lm", "-Wl,--as-needed", "-MD", "-MF", "p.d", "-L", "lib"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("link args\n %q\nwant %q", got, want)
+	}
+}
+
+// fakePrefix makes an install prefix whose tools and compiler only log their arguments
+// (and create the files a compiler would), for checking what ftcc runs.
+func fakePrefix(t *testing.T) (prefix, cc, log string) {
+	prefix = t.TempDir()
+	log = filepath.Join(prefix, "log")
+	os.MkdirAll(filepath.Join(prefix, "bin"), 0o755)
+	os.MkdirAll(filepath.Join(prefix, "lib"), 0o755)
+	os.WriteFile(filepath.Join(prefix, "lib", "libftrt.a"), nil, 0o644)
+	for _, tool := range []string{"recordmcount", "ftlink"} {
+		os.WriteFile(filepath.Join(prefix, "bin", tool), []byte("#!/bin/sh\necho "+tool+" \"$@\" >> "+log+"\n"), 0o755)
+	}
+	cc = filepath.Join(prefix, "fakecc")
+	os.WriteFile(cc, []byte(`#!/bin/sh
+echo cc "$@" >> `+log+`
+out=
+while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+[ -n "$out" ] && [ "$out" != - ] && : > "$out"
+exit 0
+`), 0o755)
+	t.Setenv("FTCC_PREFIX", prefix)
+	return prefix, cc, log
+}
+
+func TestCommands(t *testing.T) {
+	prefix, cc, log := fakePrefix(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	lib := filepath.Join(prefix, "lib", "libftrt.a")
+	tests := []struct {
+		args []string
+		env  string
+		want []string // the log, with $LIB for the runtime
+	}{
+		{[]string{"--version"}, "", []string{"cc --version"}},
+		{[]string{"-E", "a.c"}, "", []string{"cc -E a.c"}},
+		{[]string{"-O2", "-c", "a.c", "-o", "a.o"}, "", []string{"cc -O2 -c a.c -o a.o -pg -mfentry", "recordmcount a.o"}},
+		{[]string{"-c", "s.S", "-o", "s.o"}, "", []string{"cc -c s.S -o s.o"}},
+		{[]string{"-c", "a.c", "b.c"}, "", []string{"cc -c a.c b.c -pg -mfentry", "recordmcount a.o", "recordmcount b.o"}},
+		{[]string{"-c", "a.c", "gen.c"}, "gen*", []string{"cc -c a.c", "cc -c gen.c -pg -mfentry"}[:0]},
+		{[]string{"a.o", "-o", "prog"}, "", []string{"cc a.o -o prog -rdynamic -Wl,-u,__fentry__ $LIB -lpthread -ldl"}},
+		{[]string{"-shared", "a.o", "-o", "libx.so"}, "", []string{"cc -shared a.o -o libx.so"}},
+	}
+	for _, tt := range tests {
+		os.Remove(log)
+		os.Setenv("FTCC_OFF", tt.env)
+		var stderr bytes.Buffer
+		if code := run(append([]string{cc}, tt.args...), nil, &bytes.Buffer{}, &stderr); code != 0 {
+			t.Errorf("%q: exit %d: %s", tt.args, code, stderr.String())
+			continue
+		}
+		b, _ := os.ReadFile(log)
+		got := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if tt.env != "" {
+			// --ftrace-off sources are compiled on their own, without the flags
+			want := []string{"cc -c gen.c", "cc -c a.c -pg -mfentry", "recordmcount a.o"}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%q with FTCC_OFF=%s: ran %q, want %q", tt.args, tt.env, got, want)
+			}
+			continue
+		}
+		var want []string
+		for _, w := range tt.want {
+			want = append(want, strings.ReplaceAll(w, "$LIB", lib))
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: ran\n %q\nwant %q", tt.args, got, want)
+		}
+	}
+	os.Setenv("FTCC_OFF", "")
+	// a missing runtime is named
+	os.Remove(lib)
+	var stderr bytes.Buffer
+	if code := run([]string{cc, "a.o", "-o", "p"}, nil, &bytes.Buffer{}, &stderr); code == 0 || !strings.Contains(stderr.String(), "the ftkit runtime "+lib+" is missing") {
+		t.Errorf("missing runtime: exit %d: %s", code, stderr.String())
+	}
+	// a failing step is named with its file
+	os.WriteFile(filepath.Join(prefix, "bin", "recordmcount"), []byte("#!/bin/sh\necho 'bad object' >&2\nexit 1\n"), 0o755)
+	stderr.Reset()
+	if code := run([]string{cc, "-c", "a.c"}, nil, &bytes.Buffer{}, &stderr); code == 0 || !strings.Contains(stderr.String(), "ftcc: recordmcount a.o failed: bad object") {
+		t.Errorf("failing step: exit %d: %q", code, stderr.String())
+	}
+}
+
+// Real builds through make with CC/CXX set to ftcc: a C program of two files, a C++
+// shared library it uses, depfiles; the program runs the same and its trace names the
+// functions of both.
+func TestMakeBuild(t *testing.T) {
+	testenv.Need(t, "gcc", "g++", "make")
+	build := testenv.BuildDir()
+	if build == "" {
+		t.Skip("FTKIT_BUILD not set (run through make test)")
+	}
+	ftcc := filepath.Join(build, "bin", "ftcc")
+	if _, err := os.Stat(ftcc); err != nil {
+		t.Skip("ftcc not built")
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"Makefile": `CFLAGS = -O2 -g -MMD
+CXXFLAGS = -O2 -g -fPIC -MMD
+all: prog
+libshape.so: shape.o
+	$(CXX) -shared -o $@ $^
+prog: main.o util.o libshape.so
+	$(CC) -o $@ main.o util.o -L. -lshape -Wl,-rpath,$(CURDIR)
+-include *.d
+`,
+		"main.c": `#include <stdio.h>
+int scale(int); double area(double);
+int main(void) { printf("%d %.0f\n", scale(3), area(2)); return 0; }
+`,
+		"util.c":   "__attribute__((noinline)) int scale(int x) { return x * 7; }\n",
+		"shape.cc": "namespace geo { template <class T> __attribute__((noinline)) T sq(T x) { return x * x; } }\nextern \"C\" double area(double r) { return 3 * geo::sq(r); }\n",
+	}
+	for n, s := range files {
+		os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644)
+	}
+	testenv.Run(t, dir, "make", "CC="+ftcc+" gcc", "CXX="+ftcc+" g++")
+	if _, err := os.Stat(filepath.Join(dir, "main.d")); err != nil {
+		t.Errorf("depfile: %v", err)
+	}
+	if out := testenv.Run(t, dir, "./prog"); out != "21 12\n" {
+		t.Fatalf("prog: %q", out)
+	}
+	ftrace := filepath.Join(build, "bin", "ftrace")
+	testenv.Run(t, dir, ftrace, "record", "-q", "-o", "t.dat", "--", "./prog")
+	rep := testenv.Run(t, dir, ftrace, "report", "t.dat")
+	for _, fn := range []string{"main", "scale", "area", "geo::sq<double>"} {
+		if !strings.Contains(rep, fn) {
+			t.Errorf("report lacks %s:\n%s", fn, rep)
+		}
+	}
+	// ftlink ran on both
+	out := testenv.Run(t, dir, filepath.Join(build, "bin", "ftlink"), "-v", "prog", "libshape.so")
+	if strings.Count(out, "already processed") != 2 {
+		t.Errorf("ftlink -v:\n%s", out)
+	}
+}

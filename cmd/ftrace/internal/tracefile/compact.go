@@ -1,0 +1,332 @@
+package tracefile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// Format version 2 (docs/trace-format.md): per-thread blocks of compact events, each
+// block self-contained (its header carries the graph frames open when it started).
+const (
+	Version2       = 2
+	ChunkEvents    = 4
+	ChunkThreadV2  = 5
+	mapsHdrSizeV2  = 32
+	eventsHdrFixed = 72
+	threadInfoSize = 64
+	stackEntrySize = 16
+
+	// EVENTS chunk flags.
+	BlockRing    = 1 << 0
+	BlockPartial = 1 << 1
+
+	// Event types (word 0, bits 0-2).
+	evExit        = 0
+	evExitUnwound = 1
+	evEntry       = 2
+	evFunc        = 3
+	evFuncNear    = 4
+	evExt         = 7
+
+	// EXT subtypes (word 0, bits 3-7).
+	extTime     = 0
+	extIPHi     = 1
+	extParentHi = 2
+	extDepth    = 3
+	extLost     = 4
+	extMarker   = 5
+
+	deltaBits     = 29
+	nearDeltaBits = 13
+)
+
+// block is one EVENTS chunk as found in the file (the payload is read when decoded).
+type block struct {
+	off, hdr, end int64
+	seq           uint64
+	nev           uint32
+	flags         uint32
+	lost          uint64
+}
+
+// threadV2 gathers what the chunks of one thread said.
+type threadV2 struct {
+	info     *Thread // from the last THREAD chunk, nil if none
+	blocks   map[uint64]block
+	blkLost  uint64
+	partials int
+}
+
+// v2state collects a version-2 file's chunks before the thread streams are decoded.
+type v2state struct {
+	threads map[int]*threadV2
+	maps    [][]Mapping // MAPS chunks in file order
+}
+
+func (s *v2state) thread(tid int) *threadV2 {
+	th := s.threads[tid]
+	if th == nil {
+		th = &threadV2{blocks: map[uint64]block{}}
+		s.threads[tid] = th
+	}
+	return th
+}
+
+// readEventsHeader notes an EVENTS chunk; a PARTIAL block is superseded by a later chunk
+// of the same seq holding more events.
+func (s *v2state) readEventsHeader(r io.ReaderAt, off, hdr, end int64) error {
+	if hdr < eventsHdrFixed {
+		return fmt.Errorf("events: header size %d < %d", hdr, eventsHdrFixed)
+	}
+	h, err := readAt(r, off, off+eventsHdrFixed)
+	if err != nil {
+		return fmt.Errorf("events: %w", err)
+	}
+	b := block{off: off, hdr: hdr, end: end,
+		flags: le.Uint32(h[20:]), seq: le.Uint64(h[24:]), lost: le.Uint64(h[40:]), nev: le.Uint32(h[48:])}
+	depth := int64(le.Uint32(h[52:]))
+	dataLen := int64(le.Uint32(h[56:]))
+	tid := int(le.Uint32(h[16:]))
+	if hdr != eventsHdrFixed+stackEntrySize*depth {
+		return fmt.Errorf("events: thread %d block %d: header size %d does not hold %d open frames", tid, b.seq, hdr, depth)
+	}
+	if dataLen%4 != 0 || off+hdr+dataLen > end {
+		return fmt.Errorf("events: thread %d block %d: %d bytes of events do not fit in the chunk", tid, b.seq, dataLen)
+	}
+	th := s.thread(tid)
+	if old, ok := th.blocks[b.seq]; ok {
+		if old.flags&BlockPartial == 0 && b.flags&BlockPartial == 0 {
+			return fmt.Errorf("events: thread %d: block %d written twice", tid, b.seq)
+		}
+		th.partials++
+		if old.nev >= b.nev {
+			return nil
+		}
+		th.blkLost -= old.lost
+	}
+	th.blocks[b.seq] = b
+	th.blkLost += b.lost
+	return nil
+}
+
+func (s *v2state) readThreadInfo(r io.ReaderAt, off, end int64) error {
+	if end-off < threadInfoSize {
+		return fmt.Errorf("thread: %d bytes, want %d", end-off, threadInfoSize)
+	}
+	h, err := readAt(r, off, off+threadInfoSize)
+	if err != nil {
+		return fmt.Errorf("thread: %w", err)
+	}
+	info := &Thread{
+		TID:       int(le.Uint32(h[16:])),
+		Flags:     le.Uint32(h[20:]),
+		Lost:      le.Uint64(h[24:]),
+		LostDepth: le.Uint64(h[32:]),
+		Name:      string(bytes.TrimRight(h[48:64], "\x00")),
+	}
+	s.thread(info.TID).info = info
+	return nil
+}
+
+// mergeMaps takes the union of the MAPS chunks; where entries overlap, the later chunk's
+// wins (a library dlclose'd and another loaded at its address).
+func mergeMaps(chunks [][]Mapping) []Mapping {
+	var out []Mapping
+	for _, c := range chunks {
+		for _, m := range c {
+			if m.Start == 0 && m.End == 0 {
+				continue
+			}
+			kept := out[:0]
+			for _, o := range out {
+				if o.Start < m.End && m.Start < o.End {
+					continue
+				}
+				kept = append(kept, o)
+			}
+			out = append(kept, m)
+		}
+	}
+	return out
+}
+
+// frame is a graph frame open in a thread's stream.
+type frame struct{ ip, ts uint64 }
+
+// finish decodes every thread's blocks in seq order into its event stream.
+func (s *v2state) finish(r io.ReaderAt, t *Trace, conv func(uint64) uint64) error {
+	if len(s.maps) > 0 {
+		t.Maps = mergeMaps(s.maps)
+	}
+	tids := make([]int, 0, len(s.threads))
+	for tid := range s.threads {
+		tids = append(tids, tid)
+	}
+	sort.Ints(tids)
+	for _, tid := range tids {
+		st := s.threads[tid]
+		th := st.info
+		if th == nil {
+			th = &Thread{TID: tid}
+		}
+		if st.blkLost > th.Lost {
+			th.Lost = st.blkLost
+		}
+		seqs := make([]uint64, 0, len(st.blocks))
+		var nev uint64
+		for q, b := range st.blocks {
+			seqs = append(seqs, q)
+			nev += uint64(b.nev)
+		}
+		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+		th.Events = make([]Event, 0, nev)
+		var open []frame
+		next := uint64(0)
+		for i, q := range seqs {
+			b := st.blocks[q]
+			if q != next && (i > 0 || b.flags&BlockRing == 0) {
+				th.MissingBlocks += q - next
+			}
+			next = q + 1
+			var err error
+			open, err = decodeBlock(r, b, th, open, conv)
+			if err != nil {
+				return fmt.Errorf("thread %d block %d (offset %d): %w", tid, q, b.off, err)
+			}
+		}
+		if th.MissingBlocks > 0 {
+			t.Header.Warnings = append(t.Header.Warnings, fmt.Sprintf("thread %d: %d event blocks missing", tid, th.MissingBlocks))
+		}
+		t.Threads = append(t.Threads, th)
+	}
+	return nil
+}
+
+// decodeBlock appends block b's events to th. open is the thread's open frames after the
+// previous block; the block's own header says which are open now: frames the stream
+// left open that the header does not list ended in data that is not in the file (the
+// next entry at their depth closes them, as the depth rule of the format says), and
+// frames the header lists that the stream has not entered (a ring that starts in the
+// middle of calls, a dropped block) are entered here with their recorded time.
+func decodeBlock(r io.ReaderAt, b block, th *Thread, open []frame, conv func(uint64) uint64) ([]frame, error) {
+	raw, err := readAt(r, b.off, b.end)
+	if err != nil {
+		return open, err
+	}
+	depth := int(le.Uint32(raw[52:]))
+	dataLen := int(le.Uint32(raw[56:]))
+	ipHi := uint64(le.Uint32(raw[60:])) << 32
+	parentHi := uint64(le.Uint32(raw[64:])) << 32
+	ts := le.Uint64(raw[32:])
+	hdr := make([]frame, depth)
+	for i := range hdr {
+		e := raw[eventsHdrFixed+stackEntrySize*i:]
+		hdr[i] = frame{ip: le.Uint64(e), ts: le.Uint64(e[8:])}
+	}
+	k := 0
+	for k < len(open) && k < len(hdr) && open[k] == hdr[k] {
+		k++
+	}
+	open = append(open[:k], hdr[k:]...)
+	for d := k; d < len(hdr); d++ {
+		th.Events = append(th.Events, Event{Kind: Entry, TS: conv(hdr[d].ts), IP: hdr[d].ip, Depth: int32(d)})
+	}
+	data := raw[b.hdr : b.hdr+int64(dataLen)]
+	word := func(i int) (uint32, error) {
+		if 4*i+4 > len(data) {
+			return 0, fmt.Errorf("event data ends inside an event (word %d of %d)", i, len(data)/4)
+		}
+		return le.Uint32(data[4*i:]), nil
+	}
+	n := uint32(0)
+	for i := 0; 4*i < len(data); {
+		w0, _ := word(i)
+		typ := w0 & 7
+		if typ == evExt {
+			sub, nw, arg := (w0>>3)&31, int(w0>>8&0xff), w0>>16
+			if 4*(i+1+nw) > len(data) {
+				return open, fmt.Errorf("extended event %d: %d payload words past the end", sub, nw)
+			}
+			p := data[4*(i+1) : 4*(i+1+nw)]
+			switch sub {
+			case extTime:
+				if nw >= 2 {
+					ts = le.Uint64(p)
+				}
+			case extIPHi:
+				if nw >= 1 {
+					ipHi = uint64(le.Uint32(p)) << 32
+				}
+			case extParentHi:
+				if nw >= 1 {
+					parentHi = uint64(le.Uint32(p)) << 32
+				}
+			case extDepth:
+				if int(arg) < len(open) {
+					open = open[:arg]
+				}
+			case extLost:
+				if nw >= 2 {
+					th.Lost += le.Uint64(p)
+				}
+			}
+			i += 1 + nw
+			continue
+		}
+		n++
+		switch typ {
+		case evExit, evExitUnwound:
+			ts += uint64(w0 >> 3)
+			ev := Event{Kind: Exit, TS: conv(ts)}
+			if typ == evExitUnwound {
+				ev.Flags = FlagUnwound
+			}
+			if len(open) == 0 {
+				// An exit whose entry is nowhere in the file: nothing to close.
+				ev.Depth = -1
+			} else {
+				f := open[len(open)-1]
+				open = open[:len(open)-1]
+				ev.IP, ev.Parent, ev.Depth = f.ip, conv(f.ts), int32(len(open))
+			}
+			th.Events = append(th.Events, ev)
+			i++
+		case evEntry:
+			w1, err := word(i + 1)
+			if err != nil {
+				return open, err
+			}
+			ts += uint64(w0 >> 3)
+			ip := ipHi | uint64(w1)
+			th.Events = append(th.Events, Event{Kind: Entry, TS: conv(ts), IP: ip, Depth: int32(len(open))})
+			open = append(open, frame{ip: ip, ts: ts})
+			i += 2
+		case evFunc:
+			w2, err := word(i + 2)
+			if err != nil {
+				return open, err
+			}
+			w1, _ := word(i + 1)
+			ts += uint64(w0 >> 3)
+			th.Events = append(th.Events, Event{Kind: Call, TS: conv(ts), IP: ipHi | uint64(w1), Parent: parentHi | uint64(w2)})
+			i += 3
+		case evFuncNear:
+			w1, err := word(i + 1)
+			if err != nil {
+				return open, err
+			}
+			ts += uint64(w0 >> 3 & (1<<nearDeltaBits - 1))
+			ip := ipHi | uint64(w1)
+			th.Events = append(th.Events, Event{Kind: Call, TS: conv(ts), IP: ip, Parent: ip + uint64(int64(int16(w0>>16)))})
+			i += 2
+		default:
+			return open, fmt.Errorf("event type %d cannot be read (written by a newer ftkit?)", typ)
+		}
+	}
+	if n != b.nev {
+		return open, fmt.Errorf("%d events decoded, the header says %d", n, b.nev)
+	}
+	return open, nil
+}

@@ -1,0 +1,278 @@
+package tracefile
+
+import (
+	"bytes"
+	"math/rand"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// expectV2 is what a version-2 reader gives back for events written by WriteV2: entries
+// carry no return address, exits name their function and entry time, depths are the nesting.
+func expectV2(evs []Event) []Event {
+	var out []Event
+	var open []Event
+	for _, ev := range evs {
+		switch ev.Kind {
+		case Entry:
+			if ev.Depth >= 0 && int(ev.Depth) < len(open) {
+				open = open[:ev.Depth]
+			}
+			ev.Parent, ev.Depth = 0, int32(len(open))
+			open = append(open, ev)
+		case Exit:
+			f := open[len(open)-1]
+			open = open[:len(open)-1]
+			ev.IP, ev.Parent, ev.Depth = f.IP, f.TS, int32(len(open))
+		case Call:
+			ev.Depth = 0
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func encodeV2(t testing.TB, tr *Trace, o WriteOptions) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteV2(&b, tr, o); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func readBytes(t testing.TB, data []byte) *Trace {
+	t.Helper()
+	tr, err := Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// randomStream makes a properly nested stream mixing graph and function-tracer events,
+// with addresses on both sides of 4 GiB boundaries, callers near and far, and time gaps
+// that need TIME events.
+func randomStream(rng *rand.Rand, n int) []Event {
+	bases := []uint64{0x555555554000, 0x7f1234560000, 0x7f12ffff0000, 0x400000}
+	var evs []Event
+	var open []uint64
+	ts := uint64(1_000_000)
+	for len(evs) < n {
+		switch {
+		case rng.Intn(40) == 0:
+			ts += uint64(rng.Int63n(1 << 33)) // a long pause
+		case rng.Intn(200) == 0 && ts > 10:
+			ts -= uint64(rng.Intn(10)) // a clock that stepped back
+		default:
+			ts += uint64(rng.Intn(300))
+		}
+		ip := bases[rng.Intn(len(bases))] + uint64(rng.Intn(1<<20))
+		switch r := rng.Intn(10); {
+		case r < 4 && len(open) < 60:
+			evs = append(evs, Event{Kind: Entry, TS: ts, IP: ip, Depth: -1})
+			open = append(open, ip)
+		case r < 8 && len(open) > 0:
+			ev := Event{Kind: Exit, TS: ts}
+			if rng.Intn(20) == 0 {
+				ev.Flags = FlagUnwound
+			}
+			evs = append(evs, ev)
+			open = open[:len(open)-1]
+		default:
+			parent := ip + uint64(rng.Intn(200))
+			if rng.Intn(3) == 0 {
+				parent = bases[rng.Intn(len(bases))] + uint64(rng.Intn(1<<20))
+			}
+			evs = append(evs, Event{Kind: Call, TS: ts, IP: ip, Parent: parent})
+		}
+	}
+	return evs
+}
+
+func TestRoundTripV2(t *testing.T) {
+	want := sample()
+	want.Header.Version = Version2
+	data := encodeV2(t, want, WriteOptions{})
+	got := readBytes(t, data)
+	want.Header.Reason = "exit"
+	want.Header.BlockSize = 65536
+	want.Threads[1].Name = want.Threads[1].Name[:16]
+	for _, th := range want.Threads {
+		th.Events = expectV2(th.Events)
+	}
+	if !reflect.DeepEqual(got.Header, want.Header) {
+		t.Errorf("header:\n got %+v\nwant %+v", got.Header, want.Header)
+	}
+	if !reflect.DeepEqual(got.Maps, want.Maps) {
+		t.Errorf("maps:\n got %+v\nwant %+v", got.Maps, want.Maps)
+	}
+	if !reflect.DeepEqual(got.Threads, want.Threads) {
+		for i := range got.Threads {
+			t.Errorf("thread %d:\n got %+v\nwant %+v", i, got.Threads[i], want.Threads[i])
+		}
+	}
+}
+
+func TestV2Blocks(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	evs := randomStream(rng, 20000)
+	for _, o := range []WriteOptions{{BlockEvents: 1}, {BlockEvents: 7}, {BlockEvents: 1000}, {BlockEvents: 333, Partial: true}} {
+		tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete},
+			Threads: []*Thread{{TID: 7, Name: "t", Events: evs}, {TID: 9, Events: evs[:5000]}}}
+		got := readBytes(t, encodeV2(t, tr, o))
+		if len(got.Threads) != 2 {
+			t.Fatalf("%+v: %d threads", o, len(got.Threads))
+		}
+		for i, n := range []int{len(evs), 5000} {
+			want := expectV2(evs[:n])
+			if g := got.Threads[i].Events; !reflect.DeepEqual(g, want) {
+				for k := range want {
+					if k >= len(g) || g[k] != want[k] {
+						t.Fatalf("%+v: thread %d event %d:\n got %+v\nwant %+v", o, i, k, g[min(k, len(g)-1)], want[k])
+					}
+				}
+				t.Fatalf("%+v: thread %d: %d events, want %d", o, i, len(g), len(want))
+			}
+		}
+	}
+}
+
+// TestV2Ring: a ring that lost its first blocks still gives every frame that was open
+// when the kept data starts, with its recorded entry, so exits close the right calls.
+func TestV2Ring(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	evs := randomStream(rng, 5000)
+	const per, drop = 100, 7
+	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete, Ring: true, RingBytes: 1 << 20},
+		Threads: []*Thread{{TID: 1, Events: evs}}}
+	got := readBytes(t, encodeV2(t, tr, WriteOptions{BlockEvents: per, DropFirst: drop}))
+	full := expectV2(evs)
+	var open []Event
+	for _, ev := range full[:per*drop] {
+		switch ev.Kind {
+		case Entry:
+			open = append(open[:ev.Depth], ev)
+		case Exit:
+			open = open[:ev.Depth]
+		}
+	}
+	want := append(open, full[per*drop:]...)
+	if g := got.Threads[0].Events; !reflect.DeepEqual(g, want) {
+		t.Fatalf("ring: %d events, want %d; first got %+v want %+v", len(g), len(want), g[:3], want[:3])
+	}
+	if !got.Header.Ring || got.Threads[0].MissingBlocks != 0 {
+		t.Errorf("ring header %v, missing %d (a ring's overwritten start is not missing)", got.Header.Ring, got.Threads[0].MissingBlocks)
+	}
+}
+
+func TestV2MissingBlockAndLost(t *testing.T) {
+	evs := expectV2(randomStream(rand.New(rand.NewSource(3)), 400))
+	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete},
+		Threads: []*Thread{{TID: 1, Events: evs}}}
+	data := encodeV2(t, tr, WriteOptions{BlockEvents: 100})
+	// Turn block 2 into a chunk of an unknown type: it is skipped, and block 3 starts
+	// from its own header.
+	off, n := int64(HeaderSize), 0
+	for {
+		typ, size := le.Uint32(data[off:]), int64(le.Uint64(data[off+8:]))
+		if typ == ChunkEvents {
+			if n == 2 {
+				le.PutUint32(data[off:], 99)
+				le.PutUint64(data[off+40:], 55) // and its lost count goes with it
+			}
+			if n == 3 {
+				le.PutUint64(data[off+40:], 12)
+			}
+			n++
+		}
+		off += size
+		if typ == ChunkThreadV2 {
+			break
+		}
+	}
+	got := readBytes(t, data)
+	th := got.Threads[0]
+	if th.MissingBlocks != 1 || th.Lost != 12 {
+		t.Errorf("missing %d lost %d, want 1 and 12", th.MissingBlocks, th.Lost)
+	}
+	if !strings.Contains(strings.Join(got.Header.Warnings, "\n"), "1 event blocks missing") {
+		t.Errorf("warnings %q", got.Header.Warnings)
+	}
+	// The events after the gap are block 3's, exactly.
+	tail := th.Events[len(th.Events)-100:]
+	if !reflect.DeepEqual(tail, evs[300:]) {
+		t.Errorf("events after the gap differ")
+	}
+}
+
+func TestV2BadInput(t *testing.T) {
+	tr := &Trace{Header: Header{Tracer: TracerFunction, Flags: FlagComplete},
+		Threads: []*Thread{{TID: 1, Events: []Event{{Kind: Call, TS: 5, IP: 0x1000, Parent: 0x1010}}}}}
+	base := encodeV2(t, tr, WriteOptions{})
+	// find the first event word: first EVENTS chunk, after its 72-byte header
+	off := int64(HeaderSize)
+	for le.Uint32(base[off:]) != ChunkEvents {
+		off += int64(le.Uint64(base[off+8:]))
+	}
+	ev := off + eventsHdrFixed
+	for _, c := range []struct {
+		name string
+		edit func(b []byte)
+		want string
+	}{
+		{"reserved type", func(b []byte) { b[ev] = b[ev]&^7 | 5 }, "event type 5 cannot be read (written by a newer ftkit?)"},
+		{"version 3", func(b []byte) { le.PutUint32(b[8:], 3) }, "version 3 not supported"},
+		{"record size", func(b []byte) { le.PutUint32(b[88:], 32) }, "record_size 32 in a version 2 trace"},
+		{"event count", func(b []byte) { le.PutUint32(b[off+48:], 2) }, "1 events decoded, the header says 2"},
+		{"depth", func(b []byte) { le.PutUint32(b[off+52:], 3) }, "does not hold 3 open frames"},
+		{"data length", func(b []byte) { le.PutUint32(b[off+56:], 4000) }, "do not fit in the chunk"},
+	} {
+		b := append([]byte(nil), base...)
+		c.edit(b)
+		_, err := Read(bytes.NewReader(b), int64(len(b)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestV2MapsUnion(t *testing.T) {
+	a := Mapping{Start: 0x1000, End: 0x2000, Path: "/a"}
+	b := Mapping{Start: 0x3000, End: 0x4000, Path: "/b"}
+	c := Mapping{Start: 0x3800, End: 0x5000, Path: "/c"} // loaded where b was
+	got := mergeMaps([][]Mapping{{a, b}, {c}, {{}, a}})
+	want := []Mapping{c, a} // the last chunk to list an object places it
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v want %+v", got, want)
+	}
+}
+
+// TestV2Size: the compact events stay small (the goal is ≤ 8 bytes per event).
+func TestV2Size(t *testing.T) {
+	var evs []Event
+	ts := uint64(1000)
+	for i := 0; i < 10000; i++ {
+		ts += 40
+		evs = append(evs, Event{Kind: Entry, TS: ts, IP: 0x555555555040, Depth: -1})
+		ts += 40
+		evs = append(evs, Event{Kind: Exit, TS: ts})
+	}
+	for _, c := range []struct {
+		evs  []Event
+		most float64
+	}{{evs, 6.1}, {[]Event{}, 0}} {
+		if len(c.evs) == 0 {
+			for i := 0; i < 20000; i++ {
+				c.evs = append(c.evs, Event{Kind: Call, TS: uint64(1000 + 30*i), IP: 0x555555555040, Parent: 0x555555555080})
+			}
+			c.most = 8.1
+		}
+		plain := encodeV2(t, &Trace{Header: Header{Flags: FlagComplete}}, WriteOptions{})
+		full := encodeV2(t, &Trace{Header: Header{Flags: FlagComplete}, Threads: []*Thread{{TID: 1, Events: c.evs}}}, WriteOptions{})
+		if per := float64(len(full)-len(plain)) / float64(len(c.evs)); per > c.most {
+			t.Errorf("%v events: %.2f bytes per event, want ≤ %.1f", c.evs[0].Kind, per, c.most)
+		}
+	}
+}

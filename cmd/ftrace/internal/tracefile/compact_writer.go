@@ -1,0 +1,184 @@
+package tracefile
+
+import (
+	"fmt"
+	"io"
+)
+
+// WriteOptions shape a version-2 encoding (for tests of the reader's block handling).
+type WriteOptions struct {
+	// BlockEvents is the most events one block holds (default 8192).
+	BlockEvents int
+	// DropFirst leaves out each thread's first DropFirst blocks, as a flight-recorder
+	// ring that wrapped does (blocks are marked RING when it is set).
+	DropFirst int
+	// Partial writes each block twice: first a PARTIAL prefix of half its events.
+	Partial bool
+}
+
+// WriteV2 encodes t in format version 2 with the CLOCK_MONOTONIC clock (one tick = 1 ns),
+// as the runtime writes it: each thread's events in self-contained blocks.
+func WriteV2(w io.Writer, t *Trace, o WriteOptions) error {
+	if o.BlockEvents <= 0 {
+		o.BlockEvents = 8192
+	}
+	if t.Header.BlockSize == 0 {
+		hd := t.Header
+		hd.BlockSize = 65536
+		tt := *t
+		tt.Header = hd
+		t = &tt
+	}
+	return write(w, t, Version2, func(t *Trace, chunk chunkFunc) error {
+		for _, th := range t.Threads {
+			if err := writeThreadV2(th, o, chunk); err != nil {
+				return fmt.Errorf("thread %d: %w", th.TID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// encoder is one thread's v2 event encoder.
+type encoder struct {
+	data     []uint32
+	nev      uint32
+	ts       uint64 // time of the previous event
+	ipHi     uint32
+	parentHi uint32
+	open     []frame
+}
+
+func (e *encoder) ext(sub uint32, arg uint32, payload ...uint32) {
+	e.data = append(e.data, evExt|sub<<3|uint32(len(payload))<<8|arg<<16)
+	e.data = append(e.data, payload...)
+}
+
+// delta returns the time field for an event at ts, emitting a TIME event first when it
+// does not fit in bits (or time went backwards).
+func (e *encoder) delta(ts uint64, bits uint) uint32 {
+	if ts < e.ts || ts-e.ts >= 1<<bits {
+		e.ext(extTime, 0, uint32(ts), uint32(ts>>32))
+		e.ts = ts
+		return 0
+	}
+	d := uint32(ts - e.ts)
+	e.ts = ts
+	return d
+}
+
+func (e *encoder) hi(ip uint64) uint32 {
+	if h := uint32(ip >> 32); h != e.ipHi {
+		e.ext(extIPHi, 0, h)
+		e.ipHi = h
+	}
+	return uint32(ip)
+}
+
+func (e *encoder) event(ev *Event) error {
+	switch ev.Kind {
+	case Exit:
+		if len(e.open) == 0 {
+			return fmt.Errorf("exit at %d without an open entry", ev.TS)
+		}
+		e.open = e.open[:len(e.open)-1]
+		typ := uint32(evExit)
+		if ev.Flags&FlagUnwound != 0 {
+			typ = evExitUnwound
+		}
+		e.data = append(e.data, typ|e.delta(ev.TS, deltaBits)<<3)
+	case Entry:
+		if ev.Depth >= 0 && int(ev.Depth) < len(e.open) {
+			// frames above this depth lost their exits
+			e.ext(extDepth, uint32(ev.Depth))
+			e.open = e.open[:ev.Depth]
+		}
+		lo := e.hi(ev.IP)
+		e.data = append(e.data, evEntry|e.delta(ev.TS, deltaBits)<<3, lo)
+		e.open = append(e.open, frame{ip: ev.IP, ts: ev.TS})
+	case Call:
+		lo := e.hi(ev.IP)
+		off := int64(ev.Parent - ev.IP)
+		if off >= -1<<15 && off < 1<<15 && ev.TS >= e.ts && ev.TS-e.ts < 1<<nearDeltaBits {
+			e.data = append(e.data, evFuncNear|e.delta(ev.TS, nearDeltaBits)<<3|uint32(uint16(off))<<16, lo)
+			break
+		}
+		if h := uint32(ev.Parent >> 32); h != e.parentHi {
+			e.ext(extParentHi, 0, h)
+			e.parentHi = h
+		}
+		e.data = append(e.data, evFunc|e.delta(ev.TS, deltaBits)<<3, lo, uint32(ev.Parent))
+	default:
+		return fmt.Errorf("bad kind %v", ev.Kind)
+	}
+	e.nev++
+	return nil
+}
+
+func writeThreadV2(th *Thread, o WriteOptions, chunk chunkFunc) error {
+	e := &encoder{}
+	seq := uint64(0)
+	emit := func(hdr []byte, data []uint32, nev uint32, flags uint32) {
+		h := append([]byte(nil), hdr...)
+		le.PutUint32(h[4:], flags)
+		le.PutUint32(h[32:], nev)
+		le.PutUint32(h[40:], uint32(4*len(data)))
+		p := make([]byte, 4*len(data))
+		for i, w := range data {
+			le.PutUint32(p[4*i:], w)
+		}
+		chunk(ChunkEvents, h, p)
+	}
+	evs := th.Events
+	for len(evs) > 0 || seq == 0 {
+		n := min(o.BlockEvents, len(evs))
+		// the block header: tid, flags, seq, base_ts, lost, nev, depth, data_len,
+		// ip_hi, parent_hi, reserved, then the open frames (offsets from byte 16)
+		hdr := make([]byte, eventsHdrFixed-ChunkHdrSize+stackEntrySize*len(e.open))
+		le.PutUint32(hdr[0:], uint32(th.TID))
+		le.PutUint64(hdr[8:], seq)
+		le.PutUint64(hdr[16:], e.ts)
+		if seq == 0 {
+			le.PutUint64(hdr[24:], th.Lost)
+		}
+		le.PutUint32(hdr[36:], uint32(len(e.open)))
+		le.PutUint32(hdr[44:], e.ipHi)
+		le.PutUint32(hdr[48:], e.parentHi)
+		for i, f := range e.open {
+			le.PutUint64(hdr[56+stackEntrySize*i:], f.ip)
+			le.PutUint64(hdr[64+stackEntrySize*i:], f.ts)
+		}
+		e.data, e.nev = e.data[:0], 0
+		var half []uint32
+		var halfN uint32
+		for i := range evs[:n] {
+			if err := e.event(&evs[i]); err != nil {
+				return err
+			}
+			if i+1 == n/2 {
+				half, halfN = append([]uint32(nil), e.data...), e.nev
+			}
+		}
+		var flags uint32
+		if o.DropFirst > 0 {
+			flags |= BlockRing
+		}
+		if seq >= uint64(o.DropFirst) {
+			if o.Partial && halfN > 0 {
+				emit(hdr, half, halfN, flags|BlockPartial)
+			}
+			emit(hdr, e.data, e.nev, flags)
+		}
+		evs = evs[n:]
+		seq++
+	}
+	info := make([]byte, threadInfoSize-ChunkHdrSize)
+	le.PutUint32(info[0:], uint32(th.TID))
+	le.PutUint32(info[4:], th.Flags)
+	le.PutUint64(info[8:], th.Lost)
+	le.PutUint64(info[16:], th.LostDepth)
+	le.PutUint64(info[24:], seq)
+	copy(info[32:48], th.Name)
+	chunk(ChunkThreadV2, info, nil)
+	return nil
+}

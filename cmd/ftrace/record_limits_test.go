@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+// loopSrc works for argv[1] rounds of argv[2] calls each, sleeping 10 ms between rounds,
+// and prints the rounds it did.
+const loopSrc = `#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+__attribute__((noinline)) int work(int x) { __asm__ volatile(""); return x + 1; }
+int main(int argc, char **argv) {
+	int rounds = atoi(argv[1]), calls = atoi(argv[2]), s = 0, r;
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	for (r = 0; r < rounds; r++) {
+		for (int i = 0; i < calls; i++)
+			s = work(s);
+		nanosleep(&ts, 0);
+	}
+	printf("rounds %d sum %d\n", r, s);
+	return 0;
+}
+`
+
+// --duration and --size finalise the trace while the program runs on: the trace is
+// complete (written because of a shutdown request), holds the first part of the run only,
+// and the program ends as it would have.
+func TestRecordLimits(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700) // the runtime and ftrace live use only a private XDG_RUNTIME_DIR
+	t.Setenv("XDG_RUNTIME_DIR", dir)
+	prog := buildTraced(t, dir, "loop", loopSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	cases := []struct {
+		flag, want string
+		rounds     int
+		calls      int
+	}{
+		{"--duration=300ms", "ftrace: recording stopped after 300ms (--duration); the program runs on untraced", 150, 100},
+		{"--size=2M", "(--size); the program runs on untraced", 150, 20000},
+	}
+	for _, c := range cases {
+		t.Run(c.flag, func(t *testing.T) {
+			out := filepath.Join(dir, "t.dat")
+			cmd := exec.Command(ftrace, "record", "-t", "function", c.flag, "-o", out, "--", prog, strconv.Itoa(c.rounds), strconv.Itoa(c.calls))
+			cmd.Dir = dir
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("record: %v\n%s", err, stderr.String())
+			}
+			if stdout.String() != "rounds "+strconv.Itoa(c.rounds)+" sum "+strconv.Itoa(c.rounds*c.calls)+"\n" {
+				t.Errorf("program output %q", stdout.String())
+			}
+			if !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("stderr does not say %q:\n%s", c.want, stderr.String())
+			}
+			info := testenv.Run(t, dir, ftrace, "info", out)
+			if !strings.Contains(strings.Join(strings.Fields(info), " "), "written because: shutdown") {
+				t.Errorf("trace not finalised by the stop:\n%s", info)
+			}
+			_, calls := reportCalls(t, dir, out)
+			if n := calls["work"]; n == 0 || n >= uint64(c.rounds*c.calls) {
+				t.Errorf("%d calls of work recorded, want some but not all %d", n, c.rounds*c.calls)
+			}
+		})
+	}
+	// bad values are refused before the program runs
+	for _, bad := range []string{"--size=0", "--size=12Q", "--size=-1M", "--duration=-1s"} {
+		r := testenv.Exec(t, dir, ftrace, "record", bad, "--", prog, "1", "1")
+		if r.Code == 0 || strings.Contains(r.Stdout, "rounds") {
+			t.Errorf("%s: exit %d, stdout %q", bad, r.Code, r.Stdout)
+		}
+	}
+}

@@ -1,0 +1,310 @@
+package ftrt_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+// fib(24) makes 75,025 calls: well past the 300 KiB RLIMIT_FSIZE of trace_limits' "fsize".
+const limitsOut = "fib 46368\n"
+
+func trCount(tr *trTrace) (n int) {
+	for _, th := range tr.Threads {
+		n += len(th.Recs)
+	}
+	return n
+}
+
+// A file-size limit below what the trace needs: the runtime's writes fail with EFBIG and
+// the events are counted as lost; the program is not killed by SIGXFSZ (it was, exit 153).
+func TestTracerFileSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	for _, tracer := range []string{"function", "function_graph"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + tracer + ".dat"}, "fsize")
+		if out != limitsOut || ws.Signaled() || ws.ExitStatus() != 0 {
+			t.Errorf("%s: output %q, status %v (signal %v)", tracer, out, ws.ExitStatus(), ws.Signal())
+		}
+	}
+}
+
+// Size variables out of range are refused with one message and the default applies
+// (-1 was taken for ULONG_MAX KiB and killed the program with SIGBUS; 99999999999 KiB
+// recorded nothing, silently).
+func TestTracerBadBufferVariable(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	for _, v := range []string{"-1", "-5", "18014398509481983", "99999999999", "12k", " 64", "0"} {
+		cmd := exec.Command(prog)
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_BUFFER_KB="+v)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != limitsOut {
+			t.Errorf("FTRACE_BUFFER_KB=%q: %v, output %q\n%s", v, err, out, stderr.String())
+			continue
+		}
+		if n := strings.Count(stderr.String(), "ignoring FTRACE_BUFFER_KB="+v+" (not a whole number from 4 to 4194304)"); n != 1 {
+			t.Errorf("FTRACE_BUFFER_KB=%q: said %d times:\n%s", v, n, stderr.String())
+		}
+		tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+		trCheckComplete(t, tr, 1)
+		if n := trCount(tr); n != 75025+1 {
+			t.Errorf("FTRACE_BUFFER_KB=%q: %d records, want every call (the default buffer)", v, n)
+		}
+	}
+}
+
+// A relative FTRACE_OUTPUT is where the program started, even after chdir (a daemon's
+// trace stayed .part: "cannot finalise").
+func TestTracerOutputAfterChdir(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	elsewhere := t.TempDir()
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=rel.dat"}, "chdir", elsewhere)
+	if out != limitsOut || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v", out, ws)
+	}
+	tr := trRead(t, filepath.Join(dir, "rel.dat"))
+	trCheckComplete(t, tr, 1)
+	if m, _ := filepath.Glob(filepath.Join(elsewhere, "*")); len(m) != 0 {
+		t.Errorf("files in the new directory: %v", m)
+	}
+	st, err := os.Stat(filepath.Join(dir, "rel.dat"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("trace mode %v (%v), want 0600: it holds the command line and address layout", st.Mode(), err)
+	}
+}
+
+// The .part name is predictable (<output>.<pid>.part): a symlink planted there must not
+// make the runtime write through it (it truncated the target).
+func TestTracerPartSymlink(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	victim := filepath.Join(t.TempDir(), "victim")
+	const text = "precious\n"
+	if err := os.WriteFile(victim, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
+	if err != nil {
+		t.Skipf("cannot predict pids: %v", err)
+	}
+	last, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for pid := last + 1; pid < last+3000; pid++ {
+		if err := os.Symlink(victim, filepath.Join(dir, "s.dat."+strconv.Itoa(pid)+".part")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=s.dat"})
+	if out != limitsOut || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v", out, ws)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != text {
+		t.Fatalf("the symlink's target was written: %d bytes, starting %q", len(got), got[:min(len(got), 8)])
+	}
+	tr := trRead(t, filepath.Join(dir, "s.dat"))
+	trCheckComplete(t, tr, 1)
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(dir, "s.dat"), &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		t.Errorf("trace is not a regular file: %v %o", err, st.Mode)
+	}
+}
+
+// secureUser returns the uid and gid of an unprivileged user for the setuid tests,
+// creating it when missing; it skips when the tests do not run as root.
+func secureUser(t *testing.T) (uint32, uint32) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the setuid/setgid tests need root (to make a setuid-root program and a second user)")
+	}
+	testenv.Need(t, "setpriv", "useradd")
+	const name = "ftkit-unpriv"
+	if exec.Command("id", "-u", name).Run() != nil {
+		if out, err := exec.Command("useradd", "-M", "-N", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+			t.Skipf("useradd: %v\n%s", err, out)
+		}
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return uint32(uid), uint32(gid)
+}
+
+// A setuid-root (and a setgid) program linked with the runtime, run by an ordinary user
+// with FTRACE_* set: nothing is traced, no file written or replaced in root's name, no
+// directory or control socket created (the invoker replaced a root file by a trace).
+func TestTracerSecureExecution(t *testing.T) {
+	uid, gid := secureUser(t)
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	for p := dir; p != "/tmp" && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755) // the user must reach the program
+	}
+	secret := filepath.Join(t.TempDir(), "root-only") // 0700, root's
+	victim := filepath.Join(secret, "victim")
+	if err := os.Mkdir(secret, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, []byte("root data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	userRun := t.TempDir() // an XDG_RUNTIME_DIR the user owns
+	os.Chown(userRun, int(uid), int(gid))
+	os.Chmod(userRun, 0o700)
+	for _, mode := range []os.FileMode{os.ModeSetuid | 0o755, os.ModeSetgid | 0o755} {
+		if err := os.Chmod(prog, mode); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(int(uid)), "--regid="+strconv.Itoa(int(gid)), "--clear-groups", prog)
+		cmd.Dir = "/"
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_OUTPUT="+victim, "FTRACE_CONTROL=1",
+			"XDG_RUNTIME_DIR="+userRun)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != limitsOut {
+			t.Fatalf("%v: %v, output %q\n%s", mode, err, out, stderr.String())
+		}
+		if got, _ := os.ReadFile(victim); string(got) != "root data\n" {
+			t.Errorf("%v: the root-owned file was replaced (%d bytes)", mode, len(got))
+		}
+		if m, _ := filepath.Glob(filepath.Join(secret, "*")); len(m) != 1 {
+			t.Errorf("%v: files created in root's directory: %v", mode, m)
+		}
+		if m, _ := filepath.Glob(filepath.Join(userRun, "*")); len(m) != 0 {
+			t.Errorf("%v: control socket created for the invoker: %v", mode, m)
+		}
+		if !strings.Contains(stderr.String(), "secure-execution mode") {
+			t.Errorf("%v: no word that the variables were ignored:\n%s", mode, stderr.String())
+		}
+	}
+}
+
+// A handler that chains to the one it replaced: traced, that is the runtime's finalising
+// handler, which re-raised the signal with the default action (exit 138 for SIGUSR1).
+func TestTracerSignalChain(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_chain.c")
+	const want = "handled 2, work 42\n"
+	for _, tracer := range []string{"", "function", "function_graph"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer})
+		if out != want || ws.Signaled() || ws.ExitStatus() != 0 {
+			t.Errorf("tracer %q: output %q, exit %d, signal %v", tracer, out, ws.ExitStatus(), ws.Signal())
+		}
+		if tracer != "" {
+			tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+			trCheckComplete(t, tr, 1) // finalised at exit, not by the chained signal
+		}
+	}
+}
+
+// A program that closes every descriptor and puts its own file on the runtime's numbers:
+// the runtime reopens its trace file by name and never writes into the program's (its
+// file at fd 768 was overwritten with 16 MB of trace data).
+func TestTracerDescriptorReplaced(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	for _, tracer := range []string{"function", "function_graph"} {
+		counts := map[string]int{}
+		for _, mode := range []string{"keepall", "closeall"} {
+			out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + mode + ".dat"}, mode, filepath.Join(dir, "mine"))
+			if out != "fib 53133, file intact\n" || ws.ExitStatus() != 0 {
+				t.Fatalf("%s %s: output %q status %v", tracer, mode, out, ws.ExitStatus())
+			}
+			tr := trRead(t, filepath.Join(dir, mode+".dat"))
+			trCheckComplete(t, tr, 1)
+			counts[mode] = trCount(tr)
+		}
+		// every call recorded, as when the program keeps its descriptors
+		if counts["closeall"] != counts["keepall"] || counts["keepall"] == 0 {
+			t.Errorf("%s: %d records after the descriptors were replaced, %d without", tracer, counts["closeall"], counts["keepall"])
+		}
+	}
+}
+
+// The runtime's pthread_create wrapper called malloc: with a program's own instrumented
+// malloc, that call was recorded as one the program made (from main or the wrapper).
+func TestTracerOwnMalloc(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_mymalloc.c")
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function"})
+	if out != "threads allocated at least 4\n" || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v", out, ws)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	s := trSymbols(t, tr, prog)
+	fromWorkers, fromRuntime := 0, 0
+	for _, th := range tr.Threads {
+		for _, r := range th.Recs {
+			if s.name(r.IP) != "malloc" || r.Aux == 0 {
+				continue
+			}
+			switch caller := s.name(r.Aux - 1); caller {
+			case "worker":
+				fromWorkers++
+			case "main", "pthread_create":
+				fromRuntime++
+			}
+		}
+	}
+	if fromWorkers != 4 || fromRuntime != 0 {
+		t.Errorf("malloc called %d times by the workers (want 4) and %d times from main/pthread_create (want 0)", fromWorkers, fromRuntime)
+	}
+}
+
+// Children started with an explicit environment (posix_spawn, execve) are traced when
+// the parent is, as with its own environment; FTRACE_INHERIT=0 opts out.
+func TestTracerChildEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_spawn.c")
+	for _, inherit := range []string{"", "0"} {
+		sub := t.TempDir()
+		env := []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=" + filepath.Join(sub, "t.%p.dat")}
+		if inherit != "" {
+			env = append(env, "FTRACE_INHERIT="+inherit)
+		}
+		out, ws := trRun(t, dir, prog, env)
+		if out != "children 0 0\n" || ws.ExitStatus() != 0 {
+			t.Fatalf("FTRACE_INHERIT=%q: output %q status %v", inherit, out, ws)
+		}
+		files, _ := filepath.Glob(filepath.Join(sub, "t.*.dat"))
+		children := 0
+		for _, f := range files {
+			tr := trRead(t, f)
+			trCheckComplete(t, tr, 1)
+			s := trSymbols(t, tr, prog)
+			n := 0
+			for _, th := range tr.Threads {
+				for _, r := range th.Recs {
+					if s.name(r.IP) == "work" {
+						n++
+					}
+				}
+			}
+			switch n {
+			case 7:
+				children++
+			case 1: // the parent
+			default:
+				t.Errorf("%s: %d calls of work", f, n)
+			}
+		}
+		if want := map[string]int{"": 2, "0": 0}[inherit]; children != want || len(files) != want+1 {
+			t.Errorf("FTRACE_INHERIT=%q: %d traces, %d of children; want %d children traced", inherit, len(files), children, want)
+		}
+	}
+}
