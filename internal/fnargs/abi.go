@@ -1,6 +1,9 @@
 package fnargs
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Reg is an x86-64 register by its DWARF number (System V psABI, figure 3.36):
 // 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15, 17-32 xmm0-xmm15.
@@ -62,7 +65,21 @@ const (
 	clInt
 	clSSE
 	clMem
+	// clSSEUp: a 16-byte SSE scalar (_Float128) in one xmm register; only its low 8
+	// bytes are recorded
+	clSSEUp
 )
+
+// isLongDouble tells the x87 80-bit long double from _Float128 (both 16-byte floats).
+func isLongDouble(t *Type) bool {
+	return strings.Contains(t.Name, "long double")
+}
+
+// x87 reports whether a return value of t comes back in the x87 stack, which is not
+// recorded.
+func x87(t *Type) bool {
+	return isLongDouble(t) && (t.Kind == KFloat && t.Size == 16 || t.Kind == KComplex && t.Size == 32)
+}
 
 // maxStackWords bounds what is recorded of a value passed in memory: larger ones are
 // printed as far as recorded.
@@ -81,21 +98,39 @@ func classify(t *Type) []class {
 			return nil
 		}
 		cls := make([]class, (t.Size+7)/8)
+		if len(t.Fields) == 0 {
+			// members unknown: gcc describes a transparent union (glibc's
+			// __SOCKADDR_ARG) without them; it is passed as its first member, a
+			// pointer
+			for i := range cls {
+				cls[i] = clInt
+			}
+			return cls
+		}
 		if !mergeFields(t, 0, cls) {
 			return nil
 		}
-		for i, c := range cls {
-			if c == clMem {
+		// trailing padding-only eightbytes (an over-aligned struct) take no register
+		for len(cls) > 0 && cls[len(cls)-1] == clNone {
+			cls = cls[:len(cls)-1]
+		}
+		for _, c := range cls {
+			if c == clMem || c == clNone {
 				return nil
-			}
-			if c == clNone { // padding-only eightbyte: the psABI makes it SSE
-				cls[i] = clSSE
 			}
 		}
 		return cls
-	case KFloat, KComplex:
-		if t.Size > 16 || (t.Kind == KFloat && t.Size == 16) {
-			return nil // long double (x87 class) and wider: memory
+	case KFloat:
+		switch {
+		case t.Size <= 8:
+			return []class{clSSE}
+		case t.Size == 16 && !isLongDouble(t):
+			return []class{clSSEUp} // _Float128: one whole xmm register
+		}
+		return nil // long double (x87 class): memory, returned in %st0
+	case KComplex:
+		if t.Size > 16 {
+			return nil // complex long double: memory, returned in %st0/%st1
 		}
 		cls := make([]class, (t.Size+7)/8)
 		for i := range cls {
@@ -126,6 +161,17 @@ func mergeFields(t *Type, base int, cls []class) bool {
 			if f.Type == nil {
 				return false
 			}
+			if f.BitSize > 0 { // bit-fields are integers
+				first := (base*8 + f.Off*8 + f.BitOff) / 64
+				last := (base*8 + f.Off*8 + f.BitOff + f.BitSize - 1) / 64
+				for i := first; i <= last; i++ {
+					if i >= len(cls) {
+						return false
+					}
+					cls[i] = merge(cls[i], clInt)
+				}
+				continue
+			}
 			if !mergeFields(f.Type, base+f.Off, cls) {
 				return false
 			}
@@ -143,8 +189,8 @@ func mergeFields(t *Type, base int, cls []class) bool {
 		return true
 	}
 	sub := classify(t)
-	if sub == nil {
-		return false
+	if sub == nil || len(sub) == 1 && sub[0] == clSSEUp {
+		return false // memory; a _Float128 member is not modelled (taken as memory too)
 	}
 	align := t.Size
 	if t.Kind == KComplex {
@@ -219,6 +265,8 @@ func assign(params []*Arg, ret *Arg) {
 	if ret != nil {
 		cls := classify(ret.Type)
 		switch {
+		case x87(ret.Type):
+			// in %st0 (and %st1): not recorded, printed as "?"
 		case cls == nil:
 			// returned in memory: the caller passes the buffer's address in %rdi,
 			// and %rax holds it at exit
@@ -228,6 +276,10 @@ func assign(params []*Arg, ret *Arg) {
 		default:
 			ri, rs := []Reg{RAX, RDX}, []Reg{XMM0, XMM0 + 1}
 			for _, c := range cls {
+				if c == clSSEUp {
+					ret.Parts = append(ret.Parts, Loc{Reg: XMM0})
+					continue
+				}
 				if c == clInt {
 					ret.Parts = append(ret.Parts, Loc{Reg: ri[0]})
 					ri = ri[1:]

@@ -346,12 +346,31 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 		}
 		st.ByRef = l.passByRef(t.Offset)
 		st.Fields = l.bases(t.Offset, depth)
-		for _, f := range t.Field {
+		var raw []*dwarf.Entry // the member DIEs, for the bit-field positions
+		for i, f := range t.Field {
 			ft := l.conv(f.Type, depth+1)
 			fd := Field{Name: f.Name, Off: int(f.ByteOffset), Type: ft}
 			if f.BitSize != 0 {
+				if raw == nil {
+					raw = l.members(t.Offset)
+				}
 				fd.BitSize = int(f.BitSize)
-				fd.BitOff = int(f.BitOffset)
+				// delve keeps only DWARF 2's big-endian DW_AT_bit_offset; gcc 12
+				// writes DW_AT_data_bit_offset (from the start of the struct)
+				bit := -1
+				if i < len(raw) {
+					if dbo, ok := raw[i].Val(dwarf.AttrDataBitOffset).(int64); ok {
+						bit = int(dbo)
+					}
+				}
+				if bit < 0 && f.ByteSize > 0 {
+					bit = int(f.ByteOffset*8 + f.ByteSize*8 - f.BitOffset - f.BitSize)
+				}
+				if bit < 0 {
+					st.Kind = KUnknown
+					return st
+				}
+				fd.Off, fd.BitOff = bit/8, bit%8
 			}
 			st.Fields = append(st.Fields, fd)
 		}
@@ -587,6 +606,23 @@ func (l *loader) isClass(off dwarf.Offset) bool {
 	r.Seek(off)
 	e, err := r.Next()
 	return err == nil && e != nil && (e.Tag == dwarf.TagClassType || e.Tag == dwarf.TagStructType || e.Tag == dwarf.TagUnionType)
+}
+
+// members are the DW_TAG_member children of the struct at off, in order.
+func (l *loader) members(off dwarf.Offset) []*dwarf.Entry {
+	r := l.d.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	if err != nil || e == nil {
+		return nil
+	}
+	var out []*dwarf.Entry
+	for _, c := range l.children(r, e) {
+		if c.e.Tag == dwarf.TagMember {
+			out = append(out, c.e)
+		}
+	}
+	return out
 }
 
 // bases are the class's base-class subobjects as members (delve's types leave them

@@ -87,7 +87,7 @@ func FormatValue(a *Arg, v Value) string {
 	if a.Type.Kind == KString {
 		return str(v)
 	}
-	return typed(a.Type, raw, a.Type.Size, 0)
+	return typed(a.Type, raw, len(raw), 0)
 }
 
 // typed prints the value of type t at the start of b; have is how many of t's bytes
@@ -113,6 +113,9 @@ func typed(t *Type, b []byte, have, depth int) string {
 	case KChar:
 		return charLit(b[0])
 	case KFloat:
+		if n == 16 && isLongDouble(t) {
+			return x87Float(b[:10])
+		}
 		return float(b[:n])
 	case KComplex:
 		h := n / 2
@@ -218,6 +221,29 @@ func float(b []byte) string {
 		return strconv.FormatFloat(math.Float64frombits(binary.LittleEndian.Uint64(b)), 'g', -1, 64)
 	}
 	return fmt.Sprintf("<float%d?>", 8*len(b))
+}
+
+// x87Float prints an 80-bit x87 extended value (long double) through float64: the
+// 64-bit mantissa has an explicit integer bit; 15-bit exponent biased by 16383.
+func x87Float(b []byte) string {
+	mant := binary.LittleEndian.Uint64(b)
+	se := binary.LittleEndian.Uint16(b[8:])
+	exp := int(se & 0x7fff)
+	var v float64
+	switch {
+	case exp == 0x7fff && mant<<1 == 0:
+		v = math.Inf(1)
+	case exp == 0x7fff:
+		return "nan"
+	case exp == 0: // zero or denormal: far below float64's range
+		v = math.Ldexp(float64(mant), -16382-63)
+	default:
+		v = math.Ldexp(float64(mant), exp-16383-63)
+	}
+	if se&0x8000 != 0 {
+		v = -v
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 func ptr(w uint64) string {

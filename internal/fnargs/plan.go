@@ -126,6 +126,9 @@ func (a *Arg) String() string {
 	if a.Indirect {
 		b.WriteByte('*')
 	}
+	if len(a.Parts) == 0 {
+		b.WriteString("(not recorded)")
+	}
 	for i, p := range a.Parts {
 		if i > 0 {
 			b.WriteByte(':')
