@@ -10,6 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// The report modes beside the per-function table (issue 16).
+
 // reportDiff is `ftrace report --diff OLD NEW`: both traces' per-function figures side
 // by side, the biggest change first.
 func reportDiff(c *cli.Context) error {
@@ -59,4 +61,26 @@ func loadForestFile(c *cli.Context, path string) (*calltree.Forest, error) {
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s\n", w)
 	}
 	return f, nil
+}
+
+// reportThreadsOrCallers is `ftrace report --threads` and `ftrace report --callers FUNC`.
+func reportThreadsOrCallers(c *cli.Context) error {
+	if c.Bool("threads") && c.String("callers") != "" {
+		return fmt.Errorf("report: --threads and --callers do not go together")
+	}
+	if c.String("format") != "text" {
+		return fmt.Errorf("report: --threads and --callers print text only")
+	}
+	f, _, err := loadForest(c)
+	if err != nil {
+		return err
+	}
+	if c.Bool("threads") {
+		return report.WriteThreadsText(c.App.Writer, f, report.Threads(f, c.IntSlice("tid")))
+	}
+	r, err := report.Callers(f, c.String("callers"), c.IntSlice("tid"))
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return report.WriteCallersText(c.App.Writer, r)
 }
