@@ -86,6 +86,9 @@ func FromELF(f *elf.File) (*Table, error) {
 		switch e.Tag {
 		case dwarf.TagCompileUnit:
 			l.cu = e
+			lang, _ := e.Val(dwarf.AttrLanguage).(int64)
+			// DW_LANG_C_plus_plus, _03, _11, _14 (the C ones, and others, tag their types)
+			l.cplus = lang == 0x4 || lang == 0x19 || lang == 0x1a || lang == 0x21
 			continue
 		case dwarf.TagSubprogram:
 		default:
@@ -129,6 +132,7 @@ var cloneSuffix = regexp.MustCompile(`\.(constprop|isra|part|cold|lto_priv)(\.|$
 type loader struct {
 	d     *dwarf.Data
 	cu    *dwarf.Entry
+	cplus bool // the unit is C++: struct names without their tag
 	cache map[dwarf.Offset]godwarf.Type
 	// byRefCache: classes already judged by passByRef
 	byRefCache map[dwarf.Offset]bool
@@ -295,7 +299,7 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 		return &u
 	case *godwarf.QualType:
 		u := *l.conv(t.Type, depth)
-		u.Name = t.Qual + " " + u.Name
+		u.Name = qualName(t.Qual, u.Name, u.Kind)
 		return &u
 	case *godwarf.VoidType:
 		return &Type{Kind: KVoid, Name: "void"}
@@ -318,17 +322,14 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 	case *godwarf.ComplexType:
 		return &Type{Kind: KComplex, Name: name, Size: size}
 	case *godwarf.EnumType:
-		et := &Type{Kind: KEnum, Name: t.EnumName, Size: size}
-		if et.Name == "" {
-			et.Name = "enum"
-		}
+		et := &Type{Kind: KEnum, Name: l.tagged("enum", t.EnumName), Size: size}
 		for _, v := range t.Val {
 			et.Enums = append(et.Enums, EnumVal{Name: v.Name, Val: v.Val})
 		}
 		return et
 	case *godwarf.PtrType:
 		elem := l.shallow(t.Type)
-		pt := &Type{Kind: KPtr, Name: elem.Name + " *", Size: 8, Elem: elem}
+		pt := &Type{Kind: KPtr, Name: ptrName(elem.Name, "*"), Size: 8, Elem: elem}
 		if elem.Kind == KChar {
 			pt.Kind = KString
 		}
@@ -336,10 +337,7 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 	case *godwarf.UnspecifiedType: // decltype(nullptr)
 		return &Type{Kind: KPtr, Name: t.Name, Size: 8}
 	case *godwarf.StructType:
-		st := &Type{Kind: KStruct, Name: t.StructName, Size: size, Union: t.Kind == "union"}
-		if st.Name == "" {
-			st.Name = t.Kind
-		}
+		st := &Type{Kind: KStruct, Name: l.tagged(t.Kind, t.StructName), Size: size, Union: t.Kind == "union"}
 		if t.Incomplete || depth > 8 {
 			st.Kind = KUnknown
 			return st
@@ -387,7 +385,7 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 				}
 			}
 			rt.Elem = elem
-			rt.Name = elem.Name + " &"
+			rt.Name = ptrName(elem.Name, "&")
 			if t.Tag == dwarf.TagRvalueReferenceType {
 				rt.Name += "&"
 			}
@@ -400,6 +398,35 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 	return &Type{Kind: KUnknown, Name: name, Size: size}
 }
 
+// qualName spells a qualified type: "const char" but "char *const" (a qualified
+// pointer has its qualifier after the star).
+func qualName(qual, name string, k Kind) string {
+	if k == KPtr || k == KString || k == KRef {
+		return name + qual
+	}
+	return qual + " " + name
+}
+
+// ptrName spells a pointer or reference to a type called elem: "char *", "char **".
+func ptrName(elem, op string) string {
+	if strings.HasSuffix(elem, "*") || strings.HasSuffix(elem, "&") {
+		return elem + op
+	}
+	return elem + " " + op
+}
+
+// tagged is a struct, union or enum type's name as the source language writes it: with
+// its tag in C ("struct point"), bare in C++; the tag alone when it has no name.
+func (l *loader) tagged(tag, name string) string {
+	switch {
+	case name == "":
+		return tag
+	case l.cplus:
+		return name
+	}
+	return tag + " " + name
+}
+
 // shallow is a pointee's model: its kind and name, without members.
 func (l *loader) shallow(t godwarf.Type) *Type {
 	if t == nil {
@@ -407,19 +434,19 @@ func (l *loader) shallow(t godwarf.Type) *Type {
 	}
 	switch u := t.(type) {
 	case *godwarf.StructType:
-		return &Type{Kind: KStruct, Name: u.StructName, Size: int(u.ByteSize)}
+		return &Type{Kind: KStruct, Name: l.tagged(u.Kind, u.StructName), Size: int(u.ByteSize)}
 	case *godwarf.FuncType:
 		return &Type{Kind: KUnknown, Name: "function"}
 	case *godwarf.PtrType:
 		e := l.shallow(u.Type)
-		return &Type{Kind: KPtr, Name: e.Name + " *", Size: 8}
+		return &Type{Kind: KPtr, Name: ptrName(e.Name, "*"), Size: 8}
 	case *godwarf.TypedefType:
 		e := *l.shallow(u.Type)
 		e.Name = u.Name
 		return &e
 	case *godwarf.QualType:
 		e := *l.shallow(u.Type)
-		e.Name = u.Qual + " " + e.Name
+		e.Name = qualName(u.Qual, e.Name, e.Kind)
 		return &e
 	}
 	return l.conv(t, 9)

@@ -137,3 +137,66 @@ func (a *Arg) String() string {
 	}
 	return b.String()
 }
+
+// Describe is the plan in C terms, e.g.
+// "parse(const char *buf @rdi, size_type len @rsi) = int @rax": each value's type and
+// name, then where it is recorded ("@*rdi": the address of the value is).
+func (f *Func) Describe() string {
+	var b strings.Builder
+	b.WriteString(f.Name)
+	b.WriteByte('(')
+	for i, a := range f.Args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a.describe(a.Name))
+	}
+	if f.Variadic {
+		if len(f.Args) > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("...")
+	}
+	b.WriteByte(')')
+	if f.Ret != nil {
+		b.WriteString(" = ")
+		b.WriteString(f.Ret.describe(""))
+	}
+	return b.String()
+}
+
+func (a *Arg) describe(name string) string {
+	var s string
+	switch {
+	case a.Type != nil:
+		s = a.Type.Name
+		if name != "" {
+			if !strings.HasSuffix(s, "*") && !strings.HasSuffix(s, "&") {
+				s += " "
+			}
+			s += name
+		}
+	case a.Fmt != FAuto:
+		s = fmt.Sprintf("%s/%c%d", a.Name, a.Fmt, a.Size*8)
+	default:
+		s = name
+	}
+	s += " @"
+	if a.Indirect {
+		s += "*"
+	}
+	if len(a.Parts) == 0 {
+		return s + "-"
+	}
+	for i, p := range a.Parts {
+		if i > 0 {
+			s += ":"
+		}
+		if p.Stack {
+			s += fmt.Sprintf("stack+%d", p.Off)
+		} else {
+			s += p.Reg.String()
+		}
+	}
+	return s
+}
