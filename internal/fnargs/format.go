@@ -306,3 +306,20 @@ func quote(b []byte, q byte) string {
 	s.WriteByte(q)
 	return s.String()
 }
+
+// Split turns what a call recorded — the words of every Part of f.Args in order, then
+// one String per argument f.Strings lists (in that order) — into FormatArgs' values.
+// Missing words leave the last values short ("?" when empty).
+func Split(f *Func, words []uint64, strs []Value) []Value {
+	vals := make([]Value, len(f.Args))
+	si := 0
+	for i, a := range f.Args {
+		n := min(len(a.Parts), len(words))
+		vals[i].Words, words = words[:n:n], words[n:]
+		if a.isString() && si < len(strs) {
+			vals[i].Str, vals[i].StrBad, vals[i].StrTrunc = strs[si].Str, strs[si].StrBad, strs[si].StrTrunc
+			si++
+		}
+	}
+	return vals
+}

@@ -98,3 +98,45 @@ func TestFormatCall(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+func TestSplit(t *testing.T) {
+	f := &Func{Name: "f", Args: []*Arg{
+		{Name: "s", Type: &Type{Kind: KString, Size: 8}, Size: 8, Parts: []Loc{{Reg: RDI}}},
+		{Name: "p", Type: &Type{Kind: KStruct, Size: 16, Fields: []Field{{Name: "a", Type: &Type{Kind: KInt, Size: 8}}, {Name: "b", Off: 8, Type: &Type{Kind: KInt, Size: 8}}}}, Size: 16, Parts: []Loc{{Reg: RSI}, {Reg: RDX}}},
+		{Name: "t", Fmt: FString, Size: 8, Parts: []Loc{{Stack: true, Off: 8}}},
+	}}
+	strs := []Value{{Str: []byte("one")}, {StrBad: true}}
+	for _, tt := range []struct {
+		words []uint64
+		want  string
+	}{
+		{[]uint64{0x10, 1, 2, 0x20}, `s="one", p={a=1, b=2}, t=<bad>`},
+		{[]uint64{0x10, 1}, `s="one", p={a=1, ...}, t=?`},
+		{nil, `s=?, p=?, t=?`},
+	} {
+		if got := FormatArgs(f, Split(f, tt.words, strs)); got != tt.want {
+			t.Errorf("%v: got %s, want %s", tt.words, got, tt.want)
+		}
+	}
+}
+
+// FuzzParseSpec: any text is parsed or refused with an error naming it, never a panic,
+// and what parses has one location per argument.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{"parse@arg1/s,arg2", "f*@fparg2/f32%xmm3,arg9%stack+2", "g@retval/x16", "@", "a@b@arg1/", "x@arg1/d", "x@arg1/%"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, parse := range []func(string) (*Spec, error){ParseArgSpec, ParseRetSpec} {
+			sp, err := parse(s)
+			if err != nil {
+				continue
+			}
+			for _, a := range append(sp.Args, sp.Ret) {
+				if a != nil && (len(a.Parts) != 1 || a.Size < 1 || a.Size > 8) {
+					t.Errorf("%q: %s", s, a)
+				}
+			}
+		}
+	})
+}
