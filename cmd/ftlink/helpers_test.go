@@ -63,6 +63,15 @@ func objdumpScan(t *testing.T, file string, nopsToo bool) map[uint64]oracleSite 
 			}
 		}
 	}
+	// Only functions start with a site: a label that is not one (the runtime's template
+	// markers such as ftrace_multi_caller_fallback_end, followed by alignment nops) is not.
+	notFunc := map[string]bool{}
+	for _, line := range strings.Split(testenv.Run(t, "", "readelf", "-sW", file), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) >= 8 && fs[3] != "FUNC" && fs[3] != "IFUNC" {
+			notFunc[strings.SplitN(fs[7], "@", 2)[0]] = true
+		}
+	}
 	sites := map[uint64]oracleSite{}
 	var fn string
 	first := false
@@ -71,7 +80,7 @@ func objdumpScan(t *testing.T, file string, nopsToo bool) map[uint64]oracleSite 
 	for sc.Scan() {
 		line := sc.Text()
 		if m := objdumpFunc.FindStringSubmatch(line); m != nil {
-			fn, first = m[2], true
+			fn, first = m[2], !notFunc[m[2]]
 			continue
 		}
 		if !first {
