@@ -95,7 +95,18 @@ func FromELF(f *elf.File) (*Table, error) {
 			continue
 		}
 		low, ok := e.Val(dwarf.AttrLowpc).(uint64)
-		if !ok || low == 0 {
+		if !ok {
+			// split into hot and cold parts, gcc gives DW_AT_ranges, the entry's
+			// part first (or DW_AT_entry_pc)
+			if pc, isPC := e.Val(dwarf.AttrEntrypc).(uint64); isPC {
+				low = pc
+			} else if e.Val(dwarf.AttrRanges) != nil {
+				if rs, err := d.Ranges(e); err == nil && len(rs) > 0 {
+					low = rs[0][0]
+				}
+			}
+		}
+		if low == 0 {
 			continue // a declaration or an abstract (inlined-only) instance
 		}
 		fn, err := l.function(e, low, syms[low])
