@@ -50,7 +50,7 @@ func (r *DiffRow) val(key string) (o, n uint64) {
 }
 
 // Diff pairs the functions of two whole-trace reports (Compute without PerThread) by
-// name and module base name, and sorts them by the biggest absolute change of key
+// name and module and source file base names, and sorts them by the biggest absolute change of key
 // (total, self or calls; name sorts by name). limit > 0 keeps that many rows.
 func Diff(old, cur []*Stat, key string, limit int) ([]*DiffRow, error) {
 	if key == "" {
@@ -63,13 +63,18 @@ func Diff(old, cur []*Stat, key string, limit int) ([]*DiffRow, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown sort key %q for --diff (want one of %s)", key, strings.Join(DiffSortKeys, ", "))
 	}
-	type id struct{ name, mod string }
+	// static functions of one name in several files stay apart: the file's base name
+	// is part of the key (paths differ between two builds' trees)
+	type id struct{ name, mod, file string }
+	base := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		return filepath.Base(p)
+	}
 	rows := map[id]*DiffRow{}
 	row := func(s *Stat) *DiffRow {
-		k := id{s.Name, filepath.Base(s.Mod)}
-		if s.Mod == "" {
-			k.mod = ""
-		}
+		k := id{s.Name, base(s.Mod), base(s.File)}
 		r := rows[k]
 		if r == nil {
 			r = &DiffRow{Name: k.name, Mod: k.mod}

@@ -50,6 +50,12 @@ func TestDiff(t *testing.T) {
 			}
 		})
 	}
+	// two static functions called helper, in a.c and b.c: two rows
+	same := []*Stat{{Name: "helper", File: "/old/a.c", Calls: 1}, {Name: "helper", File: "/old/b.c", Calls: 2}}
+	moved := []*Stat{{Name: "helper", File: "/new/a.c", Calls: 5}, {Name: "helper", File: "/new/b.c", Calls: 2}}
+	if rows, err := Diff(same, moved, "calls", 0); err != nil || len(rows) != 2 || rows[0].Old.Calls != 1 || rows[0].New.Calls != 5 {
+		t.Errorf("static functions: %v %v", rows, err)
+	}
 	rows, err := Diff(o, n, "", 2)
 	if err != nil || len(rows) != 2 || rows[0].Name != "foo" {
 		t.Fatalf("limit 2: %v %v", rows, err)
