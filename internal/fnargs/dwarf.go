@@ -11,6 +11,7 @@ import (
 	"github.com/go-delve/delve/pkg/dwarf/godwarf"
 	"github.com/go-delve/delve/pkg/dwarf/loclist"
 	"github.com/go-delve/delve/pkg/dwarf/op"
+	"github.com/go-delve/delve/pkg/dwarf/reader"
 	"github.com/ianlancetaylor/demangle"
 )
 
@@ -74,7 +75,7 @@ func FromELF(f *elf.File) (*Table, error) {
 		loc2: loclist.NewDwarf2Reader(sect(".debug_loc"), 8),
 		addr: godwarf.ParseAddr(sect(".debug_addr"))}
 	t := &Table{byEntry: map[uint64]*Func{}, byName: map[string][]*Func{}}
-	r := d.Reader()
+	r := reader.New(d)
 	for {
 		e, err := r.Next()
 		if err != nil {
