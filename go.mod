@@ -3,6 +3,7 @@ module github.com/ftkit/ftkit
 go 1.26.0
 
 require (
+	github.com/go-delve/delve v1.27.2
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/rogpeppe/go-internal v1.16.0

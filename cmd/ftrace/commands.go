@@ -33,8 +33,17 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
 			&cli.BoolFlag{Name: "per-thread", Aliases: []string{"T"}, Usage: "one row per thread and function"},
 			tidFlag(),
+			&cli.BoolFlag{Name: "diff", Usage: "compare two traces: report --diff OLD NEW (sort: total, self, calls or name change)"},
+			&cli.BoolFlag{Name: "threads", Usage: "one row per thread: calls, functions, traced time, top function"},
+			&cli.StringFlag{Name: "callers", Usage: "the callers and callees of this function"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("diff") {
+				return reportDiff(c)
+			}
+			if c.Bool("threads") || c.String("callers") != "" {
+				return reportThreadsOrCallers(c)
+			}
 			format := c.String("format")
 			if format != "text" && format != "json" {
 				return fmt.Errorf("report: unknown format %q (want text or json)", format)

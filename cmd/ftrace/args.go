@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/ftkit/ftkit/internal/fnargs"
+	"github.com/urfave/cli/v2"
+)
+
+// argsCommand is `ftrace args`: what recording a program's arguments and return values
+// would take (issue 16), from its DWARF or from uftrace-style specs.
+func argsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "args",
+		Usage:     "show where each function's arguments and return value are at entry/exit (x86-64 System V), from DWARF or -A/-R specs",
+		ArgsUsage: "PROG [FUNC-GLOB...]",
+		Flags: []cli.Flag{
+			&cli.GenericFlag{Name: "argument", Aliases: []string{"A"}, Value: &specList{}, Usage: "argument spec FUNC@arg1,arg2/s,fparg1 (uftrace syntax; repeatable)"},
+			&cli.GenericFlag{Name: "retval", Aliases: []string{"R"}, Value: &specList{}, Usage: "return value spec FUNC@retval[/FMT] (repeatable)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 {
+				return fmt.Errorf("args: want a program (ELF file with DWARF)")
+			}
+			prog, globs := c.Args().First(), c.Args().Tail()
+			for _, g := range globs {
+				if _, err := path.Match(g, ""); err != nil {
+					return fmt.Errorf("args: bad pattern %q: %w", g, err)
+				}
+			}
+			var specs []*fnargs.Spec
+			for _, s := range c.Generic("argument").(*specList).v {
+				sp, err := fnargs.ParseArgSpec(s)
+				if err != nil {
+					return fmt.Errorf("args: %w", err)
+				}
+				specs = append(specs, sp)
+			}
+			for _, s := range c.Generic("retval").(*specList).v {
+				sp, err := fnargs.ParseRetSpec(s)
+				if err != nil {
+					return fmt.Errorf("args: %w", err)
+				}
+				specs = append(specs, sp)
+			}
+			tab, err := fnargs.Load(prog)
+			if err != nil {
+				return fmt.Errorf("args: %w", err)
+			}
+			w := c.App.Writer
+			for _, fn := range tab.Funcs {
+				if !matchAny(fn.Name, globs) {
+					continue
+				}
+				if len(specs) > 0 {
+					p := fnargs.Plan(fn.Name, specs)
+					if p == nil {
+						continue
+					}
+					p.Entry = fn.Entry
+					fn = p
+				}
+				fmt.Fprintf(w, "%#x  %s\n", fn.Entry, fn.Describe())
+				if fn.Unsure != "" {
+					fmt.Fprintf(w, "    unsure: %s\n", fn.Unsure)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func matchAny(name string, globs []string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// specList collects a repeated flag's values whole: a spec's argument list has commas,
+// which a string-slice flag would split on.
+type specList struct{ v []string }
+
+func (l *specList) Set(s string) error { l.v = append(l.v, s); return nil }
+func (l *specList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(l.v, " ")
+}

@@ -1,0 +1,257 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+)
+
+// ThreadStat is one thread's figures for `report --threads`. Times in nanoseconds.
+type ThreadStat struct {
+	TID   int
+	Name  string
+	Calls uint64 // every recorded call (graph and function tracer)
+	Funcs int    // distinct functions called
+	// Traced is the time inside recorded calls: the sum of the outermost calls'
+	// durations.
+	Traced uint64
+	// Top is the function with the most self time in the thread, TopSelf that time.
+	Top     string
+	TopSelf uint64
+	Lost    uint64
+}
+
+// Threads returns one row per selected thread, the most traced time first (then the
+// most calls, then by tid).
+func Threads(f *calltree.Forest, tids []int) []*ThreadStat {
+	var out []*ThreadStat
+	for _, t := range f.Threads {
+		if !selected(t.TID, tids) {
+			continue
+		}
+		s := &ThreadStat{TID: t.TID, Name: t.Name, Lost: t.Lost}
+		funcs := map[*symbolize.Func]uint64{} // self time
+		for _, c := range t.Calls {
+			s.Calls++
+			funcs[c.Func] += 0
+		}
+		for _, r := range t.Roots {
+			s.Traced += r.Duration()
+		}
+		var walk func(ns []*calltree.Node)
+		walk = func(ns []*calltree.Node) {
+			for _, n := range ns {
+				s.Calls++
+				funcs[n.Func] += n.Self()
+				walk(n.Children)
+			}
+		}
+		walk(t.Roots)
+		s.Funcs = len(funcs)
+		for fn, self := range funcs {
+			if s.Top == "" || self > s.TopSelf || self == s.TopSelf && fn.Name < s.Top {
+				s.Top, s.TopSelf = fn.Name, self
+			}
+		}
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Traced != b.Traced {
+			return a.Traced > b.Traced
+		}
+		if a.Calls != b.Calls {
+			return a.Calls > b.Calls
+		}
+		return a.TID < b.TID
+	})
+	return out
+}
+
+// WriteThreadsText prints the thread rows as a table; function traces have no times.
+func WriteThreadsText(w io.Writer, f *calltree.Forest, rows []*ThreadStat) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	timed := f.HasGraph() || f.Header.Tracer == "function_graph"
+	hdr := []string{"TID", "CALLS", "FUNCS"}
+	if timed {
+		hdr = append(hdr, "TRACED", "TOP SELF")
+	}
+	hdr = append(hdr, "LOST")
+	fmt.Fprintf(tw, "%s\t  THREAD\n", strings.Join(hdr, "\t"))
+	for _, s := range rows {
+		row := []string{fmt.Sprint(s.TID), fmt.Sprint(s.Calls), fmt.Sprint(s.Funcs)}
+		if timed {
+			top := "-"
+			if s.Top != "" {
+				top = s.Top + " " + Dur(s.TopSelf)
+			}
+			row = append(row, Dur(s.Traced), top)
+		}
+		row = append(row, fmt.Sprint(s.Lost))
+		name := s.Name
+		if name == "" {
+			name = "?"
+		}
+		fmt.Fprintf(tw, "%s\t  %s\n", strings.Join(row, "\t"), name)
+	}
+	return tw.Flush()
+}
+
+// Edge is one caller→function or function→callee pair of `report --callers`.
+// Total is the time of the calls on the edge (the callee's inclusive time; a
+// recursion counts once, as in Stat.Total).
+type Edge struct {
+	Name  string
+	Calls uint64
+	Total uint64
+}
+
+// CallersReport is a function's callers and callees.
+type CallersReport struct {
+	Func           string
+	Calls          uint64
+	Total, Self    uint64
+	Callers        []*Edge // "(root)": the outermost recorded call of a thread
+	Callees        []*Edge
+	Timed, Matched bool
+}
+
+// RootCaller names the caller of a thread's outermost recorded calls.
+const RootCaller = "(root)"
+
+// Callers gathers the callers and callees of the function called name over the
+// selected threads; an error when no such function was recorded.
+func Callers(f *calltree.Forest, name string, tids []int) (*CallersReport, error) {
+	r := &CallersReport{Func: name, Timed: f.HasGraph() || f.Header.Tracer == "function_graph"}
+	callers, callees := map[string]*Edge{}, map[string]*Edge{}
+	edge := func(m map[string]*Edge, n string) *Edge {
+		e := m[n]
+		if e == nil {
+			e = &Edge{Name: n}
+			m[n] = e
+		}
+		return e
+	}
+	for _, t := range f.Threads {
+		if !selected(t.TID, tids) {
+			continue
+		}
+		for _, c := range t.Calls {
+			switch {
+			case c.Func.Name == name:
+				r.Matched = true
+				r.Calls++
+				cn := RootCaller
+				if c.Caller != nil {
+					cn = c.Caller.Name
+				}
+				edge(callers, cn).Calls++
+			case c.Caller != nil && c.Caller.Name == name:
+				edge(callees, c.Func.Name).Calls++
+			}
+		}
+		// active counts the open calls of name, activeCallee the open calls on each
+		// name→callee edge, so that a recursion's time counts once
+		active := 0
+		activeCallee := map[string]int{}
+		var walk func(ns []*calltree.Node, parent *calltree.Node)
+		walk = func(ns []*calltree.Node, parent *calltree.Node) {
+			for _, n := range ns {
+				fn := n.Func.Name
+				if fn == name {
+					r.Matched = true
+					r.Calls++
+					r.Self += n.Self()
+					cn := RootCaller
+					if parent != nil {
+						cn = parent.Func.Name
+					}
+					e := edge(callers, cn)
+					e.Calls++
+					if active == 0 {
+						r.Total += n.Duration()
+						e.Total += n.Duration()
+					}
+				}
+				isCallee := parent != nil && parent.Func.Name == name
+				if isCallee {
+					e := edge(callees, fn)
+					e.Calls++
+					if activeCallee[fn] == 0 {
+						e.Total += n.Duration()
+					}
+					activeCallee[fn]++
+				}
+				if fn == name {
+					active++
+				}
+				walk(n.Children, n)
+				if fn == name {
+					active--
+				}
+				if isCallee {
+					activeCallee[fn]--
+				}
+			}
+		}
+		walk(t.Roots, nil)
+	}
+	if !r.Matched {
+		return nil, fmt.Errorf("no calls of %q recorded", name)
+	}
+	r.Callers, r.Callees = sortEdges(callers), sortEdges(callees)
+	return r, nil
+}
+
+func sortEdges(m map[string]*Edge) []*Edge {
+	out := make([]*Edge, 0, len(m))
+	for _, e := range m {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Total != b.Total {
+			return a.Total > b.Total
+		}
+		if a.Calls != b.Calls {
+			return a.Calls > b.Calls
+		}
+		return a.Name < b.Name
+	})
+	return out
+}
+
+// WriteCallersText prints the callers (above) and callees (below) of the function, with
+// its own line between them, as perf report's caller/callee view does.
+func WriteCallersText(w io.Writer, r *CallersReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := func(calls, total uint64, name string) {
+		if r.Timed {
+			fmt.Fprintf(tw, "%d\t%s\t  %s\n", calls, Dur(total), name)
+		} else {
+			fmt.Fprintf(tw, "%d\t  %s\n", calls, name)
+		}
+	}
+	if r.Timed {
+		fmt.Fprintf(tw, "CALLS\tTOTAL\t  CALLERS / FUNCTION / CALLEES\n")
+	} else {
+		fmt.Fprintf(tw, "CALLS\t  CALLERS / FUNCTION / CALLEES\n")
+	}
+	for _, e := range r.Callers {
+		line(e.Calls, e.Total, "  <- "+e.Name)
+	}
+	self := ""
+	if r.Timed {
+		self = " (self " + Dur(r.Self) + ")"
+	}
+	line(r.Calls, r.Total, r.Func+self)
+	for _, e := range r.Callees {
+		line(e.Calls, e.Total, "  -> "+e.Name)
+	}
+	return tw.Flush()
+}

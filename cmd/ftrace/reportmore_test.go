@@ -1,0 +1,68 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+const diffSrc = `#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) long spin(long n) { volatile long s = 0; for (long i = 0; i < n; i++) s += i; return s; }
+__attribute__((noinline)) long step(long n) { return spin(n); }
+__attribute__((noinline)) long setup(void) { return spin(1000); }
+int main(int argc, char **argv) {
+	long steps = atol(argv[1]), work = atol(argv[2]), s = setup();
+	for (long i = 0; i < steps; i++)
+		s += step(work);
+	printf("%ld\n", s > 0);
+	return 0;
+}
+`
+
+// TestE2EReportDiff records one program twice, the second run with more and longer
+// steps, and checks that report --diff shows the calls each run made and puts the
+// function whose time grew most (spin, under step) first.
+func TestE2EReportDiff(t *testing.T) {
+	if testenv.BuildDir() == "" {
+		t.Skip("FTKIT_BUILD not set")
+	}
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "diffprog", diffSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	testenv.Run(t, dir, ftrace, "record", "-q", "-o", "old.dat", "--", prog, "3", "1000")
+	testenv.Run(t, dir, ftrace, "record", "-q", "-o", "new.dat", "--", prog, "7", "200000")
+	out := testenv.Run(t, dir, ftrace, "report", "--diff", "old.dat", "new.dat")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 5 || !strings.HasPrefix(strings.TrimSpace(lines[0]), "CALLS OLD") {
+		t.Fatalf("report --diff:\n%s", out)
+	}
+	// calls: old, new, delta; then the total's old, new, delta, % ... function
+	row := regexp.MustCompile(`^\s*(\d+)\s+(\d+)\s+([+-]\d+)\s+.*\s{2}(\w+)( \[.*\])?$`)
+	calls := map[string]string{}
+	var order []string
+	for _, l := range lines[1:] {
+		m := row.FindStringSubmatch(l)
+		if m == nil || !strings.Contains(" main setup step spin ", " "+m[4]+" ") {
+			continue // the runtime's own functions (a buffer flush) may show too
+		}
+		calls[m[4]] = m[1] + " " + m[2] + " " + m[3]
+		order = append(order, m[4])
+	}
+	want := map[string]string{"main": "1 1 +0", "setup": "1 1 +0", "step": "3 7 +4", "spin": "4 8 +4"}
+	for fn, w := range want {
+		if calls[fn] != w {
+			t.Errorf("%s: calls %q, want %q\n%s", fn, calls[fn], w, out)
+		}
+	}
+	// spin's total grows by ~1.4M loop iterations, main's by the same plus a little,
+	// step's by the same minus setup's spin: main, spin and step lead, setup is last.
+	if len(order) != 4 || order[3] != "setup" {
+		t.Errorf("order %v, want setup (unchanged work) last\n%s", order, out)
+	}
+	if !regexp.MustCompile(`(?m)^\s*4\s+8\s+\+4\s+.*\s\+\d+(\.\d)?%\s.*\+\d+(\.\d)?%\s+spin`).MatchString(out) {
+		t.Errorf("spin's row lacks positive total and self changes:\n%s", out)
+	}
+}
