@@ -44,7 +44,8 @@ pkgconfig:
 demo: tools runtime
 	@if [ -f testdata/demo/Makefile ]; then $(MAKE) -s -C testdata/demo BUILD=$(BUILD) run; fi
 
-vet: pkgconfig
+# cgo (package runtime) needs build/include and build/lib: vet the package against the built runtime
+vet: runtime
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
