@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -1111,6 +1112,26 @@ func TestTracerKilled(t *testing.T) {
 	// 20002 events (main, call, 20000 ticks), all flushed before the kill
 	if n != 20002 || ticks != 20000 {
 		t.Errorf("%d records (%d ticks), want 20002 (20000)", n, ticks)
+	}
+}
+
+// A fork child killed before it finalises leaves <output>.<childpid>.part: its pid once,
+// next to the parent's finished file.
+func TestTracerKilledForkChildName(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_misc.c")
+	_, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=k.dat"}, "killchild", "10")
+	if ws.ExitStatus() != 0 {
+		t.Fatalf("status %v", ws)
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "k.dat.*"))
+	if len(m) != 1 || !regexp.MustCompile(`/k\.dat\.[0-9]+\.part$`).MatchString(m[0]) {
+		t.Fatalf("child files %v, want one k.dat.<pid>.part", m)
+	}
+	tr := trRead(t, m[0])
+	pid := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m[0]), "k.dat."), ".part")
+	if fmt.Sprint(tr.PID) != pid {
+		t.Errorf("file %s holds pid %d", m[0], tr.PID)
 	}
 }
 

@@ -51,16 +51,12 @@ func reportCommand() *cli.Command {
 			if c.Int("limit") < 0 {
 				return fmt.Errorf("report: --limit must not be negative")
 			}
-			f, _, err := loadForest(c)
-			if err != nil {
-				return err
-			}
-			stats, err := report.Compute(f, report.Options{
+			stats, f, err := streamReport(c, report.Options{
 				PerThread: c.Bool("per-thread"), TIDs: c.IntSlice("tid"),
 				Sort: c.String("sort"), Limit: c.Int("limit"),
 			})
 			if err != nil {
-				return fmt.Errorf("report: %w", err)
+				return err
 			}
 			if format == "json" {
 				return report.WriteJSON(c.App.Writer, f, stats)

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/report"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/urfave/cli/v2"
@@ -75,25 +77,8 @@ func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 	}
 	stderr := c.App.ErrWriter
 	sym := symbolize.New(tr.Maps)
-	var progress calltree.Progress
 	calls, entries, exits, _, _ := tr.Counts()
-	threshold := uint64(progressThreshold)
-	if v, err := strconv.ParseUint(os.Getenv("FTRACE_PROGRESS_EVENTS"), 10, 64); err == nil {
-		threshold = v
-	}
-	if isTerminal(stderr) && calls+entries+exits > threshold {
-		last := time.Now()
-		progress = func(done, total int) {
-			if done < total && time.Since(last) < 200*time.Millisecond {
-				return
-			}
-			last = time.Now()
-			fmt.Fprintf(stderr, "\rftrace: %s: %d/%d events (%d%%)", path, done, total, done*100/max(total, 1))
-			if done == total {
-				fmt.Fprintln(stderr)
-			}
-		}
-	}
+	progress := progressFunc(c, path, calls+entries+exits)
 	if err := checkTIDs(c, path, tr); err != nil {
 		return nil, nil, err
 	}
@@ -103,6 +88,74 @@ func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 		fmt.Fprintf(stderr, "ftrace: warning: %s\n", w)
 	}
 	return f, tr, nil
+}
+
+// progressFunc returns what shows progress on stderr while a trace of that many events is
+// read: nothing unless stderr is a terminal and the trace is big.
+func progressFunc(c *cli.Context, path string, events uint64) calltree.Progress {
+	stderr := c.App.ErrWriter
+	threshold := uint64(progressThreshold)
+	if v, err := strconv.ParseUint(os.Getenv("FTRACE_PROGRESS_EVENTS"), 10, 64); err == nil {
+		threshold = v
+	}
+	if !isTerminal(stderr) || events <= threshold {
+		return nil
+	}
+	last := time.Now()
+	return func(done, total int) {
+		if done < total && time.Since(last) < 200*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(stderr, "\rftrace: %s: %d/%d events (%d%%)", path, done, total, done*100/max(total, 1))
+		if done == total {
+			fmt.Fprintln(stderr)
+		}
+	}
+}
+
+// streamReport computes the report reading the trace as a stream (memory bounded by
+// functions × threads and call depth, not by events), saying on stderr what the reader
+// tolerated and what was lost.
+func streamReport(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.Forest, error) {
+	path, err := inputPath(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := tracefile.OpenStream(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer st.Close()
+	tr := st.Trace
+	if err := checkTIDs(c, path, tr); err != nil {
+		return nil, nil, err
+	}
+	sym := symbolize.New(tr.Maps)
+	var total uint64
+	for i, th := range tr.Threads {
+		if len(o.TIDs) == 0 || slices.Contains(o.TIDs, th.TID) {
+			total += st.Hint(i)
+		}
+	}
+	o.Progress = progressFunc(c, path, total)
+	stats, f, err := report.ComputeStream(st, report.LockedLookup(sym), o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, w := range tr.Header.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, w)
+	}
+	for i, th := range tr.Threads {
+		if th.N == 0 { // not read (--tid): what its chunks announce
+			th.N = st.Hint(i)
+		}
+	}
+	warnLost(c, tr)
+	for _, w := range sym.Warnings() {
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s\n", w)
+	}
+	return stats, f, nil
 }
 
 // checkTIDs refuses a --tid naming a thread the trace does not hold: the output would be

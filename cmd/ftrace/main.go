@@ -27,12 +27,8 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
-	if done, err := cliargs.Man(app, args, stdout); done {
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		return 0
+	if done, code := cliargs.Man(app, args, stdout, stderr); done {
+		return code
 	}
 	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && args[1] != "help" && app.Command(args[1]) == nil {
 		fmt.Fprintf(stderr, "ftrace: unknown command %q (commands: %s; ftrace --help)\n", args[1], strings.Join(commandNames(app), ", "))

@@ -56,12 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return nil
 		},
 	}
-	if done, err := cliargs.Man(app, args, stdout); done {
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		return 0
+	if done, code := cliargs.Man(app, args, stdout, stderr); done {
+		return code
 	}
 	if len(args) > 1 { // flags may follow the files
 		args = append(args[:1:1], cliargs.FlagsFirst(app.Flags, args[1:])...)

@@ -45,15 +45,19 @@ func FlagsFirst(flags []cli.Flag, args []string) []string {
 }
 
 // Man prints app's manual page (troff, generated from its help) when args is exactly
-// `PROG --man`, for `make install`; it reports whether it did.
-func Man(app *cli.App, args []string, w io.Writer) (bool, error) {
+// `PROG --man`, for `make install`. It reports whether it did, and the exit code: on a
+// failure it has said why on errw.
+func Man(app *cli.App, args []string, w, errw io.Writer) (done bool, code int) {
 	if len(args) != 2 || args[1] != "--man" {
-		return false, nil
+		return false, 0
 	}
 	page, err := app.ToManWithSection(1)
-	if err != nil {
-		return true, fmt.Errorf("%s: manual page: %w", app.Name, err)
+	if err == nil {
+		_, err = io.WriteString(w, page)
 	}
-	_, err = io.WriteString(w, page)
-	return true, err
+	if err != nil {
+		fmt.Fprintf(errw, "%s: manual page: %v\n", app.Name, err)
+		return true, 1
+	}
+	return true, 0
 }

@@ -1036,7 +1036,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	char cmd[8192];
 	struct ftkit_chunk cc;
 	ssize_t cn = 0;
-	int fd, err;
+	int fd, err, n;
 
 	if (!fork_child) {
 		char name[PATH_MAX];
@@ -1059,8 +1059,10 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 		if (strlen(s->final) + strlen(sfx) + 1 < sizeof(s->final))
 			strcat(s->final, sfx);
 	}
-	if (snprintf(s->part, sizeof(s->part), "%s.%d.part", s->final, (int)getpid()) >=
-	    (int)sizeof(s->part))
+	/* a fork child's final name already ends in its pid: <output>.<pid>.part */
+	n = fork_child ? snprintf(s->part, sizeof(s->part), "%s.part", s->final) :
+			 snprintf(s->part, sizeof(s->part), "%s.%d.part", s->final, (int)getpid());
+	if (n < 0 || n >= (int)sizeof(s->part))
 		return -ENAMETOOLONG;
 	fd = ft_fd_high(create_private(s->part));
 	if (fd < 0) {

@@ -32,6 +32,8 @@ __attribute__((noinline)) long recurse(long n)
 	return recurse(n - 1) + 1 + pad[0] - (char)n;
 }
 
+static int kill_child; /* "killchild": the fork child dies of SIGKILL, its file stays .part */
+
 __attribute__((noinline)) int forker(void)
 {
 	pid_t p = fork();
@@ -40,6 +42,8 @@ __attribute__((noinline)) int forker(void)
 	if (p == 0) {
 		leaf(100);
 		leaf(101);
+		if (kill_child)
+			raise(SIGKILL);
 		fflush(stdout);
 		exit(3);
 	}
@@ -61,6 +65,7 @@ __attribute__((noinline)) void crash(const char *how)
 
 int main(int argc, char **argv)
 {
+	kill_child = argc > 1 && !strcmp(argv[1], "killchild");
 	signal(SIGUSR2, on_usr2);
 	sigframe();
 	long t = tail_a(5);

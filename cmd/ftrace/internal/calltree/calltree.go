@@ -292,7 +292,7 @@ func (n *Node) Stack() []*symbolize.Func {
 // HasGraph reports whether any thread has function-graph calls.
 func (f *Forest) HasGraph() bool {
 	for _, t := range f.Threads {
-		if len(t.Roots) > 0 {
+		if t.Nodes > 0 {
 			return true
 		}
 	}

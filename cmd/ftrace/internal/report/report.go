@@ -44,6 +44,8 @@ type Options struct {
 	TIDs      []int // only these threads (all when empty)
 	Sort      string
 	Limit     int // 0: all
+	// Progress is told how many events ComputeStream has read (nil: nothing).
+	Progress calltree.Progress
 }
 
 // SortKeys are the accepted values of Options.Sort.
@@ -55,65 +57,118 @@ func Compute(f *calltree.Forest, o Options) ([]*Stat, error) {
 	if err != nil {
 		return nil, err
 	}
-	type key struct {
-		tid int
-		fn  *symbolize.Func
-	}
-	stats := map[key]*Stat{}
-	get := func(tid int, fn *symbolize.Func) *Stat {
-		if !o.PerThread {
-			tid = 0
-		}
-		k := key{tid, fn}
-		s := stats[k]
-		if s == nil {
-			s = &Stat{Func: fn, TID: tid, Name: fn.Name, Mod: fn.Module, File: fn.File, Line: fn.Line}
-			stats[k] = s
-		}
-		return s
-	}
+	var aggs []*agg
 	for _, t := range f.Threads {
 		if !selected(t.TID, o.TIDs) {
 			continue
 		}
-		for _, c := range t.Calls {
-			get(t.TID, c.Func).Calls++
-		}
-		active := map[*symbolize.Func]int{}
-		var walk func(ns []*calltree.Node)
-		walk = func(ns []*calltree.Node) {
-			for _, n := range ns {
-				s := get(t.TID, n.Func)
-				d := n.Duration()
-				if s.timed == 0 || d < s.Min {
-					s.Min = d
-				}
-				if d > s.Max {
-					s.Max = d
-				}
-				s.Calls++
-				s.timed++
-				s.sum += d
-				s.Self += n.Self()
-				if n.Partial {
-					s.Partial++
-				}
-				if active[n.Func] == 0 {
-					s.Total += d
-				}
-				active[n.Func]++
-				walk(n.Children)
-				active[n.Func]--
+		a := newAgg(t.TID)
+		t.Frames(a)
+		aggs = append(aggs, a)
+	}
+	return finish(aggs, o, less), nil
+}
+
+// agg gathers one thread's figures.
+type agg struct {
+	tid   int
+	stats map[*symbolize.Func]*Stat
+	byID  []*Stat // by Frame.ID, when the frames are numbered
+}
+
+func newAgg(tid int) *agg { return &agg{tid: tid, stats: map[*symbolize.Func]*Stat{}} }
+
+// stat is get with a Frame's numbering as a shortcut.
+func (a *agg) stat(fn *symbolize.Func, id int) *Stat {
+	if id < 0 {
+		return a.get(fn)
+	}
+	if id < len(a.byID) && a.byID[id] != nil {
+		return a.byID[id]
+	}
+	for len(a.byID) <= id {
+		a.byID = append(a.byID, nil)
+	}
+	a.byID[id] = a.get(fn)
+	return a.byID[id]
+}
+
+func (a *agg) get(fn *symbolize.Func) *Stat {
+	s := a.stats[fn]
+	if s == nil {
+		s = &Stat{Func: fn, TID: a.tid, Name: fn.Name, Mod: fn.Module, File: fn.File, Line: fn.Line}
+		a.stats[fn] = s
+	}
+	return s
+}
+
+func (a *agg) Call(c *calltree.Call, id int) { a.stat(c.Func, id).Calls++ }
+
+func (a *agg) Close(f *calltree.Frame) {
+	s := a.stat(f.Func, f.ID)
+	if f.Adopt {
+		s.Total = 0 // every earlier call of f.Func is inside this one now
+	}
+	d := f.Duration()
+	if s.timed == 0 || d < s.Min {
+		s.Min = d
+	}
+	if d > s.Max {
+		s.Max = d
+	}
+	s.Calls++
+	s.timed++
+	s.sum += d
+	s.Self += f.Self()
+	if f.Partial {
+		s.Partial++
+	}
+	if f.Top {
+		s.Total += d
+	}
+}
+
+// merge adds b's figures to s.
+func (s *Stat) merge(b *Stat) {
+	if b.timed > 0 && (s.timed == 0 || b.Min < s.Min) {
+		s.Min = b.Min
+	}
+	s.Max = max(s.Max, b.Max)
+	s.Calls += b.Calls
+	s.timed += b.timed
+	s.sum += b.sum
+	s.Self += b.Self
+	s.Partial += b.Partial
+	s.Total += b.Total
+}
+
+// finish merges the threads' figures (unless per thread), sorts and limits them.
+func finish(aggs []*agg, o Options, less func(a, b *Stat) bool) []*Stat {
+	var out []*Stat
+	if o.PerThread {
+		for _, a := range aggs {
+			for _, s := range a.stats {
+				out = append(out, s)
 			}
 		}
-		walk(t.Roots)
+	} else {
+		all := map[*symbolize.Func]*Stat{}
+		for _, a := range aggs {
+			for fn, s := range a.stats {
+				m := all[fn]
+				if m == nil {
+					m = &Stat{Func: fn, Name: fn.Name, Mod: fn.Module, File: fn.File, Line: fn.Line}
+					all[fn] = m
+					out = append(out, m)
+				}
+				m.merge(s)
+			}
+		}
 	}
-	out := make([]*Stat, 0, len(stats))
-	for _, s := range stats {
+	for _, s := range out {
 		if s.timed > 0 {
 			s.Avg = s.sum / s.timed
 		}
-		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if less(out[i], out[j]) {
@@ -137,7 +192,7 @@ func Compute(f *calltree.Forest, o Options) ([]*Stat, error) {
 	if o.Limit > 0 && len(out) > o.Limit {
 		out = out[:o.Limit]
 	}
-	return out, nil
+	return out
 }
 
 func selected(tid int, tids []int) bool {

@@ -155,8 +155,10 @@ func mergeMaps(chunks [][]Mapping) []Mapping {
 // frame is a graph frame open in a thread's stream.
 type frame struct{ ip, ts uint64 }
 
-// finish decodes every thread's blocks in seq order into its event stream.
-func (s *v2state) finish(r io.ReaderAt, t *Trace, conv func(uint64) uint64) error {
+// finish turns the chunks seen into the stream's threads: facts, loss counts and their
+// blocks in seq order (decoded later, by decodeV2).
+func (s *v2state) finish(st *Stream) {
+	t := st.Trace
 	if len(s.maps) > 0 {
 		t.Maps = mergeMaps(s.maps)
 	}
@@ -166,55 +168,68 @@ func (s *v2state) finish(r io.ReaderAt, t *Trace, conv func(uint64) uint64) erro
 	}
 	sort.Ints(tids)
 	for _, tid := range tids {
-		st := s.threads[tid]
-		th := st.info
+		ts := s.threads[tid]
+		th := ts.info
 		if th == nil {
 			th = &Thread{TID: tid}
 		}
-		if st.blkLost > th.Lost {
-			th.Lost = st.blkLost
+		if ts.blkLost > th.Lost {
+			th.Lost = ts.blkLost
 		}
-		seqs := make([]uint64, 0, len(st.blocks))
-		var nev uint64
-		for q, b := range st.blocks {
-			seqs = append(seqs, q)
-			nev += uint64(b.nev)
+		blocks := make([]block, 0, len(ts.blocks))
+		for _, b := range ts.blocks {
+			blocks = append(blocks, b)
 		}
-		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
-		th.Events = make([]Event, 0, nev)
-		var open []frame
+		sort.Slice(blocks, func(i, j int) bool { return blocks[i].seq < blocks[j].seq })
 		next := uint64(0)
-		for i, q := range seqs {
-			b := st.blocks[q]
-			if q != next && (i > 0 || b.flags&BlockRing == 0) {
-				th.MissingBlocks += q - next
+		for i, b := range blocks {
+			if b.seq != next && (i > 0 || b.flags&BlockRing == 0) {
+				th.MissingBlocks += b.seq - next
 			}
-			next = q + 1
-			var err error
-			open, err = decodeBlock(r, b, th, open, conv)
-			if err != nil {
-				return fmt.Errorf("thread %d block %d (offset %d): %w", tid, q, b.off, err)
-			}
+			next = b.seq + 1
 		}
 		if th.MissingBlocks > 0 {
 			t.Header.Warnings = append(t.Header.Warnings, fmt.Sprintf("thread %d: %d event blocks missing", tid, th.MissingBlocks))
 		}
 		t.Threads = append(t.Threads, th)
+		st.src = append(st.src, source{blocks: blocks})
+	}
+}
+
+// decodeV2 passes a version-2 thread's events to emit, one block at a time.
+func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) error {
+	var open []frame
+	var evs []Event
+	var raw []byte
+	for _, b := range blocks {
+		var err error
+		if n := int(b.end - b.off); cap(raw) < n {
+			raw = make([]byte, n)
+		}
+		raw = raw[:b.end-b.off]
+		if _, err := s.r.ReadAt(raw, b.off); err != nil {
+			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
+		}
+		evs = evs[:0]
+		evs, open, err = decodeBlock(raw, b, th, evs, open, s.conv)
+		if err != nil {
+			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
+		}
+		th.N += uint64(len(evs))
+		if err := emit(evs); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// decodeBlock appends block b's events to th. open is the thread's open frames after the
+// decodeBlock appends block b's events to evs. open is the thread's open frames after the
 // previous block; the block's own header says which are open now: frames the stream
 // left open that the header does not list ended in data that is not in the file (the
 // next entry at their depth closes them, as the depth rule of the format says), and
 // frames the header lists that the stream has not entered (a ring that starts in the
 // middle of calls, a dropped block) are entered here with their recorded time.
-func decodeBlock(r io.ReaderAt, b block, th *Thread, open []frame, conv func(uint64) uint64) ([]frame, error) {
-	raw, err := readAt(r, b.off, b.end)
-	if err != nil {
-		return open, err
-	}
+func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, conv func(uint64) uint64) ([]Event, []frame, error) {
 	depth := int(le.Uint32(raw[52:]))
 	dataLen := int(le.Uint32(raw[56:]))
 	ipHi := uint64(le.Uint32(raw[60:])) << 32
@@ -231,7 +246,7 @@ func decodeBlock(r io.ReaderAt, b block, th *Thread, open []frame, conv func(uin
 	}
 	open = append(open[:k], hdr[k:]...)
 	for d := k; d < len(hdr); d++ {
-		th.Events = append(th.Events, Event{Kind: Entry, TS: conv(hdr[d].ts), IP: hdr[d].ip, Depth: int32(d)})
+		evs = append(evs, Event{Kind: Entry, TS: conv(hdr[d].ts), IP: hdr[d].ip, Depth: int32(d)})
 	}
 	data := raw[b.hdr : b.hdr+int64(dataLen)]
 	word := func(i int) (uint32, error) {
@@ -247,7 +262,7 @@ func decodeBlock(r io.ReaderAt, b block, th *Thread, open []frame, conv func(uin
 		if typ == evExt {
 			sub, nw, arg := (w0>>3)&31, int(w0>>8&0xff), w0>>16
 			if 4*(i+1+nw) > len(data) {
-				return open, fmt.Errorf("extended event %d: %d payload words past the end", sub, nw)
+				return evs, open, fmt.Errorf("extended event %d: %d payload words past the end", sub, nw)
 			}
 			p := data[4*(i+1) : 4*(i+1+nw)]
 			switch sub {
@@ -291,42 +306,42 @@ func decodeBlock(r io.ReaderAt, b block, th *Thread, open []frame, conv func(uin
 				open = open[:len(open)-1]
 				ev.IP, ev.Parent, ev.Depth = f.ip, conv(f.ts), int32(len(open))
 			}
-			th.Events = append(th.Events, ev)
+			evs = append(evs, ev)
 			i++
 		case evEntry:
 			w1, err := word(i + 1)
 			if err != nil {
-				return open, err
+				return evs, open, err
 			}
 			ts += uint64(w0 >> 3)
 			ip := ipHi | uint64(w1)
-			th.Events = append(th.Events, Event{Kind: Entry, TS: conv(ts), IP: ip, Depth: int32(len(open))})
+			evs = append(evs, Event{Kind: Entry, TS: conv(ts), IP: ip, Depth: int32(len(open))})
 			open = append(open, frame{ip: ip, ts: ts})
 			i += 2
 		case evFunc:
 			w2, err := word(i + 2)
 			if err != nil {
-				return open, err
+				return evs, open, err
 			}
 			w1, _ := word(i + 1)
 			ts += uint64(w0 >> 3)
-			th.Events = append(th.Events, Event{Kind: Call, TS: conv(ts), IP: ipHi | uint64(w1), Parent: parentHi | uint64(w2)})
+			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: ipHi | uint64(w1), Parent: parentHi | uint64(w2)})
 			i += 3
 		case evFuncNear:
 			w1, err := word(i + 1)
 			if err != nil {
-				return open, err
+				return evs, open, err
 			}
 			ts += uint64(w0 >> 3 & (1<<nearDeltaBits - 1))
 			ip := ipHi | uint64(w1)
-			th.Events = append(th.Events, Event{Kind: Call, TS: conv(ts), IP: ip, Parent: ip + uint64(int64(int16(w0>>16)))})
+			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: ip, Parent: ip + uint64(int64(int16(w0>>16)))})
 			i += 2
 		default:
-			return open, fmt.Errorf("event type %d cannot be read (written by a newer ftkit?)", typ)
+			return evs, open, fmt.Errorf("event type %d cannot be read (written by a newer ftkit?)", typ)
 		}
 	}
 	if n != b.nev {
-		return open, fmt.Errorf("%d events decoded, the header says %d", n, b.nev)
+		return evs, open, fmt.Errorf("%d events decoded, the header says %d", n, b.nev)
 	}
-	return open, nil
+	return evs, open, nil
 }

@@ -127,7 +127,13 @@ type Thread struct {
 	// MissingBlocks counts event blocks of a version-2 stream that are not in the file
 	// (dropped, or overwritten in a ring after its first block in the file).
 	MissingBlocks uint64
+	// N counts the events read (all of Events, or those a Stream has decoded).
+	N uint64
 }
+
+// Len is the number of events recorded for the thread: those in Events, or those a
+// Stream decoded.
+func (t *Thread) Len() uint64 { return max(uint64(len(t.Events)), t.N) }
 
 // Thread flags.
 const (
@@ -225,7 +231,7 @@ type Loss struct {
 func LostSummary(t *Trace) Loss {
 	l := Loss{Lost: t.Header.LostNoBuf}
 	for _, th := range t.Threads {
-		rec := uint64(len(th.Events))
+		rec := th.Len()
 		l.Recorded += rec
 		l.Lost += th.Lost
 		if th.Lost > 0 {

@@ -49,8 +49,32 @@ func Open(path string) (*Trace, error) {
 	return t, nil
 }
 
-// Read decodes a trace of the given size from r.
+// Read decodes a trace of the given size from r, every event into memory.
 func Read(r io.ReaderAt, size int64) (*Trace, error) {
+	s, err := index(r, size)
+	if err != nil {
+		return nil, err
+	}
+	for i, th := range s.Trace.Threads {
+		var evs []Event
+		if n := s.src[i].count(); n > 0 {
+			evs = make([]Event, 0, n)
+		}
+		err := s.decode(i, func(b []Event) error {
+			evs = append(evs, b...)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		th.Events, th.N = evs, 0
+	}
+	return s.Trace, nil
+}
+
+// index reads everything but the events: header, command line, memory maps, the
+// threads' facts and where their events are.
+func index(r io.ReaderAt, size int64) (*Stream, error) {
 	if size < HeaderSize {
 		return nil, fmt.Errorf("not an ftkit trace: %d bytes, shorter than the %d-byte header", size, HeaderSize)
 	}
@@ -62,6 +86,7 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 		return nil, fmt.Errorf("not an ftkit trace (magic %q, want %q)", printable(h[:8]), Magic)
 	}
 	t := &Trace{}
+	st := &Stream{Trace: t, r: r}
 	hd := &t.Header
 	hd.Version = le.Uint32(h[8:])
 	if hd.Version != Version1 && hd.Version != Version2 {
@@ -127,6 +152,12 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 		hd.Reason = fmt.Sprintf("reason(%d)", reason)
 	}
 	conv := func(ticks uint64) uint64 {
+		if nsPerTick == 1 { // clock_gettime: ticks are ns already
+			if v := int64(refMono) + int64(ticks-refTicks); v > 0 {
+				return uint64(v)
+			}
+			return 0
+		}
 		d := float64(int64(ticks-refTicks)) * nsPerTick
 		v := float64(refMono) + d
 		if v < 0 {
@@ -174,7 +205,7 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 				v2.maps = append(v2.maps, t.Maps)
 			}
 		case typ == ChunkThread && v2 == nil:
-			err = readThread(r, t, off, chHdr, end, conv)
+			err = st.readThread(off, chHdr, end)
 		case typ == ChunkEvents && v2 != nil:
 			err = v2.readEventsHeader(r, off, chHdr, end)
 		case typ == ChunkThreadV2 && v2 != nil:
@@ -187,13 +218,12 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 		}
 		off = end
 	}
+	st.conv = conv
 	if v2 != nil {
-		if err := v2.finish(r, t, conv); err != nil {
-			return nil, err
-		}
+		v2.finish(st)
 	}
-	t.SortThreads()
-	return t, nil
+	st.sortThreads()
+	return st, nil
 }
 
 func printable(b []byte) string {
@@ -271,11 +301,13 @@ func readMaps(r io.ReaderAt, t *Trace, off, hdr, minHdr, end int64) error {
 	return nil
 }
 
-func readThread(r io.ReaderAt, t *Trace, off, hdr, end int64, conv func(uint64) uint64) error {
+// readThread notes a version-1 THREAD chunk: the thread's facts and where its records are.
+func (s *Stream) readThread(off, hdr, end int64) error {
+	t := s.Trace
 	if hdr < threadHdrSize {
 		return fmt.Errorf("thread: header size %d < %d", hdr, threadHdrSize)
 	}
-	h, err := readAt(r, off, off+threadHdrSize)
+	h, err := readAt(s.r, off, off+threadHdrSize)
 	if err != nil {
 		return fmt.Errorf("thread: %w", err)
 	}
@@ -295,24 +327,29 @@ func readThread(r io.ReaderAt, t *Trace, off, hdr, end int64, conv func(uint64) 
 		t.Header.Warnings = append(t.Header.Warnings, fmt.Sprintf("thread %d: %d records claimed, room for %d (trace not finalised)", th.TID, nrec, room))
 		nrec = room
 	}
-	th.Events = make([]Event, 0, nrec)
+	t.Threads = append(t.Threads, th)
+	s.src = append(s.src, source{v1: v1records{off: off + hdr, n: nrec}})
+	return nil
+}
+
+// decodeV1 passes a version-1 thread's records to emit in batches.
+func (s *Stream) decodeV1(th *Thread, v v1records, emit func([]Event) error) error {
 	const batch = 4096
 	buf := make([]byte, batch*RecordSize)
-	pos := off + hdr
+	evs := make([]Event, 0, batch)
+	pos := v.off
 	unknown := 0
-	for left := nrec; left > 0; {
-		n := left
-		if n > batch {
-			n = batch
-		}
+	for left := v.n; left > 0; {
+		n := min(left, batch)
 		b := buf[:n*RecordSize]
-		if _, err := r.ReadAt(b, pos); err != nil {
+		if _, err := s.r.ReadAt(b, pos); err != nil {
 			return fmt.Errorf("thread %d: reading records: %w", th.TID, err)
 		}
+		evs = evs[:0]
 		for i := uint64(0); i < n; i++ {
 			rec := b[i*RecordSize:]
 			ev := Event{
-				TS:    conv(le.Uint64(rec)),
+				TS:    s.conv(le.Uint64(rec)),
 				IP:    le.Uint64(rec[8:]),
 				Depth: int32(le.Uint32(rec[24:])),
 				Flags: le.Uint16(rec[30:]),
@@ -326,21 +363,24 @@ func readThread(r io.ReaderAt, t *Trace, off, hdr, end int64, conv func(uint64) 
 			case recExit:
 				ev.Kind = Exit
 				if aux != 0 {
-					ev.Parent = conv(aux)
+					ev.Parent = s.conv(aux)
 				}
 			default:
 				// Newer writers may add record types: skip them, say so once.
 				if unknown == 0 {
-					t.Header.Warnings = append(t.Header.Warnings, fmt.Sprintf("thread %d: record %d: unknown type %d skipped", th.TID, nrec-left+i, typ))
+					s.warnOnce(fmt.Sprintf("thread %d: record %d: unknown type %d skipped", th.TID, v.n-left+i, typ))
 				}
 				unknown++
 				continue
 			}
-			th.Events = append(th.Events, ev)
+			evs = append(evs, ev)
+		}
+		th.N += uint64(len(evs))
+		if err := emit(evs); err != nil {
+			return err
 		}
 		left -= n
 		pos += int64(n * RecordSize)
 	}
-	t.Threads = append(t.Threads, th)
 	return nil
 }

@@ -1,0 +1,131 @@
+package tracefile
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+)
+
+// Stream is a trace opened for reading its events without holding them: the header,
+// memory map and threads' facts are read at open, each thread's events are decoded on
+// demand, a block or batch at a time. Thread.Events stays nil; Thread.N counts the
+// events decoded so far, and Thread.Lost grows by what the decoded blocks report.
+// Different threads may be decoded at the same time.
+type Stream struct {
+	Trace *Trace
+	r     io.ReaderAt
+	f     *os.File
+	conv  func(uint64) uint64
+	src   []source // parallel to Trace.Threads
+	mu    sync.Mutex
+	seen  map[string]bool
+}
+
+// source says where one thread's events are.
+type source struct {
+	lost   uint64 // the thread's loss count before its blocks are decoded
+	v1     v1records
+	blocks []block // version 2, in seq order
+}
+
+// v1records is a version-1 THREAD chunk's record array.
+type v1records struct {
+	off int64
+	n   uint64
+}
+
+// count is the number of events the thread's chunks announce (a size hint).
+func (s source) count() uint64 {
+	if s.blocks == nil {
+		return s.v1.n
+	}
+	var n uint64
+	for _, b := range s.blocks {
+		n += uint64(b.nev)
+	}
+	return n
+}
+
+// OpenStream opens the trace at path for streaming. Errors name the file. Close it.
+func OpenStream(path string) (*Stream, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	s, err := index(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s.f = f
+	return s, nil
+}
+
+// Close closes the file.
+func (s *Stream) Close() error {
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Close()
+}
+
+// Events passes thread i's events (an index into Trace.Threads) to emit, in order, in
+// batches that are reused after emit returns. An error from emit stops the decoding and
+// is returned.
+func (s *Stream) Events(i int, emit func([]Event) error) error {
+	return s.decode(i, emit)
+}
+
+func (s *Stream) decode(i int, emit func([]Event) error) error {
+	th := s.Trace.Threads[i]
+	th.N, th.Lost = 0, s.src[i].lost // decoding counts them (again)
+	if src := s.src[i]; src.blocks != nil {
+		return s.decodeV2(th, src.blocks, emit)
+	}
+	return s.decodeV1(th, s.src[i].v1, emit)
+}
+
+// Hint is the number of events thread i's chunks announce.
+func (s *Stream) Hint(i int) uint64 { return s.src[i].count() }
+
+// warnOnce adds a warning met while decoding (threads may be decoded concurrently).
+func (s *Stream) warnOnce(w string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	if !s.seen[w] {
+		s.seen[w] = true
+		s.Trace.Header.Warnings = append(s.Trace.Header.Warnings, w)
+	}
+}
+
+// sortThreads orders the threads by id, keeping each one's source with it.
+func (s *Stream) sortThreads() {
+	idx := make([]int, len(s.Trace.Threads))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return s.Trace.Threads[idx[a]].TID < s.Trace.Threads[idx[b]].TID })
+	ths := make([]*Thread, len(idx))
+	src := make([]source, len(idx))
+	for k, i := range idx {
+		ths[k], src[k] = s.Trace.Threads[i], s.src[i]
+	}
+	s.Trace.Threads, s.src = ths, src
+	for i, th := range ths {
+		s.src[i].lost = th.Lost
+	}
+}
