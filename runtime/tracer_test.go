@@ -1135,6 +1135,37 @@ func TestTracerKilledForkChildName(t *testing.T) {
 	}
 }
 
+// An output that names a device, FIFO or socket is never replaced by the trace (as root,
+// FTRACE_OUTPUT=/dev/null once turned /dev/null into a regular file): the program runs
+// untraced and says so.
+func TestTracerOutputNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_misc.c")
+	want, wantWS := trRun(t, dir, prog, nil, "exit", "10")
+	fifo := filepath.Join(dir, "fifo.dat")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(prog, "exit", "10")
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT="+fifo)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws != wantWS || stdout.String() != want {
+		t.Errorf("traced: %q %v (%v), untraced: %q %v", stdout.String(), ws, err, want, wantWS)
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was replaced: %v %v", st.Mode(), err)
+	}
+	if !strings.Contains(stderr.String(), "not a regular file") {
+		t.Errorf("stderr %q does not say why nothing was traced", stderr.String())
+	}
+	if m, _ := filepath.Glob(fifo + ".*"); len(m) != 0 {
+		t.Errorf("files left: %v", m)
+	}
+}
+
 func TestTracerGraphUsers(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_users.c")

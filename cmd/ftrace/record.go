@@ -82,6 +82,10 @@ func doRecord(c *cli.Context) error {
 		return errors.New("record: --duration and --size stop recording through the control socket: not with --control=false")
 	}
 	out := c.String("output")
+	if st, err := os.Lstat(out); err == nil && !st.Mode().IsRegular() && st.Mode()&os.ModeSymlink == 0 {
+		// the trace is renamed onto its name: it would replace a device such as /dev/null
+		return fmt.Errorf("record: --output %s is not a regular file (%s); the trace is written beside it and renamed onto it", out, st.Mode().Type())
+	}
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
 	for _, l := range [][2]string{{"filter", "FTRACE_FILTER"}, {"notrace", "FTRACE_NOTRACE"},
 		{"graph-function", "FTRACE_GRAPH_FUNCTION"}, {"graph-notrace", "FTRACE_GRAPH_NOTRACE"}} {

@@ -32,6 +32,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -545,6 +546,33 @@ static int create_private(const char *path)
 	if (fd < 0 && errno == EEXIST && unlink(path) == 0)
 		fd = open(path, flags, 0600);
 	return fd;
+}
+
+/*
+ * A trace is written beside its name and renamed onto it: that must never replace a
+ * device, FIFO or socket (FTRACE_OUTPUT=/dev/null run as root would destroy /dev/null).
+ * A symlink is replaced itself, never followed.
+ */
+static int output_ok(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+		return 0;
+	ft_msg(path, " exists and is not a regular file (a device, FIFO, socket or directory): "
+		     "no trace is written there");
+	return -EEXIST;
+}
+
+static int rename_output(const char *from, const char *to)
+{
+	int err = output_ok(to);
+
+	if (!err && rename(from, to) != 0)
+		err = -errno;
+	return err;
 }
 
 static void expand_output(const char *in, char *out, size_t size, const char *suffix)
@@ -1064,6 +1092,9 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 			 snprintf(s->part, sizeof(s->part), "%s.%d.part", s->final, (int)getpid());
 	if (n < 0 || n >= (int)sizeof(s->part))
 		return -ENAMETOOLONG;
+	err = output_ok(s->final);
+	if (err)
+		return err;
 	fd = ft_fd_high(create_private(s->part));
 	if (fd < 0) {
 		err = -errno;
@@ -1559,8 +1590,8 @@ int ft_session_finish(int reason, int sig, int in_signal)
 		err = -EIO;
 	if (locked)
 		lock_put();
-	if (!err && rename(s->part, s->final) != 0)
-		err = -errno;
+	if (!err)
+		err = rename_output(s->part, s->final);
 	if (err)
 		ft_msg_err("cannot finalise trace file ", s->part, err);
 	return err;
@@ -1672,8 +1703,8 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		err = write_all(fd, &h, sizeof(h), 0);
 	close(fd);
 	__atomic_store_n(&snap_tmp_live, 0, __ATOMIC_RELEASE);
-	if (!err && rename(tmp, final) != 0)
-		err = -errno;
+	if (!err)
+		err = rename_output(tmp, final);
 	if (err)
 		unlink(tmp);
 	else if (out)
