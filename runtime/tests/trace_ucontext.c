@@ -19,11 +19,11 @@
 static int (*swap)(ucontext_t *, const ucontext_t *) = swapcontext;
 static ucontext_t sched_ctx, co_ctx[NCO], jump_ctx;
 static char co_stack[2][STACK] __attribute__((aligned(16)));	/* adjacent in .bss */
-static unsigned long sum;
+static unsigned long sum, nleaf, nbetween;
 static int cur, rounds = 200, finished[NCO];
 volatile int sink;
 
-__attribute__((noinline)) void leaf(unsigned long v) { sum = sum * 31 + v; }
+__attribute__((noinline)) void leaf(unsigned long v) { sum = sum * 31 + v; nleaf++; }
 
 /* Give the scheduler the CPU back from deep inside traced calls. */
 __attribute__((noinline)) void yield(int id)
@@ -62,7 +62,7 @@ __attribute__((noinline)) void co_main(int id)
 }
 
 /* Calls made between switches on the scheduler's stack: they must graph normally. */
-__attribute__((noinline)) void between(int k) { leaf(k); leaf(k + 1); }
+__attribute__((noinline)) void between(int k) { leaf(k); leaf(k + 1); nbetween++; }
 
 __attribute__((noinline)) int resume(int id)
 {
@@ -138,6 +138,6 @@ int main(int argc, char **argv)
 		rounds = atoi(argv[a]);
 	printf("steps %d\n", schedule());
 	jumper();
-	printf("jumps %d sum %lu\n", jumps, sum);
+	printf("jumps %d sum %lu leaf %lu between %lu\n", jumps, sum, nleaf, nbetween);
 	return 0;
 }
