@@ -126,38 +126,81 @@ static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, u
 
 /*
  * Words that may lie on a stack unmapped since (a coroutine's, freed by the program):
- * process_vm_readv/writev on ourselves fail there instead of faulting. Where they are
- * not allowed (seccomp), plain access. Slow paths only; the program's errno is kept.
+ * process_vm_readv/writev on ourselves fail there instead of faulting, one system call
+ * for many words. Where they are not allowed (seccomp), plain access. Slow paths only;
+ * the program's errno is kept. ok[i] tells whether word i was transferred.
  */
-static int word_access(unsigned long *p, unsigned long *v, int write)
-{
-	struct iovec l = { v, sizeof(*v) }, r = { p, sizeof(*v) };
-	int saved_errno = errno, ok = 1;
-	ssize_t n;
+#define VM_BATCH 64
 
-	n = write ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
-		  : process_vm_readv(getpid(), &l, 1, &r, 1, 0);
-	if (n != (ssize_t)sizeof(*v)) {
-		if (n < 0 && (errno == ENOSYS || errno == EPERM || errno == EACCES)) {
-			if (write)
-				*p = *v;
-			else
-				*v = *p;
-		} else {
-			ok = 0;
+static void vm_words(pid_t pid, unsigned long *const *addr, unsigned long *val, char *ok, int n,
+		     int write)
+{
+	struct iovec l[VM_BATCH], r[VM_BATCH];
+	int saved_errno = errno, i = 0;
+
+	while (i < n) {
+		int m = n - i < VM_BATCH ? n - i : VM_BATCH, done;
+		ssize_t got;
+
+		for (int j = 0; j < m; j++) {
+			l[j] = (struct iovec){ &val[i + j], sizeof(*val) };
+			r[j] = (struct iovec){ addr[i + j], sizeof(*val) };
 		}
+		got = write ? process_vm_writev(pid, l, (unsigned long)m, r, (unsigned long)m, 0)
+			    : process_vm_readv(pid, l, (unsigned long)m, r, (unsigned long)m, 0);
+		if (got < 0 && (errno == ENOSYS || errno == EPERM || errno == EACCES)) {
+			for (; i < n; i++) {
+				if (write)
+					*addr[i] = val[i];
+				else
+					val[i] = *addr[i];
+				ok[i] = 1;
+			}
+			break;
+		}
+		/* transfers stop at the first word that is not mapped: skip it */
+		done = got < 0 ? 0 : (int)(got / (ssize_t)sizeof(*val));
+		for (int j = 0; j < done; j++)
+			ok[i + j] = 1;
+		i += done;
+		if (i < n && done < m)
+			ok[i++] = 0;
 	}
 	errno = saved_errno;
-	return ok;
 }
 
-/* Put ret back in slot if the slot is still hooked. */
+/*
+ * Put the real return addresses of n frames back in their slots where these are still
+ * hooked (newest first: of a tail call's frames, the caller's address is written last).
+ */
+static void unhook_frames(pid_t pid, struct fgraph_frame *const *f, int n)
+{
+	unsigned long *addr[VM_BATCH], val[VM_BATCH];
+	char ok[VM_BATCH];
+
+	for (int i = 0; i < n; i += VM_BATCH) {
+		int m = n - i < VM_BATCH ? n - i : VM_BATCH, w = 0;
+
+		for (int j = 0; j < m; j++)
+			addr[j] = f[i + j]->slot;
+		vm_words(pid, addr, val, ok, m, 0);
+		for (int j = 0; j < m; j++)
+			if (ok[j] && val[j] == (unsigned long)return_to_handler) {
+				addr[w] = f[i + j]->slot;
+				val[w++] = f[i + j]->ret;
+			}
+		vm_words(pid, addr, val, ok, w, 1);
+	}
+}
+
 static void unhook_slot(unsigned long *slot, unsigned long ret)
 {
-	unsigned long v;
+	struct fgraph_frame fr = { .slot = slot, .ret = ret }, *f = &fr;
+	int saved_errno = errno;
+	pid_t pid = getpid();	/* not cached: a child of a bare clone() would write its parent */
 
-	if (word_access(slot, &v, 0) && v == (unsigned long)return_to_handler)
-		word_access(slot, &ret, 1);
+	errno = saved_errno;
+	unhook_frames(pid, &f, 1);
 }
 
 static void orphan_del(struct ft_thread *t, int i)
@@ -463,19 +506,34 @@ unsigned long fgraph_return(unsigned long sp)
 void fgraph_switch_out(unsigned long *sp)
 {
 	struct ft_thread *t = &ft_cur;
+	struct fgraph_frame *batch[VM_BATCH];
 	static int told;
-	int d;
+	int d, n = 0, saved_errno;
+	pid_t pid;
 
 	if (!t->shadow || !t->depth)
 		return;
+	saved_errno = errno;
+	pid = getpid();
+	errno = saved_errno;
 	t->in_ret++;	/* a signal handler's calls must not push frames meanwhile */
 	barrier();
-	for (d = t->depth - 1; d >= 0; d--) {	/* newest first: a tail call's caller last */
+	for (d = t->depth - 1; d >= 0; d--) {
 		struct fgraph_frame *f = &t->shadow[d];
 
-		if (f->slot >= sp)
-			unhook_slot(f->slot, f->ret);
+		if (f->slot < sp || f->ret == (unsigned long)return_to_handler)
+			continue;	/* below: not ours; a tail call: its caller writes */
+		/* a newer frame of the same slot with its own address: this one is dead */
+		if (d + 1 < t->depth && t->shadow[d + 1].slot == f->slot &&
+		    t->shadow[d + 1].ret != (unsigned long)return_to_handler)
+			continue;
+		batch[n++] = f;
+		if (n == VM_BATCH) {
+			unhook_frames(pid, batch, n);
+			n = 0;
+		}
 	}
+	unhook_frames(pid, batch, n);
 	for (d = 0; d < t->depth; d++)
 		if (t->shadow[d].slot < sp)
 			orphan_add(t, &t->shadow[d]);
