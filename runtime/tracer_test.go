@@ -1647,6 +1647,78 @@ func TestTracerSigaltstack(t *testing.T) {
 	}
 }
 
+// Coroutines switching with makecontext/swapcontext in the middle of traced calls (issue
+// 13): the program computes and exits as untraced, the trace is complete and balanced,
+// calls that do not cross a switch keep their exits. "raw" switches with libc's own
+// swapcontext, which the runtime does not see: frames are then found on other stacks
+// when they return.
+func TestTracerUcontext(t *testing.T) {
+	flows := []struct {
+		name  string
+		build func(t *testing.T, dir, src string) string
+	}{{"real", trBuild}, {"mock", trBuildMock}, {"mock-asan-ubsan", trBuildMockASan}}
+	for _, fl := range flows {
+		fl := fl
+		t.Run(fl.name, func(t *testing.T) {
+			dir := t.TempDir()
+			prog := fl.build(t, dir, "trace_ucontext.c")
+			for _, mode := range []string{"seen", "raw"} {
+				var args []string
+				if mode == "raw" {
+					args = []string{"raw"}
+				}
+				plain, pws := trRun(t, dir, prog, nil, args...)
+				var nleaf, nbetween int
+				if _, err := fmt.Sscanf(plain[strings.Index(plain, "\n")+1:], "jumps 4 sum %d leaf %d between %d",
+					new(uint64), &nleaf, &nbetween); err != nil || pws.ExitStatus() != 0 {
+					t.Fatalf("%s untraced: %q %v (%v)", mode, plain, pws, err)
+				}
+				for _, tracer := range []string{"function_graph", "function"} {
+					out := mode + "-" + tracer + ".dat"
+					got, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}, args...)
+					if got != plain || ws != pws {
+						t.Fatalf("%s %s: traced %q %v; untraced %q %v", mode, tracer, got, ws, plain, pws)
+					}
+					tr := trRead(t, filepath.Join(dir, out))
+					trCheckComplete(t, tr, 1)
+					s := trSymbols(t, tr, prog)
+					if len(tr.Threads) != 1 || tr.Threads[0].Lost != 0 {
+						t.Fatalf("%s %s: %d threads", mode, tracer, len(tr.Threads))
+					}
+					th := tr.Threads[0]
+					if tracer == "function" {
+						n := map[string]int{}
+						for _, r := range th.Recs {
+							n[s.name(r.IP)]++
+						}
+						if n["leaf"] != nleaf || n["between"] != nbetween || n["co_main"] != 3 {
+							t.Errorf("%s function: leaf %d between %d co_main %d, want %d %d 3",
+								mode, n["leaf"], n["between"], n["co_main"], nleaf, nbetween)
+						}
+						continue
+					}
+					ent, unw, open := trGraph(t, th, s)
+					if open != 0 {
+						t.Errorf("%s: %d frames open at the end", mode, open)
+					}
+					// leaf and between never switch: every call has its own exit
+					if ent["leaf"] != nleaf || unw["leaf"] != 0 || ent["between"] != nbetween || unw["between"] != 0 {
+						t.Errorf("%s: leaf %d (%d unwound), between %d (%d unwound); want %d and %d, none unwound",
+							mode, ent["leaf"], unw["leaf"], ent["between"], unw["between"], nleaf, nbetween)
+					}
+					if mode == "seen" {
+						// level2 switches for even i only: 25 + 2*100 calls of the 450 do not
+						if ent["level2"] != 450 || ent["level2"]-unw["level2"] != 225 || ent["co_main"] != 3 {
+							t.Errorf("level2 %d, %d unwound; co_main %d; want 450, 225, 3", ent["level2"],
+								unw["level2"], ent["co_main"])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 // The trace clock: FTRACE_CLOCK=mono records CLOCK_MONOTONIC nanoseconds (clock 2, 1 ns
 // per tick, no TSC rate); the default and FTRACE_CLOCK=tsc use the calibrated TSC (clock
 // 1) when CPUID reports it invariant (Linux's constant_tsc + nonstop_tsc flags), else

@@ -23,6 +23,19 @@
  * Tail calls need nothing: the callee's slot holds return_to_handler, which
  * is saved as its "real" return address, so both frames return in turn.
  *
+ * Stack switches (swapcontext, coroutines): the kernel keeps a shadow stack per
+ * task, but a user-space context has no identity to hang one on (any
+ * ucontext_t, copied at will, or a coroutine library's own registers). So:
+ *  - swapcontext/setcontext (interposed) close every open frame as unwound and
+ *    put its real return address back: a suspended function returns directly
+ *    when its context resumes, untraced; the calls it makes then are graphed;
+ *  - a switch the runtime does not see looks like a longjmp: frames closed as
+ *    unwound that way keep their {slot, real return address} in a per-thread
+ *    table ("orphans") that a return without a shadow frame searches, so they
+ *    still return to the right place. A full table gives its oldest entry's
+ *    address back to its slot (read and written so that a stack unmapped since
+ *    cannot fault).
+ *
  * A thread whose shadow stack is full stops hooking deeper calls (counted in
  * the trace's lost_depth); nothing is lost above.
  */
@@ -33,11 +46,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "trace_internal.h"
 
 #define SHADOW_BYTES (FGRAPH_SHADOW_DEPTH * sizeof(struct fgraph_frame))
+#define ORPHANS 1024
+#define MAP_BYTES (SHADOW_BYTES + ORPHANS * sizeof(struct fgraph_orphan))
 
 struct fgraph_user {
 	struct fgraph_ops *gops;
@@ -64,7 +80,7 @@ static struct fgraph_frame *shadow_get(struct ft_thread *t)
 	{
 		int saved_errno = errno;	/* inside a traced function: the program's errno */
 
-		p = mmap(NULL, SHADOW_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		p = mmap(NULL, MAP_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			 -1, 0);
 		errno = saved_errno;
 	}
@@ -73,6 +89,8 @@ static struct fgraph_frame *shadow_get(struct ft_thread *t)
 		return NULL;
 	}
 	t->depth = 0;
+	t->norphans = 0;
+	t->orphans = (struct fgraph_orphan *)((char *)p + SHADOW_BYTES);
 	t->shadow = p;
 	return p;
 }
@@ -106,16 +124,167 @@ static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, u
 	t->in_ret--;
 }
 
-/* Pop frames above index keep (exclusive) as unwound, most recent first. */
-static void pop_unwound(struct ft_thread *t, int keep, int restore)
+/*
+ * Words that may lie on a stack unmapped since (a coroutine's, freed by the program):
+ * process_vm_readv/writev on ourselves fail there instead of faulting, one system call
+ * for many words. Where they are not allowed (seccomp), plain access. Slow paths only;
+ * the program's errno is kept. ok[i] tells whether word i was transferred.
+ */
+#define VM_BATCH 64
+
+static void vm_words(pid_t pid, unsigned long *const *addr, unsigned long *val, char *ok, int n,
+		     int write)
+{
+	struct iovec l[VM_BATCH], r[VM_BATCH];
+	int saved_errno = errno, i = 0;
+
+	while (i < n) {
+		int m = n - i < VM_BATCH ? n - i : VM_BATCH, done;
+		ssize_t got;
+
+		for (int j = 0; j < m; j++) {
+			l[j] = (struct iovec){ &val[i + j], sizeof(*val) };
+			r[j] = (struct iovec){ addr[i + j], sizeof(*val) };
+		}
+		got = write ? process_vm_writev(pid, l, (unsigned long)m, r, (unsigned long)m, 0)
+			    : process_vm_readv(pid, l, (unsigned long)m, r, (unsigned long)m, 0);
+		if (got < 0 && (errno == ENOSYS || errno == EPERM || errno == EACCES)) {
+			for (; i < n; i++) {
+				if (write)
+					*addr[i] = val[i];
+				else
+					val[i] = *addr[i];
+				ok[i] = 1;
+			}
+			break;
+		}
+		/* transfers stop at the first word that is not mapped: skip it */
+		done = got < 0 ? 0 : (int)(got / (ssize_t)sizeof(*val));
+		for (int j = 0; j < done; j++)
+			ok[i + j] = 1;
+		i += done;
+		if (i < n && done < m)
+			ok[i++] = 0;
+	}
+	errno = saved_errno;
+}
+
+/*
+ * Put the real return addresses of n frames back in their slots where these are still
+ * hooked (newest first: of a tail call's frames, the caller's address is written last).
+ */
+static void unhook_frames(pid_t pid, struct fgraph_frame *const *f, int n)
+{
+	unsigned long *addr[VM_BATCH], val[VM_BATCH];
+	char ok[VM_BATCH];
+
+	for (int i = 0; i < n; i += VM_BATCH) {
+		int m = n - i < VM_BATCH ? n - i : VM_BATCH, w = 0;
+
+		for (int j = 0; j < m; j++)
+			addr[j] = f[i + j]->slot;
+		vm_words(pid, addr, val, ok, m, 0);
+		for (int j = 0; j < m; j++)
+			if (ok[j] && val[j] == (unsigned long)return_to_handler) {
+				addr[w] = f[i + j]->slot;
+				val[w++] = f[i + j]->ret;
+			}
+		vm_words(pid, addr, val, ok, w, 1);
+	}
+}
+
+static void unhook_slot(unsigned long *slot, unsigned long ret)
+{
+	struct fgraph_frame fr = { .slot = slot, .ret = ret }, *f = &fr;
+	int saved_errno = errno;
+	pid_t pid = getpid();	/* not cached: a child of a bare clone() would write its parent */
+
+	errno = saved_errno;
+	unhook_frames(pid, &f, 1);
+}
+
+static void orphan_del(struct ft_thread *t, int i)
+{
+	t->norphans--;
+	memmove(&t->orphans[i], &t->orphans[i + 1],
+		(size_t)(t->norphans - i) * sizeof(t->orphans[0]));
+}
+
+/* Orphan i leaves the table: its return must still find its real address. */
+static void orphan_release(struct ft_thread *t, int i)
+{
+	struct fgraph_orphan o = t->orphans[i];
+	int d;
+
+	orphan_del(t, i);
+	for (d = 0; d < t->depth; d++) {
+		struct fgraph_frame *f = &t->shadow[d];
+
+		if (f->slot != o.slot)
+			continue;
+		/*
+		 * A live frame hooked the slot since: a tail call from the orphan (which
+		 * continues to the orphan's address) or a new call (the orphan is dead).
+		 */
+		if (f->ret == (unsigned long)return_to_handler)
+			f->ret = o.ret;
+		return;
+	}
+	unhook_slot(o.slot, o.ret);
+}
+
+static void orphan_add(struct ft_thread *t, const struct fgraph_frame *f)
+{
+	int i;
+
+	/* an older record of this slot is dead: a call wrote the slot since (not a tail call) */
+	if (f->ret != (unsigned long)return_to_handler)
+		for (i = t->norphans - 1; i >= 0; i--)
+			if (t->orphans[i].slot == f->slot)
+				orphan_del(t, i);
+	if (t->norphans == ORPHANS)
+		orphan_release(t, 0);
+	t->orphans[t->norphans].slot = f->slot;
+	t->orphans[t->norphans].ret = f->ret;
+	t->norphans++;
+}
+
+/* Say once per process that the graph could not follow a thread through a switch. */
+static void switch_note(int *told, const char *how, const char *what)
+{
+	char buf[160], num[24];
+	size_t n;
+
+	if (__atomic_exchange_n(told, 1, __ATOMIC_RELAXED))
+		return;
+	ft_utoa(num, (unsigned long)gettid());
+	n = ft_strlcpy(buf, "function_graph: stack switch (", sizeof(buf));
+	n += ft_strlcpy(buf + n, how, sizeof(buf) - n);
+	n += ft_strlcpy(buf + n, ") in thread ", sizeof(buf) - n);
+	ft_strlcpy(buf + n, num, sizeof(buf) - n);
+	ft_msg(buf, what);
+}
+
+enum { POP_DEAD, POP_RESTORE, POP_ORPHAN };
+
+/*
+ * Pop frames above index keep (exclusive) as unwound, most recent first.  how: POP_DEAD
+ * (their slots are gone or hold the real addresses already), POP_RESTORE (put the real
+ * return addresses back), POP_ORPHAN (believed dead, but they may be live on a stack left
+ * by an unseen switch: keep their addresses).
+ */
+static void pop_unwound(struct ft_thread *t, int keep, int how)
 {
 	uint64_t now = ft_clock_read();
 
+	if (how == POP_ORPHAN)
+		for (int d = keep; d < t->depth; d++)	/* oldest first */
+			orphan_add(t, &t->shadow[d]);
 	while (t->depth > keep) {
 		int d = t->depth - 1;
 		struct fgraph_frame f = t->shadow[d];
 
-		if (restore && *f.slot == (unsigned long)return_to_handler)
+		if (how == POP_RESTORE && *f.slot == (unsigned long)return_to_handler)
 			*f.slot = f.ret;
 		t->depth = d;
 		barrier();
@@ -161,7 +330,7 @@ static void drop_stale(struct ft_thread *t, unsigned long *slot)
 		d--;
 	}
 	if (d < t->depth)
-		pop_unwound(t, d, 0);
+		pop_unwound(t, d, POP_ORPHAN);
 }
 
 /* Calls made by the callbacks themselves (traced code) are not graphed. */
@@ -264,6 +433,32 @@ static FT_CALLBACK void fgraph_entry(unsigned long ip, unsigned long parent_ip, 
 }
 
 /*
+ * A return without a shadow frame: a frame closed as unwound when it was not dead (its
+ * stack was switched away from, unseen). Its exit was recorded then; the most recent
+ * record of the slot has its address (an older one is a tail call's caller, whose turn
+ * comes next).
+ */
+static __attribute__((noinline)) unsigned long orphan_return(struct ft_thread *t,
+							    unsigned long *slot)
+{
+	for (int i = t->norphans - 1; i >= 0; i--) {
+		unsigned long ret = t->orphans[i].ret;
+
+		if (t->orphans[i].slot != slot)
+			continue;
+		static int told;
+
+		orphan_del(t, i);
+		switch_note(&told, "not seen by ftkit: a coroutine library?",
+			    ": frames left on another stack were closed as unwound; they return untraced");
+		return ret;
+	}
+	/* no record of the real address anywhere: nothing correct can follow */
+	ft_msg("fatal: return_to_handler without a shadow-stack frame", NULL);
+	abort();
+}
+
+/*
  * Called by return_to_handler with the stack pointer after the traced
  * function's `ret`: its slot is sp - 8. Returns where to continue.
  */
@@ -283,11 +478,14 @@ unsigned long fgraph_return(unsigned long sp)
 		if (t->shadow[d].slot == slot)
 			break;
 	if (unlikely(d < 0)) {
-		ft_msg("fatal: return_to_handler without a shadow-stack frame", NULL);
-		abort();
+		unsigned long ret = orphan_return(t, slot);
+
+		barrier();
+		t->in_ret--;
+		return ret;
 	}
 	if (d < t->depth - 1)
-		pop_unwound(t, d + 1, 0);
+		pop_unwound(t, d + 1, POP_ORPHAN);
 	f = t->shadow[d];
 	t->depth = d;
 	t->last_slot = NULL;
@@ -296,6 +494,54 @@ unsigned long fgraph_return(unsigned long sp)
 	barrier();
 	t->in_ret--;
 	return f.ret;
+}
+
+/*
+ * The thread leaves its stack for another context (swapcontext, setcontext): its frames
+ * would otherwise mix with the other stack's, whose calls would be taken for a longjmp
+ * over them. Close them all as unwound; frames at or above sp (the caller's live ones)
+ * get their real return addresses back and return directly, untraced, when the context
+ * resumes. Frames below sp are dead here, or belong to a stack left unseen: orphans.
+ */
+void fgraph_switch_out(unsigned long *sp)
+{
+	struct ft_thread *t = &ft_cur;
+	struct fgraph_frame *batch[VM_BATCH];
+	static int told;
+	int d, n = 0, saved_errno;
+	pid_t pid;
+
+	if (!t->shadow || !t->depth)
+		return;
+	saved_errno = errno;
+	pid = getpid();
+	errno = saved_errno;
+	t->in_ret++;	/* a signal handler's calls must not push frames meanwhile */
+	barrier();
+	for (d = t->depth - 1; d >= 0; d--) {
+		struct fgraph_frame *f = &t->shadow[d];
+
+		if (f->slot < sp || f->ret == (unsigned long)return_to_handler)
+			continue;	/* below: not ours; a tail call: its caller writes */
+		/* a newer frame of the same slot with its own address: this one is dead */
+		if (d + 1 < t->depth && t->shadow[d + 1].slot == f->slot &&
+		    t->shadow[d + 1].ret != (unsigned long)return_to_handler)
+			continue;
+		batch[n++] = f;
+		if (n == VM_BATCH) {
+			unhook_frames(pid, batch, n);
+			n = 0;
+		}
+	}
+	unhook_frames(pid, batch, n);
+	for (d = 0; d < t->depth; d++)
+		if (t->shadow[d].slot < sp)
+			orphan_add(t, &t->shadow[d]);
+	pop_unwound(t, 0, POP_DEAD);
+	switch_note(&told, "swapcontext/setcontext",
+		    ": the frames open at a switch are closed as unwound; they return untraced");
+	barrier();
+	t->in_ret--;
 }
 
 /* Put every real return address back (an exception is about to be thrown). */
@@ -309,6 +555,9 @@ void fgraph_unhook_all(void)
 		if (*f->slot == (unsigned long)return_to_handler)
 			*f->slot = f->ret;
 	}
+	/* the unwinder may walk through orphans (a resumed context's frames): unhook them */
+	while (t->norphans)
+		orphan_release(t, t->norphans - 1);
 	t->last_slot = NULL;
 }
 
@@ -324,7 +573,7 @@ void fgraph_rehook_live(unsigned long cfa)
 	while (d > 0 && (unsigned long)t->shadow[d - 1].slot < cfa)
 		d--;
 	if (d < t->depth)
-		pop_unwound(t, d, 0);
+		pop_unwound(t, d, POP_DEAD);	/* fgraph_unhook_all restored them */
 	for (d = 0; d < t->depth; d++) {
 		struct fgraph_frame *f = &t->shadow[d];
 
@@ -340,7 +589,7 @@ void fgraph_unwind_all(void)
 	struct ft_thread *t = &ft_cur;
 
 	if (t->shadow)
-		pop_unwound(t, 0, 1);
+		pop_unwound(t, 0, POP_RESTORE);
 }
 
 /*
@@ -353,16 +602,21 @@ void fgraph_close_all(void)
 	struct ft_thread *t = &ft_cur;
 
 	if (t->shadow && t->depth > 0)
-		pop_unwound(t, 0, 0);
+		pop_unwound(t, 0, POP_DEAD);
 }
 
-/* Thread exit: free the shadow stack if no frame is hooked any more. */
+/*
+ * Thread exit: free the shadow stack if no frame is hooked any more. Orphans may live on
+ * in a context another thread resumes: their slots get their real addresses back.
+ */
 void fgraph_thread_release(void)
 {
 	struct ft_thread *t = &ft_cur;
 
+	while (t->shadow && t->norphans)
+		orphan_release(t, t->norphans - 1);
 	if (t->shadow && t->depth == 0) {
-		munmap(t->shadow, SHADOW_BYTES);
+		munmap(t->shadow, MAP_BYTES);
 		t->shadow = NULL;
 	}
 }

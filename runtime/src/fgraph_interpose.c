@@ -12,6 +12,10 @@
  * backtrace() and _Unwind_Backtrace() get the real return addresses for the duration
  * of the call.
  *
+ * swapcontext() and setcontext() leave the stack: its frames are closed and unhooked
+ * first (fgraph_switch_out). glibc's own switch to uc_link when a makecontext function
+ * returns is internal, but that stack has no hooked frame left by then.
+ *
  * std::rethrow_exception (std::future::get, std::rethrow_if_nested and
  * exception_ptr users throw through it) calls _Unwind_RaiseException itself,
  * not __cxa_throw: it is interposed too.
@@ -27,6 +31,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "trace_internal.h"
 
@@ -56,6 +61,10 @@ static pthread_exit_t real_pthread_exit;
 static backtrace_t real_backtrace;
 typedef void (*rethrow_exception_t)(void *);
 static rethrow_exception_t real_rethrow_exception;
+typedef int (*swapcontext_t)(ucontext_t *, const ucontext_t *);
+typedef int (*setcontext_t)(const ucontext_t *);
+static swapcontext_t real_swapcontext;
+static setcontext_t real_setcontext;
 
 #define RETHROW_EXCEPTION "_ZSt17rethrow_exceptionNSt15__exception_ptr13exception_ptrE"
 
@@ -67,6 +76,31 @@ __attribute__((constructor)) static void interpose_init(void)
 	real_pthread_exit = (pthread_exit_t)dlsym(RTLD_NEXT, "pthread_exit");
 	real_backtrace = (backtrace_t)dlsym(RTLD_NEXT, "backtrace");
 	real_rethrow_exception = (rethrow_exception_t)dlsym(RTLD_NEXT, RETHROW_EXCEPTION);
+	real_swapcontext = (swapcontext_t)dlsym(RTLD_NEXT, "swapcontext");
+	real_setcontext = (setcontext_t)dlsym(RTLD_NEXT, "setcontext");
+}
+
+/* The caller's frames are at or above our CFA (its stack pointer before the call). */
+int swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	swapcontext_t real = real_swapcontext;
+
+	if (!real)
+		real = real_swapcontext = (swapcontext_t)ft_next_sym("swapcontext");
+	if (ft_cur.depth)
+		fgraph_switch_out(__builtin_dwarf_cfa());
+	return real(oucp, ucp);
+}
+
+int setcontext(const ucontext_t *ucp)
+{
+	setcontext_t real = real_setcontext;
+
+	if (!real)
+		real = real_setcontext = (setcontext_t)ft_next_sym("setcontext");
+	if (ft_cur.depth)
+		fgraph_switch_out(__builtin_dwarf_cfa());
+	return real(ucp);
 }
 
 void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))

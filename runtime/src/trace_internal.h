@@ -36,6 +36,16 @@ struct fgraph_frame {
 	uint32_t epoch;			/* fgraph_epoch at entry */
 };
 
+/*
+ * A frame closed as unwound while its slot may still be live on a stack the thread left
+ * without the runtime seeing the switch (fgraph.c): its real return address, kept for
+ * the day it returns.
+ */
+struct fgraph_orphan {
+	unsigned long *slot;
+	unsigned long ret;
+};
+
 /* A recorded graph frame still open (the tracer's own stack, see ft_thread.rs). */
 struct ft_rframe {
 	uint64_t ip;
@@ -114,6 +124,8 @@ struct ft_thread {
 	int in_ret;		/* running graph callbacks: calls they make are not graphed */
 	unsigned long *last_slot;	/* last frame pushed (same call, other user) */
 	unsigned long last_ip;
+	struct fgraph_orphan *orphans;	/* after the shadow frames, in the same mapping */
+	int norphans;			/* oldest first */
 
 	/* graph_function / graph_notrace subtrees (trace.c): shadow depth + 1 of the frame
 	   that opened one, 0 outside; valid for graph registration sel_gen only */
@@ -206,6 +218,7 @@ void fgraph_rehook_live(unsigned long cfa);
 void fgraph_unwind_all(void);
 void fgraph_close_all(void);	/* frames left at thread exit (pthread_cancel) */
 void fgraph_thread_release(void);
+void fgraph_switch_out(unsigned long *sp);	/* swapcontext/setcontext: sp = caller's */
 extern void return_to_handler(void);
 
 /* trace.c */
