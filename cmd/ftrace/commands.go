@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/flame"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/graph"
@@ -107,15 +106,10 @@ func dumpCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default stdout)"},
 		},
 		Action: func(c *cli.Context) error {
-			// the raw dump needs the records only, not the call trees
-			var f *calltree.Forest
-			var tr *tracefile.Trace
-			var err error
-			if c.Bool("chrome") {
-				f, _, err = loadForest(c)
-			} else if tr, _, err = loadTrace(c); err == nil {
-				warnLost(c, tr)
+			if !c.Bool("chrome") {
+				return dumpRawCommand(c)
 			}
+			f, _, err := loadForest(c)
 			if err != nil {
 				return err
 			}
@@ -123,11 +117,7 @@ func dumpCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.Bool("chrome") {
-				err = chrome.Write(w, f)
-			} else {
-				err = dumpRaw(w, tr)
-			}
+			err = chrome.Write(w, f)
 			if cerr := done(); err == nil {
 				err = cerr
 			}
@@ -136,21 +126,60 @@ func dumpCommand() *cli.Command {
 	}
 }
 
-// dumpRaw prints every record: time, thread, kind, depth, ip and its symbol.
-func dumpRaw(w0 io.Writer, tr *tracefile.Trace) error {
-	w := bufio.NewWriter(w0)
+// dumpRawCommand prints every record (time, thread, kind, depth, ip and its symbol),
+// reading the trace as a stream: the records only, not the call trees.
+func dumpRawCommand(c *cli.Context) error {
+	path, err := inputPath(c)
+	if err != nil {
+		return err
+	}
+	st, err := tracefile.OpenStream(path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tr := st.Trace
+	w0, done, err := outputFile(c, c.String("output"))
+	if err != nil {
+		return err
+	}
+	err = dumpRaw(w0, st)
+	if cerr := done(); err == nil {
+		err = cerr
+	}
+	for _, w := range tr.Header.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, w)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	warnLost(c, tr)
+	return nil
+}
+
+func dumpRaw(w0 io.Writer, st *tracefile.Stream) error {
+	tr := st.Trace
+	w := bufio.NewWriterSize(w0, 1<<16)
 	sym := symbolize.New(tr.Maps)
 	fmt.Fprintf(w, "# %12s %7s %-5s %5s %18s  %s\n", "TIME(ns)", "TID", "KIND", "DEPTH", "IP", "FUNCTION")
-	for _, th := range tr.Threads {
-		for _, ev := range th.Events {
-			extra := ""
-			if ev.Kind == tracefile.Call && ev.Parent != 0 {
-				extra = " <- " + sym.Lookup(ev.Parent-1).Name // the call, not what follows it
+	for i, th := range tr.Threads {
+		err := st.Events(i, func(evs []tracefile.Event) error {
+			for _, ev := range evs {
+				extra := ""
+				if ev.Kind == tracefile.Call && ev.Parent != 0 {
+					extra = " <- " + sym.Lookup(ev.Parent-1).Name // the call, not what follows it
+				}
+				if ev.Flags&tracefile.FlagUnwound != 0 {
+					extra += " (unwound)"
+				}
+				if _, err := fmt.Fprintf(w, "%14d %7d %-5s %5d %#18x  %s%s\n", ev.TS-tr.Header.StartNS, th.TID, ev.Kind, ev.Depth, ev.IP, sym.Lookup(ev.IP).Name, extra); err != nil {
+					return err
+				}
 			}
-			if ev.Flags&tracefile.FlagUnwound != 0 {
-				extra += " (unwound)"
-			}
-			fmt.Fprintf(w, "%14d %7d %-5s %5d %#18x  %s%s\n", ev.TS-tr.Header.StartNS, th.TID, ev.Kind, ev.Depth, ev.IP, sym.Lookup(ev.IP).Name, extra)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return w.Flush()
@@ -246,16 +275,24 @@ func infoCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			tr, err := tracefile.Open(path)
+			st, err := tracefile.OpenStream(path)
 			if err != nil {
 				return err
 			}
-			return writeInfo(c, path, tr)
+			defer st.Close()
+			var n counts
+			if n.calls, n.entries, n.exits, n.lost, n.lostDepth, err = st.Counts(); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			return writeInfo(c, path, st.Trace, n)
 		},
 	}
 }
 
-func writeInfo(c *cli.Context, path string, tr *tracefile.Trace) error {
+// counts are a trace's events by kind and its losses.
+type counts struct{ calls, entries, exits, lost, lostDepth uint64 }
+
+func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error {
 	w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 	h := tr.Header
 	fmt.Fprintf(w, "file:\t%s\n", path)
@@ -300,7 +337,7 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace) error {
 		}
 		fmt.Fprintf(w, "format:\tversion %d, %s, blocks of %d bytes\n", h.Version, mode, h.BlockSize)
 	}
-	calls, entries, exits, lost, lostDepth := tr.Counts()
+	calls, entries, exits, lost, lostDepth := n.calls, n.entries, n.exits, n.lost, n.lostDepth
 	fmt.Fprintf(w, "events:\t%d (%d calls, %d entries, %d exits)\n", calls+entries+exits, calls, entries, exits)
 	sum := tracefile.LostSummary(tr)
 	fmt.Fprintf(w, "lost events:\t%d\n", lost)
@@ -329,7 +366,7 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace) error {
 		if th.MissingBlocks > 0 {
 			fl = append(fl, fmt.Sprintf("%d-blocks-missing", th.MissingBlocks))
 		}
-		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%s\t\n", th.TID, th.Name, len(th.Events), th.Lost, th.LostDepth, strings.Join(fl, ","))
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%s\t\n", th.TID, th.Name, th.Len(), th.Lost, th.LostDepth, strings.Join(fl, ","))
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -129,3 +129,46 @@ func (s *Stream) sortThreads() {
 		s.src[i].lost = th.Lost
 	}
 }
+
+// Counts decodes every thread (two at a time) and returns what Trace.Counts returns for
+// a trace read whole; each thread's N and Lost are then final.
+func (s *Stream) Counts() (calls, entries, exits, lost, lostDepth uint64, err error) {
+	type kinds struct{ calls, entries, exits uint64 }
+	per := make([]kinds, len(s.Trace.Threads))
+	errs := make([]error, len(s.Trace.Threads))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i := range s.Trace.Threads {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = s.Events(i, func(evs []Event) error {
+				k := &per[i]
+				for j := range evs {
+					switch evs[j].Kind {
+					case Call:
+						k.calls++
+					case Entry:
+						k.entries++
+					case Exit:
+						k.exits++
+					}
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i, th := range s.Trace.Threads {
+		if errs[i] != nil {
+			return 0, 0, 0, 0, 0, errs[i]
+		}
+		calls += per[i].calls
+		entries += per[i].entries
+		exits += per[i].exits
+		lost += th.Lost
+		lostDepth += th.LostDepth
+	}
+	return calls, entries, exits, lost, lostDepth, nil
+}

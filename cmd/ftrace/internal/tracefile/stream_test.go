@@ -1,0 +1,87 @@
+package tracefile
+
+import (
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// A Stream gives each thread the events Read gives, in batches; decoding a thread again
+// gives the same events and counts (losses are not counted twice); Counts agrees.
+func TestStreamMatchesRead(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewSource(7))
+	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete}}
+	for k := 0; k < 3; k++ {
+		tr.Threads = append(tr.Threads, &Thread{TID: 300 - k, Lost: uint64(k), Events: expectV2(randomStream(rng, 5000+k*777))})
+	}
+	files := map[string][]byte{
+		"v2":      encodeV2(t, tr, WriteOptions{BlockEvents: 333}),
+		"v2ring":  encodeV2(t, tr, WriteOptions{BlockEvents: 200, DropFirst: 3, Partial: true}),
+		"v1":      encode(t, tr),
+		"v2small": encodeV2(t, tr, WriteOptions{BlockEvents: 1}),
+	}
+	for name, data := range files {
+		path := filepath.Join(dir, name+".dat")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		whole := readBytes(t, data)
+		st, err := OpenStream(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, th := range st.Trace.Threads {
+			if th.TID != whole.Threads[i].TID {
+				t.Fatalf("%s: thread %d is %d, Read has %d", name, i, th.TID, whole.Threads[i].TID)
+			}
+			for pass := 0; pass < 2; pass++ {
+				var got []Event
+				batches := 0
+				if err := st.Events(i, func(b []Event) error {
+					got = append(got, b...)
+					batches++
+					return nil
+				}); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				w := whole.Threads[i]
+				if !reflect.DeepEqual(got, w.Events) && !(len(got) == 0 && len(w.Events) == 0) {
+					t.Fatalf("%s thread %d pass %d: %d events, Read has %d (or they differ)", name, th.TID, pass, len(got), len(w.Events))
+				}
+				if th.N != uint64(len(w.Events)) || th.Lost != w.Lost || th.Len() != w.Len() {
+					t.Errorf("%s thread %d pass %d: N %d lost %d, Read: %d events lost %d", name, th.TID, pass, th.N, th.Lost, len(w.Events), w.Lost)
+				}
+				if name == "v2small" && batches < len(w.Events)/2 {
+					t.Errorf("%s: %d batches for %d events: not streamed", name, batches, len(w.Events))
+				}
+			}
+		}
+		c1, e1, x1, l1, d1, err := st.Counts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2, e2, x2, l2, d2 := whole.Counts()
+		if [5]uint64{c1, e1, x1, l1, d1} != [5]uint64{c2, e2, x2, l2, d2} {
+			t.Errorf("%s: Counts %v, Read's %v", name, [5]uint64{c1, e1, x1, l1, d1}, [5]uint64{c2, e2, x2, l2, d2})
+		}
+		st.Close()
+	}
+}
+
+// Only regular files are opened (a FIFO would block the reader).
+func TestStreamRegularOnly(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skip(err)
+	}
+	f, _ := os.OpenFile(p, os.O_RDWR, 0) // so that opening it to read does not block
+	defer f.Close()
+	if _, err := OpenStream(p); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("OpenStream of a FIFO: %v", err)
+	}
+}
