@@ -4,7 +4,8 @@ package bench_test
 //
 //   BenchmarkAcceptGraphLong: fib recorded with function_graph for ~10 s with no buffer
 //   limit and FTRACE_NO_LOSS=1: no event lost, and the per-call cost of the long run within
-//   1.3x of a short run's (~0.5 s) — same binary, runs alternating within one benchmark.
+//   1.3x of a short run's (fib(n) once, the largest n taking at most ~0.6 s traced; the long
+//   run repeats it) — same binary, runs alternating within one benchmark.
 //   go test ./bench -run '^$' -bench AcceptGraphLong -benchtime 1x -v
 //   (FTKIT_ACC_LONG_S: seconds of the long run, default 10; FTKIT_ACC_ROUNDS: rounds, 3)
 //
@@ -83,6 +84,15 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// fibCalls is the number of calls fib(n) makes: 2 fib(n+1) - 1.
+func fibCalls(n int) float64 {
+	a, b := 0.0, 1.0
+	for i := 0; i < n+1; i++ {
+		a, b = b, a+b
+	}
+	return 2*a - 1
 }
 
 // fibRun is one run of tracer_bench fib.
@@ -221,9 +231,17 @@ func BenchmarkAcceptGraphLong(b *testing.B) {
 	out := filepath.Join(dir, "fib.dat")
 	off := []string{"FTRACE_TRACER=", "FTRACE_CONTROL=0"}
 	graph := []string{"FTRACE_TRACER=function_graph", "FTRACE_NO_LOSS=1", "FTRACE_CONTROL=0"}
-	const n = 33 // fib(33): 11.4M calls, ~0.5 s traced
 	longS := envInt("FTKIT_ACC_LONG_S", 10)
 	rounds := envInt("FTKIT_ACC_ROUNDS", 3)
+	const shortPairs = 3
+
+	// The short run: the largest fib(n) that takes at most ~0.6 s traced (probed on fib 27).
+	probe := accFib(b, prog, graph, out, 27, 1, extra)
+	perCall := probe.loopNS / probe.calls
+	n := 27
+	for fibCalls(n+1)*perCall <= 0.6e9 && n < 40 {
+		n++
+	}
 
 	// The short run sets the long run's repetitions and the disk it needs.
 	warm := accFib(b, prog, graph, out, n, 1, extra)
@@ -244,16 +262,24 @@ func BenchmarkAcceptGraphLong(b *testing.B) {
 	var shortCost, longCost, ratios, wallRatios []float64
 	var longRun fibRun
 	for r := 0; r < rounds; r++ {
-		so := accFib(b, prog, off, out, n, 1, extra)
-		st := accFib(b, prog, graph, out, n, 1, extra)
+		// Short runs are cheap and noisier (a slice of scheduling matters more): three
+		// untraced/traced pairs per round, their median against the round's long pair.
+		var scs, sws []float64
+		var st fibRun
+		for k := 0; k < shortPairs; k++ {
+			so := accFib(b, prog, off, out, n, 1, extra)
+			st = accFib(b, prog, graph, out, n, 1, extra)
+			scs = append(scs, (st.loopNS-so.loopNS)/st.calls)
+			sws = append(sws, (st.wallNS-so.wallNS)/st.calls)
+		}
 		lo := accFib(b, prog, off, out, n, reps, extra)
 		lt := accFib(b, prog, graph, out, n, reps, extra)
-		sc, lc := (st.loopNS-so.loopNS)/st.calls, (lt.loopNS-lo.loopNS)/lt.calls
-		sw, lw := (st.wallNS-so.wallNS)/st.calls, (lt.wallNS-lo.wallNS)/lt.calls
+		sc, lc := median(scs), (lt.loopNS-lo.loopNS)/lt.calls
+		sw, lw := median(sws), (lt.wallNS-lo.wallNS)/lt.calls
 		shortCost, longCost = append(shortCost, sc), append(longCost, lc)
 		ratios, wallRatios = append(ratios, lc/sc), append(wallRatios, lw/sw)
-		b.Logf("round %d: short %.1f ns/call (%.2f s), long %.1f ns/call (%.2f s, %d MB, %d events, 0 lost): long/short %.3f; whole process %.3f",
-			r+1, sc, st.loopNS/1e9, lc, lt.loopNS/1e9, lt.trace.Bytes>>20, lt.trace.Events(), lc/sc, lw/sw)
+		b.Logf("round %d: short %.1f ns/call (median of %d; last %.2f s), long %.1f ns/call (%.2f s, %d MB, %d events, 0 lost): long/short %.3f; whole process %.3f",
+			r+1, sc, shortPairs, st.loopNS/1e9, lc, lt.loopNS/1e9, lt.trace.Bytes>>20, lt.trace.Events(), lc/sc, lw/sw)
 		longRun = lt
 	}
 	ratio := median(ratios)
@@ -486,12 +512,12 @@ func accFlight(t testing.TB, seconds float64, ring string, threads, spin int) ac
 	dir := t.TempDir()
 	ringOut, fullOut := filepath.Join(dir, "ring.dat"), filepath.Join(dir, "full.dat")
 	ringFlags := []string{"--ring", ring}
-	// Calibrate the iterations on ring runs of at least 0.3 s (the ring run is the timed one).
+	// Calibrate the iterations on ring runs of at least 1 s (the ring run is the timed one).
 	iters0 := 100
 	var ns0 float64
 	for {
 		ns0, _ = accRecord(t, ringOut, ringFlags, prog, strconv.Itoa(threads), strconv.Itoa(iters0), strconv.Itoa(spin))
-		if ns0 >= 0.3e9 || ns0 >= seconds*1e9 || iters0 >= 0xffffff/4 {
+		if ns0 >= 1e9 || ns0 >= seconds*1e9 || iters0 >= 0xffffff/4 {
 			break
 		}
 		iters0 *= 4
@@ -619,7 +645,12 @@ func accFlight(t testing.TB, seconds float64, ring string, threads, spin int) ac
 			if !equalTok(rtree.tok, tr.tok) {
 				mismatched++
 				if mismatched <= 3 {
-					t.Errorf("thread index %d iteration %d: ring tree differs from the full trace's:\n ring %.400s\n full %.400s", tr.t, tr.i, d.tokString(rtree.tok), d.tokString(tr.tok))
+					j := 0
+					for j < len(rtree.tok) && j < len(tr.tok) && rtree.tok[j] == tr.tok[j] {
+						j++
+					}
+					t.Errorf("thread index %d iteration %d: ring tree (%d events) differs from the full trace's (%d) at event %d:\n ring ... %.300s\n full ... %.300s",
+						tr.t, tr.i, len(rtree.tok), len(tr.tok), j, d.tokString(rtree.tok[j:]), d.tokString(tr.tok[j:]))
 				}
 			} else {
 				res.matched++
