@@ -16,7 +16,7 @@ package bench_test
 //   go test ./bench -run '^$' -bench AcceptFlight -benchtime 1x -v
 //   (FTKIT_ACC_FLIGHT_S: seconds, default 60; FTKIT_ACC_RING: ring size, default 64M)
 //
-//   TestAcceptFlightShort: the same check on a ~2 s run with a 1 MiB ring (skipped with
+//   TestAcceptFlightShort: the same check on a ~2 s run with a 512 KiB ring (skipped with
 //   -short).
 
 import (
