@@ -1166,6 +1166,22 @@ func TestTracerOutputNotRegular(t *testing.T) {
 	}
 }
 
+// Callers built with interprocedural register allocation keep values in caller-saved
+// registers their callee does not touch; the graph tracer's return path preserves them.
+func TestTracerIPARA(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_ipara.c")
+	want, _ := trRun(t, dir, prog, nil)
+	if want != "22039000\n" {
+		t.Fatalf("untraced: %q", want)
+	}
+	for _, tracer := range []string{"function", "function_graph"} {
+		if got, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=t.dat"}); got != want || ws.ExitStatus() != 0 {
+			t.Errorf("%s: %q (%v), want %q", tracer, got, ws, want)
+		}
+	}
+}
+
 func TestTracerGraphUsers(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_users.c")
