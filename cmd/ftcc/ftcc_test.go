@@ -112,6 +112,7 @@ func fakePrefix(t *testing.T) (prefix, cc, log string) {
 	cc = filepath.Join(prefix, "fakecc")
 	os.WriteFile(cc, []byte(`#!/bin/sh
 echo cc "$@" >> `+log+`
+if [ "$1" = --version ]; then if [ -n "$FAKECC_CLANG" ]; then echo "Debian clang version 14.0.6"; else echo "fakecc (GCC) 12.2.0"; fi; fi
 out=
 while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
 [ -n "$out" ] && [ "$out" != - ] && : > "$out"
@@ -133,9 +134,9 @@ func TestCommands(t *testing.T) {
 	}{
 		{[]string{"--version"}, "", []string{"cc --version"}},
 		{[]string{"-E", "a.c"}, "", []string{"cc -E a.c"}},
-		{[]string{"-O2", "-c", "a.c", "-o", "a.o"}, "", []string{"cc -O2 -c a.c -o a.o -pg -mfentry", "recordmcount a.o"}},
+		{[]string{"-O2", "-c", "a.c", "-o", "a.o"}, "", []string{"cc --version", "cc -O2 -c a.c -o a.o -pg -mfentry -fno-ipa-ra", "recordmcount a.o"}},
 		{[]string{"-c", "s.S", "-o", "s.o"}, "", []string{"cc -c s.S -o s.o"}},
-		{[]string{"-c", "a.c", "b.c"}, "", []string{"cc -c a.c b.c -pg -mfentry", "recordmcount a.o", "recordmcount b.o"}},
+		{[]string{"-c", "a.c", "b.c"}, "", []string{"cc --version", "cc -c a.c b.c -pg -mfentry -fno-ipa-ra", "recordmcount a.o", "recordmcount b.o"}},
 		{[]string{"-c", "a.c", "gen.c"}, "gen*", []string{"cc -c a.c", "cc -c gen.c -pg -mfentry"}[:0]},
 		{[]string{"a.o", "-o", "prog"}, "", []string{"cc a.o -o prog -rdynamic -Wl,-u,__fentry__ $LIB -lpthread -ldl"}},
 		{[]string{"-shared", "a.o", "-o", "libx.so"}, "", []string{"cc -shared a.o -o libx.so"}},
@@ -152,7 +153,7 @@ func TestCommands(t *testing.T) {
 		got := strings.Split(strings.TrimSpace(string(b)), "\n")
 		if tt.env != "" {
 			// --ftrace-off sources are compiled on their own, without the flags
-			want := []string{"cc -c gen.c", "cc -c a.c -pg -mfentry", "recordmcount a.o"}
+			want := []string{"cc -c gen.c", "cc --version", "cc -c a.c -pg -mfentry -fno-ipa-ra", "recordmcount a.o"}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%q with FTCC_OFF=%s: ran %q, want %q", tt.args, tt.env, got, want)
 			}
@@ -167,6 +168,16 @@ func TestCommands(t *testing.T) {
 		}
 	}
 	os.Setenv("FTCC_OFF", "")
+	// clang has no -fno-ipa-ra (and needs none)
+	os.Remove(log)
+	t.Setenv("FAKECC_CLANG", "1")
+	if code := run([]string{cc, "-c", "a.c"}, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		t.Errorf("clang: exit %d", code)
+	}
+	if b, _ := os.ReadFile(log); !strings.Contains(string(b), "cc -c a.c -pg -mfentry\n") {
+		t.Errorf("clang: ran %q, want -pg -mfentry alone", b)
+	}
+	os.Unsetenv("FAKECC_CLANG")
 	// a missing runtime is named
 	os.Remove(lib)
 	var stderr bytes.Buffer

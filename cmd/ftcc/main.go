@@ -51,6 +51,7 @@ type wrapper struct {
 	off            []string // --ftrace-off globs
 	prefix         string   // where lib/libftrt.a and the tools are
 	toolDir        string
+	gcc            *bool // the compiler is gcc (asked once: instrumentFor)
 }
 
 func (w *wrapper) main(argv []string) (int, error) {
@@ -213,6 +214,22 @@ func (w *wrapper) instrumented(src source) bool {
 
 var instrumentFlags = []string{"-pg", "-mfentry"}
 
+// instrumentFor is instrumentFlags for compiler cc. gcc gets -fno-ipa-ra too: it turns
+// interprocedural register allocation back on for functions with an optimize attribute
+// even under -pg, and its callers then rely on registers the tracers' code may use.
+// (clang has no such option and no such allocation across -pg functions.)
+func (w *wrapper) instrumentFor(cc string) []string {
+	if w.gcc == nil {
+		out, err := exec.Command(cc, "--version").Output()
+		gcc := err == nil && !strings.Contains(strings.ToLower(string(out)), "clang")
+		w.gcc = &gcc
+	}
+	if *w.gcc {
+		return append(append([]string{}, instrumentFlags...), "-fno-ipa-ra")
+	}
+	return instrumentFlags
+}
+
 // compile handles -c: instrumented sources get the flags and their objects are recorded;
 // a command mixing instrumented and --ftrace-off sources is run once for each kind.
 func (w *wrapper) compile(cc string, args []string, inv *invocation) (int, error) {
@@ -234,7 +251,7 @@ func (w *wrapper) compile(cc string, args []string, inv *invocation) (int, error
 		}
 		args = inv.without(off)
 	}
-	if code, err := w.compiler(cc, append(append([]string{}, args...), instrumentFlags...)); code != 0 || err != nil {
+	if code, err := w.compiler(cc, append(append([]string{}, args...), w.instrumentFor(cc)...)); code != 0 || err != nil {
 		return code, err
 	}
 	for _, obj := range inv.objects(on) {
@@ -264,7 +281,7 @@ func (w *wrapper) link(cc string, args []string, inv *invocation) (int, error) {
 				continue // compiled by the link command itself, as it was
 			}
 			obj := filepath.Join(tmp, fmt.Sprintf("%d-%s.o", i, strings.TrimSuffix(filepath.Base(s.path), filepath.Ext(s.path))))
-			cargs := append(append(append([]string{}, cflags...), instrumentFlags...), s.langArgs()...)
+			cargs := append(append(append([]string{}, cflags...), w.instrumentFor(cc)...), s.langArgs()...)
 			cargs = append(cargs, "-c", s.path, "-o", obj)
 			if code, err := w.compiler(cc, cargs); code != 0 || err != nil {
 				return code, err

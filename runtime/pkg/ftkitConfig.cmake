@@ -31,6 +31,9 @@ endif()
 
 function(ftkit_instrument target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:C,CXX>:-pg -mfentry>)
+  # gcc turns -fipa-ra back on for functions with an optimize attribute, even under -pg
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANG_AND_ID:C,GNU>:-fno-ipa-ra>
+    $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-fno-ipa-ra>)
   set_property(TARGET ${target} PROPERTY C_COMPILER_LAUNCHER "${FTKIT_LAUNCH}")
   set_property(TARGET ${target} PROPERTY CXX_COMPILER_LAUNCHER "${FTKIT_LAUNCH}")
   get_target_property(_type ${target} TYPE)
