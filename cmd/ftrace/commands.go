@@ -195,7 +195,7 @@ func pprofCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "ftrace.pb.gz", Usage: "profile file (- for stdout)"},
 		},
 		Action: func(c *cli.Context) error {
-			f, _, err := loadForest(c)
+			f, paths, err := streamPaths(c)
 			if err != nil {
 				return err
 			}
@@ -203,7 +203,7 @@ func pprofCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = pprof.Write(w, f)
+			err = pprof.BuildPaths(f, paths).Write(w)
 			if cerr := done(); err == nil {
 				err = cerr
 			}
@@ -227,11 +227,11 @@ func flameCommand() *cli.Command {
 			tidFlag(),
 		},
 		Action: func(c *cli.Context) error {
-			f, _, err := loadForest(c)
+			f, paths, err := streamPaths(c)
 			if err != nil {
 				return err
 			}
-			stacks := flame.Fold(f, flame.Options{TIDs: c.IntSlice("tid"), ByThread: c.Bool("by-thread")})
+			stacks := flame.FoldPaths(f, paths, flame.Options{TIDs: c.IntSlice("tid"), ByThread: c.Bool("by-thread")})
 			out := c.String("output")
 			if out == "" && !c.Bool("folded") {
 				out = "flame.svg"

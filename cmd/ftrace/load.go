@@ -139,10 +139,53 @@ func streamReport(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.F
 		}
 	}
 	o.Progress = progressFunc(c, path, total)
-	stats, f, err := report.ComputeStream(st, report.LockedLookup(sym), o)
+	stats, f, err := report.ComputeStream(st, sym.LockedLookup(), o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
+	warnStream(c, path, st, sym)
+	return stats, f, nil
+}
+
+// streamPaths reads the trace as a stream into each thread's call paths (flame graphs,
+// profiles), saying on stderr what the reader tolerated and what was lost.
+func streamPaths(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, error) {
+	path, err := inputPath(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := tracefile.OpenStream(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer st.Close()
+	tr := st.Trace
+	if c.Command.Name != "pprof" { // pprof has no --tid
+		if err := checkTIDs(c, path, tr); err != nil {
+			return nil, nil, err
+		}
+	}
+	sym := symbolize.New(tr.Maps)
+	var total uint64
+	for i := range tr.Threads {
+		total += st.Hint(i)
+	}
+	obs, threads, err := calltree.WalkStream(st, sym.LockedLookup(), nil,
+		func(*tracefile.Thread) calltree.Observer { return &calltree.Paths{} }, progressFunc(c, path, total))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	paths := make([]calltree.ThreadPaths, len(obs))
+	for k := range obs {
+		paths[k] = calltree.ThreadPaths{Paths: obs[k].(*calltree.Paths), T: threads[k]}
+	}
+	warnStream(c, path, st, sym)
+	return calltree.ForestOf(tr, threads), paths, nil
+}
+
+// warnStream says on stderr what reading a stream met: reader warnings, losses, symbols.
+func warnStream(c *cli.Context, path string, st *tracefile.Stream, sym *symbolize.Symbolizer) {
+	tr := st.Trace
 	for _, w := range tr.Header.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, w)
 	}
@@ -155,7 +198,6 @@ func streamReport(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.F
 	for _, w := range sym.Warnings() {
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s\n", w)
 	}
-	return stats, f, nil
 }
 
 // checkTIDs refuses a --tid naming a thread the trace does not hold: the output would be

@@ -62,6 +62,7 @@ var ErrNeedTree = errors.New("calltree: this thread's stream needs the whole tre
 type Walker struct {
 	lookup Lookup
 	obs    Observer
+	enter  Enterer // obs, if it is one
 	// addresses resolve to function ids: a direct-mapped cache in front of a map
 	dm     [dmSize]dmEntry
 	ids    map[uint64]int32
@@ -101,8 +102,9 @@ type wframe struct {
 // NewWalker returns a Walker for thread th (its facts are copied into W.T) that resolves
 // addresses with lookup (which it caches) and tells obs.
 func NewWalker(th *tracefile.Thread, lookup Lookup, obs Observer) *Walker {
+	en, _ := obs.(Enterer)
 	return &Walker{
-		lookup: lookup, obs: obs,
+		lookup: lookup, obs: obs, enter: en,
 		ids:    map[uint64]int32{},
 		funcID: map[*symbolize.Func]int32{},
 		T:      Thread{TID: th.TID, Name: th.Name},
@@ -167,6 +169,9 @@ func (w *Walker) Events(evs []tracefile.Event) error {
 				w.addRoot(ev.TS)
 			}
 			w.stack = append(w.stack, f)
+			if w.enter != nil {
+				w.enter.Enter(w.funcs[f.id], int(f.id))
+			}
 			t.Nodes++
 		case tracefile.Exit:
 			j := w.match(ev)
@@ -233,9 +238,16 @@ func (w *Walker) adopt(ev *tracefile.Event) error {
 		Unwound: ev.Flags&tracefile.FlagUnwound != 0}
 	switch {
 	case w.roots == 0 || w.lastRootStr < f.Start:
-		// nothing to adopt: a root of its own
+		// nothing to adopt: a root of its own (below the open calls, when there are some:
+		// Build appends it to the roots, which Enter cannot say; such a stream is rare)
+		if len(w.stack) > 0 && w.enter != nil {
+			return ErrNeedTree
+		}
 		w.addRoot(f.Start)
 		w.rootsDur += f.Duration()
+		if w.enter != nil {
+			w.enter.Enter(f.Func, f.ID)
+		}
 	case w.minRootStart >= f.Start && len(w.stack) == 0:
 		// every root: it is the caller of everything so far
 		f.Children, f.Adopt = w.rootsDur, true
@@ -290,10 +302,14 @@ func (t *Thread) Frames(obs Observer) {
 		obs.Call(&t.Calls[i], -1)
 	}
 	active := map[*symbolize.Func]int{}
+	en, _ := obs.(Enterer)
 	var walk func(n *Node)
 	walk = func(n *Node) {
 		f := Frame{Func: n.Func, ID: -1, IP: n.IP, Start: n.Start, End: n.End, Top: active[n.Func] == 0,
 			Partial: n.Partial, Unwound: n.Unwound}
+		if en != nil {
+			en.Enter(n.Func, -1)
+		}
 		active[n.Func]++
 		for _, c := range n.Children {
 			walk(c)

@@ -50,9 +50,16 @@ func (t *trie) child(name string) *trie {
 
 // Fold returns the folded stacks of the forest, sorted by frames.
 func Fold(f *calltree.Forest, o Options) []Stack {
+	return FoldPaths(f, calltree.PathsOf(f), o)
+}
+
+// FoldPaths returns the folded stacks of the threads' call paths (of forest f, whose
+// trees may not have been built), sorted by frames.
+func FoldPaths(f *calltree.Forest, paths []calltree.ThreadPaths, o Options) []Stack {
 	root := &trie{}
 	graph := f.HasGraph()
-	for _, t := range f.Threads {
+	for _, tp := range paths {
+		t := tp.T
 		if len(o.TIDs) > 0 && !contains(o.TIDs, t.TID) {
 			continue
 		}
@@ -64,7 +71,7 @@ func Fold(f *calltree.Forest, o Options) []Stack {
 			}
 			top = root.child(clean(name))
 		}
-		for _, c := range t.Calls {
+		for _, c := range tp.Pairs {
 			if graph { // times and counts do not add up: graph data wins
 				break
 			}
@@ -72,17 +79,17 @@ func Fold(f *calltree.Forest, o Options) []Stack {
 			if c.Caller != nil {
 				n = n.child(clean(c.Caller.Name))
 			}
-			n.child(clean(c.Func.Name)).value++
+			n.child(clean(c.Func.Name)).value += c.Count
 		}
-		var walk func(ns []*calltree.Node, at *trie)
-		walk = func(ns []*calltree.Node, at *trie) {
-			for _, n := range ns {
-				c := at.child(clean(n.Func.Name))
-				c.value += n.Self()
-				walk(n.Children, c)
+		var walk func(ps []*calltree.PathNode, at *trie)
+		walk = func(ps []*calltree.PathNode, at *trie) {
+			for _, p := range ps {
+				c := at.child(clean(p.Func.Name))
+				c.value += p.Self
+				walk(p.Children, c)
 			}
 		}
-		walk(t.Roots, top)
+		walk(tp.Root.Children, top)
 	}
 	var out []Stack
 	var frames []string

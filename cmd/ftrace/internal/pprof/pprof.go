@@ -7,6 +7,7 @@ package pprof
 import (
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
@@ -16,6 +17,12 @@ import (
 
 // Build returns the profile of the forest.
 func Build(f *calltree.Forest) *profile.Profile {
+	return BuildPaths(f, calltree.PathsOf(f))
+}
+
+// BuildPaths returns the profile of the threads' call paths (of forest f, whose trees
+// may not have been built).
+func BuildPaths(f *calltree.Forest, paths []calltree.ThreadPaths) *profile.Profile {
 	b := &builder{
 		p:     &profile.Profile{},
 		funcs: map[*symbolize.Func]*profile.Function{},
@@ -42,40 +49,53 @@ func Build(f *calltree.Forest) *profile.Profile {
 	}
 	var first, last uint64
 	roots := &stackNode{}
-	for _, t := range f.Threads {
+	for _, tp := range paths {
+		t := tp.T
 		if first == 0 || (t.First != 0 && t.First < first) {
 			first = t.First
 		}
 		if t.Last > last {
 			last = t.Last
 		}
-		for _, c := range t.Calls {
+		for _, c := range tp.Pairs {
 			stack := []*symbolize.Func{c.Func}
 			if c.Caller != nil {
 				stack = append(stack, c.Caller)
 			}
-			b.add(stack, 1, 0, timed)
+			b.add(stack, int64(c.Count), 0, timed)
 		}
-		// Samples per distinct stack: walk the trees keeping the sample of each
-		// (stack → sample) path in a trie, so each node costs one map lookup.
-		var walk func(ns []*calltree.Node, at *stackNode)
-		walk = func(ns []*calltree.Node, at *stackNode) {
-			for _, n := range ns {
-				c := at.child(n.Func)
-				if c.sample == nil {
-					locs := make([]*profile.Location, 0, len(c.path)+1)
-					for i := len(c.path) - 1; i >= 0; i-- { // pprof wants the leaf first
-						locs = append(locs, b.location(c.path[i]))
-					}
-					c.sample = &profile.Sample{Location: locs, Value: make([]int64, len(b.p.SampleType))}
-					b.p.Sample = append(b.p.Sample, c.sample)
-				}
-				c.sample.Value[0]++
-				c.sample.Value[1] += int64(n.Self())
-				walk(n.Children, c)
+		// Samples per distinct stack, made in the order a walk of the call trees meets
+		// them: the thread's paths merged into a trie of all threads' stacks.
+		type visit struct {
+			p  *calltree.PathNode
+			at *stackNode
+		}
+		var order []visit
+		var walk func(ps []*calltree.PathNode, at *stackNode)
+		walk = func(ps []*calltree.PathNode, at *stackNode) {
+			for _, p := range ps {
+				c := at.child(p.Func)
+				order = append(order, visit{p, c})
+				walk(p.Children, c)
 			}
 		}
-		walk(t.Roots, roots)
+		walk(tp.Root.Children, roots)
+		sort.SliceStable(order, func(i, j int) bool { return order[i].p.Seq < order[j].p.Seq })
+		for _, v := range order {
+			c := v.at
+			if c.sample == nil {
+				locs := make([]*profile.Location, 0, len(c.path)+1)
+				for i := len(c.path) - 1; i >= 0; i-- { // pprof wants the leaf first
+					locs = append(locs, b.location(c.path[i]))
+				}
+				c.sample = &profile.Sample{Location: locs, Value: make([]int64, len(b.p.SampleType))}
+				b.p.Sample = append(b.p.Sample, c.sample)
+			}
+			c.sample.Value[0] += int64(v.p.Calls)
+			if len(c.sample.Value) > 1 {
+				c.sample.Value[1] += int64(v.p.Self)
+			}
+		}
 	}
 	if last > first {
 		b.p.DurationNanos = int64(last - first)

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ianlancetaylor/demangle"
@@ -84,6 +85,16 @@ func (s *Symbolizer) Lookup(addr uint64) *Func {
 	f := s.lookup(addr)
 	s.cache[addr] = f
 	return f
+}
+
+// LockedLookup is Lookup made safe for concurrent use.
+func (s *Symbolizer) LockedLookup() func(addr uint64) *Func {
+	var mu sync.Mutex
+	return func(addr uint64) *Func {
+		mu.Lock()
+		defer mu.Unlock()
+		return s.Lookup(addr)
+	}
 }
 
 func (s *Symbolizer) lookup(addr uint64) *Func {

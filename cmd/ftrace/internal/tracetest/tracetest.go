@@ -24,6 +24,7 @@ package tracetest
 import (
 	"bufio"
 	"fmt"
+	"math/rand"
 	"strconv"
 	"strings"
 
@@ -211,4 +212,72 @@ func Parse(text string, resolve Resolver) (*tracefile.Trace, error) {
 		}
 	}
 	return tr, sc.Err()
+}
+
+// RandomThread makes a stream with everything Build has rules for: recursion, entries
+// whose recorded depth closes open calls, exits that skip frames, exits with and without
+// their entry's time, exits whose entry is not in the stream (before it, or between
+// earlier calls), unwound frames and function-tracer calls. A clean stream has only what
+// format version 2 can hold: exits of the innermost open call.
+func RandomThread(rng *rand.Rand, tid int, ips []uint64, n int, clean bool) *tracefile.Thread {
+	th := &tracefile.Thread{TID: tid, Lost: uint64(rng.Intn(3))}
+	between := rng.Intn(2) == 0
+	pre := uint64(900)
+	type open struct {
+		ip, ts uint64
+		depth  int32
+	}
+	var stack []open
+	var seen []uint64 // some earlier timestamps
+	ts := uint64(1000 + rng.Intn(1000))
+	for len(th.Events) < n {
+		ts += uint64(rng.Intn(50))
+		ip := ips[rng.Intn(len(ips))]
+		switch r := rng.Intn(100); {
+		case r < 40 && len(stack) < 40:
+			// the runtime records the depth (format version 1 always has it)
+			d := int32(len(stack))
+			if rng.Intn(15) == 0 && len(stack) > 0 && !clean {
+				d = int32(rng.Intn(len(stack))) // frames whose exits were not recorded
+			}
+			for d >= 0 && len(stack) > 0 && stack[len(stack)-1].depth >= d {
+				stack = stack[:len(stack)-1] // Build's rule: they ended
+			}
+			th.Events = append(th.Events, tracefile.Event{Kind: tracefile.Entry, TS: ts, IP: ip, Depth: d, Parent: ip + 7})
+			stack = append(stack, open{ip, ts, d})
+			seen = append(seen, ts)
+		case r < 78 && len(stack) > 0:
+			k := len(stack) - 1
+			if rng.Intn(12) == 0 && !clean {
+				k = rng.Intn(len(stack)) // longjmp past frames
+			}
+			ev := tracefile.Event{Kind: tracefile.Exit, TS: ts, IP: stack[k].ip, Depth: int32(k)}
+			if !between || rng.Intn(3) > 0 { // without it, the exit may close another call of ip
+				ev.Parent = stack[k].ts
+			}
+			if rng.Intn(20) == 0 {
+				ev.Flags = tracefile.FlagUnwound
+			}
+			th.Events = append(th.Events, ev)
+			stack = stack[:k]
+		case r < 84 && !clean:
+			// an exit whose entry is not in the stream: it began before the stream
+			// (the caller of everything so far when no call is open), or after the
+			// open calls began, or (rarely) between earlier calls
+			ev := tracefile.Event{Kind: tracefile.Exit, TS: ts, IP: ips[len(ips)-1] + 0x1000, Depth: -1}
+			switch {
+			case between && rng.Intn(25) == 0 && len(seen) > 0:
+				ev.Parent = seen[rng.Intn(len(seen))]
+			case len(stack) == 0 && pre > 10:
+				pre -= uint64(1 + rng.Intn(10)) // the outer a call, the earlier it began
+				ev.Parent = pre
+			default:
+				ev.Parent = ts // entered after the open calls, its entry lost
+			}
+			th.Events = append(th.Events, ev)
+		default:
+			th.Events = append(th.Events, tracefile.Event{Kind: tracefile.Call, TS: ts, IP: ip, Parent: ips[rng.Intn(len(ips))] + 3})
+		}
+	}
+	return th
 }
