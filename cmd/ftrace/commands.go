@@ -82,13 +82,29 @@ func graphCommand() *cli.Command {
 			if c.Int("depth") < 0 || c.Int("limit") < 0 {
 				return fmt.Errorf("graph: --depth and --limit must not be negative")
 			}
-			f, _, err := loadForest(c)
+			path, err := inputPath(c)
 			if err != nil {
 				return err
 			}
-			w := bufio.NewWriter(c.App.Writer)
-			if err := graph.Write(w, f, graph.Options{TIDs: c.IntSlice("tid"), Depth: c.Int("depth"), Limit: c.Int("limit"), Time: c.Bool("time")}); err != nil {
+			st, err := tracefile.OpenStream(path)
+			if err != nil {
 				return err
+			}
+			defer st.Close()
+			if err := checkTIDs(c, path, st.Trace); err != nil {
+				return err
+			}
+			sym := symbolize.New(st.Trace.Maps)
+			var total uint64
+			for i := range st.Trace.Threads {
+				total += st.Hint(i)
+			}
+			// the first pass (counts) warns before anything is printed
+			w := bufio.NewWriter(c.App.Writer)
+			o := graph.Options{TIDs: c.IntSlice("tid"), Depth: c.Int("depth"), Limit: c.Int("limit"), Time: c.Bool("time")}
+			o.Counted = func() { warnStream(c, path, st, sym) }
+			if err := graph.WriteStream(w, st, sym.LockedLookup(), o, progressFunc(c, path, total)); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
 			}
 			return w.Flush()
 		},

@@ -69,6 +69,12 @@ type Thread struct {
 	// Unclosed counts calls still open when the stream ended.
 	Unclosed    int
 	First, Last uint64
+	// FirstEvent is the earliest event's time (First may be earlier: the entry time of
+	// a return without entry).
+	FirstEvent uint64
+	// Tree: WalkStream had to build this thread's tree (its stream alone could not say
+	// where some calls belong).
+	Tree bool
 }
 
 // Forest is the whole trace, symbolised.
@@ -152,6 +158,9 @@ func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Threa
 		ev := &th.Events[i]
 		if i == 0 || ev.TS < t.First {
 			t.First = ev.TS
+		}
+		if i == 0 || ev.TS < t.FirstEvent {
+			t.FirstEvent = ev.TS
 		}
 		if ev.TS > t.Last {
 			t.Last = ev.TS

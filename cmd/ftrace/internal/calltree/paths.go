@@ -49,7 +49,7 @@ type Paths struct {
 
 // Enterer is an Observer that is also told when a graph call begins.
 type Enterer interface {
-	Enter(fn *symbolize.Func, id int)
+	Enter(fn *symbolize.Func, id int, start uint64)
 }
 
 func (p *Paths) top() *PathNode {
@@ -60,7 +60,7 @@ func (p *Paths) top() *PathNode {
 }
 
 // Enter begins a call of fn below the current one.
-func (p *Paths) Enter(fn *symbolize.Func, id int) {
+func (p *Paths) Enter(fn *symbolize.Func, id int, start uint64) {
 	p.stack = append(p.stack, p.top().child(fn, &p.seq))
 }
 

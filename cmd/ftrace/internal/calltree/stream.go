@@ -142,6 +142,9 @@ func (w *Walker) Events(evs []tracefile.Event) error {
 		if !w.seen || ev.TS < t.First {
 			t.First = ev.TS
 		}
+		if !w.seen || ev.TS < t.FirstEvent {
+			t.FirstEvent = ev.TS
+		}
 		if ev.TS > t.Last {
 			t.Last = ev.TS
 		}
@@ -170,7 +173,7 @@ func (w *Walker) Events(evs []tracefile.Event) error {
 			}
 			w.stack = append(w.stack, f)
 			if w.enter != nil {
-				w.enter.Enter(w.funcs[f.id], int(f.id))
+				w.enter.Enter(w.funcs[f.id], int(f.id), f.start)
 			}
 			t.Nodes++
 		case tracefile.Exit:
@@ -246,7 +249,7 @@ func (w *Walker) adopt(ev *tracefile.Event) error {
 		w.addRoot(f.Start)
 		w.rootsDur += f.Duration()
 		if w.enter != nil {
-			w.enter.Enter(f.Func, f.ID)
+			w.enter.Enter(f.Func, f.ID, f.Start)
 		}
 	case w.minRootStart >= f.Start && len(w.stack) == 0:
 		// every root: it is the caller of everything so far
@@ -308,7 +311,7 @@ func (t *Thread) Frames(obs Observer) {
 		f := Frame{Func: n.Func, ID: -1, IP: n.IP, Start: n.Start, End: n.End, Top: active[n.Func] == 0,
 			Partial: n.Partial, Unwound: n.Unwound}
 		if en != nil {
-			en.Enter(n.Func, -1)
+			en.Enter(n.Func, -1, n.Start)
 		}
 		active[n.Func]++
 		for _, c := range n.Children {

@@ -149,6 +149,7 @@ func walkThread(st *tracefile.Stream, i int, lookup Lookup, newObs func(*tracefi
 		t = BuildThread(&whole, lookup)
 		a = newObs(th)
 		t.Frames(a)
+		t.Tree = true
 		t.Roots, t.Calls = nil, nil
 	} else {
 		w.End()
@@ -198,8 +199,8 @@ func ForestOf(tr *tracefile.Trace, threads []*Thread) *Forest {
 		}
 	}
 	for _, t := range threads {
-		if t.Events > 0 && (f.Start == 0 || t.First < f.Start) {
-			f.Start = t.First
+		if t.Events > 0 && (f.Start == 0 || t.FirstEvent < f.Start) {
+			f.Start = t.FirstEvent
 		}
 	}
 	return f

@@ -19,6 +19,9 @@ type Options struct {
 	Limit int   // at most this many lines per thread (0: all)
 	// Time prints each line's start time (µs since the start of the trace).
 	Time bool
+	// Counted is called by WriteStream once it has read the whole trace, before printing
+	// (for warnings; may be nil).
+	Counted func()
 }
 
 // Marker returns the kernel-style duration marker: ' ', '+' (>10 µs), '!' (>100 µs),

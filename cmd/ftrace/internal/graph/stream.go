@@ -1,0 +1,271 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+)
+
+// counter is the first pass's observer: it notes what a streamed graph cannot show
+// (calls whose exit adopted the calls before it) and counts the function-tracer calls.
+type counter struct {
+	calls   uint64
+	adopted bool
+}
+
+func (c *counter) Call(*calltree.Call, int) { c.calls++ }
+
+// Enter makes the walker apply the rules of observers that follow the calls' nesting.
+func (c *counter) Enter(*symbolize.Func, int, uint64) {}
+func (c *counter) Close(f *calltree.Frame) {
+	if f.Adopt {
+		c.adopted = true
+	}
+}
+
+// WriteStream prints what Write prints, reading the trace as a stream: a first pass
+// counts (the header of each thread says what was lost), a second prints each thread as
+// its events come and stops at --limit. Memory grows with the call depth, not the events.
+// A thread whose stream rearranges calls already seen (an exit without entry that
+// becomes the caller of earlier calls, possible in version-1 traces) is built as a tree.
+func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o Options, progress calltree.Progress) error {
+	// every thread: the times shown count from the trace's earliest event
+	obs, threads, err := calltree.WalkStream(st, lookup, nil,
+		func(*tracefile.Thread) calltree.Observer { return &counter{} }, progress)
+	if err != nil {
+		return err
+	}
+	if o.Counted != nil {
+		o.Counted()
+	}
+	f := calltree.ForestOf(st.Trace, threads)
+	idx := map[int]int{}
+	for i, th := range st.Trace.Threads {
+		idx[th.TID] = i
+	}
+	ew := &errWriter{w: w}
+	first := true
+	for k, t := range threads {
+		if !selected(t.TID, o.TIDs) {
+			continue
+		}
+		c := obs[k].(*counter)
+		if !first {
+			ew.printf("\n")
+		}
+		first = false
+		threadHeader(ew, t)
+		i := idx[t.TID]
+		if c.adopted || t.Tree {
+			if err := treeThread(ew, st, i, lookup, f, o); err != nil {
+				return err
+			}
+			continue
+		}
+		if c.calls > 0 {
+			if err := streamCalls(ew, st, i, lookup, f, t, c.calls, o); err != nil {
+				return err
+			}
+		}
+		if t.Nodes > 0 {
+			if err := streamGraph(ew, st, i, lookup, f, t, o); err != nil {
+				return err
+			}
+		}
+		if t.Nodes == 0 && c.calls == 0 {
+			ew.printf("# no calls recorded\n")
+		}
+		if ew.err != nil {
+			return ew.err
+		}
+	}
+	return ew.err
+}
+
+func threadHeader(ew *errWriter, t *calltree.Thread) {
+	name := ""
+	if t.Name != "" {
+		name = " (" + t.Name + ")"
+	}
+	ew.printf("# thread %d%s\n", t.TID, name)
+	if t.Lost > 0 || t.LostDepth > 0 || t.Unmatched > 0 {
+		// said first: the calls below are not all there is
+		ew.printf("# thread %d: %d events lost (%.1f%% of %d), %d frames not recorded (depth), %d returns without entry\n",
+			t.TID, t.Lost, 100*float64(t.Lost)/float64(max(t.Lost+t.Events, 1)), t.Lost+t.Events, t.LostDepth, t.Unmatched)
+	}
+}
+
+// treeThread prints thread i from its call tree (read whole).
+func treeThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, o Options) error {
+	var evs []tracefile.Event
+	if err := st.Events(i, func(b []tracefile.Event) error {
+		evs = append(evs, b...)
+		return nil
+	}); err != nil {
+		return err
+	}
+	whole := *st.Trace.Threads[i]
+	whole.Events = evs
+	t := calltree.BuildThread(&whole, lookup)
+	if len(t.Calls) > 0 {
+		writeCalls(ew, f, t, o)
+	}
+	if len(t.Roots) > 0 {
+		writeGraph(ew, f, t, o)
+	}
+	return nil
+}
+
+var errEnough = errors.New("graph: enough lines")
+
+// follow walks thread i's stream telling obs, until done says it has printed enough.
+func follow(st *tracefile.Stream, i int, lookup calltree.Lookup, obs calltree.Observer, done func() bool) error {
+	w := calltree.NewWalker(st.Trace.Threads[i], lookup, obs)
+	err := st.Events(i, func(evs []tracefile.Event) error {
+		if err := w.Events(evs); err != nil {
+			return err
+		}
+		if done() {
+			return errEnough
+		}
+		return nil
+	})
+	if err == nil {
+		w.End()
+	}
+	if errors.Is(err, errEnough) {
+		return nil
+	}
+	return err
+}
+
+// callPrinter prints function-tracer calls.
+type callPrinter struct {
+	ew    *errWriter
+	f     *calltree.Forest
+	limit int
+	n     int
+}
+
+func (p *callPrinter) Close(*calltree.Frame) {}
+func (p *callPrinter) Call(c *calltree.Call, _ int) {
+	if p.limit > 0 && p.n >= p.limit {
+		return
+	}
+	p.n++
+	caller := "?"
+	if c.Caller != nil {
+		caller = c.Caller.Name
+	}
+	p.ew.printf("%13.3f   %s <- %s\n", float64(c.TS-p.f.Start)/1e3, c.Func.Name, caller)
+}
+
+func streamCalls(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, calls uint64, o Options) error {
+	ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
+	p := &callPrinter{ew: ew, f: f, limit: o.Limit}
+	if err := follow(st, i, lookup, p, func() bool { return p.limit > 0 && p.n >= p.limit }); err != nil {
+		return err
+	}
+	if o.Limit > 0 && uint64(p.n) < calls {
+		ew.printf("# ... %d more calls\n", calls-uint64(p.n))
+	}
+	return nil
+}
+
+// graphPrinter prints graph calls as they begin and end: a call is a leaf line when it
+// ends with no call inside it, else an opening line (printed when its first callee
+// begins) and a closing line.
+type graphPrinter struct {
+	ew    *errWriter
+	f     *calltree.Forest
+	o     Options
+	tid   string
+	lines int
+	full  bool
+	stack []gframe
+}
+
+type gframe struct {
+	fn     *symbolize.Func
+	start  uint64
+	opened bool
+}
+
+func (p *graphPrinter) line(ts uint64, dur, text string) {
+	if p.o.Limit > 0 && p.lines >= p.o.Limit {
+		p.full = true
+		return
+	}
+	p.lines++
+	if p.o.Time {
+		p.ew.printf("%13.3f  ", float64(ts-p.f.Start)/1e3)
+	}
+	p.ew.printf("%s %s |  %s\n", p.tid, dur, text)
+}
+
+// shown: calls at this depth are printed (deeper ones fold into their caller).
+func (p *graphPrinter) shown(depth int) bool { return p.o.Depth == 0 || depth < p.o.Depth }
+
+// folds: a call at this depth is printed as a leaf, whatever it calls.
+func (p *graphPrinter) folds(depth int) bool { return p.o.Depth > 0 && depth+1 >= p.o.Depth }
+
+func callText(fn *symbolize.Func) string {
+	if strings.Contains(fn.Name, "(") { // C++: the demangled name has its parameters
+		return fn.Name
+	}
+	return fn.Name + "()"
+}
+
+func (p *graphPrinter) Call(*calltree.Call, int) {}
+
+func (p *graphPrinter) Enter(fn *symbolize.Func, _ int, start uint64) {
+	if d := len(p.stack) - 1; d >= 0 {
+		if top := &p.stack[d]; !top.opened && p.shown(d) && !p.folds(d) {
+			top.opened = true
+			p.line(top.start, blank, strings.Repeat("  ", d)+callText(top.fn)+" {")
+		}
+	}
+	p.stack = append(p.stack, gframe{fn: fn, start: start})
+}
+
+func (p *graphPrinter) Close(f *calltree.Frame) {
+	d := len(p.stack) - 1
+	s := p.stack[d]
+	p.stack = p.stack[:d]
+	if !p.shown(d) {
+		return
+	}
+	note := ""
+	if f.Partial {
+		note = " /* unfinished */"
+	} else if f.Unwound {
+		note = " /* unwound */"
+	}
+	indent := strings.Repeat("  ", d)
+	if !s.opened {
+		p.line(f.Start, duration(f.Duration()), indent+callText(f.Func)+";"+note)
+		return
+	}
+	p.line(f.End, duration(f.Duration()), indent+"} /* "+f.Func.Name+" */"+note)
+}
+
+func streamGraph(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, o Options) error {
+	if o.Time {
+		ew.printf("#%12s  %6s %14s |  %s\n", "TIME (us)", "TID", "DURATION", "FUNCTION CALLS")
+	} else {
+		ew.printf("#%6s %14s |  %s\n", "TID", "DURATION", "FUNCTION CALLS")
+	}
+	p := &graphPrinter{ew: ew, f: f, o: o, tid: fmt.Sprintf("%6d)", t.TID)}
+	if err := follow(st, i, lookup, p, func() bool { return p.full }); err != nil {
+		return err
+	}
+	if p.full {
+		ew.printf("# ... output limited to %d lines (thread %d made %d calls in all)\n", o.Limit, t.TID, t.Nodes)
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package graph_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/graph"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
+)
+
+// The streamed graph prints what the call trees print, line for line, with every
+// option, on random streams in both formats (version 1 with exits whose entries are
+// missing, version 2 as rings that start inside calls).
+func TestWriteStreamMatchesTrees(t *testing.T) {
+	dir := t.TempDir()
+	names := tracetest.NewNames()
+	var ips []uint64
+	for i := 0; i < 5; i++ {
+		a, _ := names.Resolve(fmt.Sprintf("g%d", i))
+		ips = append(ips, a)
+	}
+	var mu sync.Mutex
+	lookup := func(a uint64) *symbolize.Func {
+		mu.Lock()
+		defer mu.Unlock()
+		return names.Lookup(a)
+	}
+	streamed := 0
+	for seed := int64(0); seed < 40; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		for _, format := range []string{"v1", "v2", "v2ring"} {
+			tr := &tracefile.Trace{Header: tracefile.Header{Tracer: tracefile.TracerFunctionGraph, Flags: tracefile.FlagComplete, StartNS: 500}}
+			for k := 0; k < 1+rng.Intn(3); k++ {
+				tr.Threads = append(tr.Threads, tracetest.RandomThread(rng, 100+k, ips, 5+rng.Intn(600), format != "v1"))
+			}
+			var buf bytes.Buffer
+			var err error
+			switch format {
+			case "v1":
+				err = tracefile.Write(&buf, tr)
+			case "v2":
+				err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: 50})
+			default:
+				err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: 40, DropFirst: 2})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, fmt.Sprintf("t%d%s.dat", seed, format))
+			os.WriteFile(path, buf.Bytes(), 0o600)
+			whole, err := tracefile.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forest := calltree.Build(whole, lookup, nil)
+			for _, o := range []graph.Options{{}, {Depth: 2}, {Limit: 7}, {Time: true, Limit: 60, Depth: 4}, {TIDs: []int{101}, Limit: 1}} {
+				var want, got bytes.Buffer
+				if err := graph.Write(&want, forest, o); err != nil {
+					t.Fatal(err)
+				}
+				st, err := tracefile.OpenStream(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = graph.WriteStream(&got, st, lookup, o, nil)
+				st.Close()
+				if err != nil {
+					t.Fatalf("seed %d %s: %v", seed, format, err)
+				}
+				if got.String() != want.String() {
+					t.Fatalf("seed %d %s %+v:\nstream:\n%s\ntrees:\n%s", seed, format, o, got.String(), want.String())
+				}
+				streamed++
+			}
+		}
+	}
+	t.Logf("%d outputs compared", streamed)
+}
