@@ -236,6 +236,25 @@ func TestTracerDescriptorReplaced(t *testing.T) {
 	}
 }
 
+// A program that closes every descriptor and moves its own file onto the number of the
+// patcher's /proc/self/mem descriptor, then makes the runtime patch (register, filter,
+// unregister): the patcher reopens /proc/self/mem and patches; it neither reads nor writes
+// code through the program's file (it refused every site as "not mapped", reading the file).
+func TestTracerMemDescriptorReplaced(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_memfd.c")
+	const want = "sum 175 hits 10 0 5 8 (8), file intact\n"
+	for _, tracer := range []string{"", "function", "function_graph"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer}, filepath.Join(dir, "mine"))
+		if out != want || ws.ExitStatus() != 0 {
+			t.Errorf("tracer %q: output %q status %v, want %q", tracer, out, ws, want)
+		}
+		if tracer != "" {
+			trCheckComplete(t, trRead(t, filepath.Join(dir, "ftrace.dat")), 1)
+		}
+	}
+}
+
 // The runtime's pthread_create wrapper called malloc: with a program's own instrumented
 // malloc, that call was recorded as one the program made (from main or the wrapper).
 func TestTracerOwnMalloc(t *testing.T) {
