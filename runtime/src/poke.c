@@ -294,8 +294,8 @@ static int mem_open(void)
 }
 
 /*
- * The descriptor could not be had again (descriptors exhausted, the process made
- * undumpable since): code is written the mprotect way from now on.  Said once.
+ * The descriptor could not be had again (descriptors exhausted): code is written the
+ * mprotect way from now on.  Said once.
  */
 static void mem_lost(int err)
 {
