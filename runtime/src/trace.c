@@ -19,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <ftrace_trace.h>
@@ -475,6 +478,63 @@ void _exit(int status)
 void _Exit(int status)
 {
 	exit_now(status);
+}
+
+/*
+ * daemon() ends the parent through libc's internal _exit, which the interposed one does not
+ * see: the parent's trace stayed .part without its staged records.  While this process
+ * traces, daemon() is done here step by step as glibc's misc/daemon.c does it (same
+ * results, same errno; open/close without cancellation points as there), the parent leaving
+ * through exit_now; the child traces into its own file as after any fork.  Otherwise the
+ * real one runs.
+ */
+typedef int (*daemon_t)(int, int);
+
+int daemon(int nochdir, int noclose)
+{
+	static daemon_t real;
+	struct stat st;
+	int fd;
+
+	if (ft_sess.state != FT_SESS_LIVE || (pid_t)ft_sess.hdr.pid != getpid()) {
+		if (!real)
+			real = (daemon_t)ft_next_sym("daemon");
+		return real(nochdir, noclose);
+	}
+	switch (fork()) {
+	case -1:
+		return -1;
+	case 0:
+		break;
+	default:
+		exit_now(0);
+	}
+	if (setsid() == -1)
+		return -1;
+	if (!nochdir)
+		(void)chdir("/");
+	if (!noclose) {
+		fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR, 0);
+		if (fd != -1 && fstat(fd, &st) == 0) {
+			if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+				syscall(SYS_close, fd);
+				errno = ENODEV;
+				return -1;
+			}
+			(void)dup2(fd, STDIN_FILENO);
+			(void)dup2(fd, STDOUT_FILENO);
+			(void)dup2(fd, STDERR_FILENO);
+			if (fd > 2)
+				(void)close(fd);
+		} else {
+			int saved_errno = errno;
+
+			syscall(SYS_close, fd);
+			errno = saved_errno;
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /*
