@@ -2,6 +2,7 @@ package ftrt_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ftkit/ftkit/internal/testenv"
 )
@@ -232,6 +234,96 @@ func TestTracerDescriptorReplaced(t *testing.T) {
 		// every call recorded, as when the program keeps its descriptors
 		if counts["closeall"] != counts["keepall"] || counts["keepall"] == 0 {
 			t.Errorf("%s: %d records after the descriptors were replaced, %d without", tracer, counts["closeall"], counts["keepall"])
+		}
+	}
+}
+
+// A program that closes every descriptor and moves its own file onto the number of the
+// patcher's /proc/self/mem descriptor, then makes the runtime patch (register, filter,
+// unregister): the patcher reopens /proc/self/mem and patches; it neither reads nor writes
+// code through the program's file (it refused every site as "not mapped", reading the file).
+func TestTracerMemDescriptorReplaced(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_memfd.c")
+	const want = "sum 175 hits 10 0 5 8 (8), file intact\n"
+	for _, tracer := range []string{"", "function", "function_graph"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer}, filepath.Join(dir, "mine"))
+		if out != want || ws.ExitStatus() != 0 {
+			t.Errorf("tracer %q: output %q status %v, want %q", tracer, out, ws, want)
+		}
+		if tracer != "" {
+			trCheckComplete(t, trRead(t, filepath.Join(dir, "ftrace.dat")), 1)
+		}
+	}
+}
+
+// trEntries counts the records of type typ (graph: 2 entry) of function fn.
+func trEntries(t *testing.T, tr *trTrace, prog, fn string, typ uint16) (n int) {
+	s := trSymbols(t, tr, prog)
+	for _, th := range tr.Threads {
+		for _, r := range th.Recs {
+			if r.Type == typ && s.name(r.IP) == fn {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// trWaitFile waits up to 10 s for path to exist (a daemon's files, written after the
+// process the test started has ended).
+func trWaitFile(t *testing.T, path string) []byte {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if d, err := os.ReadFile(path); err == nil {
+			return d
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s did not appear", path)
+	return nil
+}
+
+// daemon() leaves the parent through libc's internal _exit: its trace stayed .part with
+// none of its records.  The parent's trace is now complete (reason exit) with its calls,
+// the child's is <output>.<childpid>; daemon() does what glibc's does (session, directory,
+// /dev/null), traced or not.
+func TestTracerDaemon(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_daemon.c")
+	for _, n := range []string{"0", "1"} {
+		want := map[string]string{"0": " sid 1 cwd / stdout /dev/null sum 62\n", "1": " sid 1 cwd " + dir + " stdout "}[n]
+		for _, tracer := range []string{"", "function_graph"} {
+			sub := t.TempDir()
+			res := filepath.Join(sub, "res")
+			out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + filepath.Join(sub, "t.dat")}, n, res)
+			var ppid, cpid int
+			if _, err := fmt.Sscanf(out, "parent %d\n", &ppid); err != nil || ws.ExitStatus() != 0 {
+				t.Fatalf("daemon(%s) %q: output %q status %v", n, tracer, out, ws)
+			}
+			got := string(trWaitFile(t, res))
+			if _, err := fmt.Sscanf(got, "%d ", &cpid); err != nil || !strings.Contains(got, want) || !strings.HasSuffix(got, " sum 62\n") {
+				t.Fatalf("daemon(%s) %q: child wrote %q, want %q", n, tracer, got, want)
+			}
+			if tracer == "" {
+				continue
+			}
+			trWaitFile(t, filepath.Join(sub, "t.dat."+strconv.Itoa(cpid)))
+			time.Sleep(100 * time.Millisecond) // renamed when complete; let the child end
+			m, _ := filepath.Glob(filepath.Join(sub, "t.dat*"))
+			if len(m) != 2 {
+				t.Errorf("daemon(%s): files %v, want t.dat and t.dat.%d", n, m, cpid)
+			}
+			parent := trRead(t, filepath.Join(sub, "t.dat"))
+			trCheckComplete(t, parent, 1)
+			child := trRead(t, filepath.Join(sub, "t.dat."+strconv.Itoa(cpid)))
+			trCheckComplete(t, child, 1)
+			if int(parent.PID) != ppid || int(child.PID) != cpid {
+				t.Errorf("daemon(%s): pids %d %d, want %d %d", n, parent.PID, child.PID, ppid, cpid)
+			}
+			if pw, cw := trEntries(t, parent, prog, "work", 2), trEntries(t, child, prog, "work", 2); pw != 5 || cw != 7 {
+				t.Errorf("daemon(%s): work entered %d times in the parent's trace (want 5), %d in the child's (want 7)", n, pw, cw)
+			}
 		}
 	}
 }

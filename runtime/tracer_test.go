@@ -835,6 +835,56 @@ func TestTracerExec(t *testing.T) {
 	}
 }
 
+// An image exec'd by a traced image of the same pid gets its own file, <output>.exec<n>:
+// it replaced the trace finalised at the exec (the last image's file won).  The
+// variable that tells it is gone from its environment.
+func TestTracerExecSelf(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_exec.c")
+	for _, tracer := range []string{"function", "function_graph"} {
+		sub := t.TempDir()
+		out, ws := trRun(t, sub, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=x%p.dat"}, "self")
+		if out != "last: FTRACE_EXEC unset\n" || ws.ExitStatus() != 0 {
+			t.Fatalf("%s: output %q status %v", tracer, out, ws)
+		}
+		m, _ := filepath.Glob(filepath.Join(sub, "x*"))
+		if len(m) != 3 {
+			t.Fatalf("%s: trace files %v, want x<pid>.dat, .exec1, .exec2", tracer, m)
+		}
+		typ := uint16(1)
+		if tracer == "function_graph" {
+			typ = 2
+		}
+		var pid uint32
+		for i, c := range []struct {
+			suffix string
+			reason uint32
+			work   int
+		}{{"", 5, 5}, {".exec1", 5, 4}, {".exec2", 1, 3}} {
+			tr := trRead(t, m[0]+c.suffix)
+			trCheckComplete(t, tr, c.reason)
+			if i == 0 {
+				pid = tr.PID
+			}
+			if tr.PID != pid {
+				t.Errorf("%s%s: pid %d, want %d", m[0], c.suffix, tr.PID, pid)
+			}
+			n := 0
+			s := trSymbols(t, tr, prog)
+			for _, th := range tr.Threads {
+				for _, r := range th.Recs {
+					if r.Type == typ && s.name(r.IP) == "work" {
+						n++
+					}
+				}
+			}
+			if n != c.work {
+				t.Errorf("%s%s: %d calls of work, want %d", m[0], c.suffix, n, c.work)
+			}
+		}
+	}
+}
+
 // Streaming with the smallest per-thread buffer (4 blocks): every call is either recorded
 // or counted lost, exactly; with FTRACE_NO_LOSS=1 none is lost.
 func TestTracerBufferFull(t *testing.T) {

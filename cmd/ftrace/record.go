@@ -210,6 +210,17 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) {
 		if len(names) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", strings.Join(names, " "))
 		}
+		// Images exec'd without a fork write PATH.exec<n>.
+		var execs []string
+		ex, _ := filepath.Glob(path + ".exec[0-9]*")
+		for _, e := range ex {
+			if st, err := os.Stat(e); err == nil && !st.ModTime().Before(start.Add(-time.Second)) {
+				execs = append(execs, e)
+			}
+		}
+		if len(execs) > 0 {
+			fmt.Fprintf(stderr, "ftrace: traces of exec'd images: %s\n", strings.Join(execs, " "))
+		}
 	}()
 	tr, err := tracefile.Open(path)
 	if err != nil {

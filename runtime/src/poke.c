@@ -265,13 +265,24 @@ const char *ftrt_poke_method(void)
 	return method == M_PROCMEM ? "procmem" : method == M_MPROTECT ? "mprotect" : "unset";
 }
 
+/* mem_fd still names the file opened (the program may have closed it and taken the number) */
+static int mem_same(void)
+{
+	struct stat st;
+
+	return fstat(mem_fd, &st) == 0 && st.st_dev == mem_id.dev && st.st_ino == mem_id.ino;
+}
+
 static int mem_open(void)
 {
 	pid_t pid = getpid();
 
 	/* The descriptor names the address space it was opened in: reopen after fork/clone. */
-	if (mem_fd >= 0 && mem_pid == pid)
-		return 0;
+	if (mem_fd >= 0 && mem_pid == pid) {
+		if (mem_same())
+			return 0;
+		mem_fd = -1;	/* the number is the program's now: leave it alone */
+	}
 	if (mem_fd >= 0)
 		ft_fd_close_same(mem_fd, &mem_id);	/* unless the program reused the number */
 	mem_fd = ft_fd_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
@@ -280,6 +291,21 @@ static int mem_open(void)
 	ft_fd_remember(mem_fd, &mem_id);
 	mem_pid = pid;
 	return 0;
+}
+
+/*
+ * The descriptor could not be had again (descriptors exhausted): code is written the
+ * mprotect way from now on.  Said once.
+ */
+static void mem_lost(int err)
+{
+	static int said;
+
+	method = M_MPROTECT;
+	if (said++)
+		return;
+	report("ftrt: cannot reopen /proc/self/mem (%s) after the program closed or replaced "
+	       "its descriptor; code is written through mprotect from now on", strerror(-err));
 }
 
 static int mem_pwrite(const void *buf, size_t len, uintptr_t addr)
@@ -321,8 +347,15 @@ static int method_init(void)
 	unsigned char probe;
 	uintptr_t at = (uintptr_t)&ftrt_arch_pc;
 
+	if (method == M_PROCMEM) {
+		int err = mem_open();	/* checks the descriptor is still the runtime's */
+
+		if (err)
+			mem_lost(err);
+		return 0;
+	}
 	if (method != M_UNSET)
-		return method == M_PROCMEM ? mem_open() : 0;
+		return 0;
 	if (env && !strcmp(env, "mprotect")) {
 		method = M_MPROTECT;
 		return 0;
@@ -679,11 +712,34 @@ static void put(uintptr_t addr, const unsigned char *b, size_t len)
 	}
 }
 
+static size_t batch_n;	/* sites of the batch being applied */
+
+/*
+ * Before writing through mem_fd: another thread of the program may have closed it and
+ * taken the number since the batch began.  Reopen, else go on the mprotect way.
+ */
+static int mem_check(void)
+{
+	size_t bad;
+	int err;
+
+	if (mem_same())
+		return 0;
+	if (!(err = mem_open()))
+		return 0;
+	if (prepare_mprotect(batch_n, &bad) || protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC))
+		return err;	/* nothing writes code: the batch fails */
+	mem_lost(err);
+	return 0;
+}
+
 static int flush(void)
 {
 	size_t i;
 	int err;
 
+	if (method == M_PROCMEM && (err = mem_check()))
+		return err;
 	for (i = 0; i < nspans; i++) {
 		struct span *sp = &spans[i];
 
@@ -884,6 +940,7 @@ int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad)
 			goto out;
 		}
 	}
+	batch_n = n;
 	if (method == M_MPROTECT && (err = prepare_mprotect(n, bad)))
 		goto out;
 	if ((err = read_spans(n, bad)))
@@ -958,7 +1015,7 @@ static void fork_child(void)
 	atomic_store(&trap_users, 0);
 	atomic_store(&live_batch, NULL);
 	if (mem_fd >= 0) {
-		close(mem_fd);
+		ft_fd_close_same(mem_fd, &mem_id);	/* unless the program reused the number */
 		mem_fd = -1;
 	}
 	ftrt_sync_atfork_child();

@@ -19,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <ftrace_trace.h>
@@ -478,6 +481,63 @@ void _Exit(int status)
 }
 
 /*
+ * daemon() ends the parent through libc's internal _exit, which the interposed one does not
+ * see: the parent's trace stayed .part without its staged records.  While this process
+ * traces, daemon() is done here step by step as glibc's misc/daemon.c does it (same
+ * results, same errno; open/close without cancellation points as there), the parent leaving
+ * through exit_now; the child traces into its own file as after any fork.  Otherwise the
+ * real one runs.
+ */
+typedef int (*daemon_t)(int, int);
+
+int daemon(int nochdir, int noclose)
+{
+	static daemon_t real;
+	struct stat st;
+	int fd;
+
+	if (ft_sess.state != FT_SESS_LIVE || (pid_t)ft_sess.hdr.pid != getpid()) {
+		if (!real)
+			real = (daemon_t)ft_next_sym("daemon");
+		return real(nochdir, noclose);
+	}
+	switch (fork()) {
+	case -1:
+		return -1;
+	case 0:
+		break;
+	default:
+		exit_now(0);
+	}
+	if (setsid() == -1)
+		return -1;
+	if (!nochdir)
+		(void)chdir("/");
+	if (!noclose) {
+		fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR, 0);
+		if (fd != -1 && fstat(fd, &st) == 0) {
+			if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+				syscall(SYS_close, fd);
+				errno = ENODEV;
+				return -1;
+			}
+			(void)dup2(fd, STDIN_FILENO);
+			(void)dup2(fd, STDOUT_FILENO);
+			(void)dup2(fd, STDERR_FILENO);
+			if (fd > 2)
+				(void)close(fd);
+		} else {
+			int saved_errno = errno;
+
+			syscall(SYS_close, fd);
+			errno = saved_errno;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
  * exec replaces the image: the trace is finalised first (reason exec), like at exit; the
  * new image, if it is traced, starts its own.  If the exec fails the process goes on
  * untraced.  Not in a vfork() child (it shares our memory and file), and not for
@@ -570,6 +630,69 @@ static size_t env_len(char *const envp[])
 	char *name##_buf[name##_n + NR_INHERIT + 1];					\
 	char *const *name = env_inherit(envp, name##_buf, name##_n)
 
+/*
+ * exec naming.  A traced image that execs adds FTRACE_EXEC=<pid>:<gen>:<base output name>
+ * to the new image's environment (when that sets FTRACE_TRACER or FTRACE_CONTROL, i.e. the
+ * new image may trace).  A new image of the same pid whose output name would be that base
+ * writes <output>.exec<gen> instead of replacing the trace just finalised under <output>.
+ * The new image removes the variable from its environment before main.
+ */
+unsigned ft_exec_gen;
+char ft_exec_prev[PATH_MAX];
+
+#define EXEC_VAR "FTRACE_EXEC="
+
+/* envp with FTRACE_EXEC set into out (room for n + 2) and var (PATH_MAX + 64), or envp */
+static char *const *exec_mark(char *const envp[], char **out, size_t n, char *var)
+{
+	size_t k = 0;
+	char *p;
+
+	if (ft_sess.state != FT_SESS_LIVE || (pid_t)ft_sess.hdr.pid != getpid() ||
+	    (!env_has(envp, "FTRACE_TRACER=") && !env_has(envp, "FTRACE_CONTROL=")))
+		return envp;
+	p = var + ft_strlcpy(var, EXEC_VAR, 16);
+	p = ft_utoa(p, (unsigned long)getpid());
+	*p++ = ':';
+	p = ft_utoa(p, ft_exec_gen + 1UL);
+	*p++ = ':';
+	ft_strlcpy(p, ft_sess.base, PATH_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(envp[i], EXEC_VAR, sizeof(EXEC_VAR) - 1))
+			out[k++] = envp[i];
+	out[k++] = var;
+	out[k] = NULL;
+	return out;
+}
+
+/* declares NAME, envp marked for the new image, on the stack (no malloc: vfork) */
+#define EXEC_MARK(name, envp)								\
+	size_t name##_n = env_len(envp);						\
+	char *name##_buf[name##_n + 2];							\
+	char name##_var[PATH_MAX + 64];							\
+	char *const *name = exec_mark(envp, name##_buf, name##_n, name##_var)
+
+/* The image before the exec was traced with this pid: take its generation and name. */
+static void exec_take(void)
+{
+	const char *v = getenv("FTRACE_EXEC");
+	unsigned long pid, gen;
+	char *end;
+
+	if (!v)
+		return;
+	pid = strtoul(v, &end, 10);
+	if (*end == ':') {
+		gen = strtoul(end + 1, &end, 10);
+		if (*end == ':' && pid == (unsigned long)getpid() && gen && gen < UINT_MAX &&
+		    !getauxval(AT_SECURE)) {
+			ft_exec_gen = (unsigned)gen;
+			ft_strlcpy(ft_exec_prev, end + 1, sizeof(ft_exec_prev));
+		}
+	}
+	unsetenv("FTRACE_EXEC");	/* the program sees the environment it was given */
+}
+
 typedef int (*posix_spawn_t)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 			     const posix_spawnattr_t *, char *const[], char *const[]);
 
@@ -596,60 +719,65 @@ int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t 
 }
 
 typedef int (*execve_t)(const char *, char *const[], char *const[]);
-typedef int (*execv_t)(const char *, char *const[]);
 typedef int (*fexecve_t)(int, char *const[], char *const[]);
 
 int execve(const char *path, char *const argv[], char *const envp[])
 {
 	static execve_t real;
 	ENV_INHERIT(env, envp);
+	EXEC_MARK(menv, env);
 
 	if (!real)
 		real = (execve_t)ft_next_sym("execve");
 	exec_finalise();
-	return real(path, argv, env);
+	return real(path, argv, menv);
 }
 
+/* execv and execvp are execve and execvpe with environ (as in glibc): so they carry the mark */
 int execv(const char *path, char *const argv[])
 {
-	static execv_t real;
+	static execve_t real;
+	EXEC_MARK(menv, environ);
 
 	if (!real)
-		real = (execv_t)ft_next_sym("execv");
+		real = (execve_t)ft_next_sym("execve");
 	exec_finalise();
-	return real(path, argv);
+	return real(path, argv, menv);
 }
 
 int execvp(const char *file, char *const argv[])
 {
-	static execv_t real;
+	static execve_t real;
+	EXEC_MARK(menv, environ);
 
 	if (!real)
-		real = (execv_t)ft_next_sym("execvp");
+		real = (execve_t)ft_next_sym("execvpe");
 	exec_finalise();
-	return real(file, argv);
+	return real(file, argv, menv);
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	static execve_t real;
 	ENV_INHERIT(env, envp);
+	EXEC_MARK(menv, env);
 
 	if (!real)
 		real = (execve_t)ft_next_sym("execvpe");
 	exec_finalise();
-	return real(file, argv, env);
+	return real(file, argv, menv);
 }
 
 int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	static fexecve_t real;
 	ENV_INHERIT(env, envp);
+	EXEC_MARK(menv, env);
 
 	if (!real)
 		real = (fexecve_t)ft_next_sym("fexecve");
 	exec_finalise();
-	return real(fd, argv, env);
+	return real(fd, argv, menv);
 }
 
 /* The list forms collect their arguments (up to the NULL) into an argv. */
@@ -999,6 +1127,7 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	struct ftrace_trace_config cfg = { 0 };
 	unsigned long v;
 
+	exec_take();
 	note_secure();
 	inherit_init();
 	cfg.control = control && !strcmp(control, "1");

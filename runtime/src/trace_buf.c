@@ -1080,12 +1080,21 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 			ft_strlcpy(s->final, name, sizeof(s->final));
 		}
 		read_config(buf_kb);
+		ft_strlcpy(s->base, s->final, sizeof(s->base));
+		if (ft_exec_gen && !strcmp(s->final, ft_exec_prev)) {
+			char sfx[32] = ".exec";
+
+			ft_utoa(sfx + 5, ft_exec_gen);
+			if (strlen(s->final) + strlen(sfx) + 1 < sizeof(s->final))
+				strcat(s->final, sfx);
+		}
 	} else {
 		char sfx[32] = ".";
 
 		ft_utoa(sfx + 1, (unsigned long)getpid());
 		if (strlen(s->final) + strlen(sfx) + 1 < sizeof(s->final))
 			strcat(s->final, sfx);
+		ft_strlcpy(s->base, s->final, sizeof(s->base));
 	}
 	/* a fork child's final name already ends in its pid: <output>.<pid>.part */
 	n = fork_child ? snprintf(s->part, sizeof(s->part), "%s.part", s->final) :

@@ -31,6 +31,7 @@ struct ft_session {
 	struct ftkit_file_header hdr;
 	struct ft_clock_ref clk;
 	char final[PATH_MAX];		/* output name */
+	char base[PATH_MAX];		/* final without the .exec<n> suffix (exec naming) */
 	char part[PATH_MAX + 32];	/* live name */
 	char *maps;			/* last MAPS chunk image */
 	size_t maps_len;
@@ -41,6 +42,14 @@ struct ft_session {
 };
 
 extern struct ft_session ft_sess;
+
+/*
+ * Set (trace.c) when this image was exec'd by a traced image of the same process: its
+ * generation (1, 2, …) and that image's base output name.  A session whose name would be
+ * that one gets ".exec<gen>" appended instead of replacing the pre-exec trace.
+ */
+extern unsigned ft_exec_gen;
+extern char ft_exec_prev[PATH_MAX];
 
 int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t depth,
 		    int force_mono, int fork_child);

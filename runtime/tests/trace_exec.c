@@ -1,8 +1,12 @@
 /*
  * exec finalises the trace: the calls before it are in a complete file (reason exec).
  * Argument "fail": the exec fails and the program goes on (untraced) and exits normally.
+ * "self": it execs itself (same pid) with "again", which calls work() 4 times and execs
+ * itself with "last", which calls it 3 times and prints whether FTRACE_EXEC is in its
+ * environment.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,8 +16,29 @@ __attribute__((noinline)) void work(int i) { sink += i; }
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "last")) {
+		for (int i = 0; i < 3; i++)
+			work(i);
+		printf("last: FTRACE_EXEC %s\n", getenv("FTRACE_EXEC") ? "set" : "unset");
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "again")) {
+		for (int i = 0; i < 4; i++)
+			work(i);
+		execl("/proc/self/exe", argv[0], "last", (char *)NULL);
+		perror("execl");
+		return 1;
+	}
 	for (int i = 0; i < 5; i++)
 		work(i);
+	fflush(stdout);
+	if (argc > 1 && !strcmp(argv[1], "self")) {
+		char *const av[] = { argv[0], "again", NULL };
+
+		execv("/proc/self/exe", av);
+		perror("execv");
+		return 1;
+	}
 	fflush(stdout);
 	if (argc > 1 && !strcmp(argv[1], "fail")) {
 		execl("/nonexistent/ftkit-test", "x", (char *)NULL);
