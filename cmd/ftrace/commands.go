@@ -82,29 +82,17 @@ func graphCommand() *cli.Command {
 			if c.Int("depth") < 0 || c.Int("limit") < 0 {
 				return fmt.Errorf("graph: --depth and --limit must not be negative")
 			}
-			path, err := inputPath(c)
+			in, err := openStream(c)
 			if err != nil {
 				return err
 			}
-			st, err := tracefile.OpenStream(path)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if err := checkTIDs(c, path, st.Trace); err != nil {
-				return err
-			}
-			sym := symbolize.New(st.Trace.Maps)
-			var total uint64
-			for i := range st.Trace.Threads {
-				total += st.Hint(i)
-			}
+			defer in.Close()
 			// the first pass (counts) warns before anything is printed
 			w := bufio.NewWriter(c.App.Writer)
 			o := graph.Options{TIDs: c.IntSlice("tid"), Depth: c.Int("depth"), Limit: c.Int("limit"), Time: c.Bool("time")}
-			o.Counted = func() { warnStream(c, path, st, sym) }
-			if err := graph.WriteStream(w, st, sym.LockedLookup(), o, progressFunc(c, path, total)); err != nil {
-				return fmt.Errorf("%s: %w", path, err)
+			o.Counted = func() { in.warn(c) }
+			if err := graph.WriteStream(w, in.st, in.sym.LockedLookup(), o, in.progress(c, nil)); err != nil {
+				return fmt.Errorf("%s: %w", in.path, err)
 			}
 			return w.Flush()
 		},
@@ -145,38 +133,29 @@ func dumpCommand() *cli.Command {
 // dumpRawCommand prints every record (time, thread, kind, depth, ip and its symbol),
 // reading the trace as a stream: the records only, not the call trees.
 func dumpRawCommand(c *cli.Context) error {
-	path, err := inputPath(c)
+	in, err := openStream(c)
 	if err != nil {
 		return err
 	}
-	st, err := tracefile.OpenStream(path)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	tr := st.Trace
+	defer in.Close()
 	w0, done, err := outputFile(c, c.String("output"))
 	if err != nil {
 		return err
 	}
-	err = dumpRaw(w0, st)
+	err = dumpRaw(w0, in.st, in.sym)
 	if cerr := done(); err == nil {
 		err = cerr
 	}
-	for _, w := range tr.Header.Warnings {
-		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, w)
-	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", in.path, err)
 	}
-	warnLost(c, tr)
+	in.warn(c)
 	return nil
 }
 
-func dumpRaw(w0 io.Writer, st *tracefile.Stream) error {
+func dumpRaw(w0 io.Writer, st *tracefile.Stream, sym *symbolize.Symbolizer) error {
 	tr := st.Trace
 	w := bufio.NewWriterSize(w0, 1<<16)
-	sym := symbolize.New(tr.Maps)
 	fmt.Fprintf(w, "# %12s %7s %-5s %5s %18s  %s\n", "TIME(ns)", "TID", "KIND", "DEPTH", "IP", "FUNCTION")
 	for i, th := range tr.Threads {
 		err := st.Events(i, func(evs []tracefile.Event) error {

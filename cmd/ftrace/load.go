@@ -114,73 +114,84 @@ func progressFunc(c *cli.Context, path string, events uint64) calltree.Progress 
 	}
 }
 
+// streamIn is a trace opened as a stream by a reading command, with its symbols.
+type streamIn struct {
+	st   *tracefile.Stream
+	path string
+	sym  *symbolize.Symbolizer
+}
+
+// openStream opens the input trace as a stream, refusing a --tid it does not hold (when
+// the command has --tid). Close it.
+func openStream(c *cli.Context) (*streamIn, error) {
+	path, err := inputPath(c)
+	if err != nil {
+		return nil, err
+	}
+	st, err := tracefile.OpenStream(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTIDs(c, path, st.Trace); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &streamIn{st: st, path: path, sym: symbolize.New(st.Trace.Maps)}, nil
+}
+
+func (in *streamIn) Close() error { return in.st.Close() }
+
+// progress shows the reading of the threads in tids (all when empty).
+func (in *streamIn) progress(c *cli.Context, tids []int) calltree.Progress {
+	var total uint64
+	for i, th := range in.st.Trace.Threads {
+		if len(tids) == 0 || slices.Contains(tids, th.TID) {
+			total += in.st.Hint(i)
+		}
+	}
+	return progressFunc(c, in.path, total)
+}
+
+// warn says on stderr what reading met (see warnStream).
+func (in *streamIn) warn(c *cli.Context) { warnStream(c, in.path, in.st, in.sym) }
+
 // streamReport computes the report reading the trace as a stream (memory bounded by
 // functions × threads and call depth, not by events), saying on stderr what the reader
 // tolerated and what was lost.
 func streamReport(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.Forest, error) {
-	path, err := inputPath(c)
+	in, err := openStream(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := tracefile.OpenStream(path)
+	defer in.Close()
+	o.Progress = in.progress(c, o.TIDs)
+	stats, f, err := report.ComputeStream(in.st, in.sym.LockedLookup(), o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s: %w", in.path, err)
 	}
-	defer st.Close()
-	tr := st.Trace
-	if err := checkTIDs(c, path, tr); err != nil {
-		return nil, nil, err
-	}
-	sym := symbolize.New(tr.Maps)
-	var total uint64
-	for i, th := range tr.Threads {
-		if len(o.TIDs) == 0 || slices.Contains(o.TIDs, th.TID) {
-			total += st.Hint(i)
-		}
-	}
-	o.Progress = progressFunc(c, path, total)
-	stats, f, err := report.ComputeStream(st, sym.LockedLookup(), o)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	warnStream(c, path, st, sym)
+	in.warn(c)
 	return stats, f, nil
 }
 
 // streamPaths reads the trace as a stream into each thread's call paths (flame graphs,
 // profiles), saying on stderr what the reader tolerated and what was lost.
 func streamPaths(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, error) {
-	path, err := inputPath(c)
+	in, err := openStream(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := tracefile.OpenStream(path)
+	defer in.Close()
+	obs, threads, err := calltree.WalkStream(in.st, in.sym.LockedLookup(), nil,
+		func(*tracefile.Thread) calltree.Observer { return &calltree.Paths{} }, in.progress(c, nil))
 	if err != nil {
-		return nil, nil, err
-	}
-	defer st.Close()
-	tr := st.Trace
-	if c.Command.Name != "pprof" { // pprof has no --tid
-		if err := checkTIDs(c, path, tr); err != nil {
-			return nil, nil, err
-		}
-	}
-	sym := symbolize.New(tr.Maps)
-	var total uint64
-	for i := range tr.Threads {
-		total += st.Hint(i)
-	}
-	obs, threads, err := calltree.WalkStream(st, sym.LockedLookup(), nil,
-		func(*tracefile.Thread) calltree.Observer { return &calltree.Paths{} }, progressFunc(c, path, total))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", in.path, err)
 	}
 	paths := make([]calltree.ThreadPaths, len(obs))
 	for k := range obs {
 		paths[k] = calltree.ThreadPaths{Paths: obs[k].(*calltree.Paths), T: threads[k]}
 	}
-	warnStream(c, path, st, sym)
-	return calltree.ForestOf(tr, threads), paths, nil
+	in.warn(c)
+	return calltree.ForestOf(in.st.Trace, threads), paths, nil
 }
 
 // warnStream says on stderr what reading a stream met: reader warnings, losses, symbols.

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
-	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/flame"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/pprof"
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
 )
@@ -22,23 +19,13 @@ import (
 func TestStreamedPathsMatchTrees(t *testing.T) {
 	dir := t.TempDir()
 	names := tracetest.NewNames()
-	var ips []uint64
-	for i := 0; i < 6; i++ {
-		a, _ := names.Resolve(fmt.Sprintf("f%d", i))
-		ips = append(ips, a)
-	}
-	var mu sync.Mutex
-	lookup := func(a uint64) *symbolize.Func {
-		mu.Lock()
-		defer mu.Unlock()
-		return names.Lookup(a)
-	}
+	ips := names.Funcs("f", 6)
+	lookup := names.Locked()
 	for seed := int64(0); seed < 40; seed++ {
 		rng := rand.New(rand.NewSource(seed))
-		tr := &tracefile.Trace{Header: tracefile.Header{Tracer: tracefile.TracerFunctionGraph, Flags: tracefile.FlagComplete, StartNS: 500}}
-		for k := 0; k < 1+rng.Intn(3); k++ {
-			th := tracetest.RandomThread(rng, 100+k, ips, 10+rng.Intn(2000), seed%3 == 0)
-			if seed%5 == 1 { // a function trace
+		tr := tracetest.RandomTrace(rng, ips, 3, 10, 2000, seed%3 == 0)
+		if seed%5 == 1 { // a function trace
+			for _, th := range tr.Threads {
 				kept := th.Events[:0]
 				for _, ev := range th.Events {
 					if ev.Kind == tracefile.Call {
@@ -47,14 +34,11 @@ func TestStreamedPathsMatchTrees(t *testing.T) {
 				}
 				th.Events = kept
 			}
-			tr.Threads = append(tr.Threads, th)
-		}
-		var buf bytes.Buffer
-		if err := tracefile.Write(&buf, tr); err != nil {
-			t.Fatal(err)
 		}
 		path := filepath.Join(dir, fmt.Sprintf("t%d.dat", seed))
-		os.WriteFile(path, buf.Bytes(), 0o600)
+		if err := tracetest.WriteFile(path, tr, "v1", 0); err != nil {
+			t.Fatal(err)
+		}
 		whole, err := tracefile.Open(path)
 		if err != nil {
 			t.Fatal(err)

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
-	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/graph"
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
 )
@@ -22,40 +19,17 @@ import (
 func TestWriteStreamMatchesTrees(t *testing.T) {
 	dir := t.TempDir()
 	names := tracetest.NewNames()
-	var ips []uint64
-	for i := 0; i < 5; i++ {
-		a, _ := names.Resolve(fmt.Sprintf("g%d", i))
-		ips = append(ips, a)
-	}
-	var mu sync.Mutex
-	lookup := func(a uint64) *symbolize.Func {
-		mu.Lock()
-		defer mu.Unlock()
-		return names.Lookup(a)
-	}
+	ips := names.Funcs("g", 5)
+	lookup := names.Locked()
 	streamed := 0
 	for seed := int64(0); seed < 40; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		for _, format := range []string{"v1", "v2", "v2ring"} {
-			tr := &tracefile.Trace{Header: tracefile.Header{Tracer: tracefile.TracerFunctionGraph, Flags: tracefile.FlagComplete, StartNS: 500}}
-			for k := 0; k < 1+rng.Intn(3); k++ {
-				tr.Threads = append(tr.Threads, tracetest.RandomThread(rng, 100+k, ips, 5+rng.Intn(600), format != "v1"))
-			}
-			var buf bytes.Buffer
-			var err error
-			switch format {
-			case "v1":
-				err = tracefile.Write(&buf, tr)
-			case "v2":
-				err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: 50})
-			default:
-				err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: 40, DropFirst: 2})
-			}
-			if err != nil {
+			tr := tracetest.RandomTrace(rng, ips, 3, 5, 600, format != "v1")
+			path := filepath.Join(dir, fmt.Sprintf("t%d%s.dat", seed, format))
+			if err := tracetest.WriteFile(path, tr, format, 40); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(dir, fmt.Sprintf("t%d%s.dat", seed, format))
-			os.WriteFile(path, buf.Bytes(), 0o600)
 			whole, err := tracefile.Open(path)
 			if err != nil {
 				t.Fatal(err)

@@ -7,25 +7,12 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
 )
-
-type lockedNames struct {
-	mu sync.Mutex
-	n  *tracetest.Names
-}
-
-func (l *lockedNames) lookup(addr uint64) *symbolize.Func {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n.Lookup(addr)
-}
 
 // statsText is what the report shows of stats, every field.
 func statsText(t *testing.T, stats []*Stat) string {
@@ -50,42 +37,22 @@ func threadCounts(f *calltree.Forest) string {
 func TestComputeStreamMatchesTrees(t *testing.T) {
 	dir := t.TempDir()
 	names := tracetest.NewNames()
-	var ips []uint64
-	for i := 0; i < 6; i++ {
-		a, _ := names.Resolve(fmt.Sprintf("f%d", i))
-		ips = append(ips, a)
-	}
-	ln := &lockedNames{n: names}
+	ips := names.Funcs("f", 6)
+	lookup := names.Locked()
 	fallbacks, adopted := 0, 0
 	for seed := int64(0); seed < 60; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		for _, format := range []string{"v1", "v2", "v2ring"} {
-			tr := &tracefile.Trace{Header: tracefile.Header{Tracer: tracefile.TracerFunctionGraph, Flags: tracefile.FlagComplete, StartNS: 500}}
-			for k := 0; k < 1+rng.Intn(4); k++ {
-				tr.Threads = append(tr.Threads, tracetest.RandomThread(rng, 100+k, ips, 20+rng.Intn(3000), format != "v1"))
-			}
-			var buf bytes.Buffer
-			var err error
-			switch format {
-			case "v1":
-				err = tracefile.Write(&buf, tr)
-			case "v2":
-				err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: 64 + rng.Intn(500)})
-			case "v2ring":
-				err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: 100, DropFirst: 2, Partial: true})
-			}
-			if err != nil {
-				t.Fatalf("seed %d %s: %v", seed, format, err)
-			}
+			tr := tracetest.RandomTrace(rng, ips, 4, 20, 3000, format != "v1")
 			path := filepath.Join(dir, fmt.Sprintf("t%d-%s.dat", seed, format))
-			if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-				t.Fatal(err)
+			if err := tracetest.WriteFile(path, tr, format, 64+rng.Intn(500)); err != nil {
+				t.Fatalf("seed %d %s: %v", seed, format, err)
 			}
 			whole, err := tracefile.Open(path)
 			if err != nil {
 				t.Fatalf("seed %d %s: %v", seed, format, err)
 			}
-			forest := calltree.Build(whole, ln.lookup, nil)
+			forest := calltree.Build(whole, lookup, nil)
 			for _, o := range []Options{{}, {PerThread: true, Sort: "self"}, {TIDs: []int{101}, Sort: "calls", Limit: 3}} {
 				want, err := Compute(forest, o)
 				if err != nil {
@@ -95,7 +62,7 @@ func TestComputeStreamMatchesTrees(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, sf, err := ComputeStream(st, ln.lookup, o)
+				got, sf, err := ComputeStream(st, lookup, o)
 				st.Close()
 				if err != nil {
 					t.Fatalf("seed %d %s: %v", seed, format, err)
@@ -110,7 +77,7 @@ func TestComputeStreamMatchesTrees(t *testing.T) {
 				}
 			}
 			for _, th := range whole.Threads {
-				w := calltree.NewWalker(th, ln.lookup, newAgg(th.TID))
+				w := calltree.NewWalker(th, lookup, newAgg(th.TID))
 				switch err := w.Events(th.Events); err {
 				case nil:
 					if w.T.Unmatched > 0 {
@@ -151,8 +118,8 @@ thread 7
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := &lockedNames{n: names}
-	w := calltree.NewWalker(tr.Threads[0], ln.lookup, newAgg(7))
+	lookup := names.Locked()
+	w := calltree.NewWalker(tr.Threads[0], lookup, newAgg(7))
 	if err := w.Events(tr.Threads[0].Events); err != calltree.ErrNeedTree {
 		t.Fatalf("walker: %v, want ErrNeedTree", err)
 	}
@@ -163,13 +130,13 @@ thread 7
 	path := filepath.Join(t.TempDir(), "t.dat")
 	os.WriteFile(path, buf.Bytes(), 0o600)
 	whole, _ := tracefile.Open(path)
-	want, _ := Compute(calltree.Build(whole, ln.lookup, nil), Options{})
+	want, _ := Compute(calltree.Build(whole, lookup, nil), Options{})
 	st, err := tracefile.OpenStream(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	got, _, err := ComputeStream(st, ln.lookup, Options{})
+	got, _, err := ComputeStream(st, lookup, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,13 @@ package tracetest
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"math/rand"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
@@ -280,4 +283,56 @@ func RandomThread(rng *rand.Rand, tid int, ips []uint64, n int, clean bool) *tra
 		}
 	}
 	return th
+}
+
+// Funcs names count functions prefix0, prefix1, … and returns their addresses.
+func (n *Names) Funcs(prefix string, count int) []uint64 {
+	ips := make([]uint64, count)
+	for i := range ips {
+		ips[i], _ = n.Resolve(fmt.Sprintf("%s%d", prefix, i))
+	}
+	return ips
+}
+
+// Locked is Lookup made safe for concurrent use (streamed readers walk threads in
+// parallel).
+func (n *Names) Locked() func(addr uint64) *symbolize.Func {
+	var mu sync.Mutex
+	return func(addr uint64) *symbolize.Func {
+		mu.Lock()
+		defer mu.Unlock()
+		return n.Lookup(addr)
+	}
+}
+
+// RandomTrace is a complete function_graph trace of 1 to maxThreads RandomThreads of up
+// to maxEvents events each (at least minEvents).
+func RandomTrace(rng *rand.Rand, ips []uint64, maxThreads, minEvents, maxEvents int, clean bool) *tracefile.Trace {
+	tr := &tracefile.Trace{Header: tracefile.Header{Tracer: tracefile.TracerFunctionGraph, Flags: tracefile.FlagComplete, StartNS: 500}}
+	for k := 0; k < 1+rng.Intn(maxThreads); k++ {
+		tr.Threads = append(tr.Threads, RandomThread(rng, 100+k, ips, minEvents+rng.Intn(maxEvents-minEvents), clean))
+	}
+	return tr
+}
+
+// WriteFile writes tr to path in format "v1", "v2" (blocks of blockEvents) or "v2ring"
+// (the same, as a flight recorder whose first two blocks were overwritten, each block
+// also written PARTIAL first).
+func WriteFile(path string, tr *tracefile.Trace, format string, blockEvents int) error {
+	var buf bytes.Buffer
+	var err error
+	switch format {
+	case "v1":
+		err = tracefile.Write(&buf, tr)
+	case "v2":
+		err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: blockEvents})
+	case "v2ring":
+		err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: blockEvents, DropFirst: 2, Partial: true})
+	default:
+		err = fmt.Errorf("unknown format %q", format)
+	}
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o600)
 }
