@@ -63,16 +63,7 @@ func Write(w io.Writer, f *calltree.Forest, o Options) error {
 			ew.printf("\n")
 		}
 		first = false
-		name := ""
-		if t.Name != "" {
-			name = " (" + t.Name + ")"
-		}
-		ew.printf("# thread %d%s\n", t.TID, name)
-		if t.Lost > 0 || t.LostDepth > 0 || t.Unmatched > 0 {
-			// said first: the calls below are not all there is
-			ew.printf("# thread %d: %d events lost (%.1f%% of %d), %d frames not recorded (depth), %d returns without entry\n",
-				t.TID, t.Lost, 100*float64(t.Lost)/float64(max(t.Lost+t.Events, 1)), t.Lost+t.Events, t.LostDepth, t.Unmatched)
-		}
+		threadHeader(ew, t)
 		// A tracer switched through live control leaves both kinds in one trace.
 		if len(t.Calls) > 0 {
 			writeCalls(ew, f, t, o)
