@@ -222,7 +222,16 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) {
 			fmt.Fprintf(stderr, "ftrace: traces of exec'd images: %s\n", strings.Join(execs, " "))
 		}
 	}()
-	tr, err := tracefile.Open(path)
+	// counted as a stream: a whole run's trace need not fit in memory
+	st, err := tracefile.OpenStream(path)
+	var calls, entries, exits, lostDepth uint64
+	if err == nil {
+		calls, entries, exits, _, lostDepth, err = st.Counts()
+		st.Close()
+		if err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	if err != nil {
 		part := fmt.Sprintf("%s.%d.part", path, pid)
 		if _, perr := os.Stat(part); perr == nil {
@@ -236,7 +245,7 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) {
 		fmt.Fprintf(stderr, "ftrace: %v\n", err)
 		return
 	}
-	calls, entries, exits, _, lostDepth := tr.Counts()
+	tr := st.Trace
 	fmt.Fprintf(stderr, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), calls+entries+exits)
 	if sum := tracefile.LostSummary(tr); sum.Lost+lostDepth > 0 {
 		fmt.Fprintf(stderr, ", %d lost (%s), %d frames over depth", sum.Lost, pct(sum.Lost, sum.Lost+sum.Recorded), lostDepth)
