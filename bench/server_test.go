@@ -240,6 +240,7 @@ type srvRun struct {
 	wall                time.Duration // the paced load
 	serverCPU, recCPU   time.Duration // over the load: the server process, the recorder process
 	totalCPU, totalWall time.Duration // the whole run (wait4 of the process started)
+	maxRSS              int64         // KB: the largest of the process started and its children
 	recOut              string        // the recorder's output
 }
 
@@ -311,6 +312,7 @@ func srvServe(b *testing.B, dir string, argv []string, mc []string, conns, total
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	r.totalCPU = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
+	r.maxRSS = ru.Maxrss
 	r.recOut = out.String()
 	return r
 }
@@ -409,8 +411,8 @@ func BenchmarkServerMemcached(b *testing.B) {
 			if strings.Contains(r.recOut, "LOST") {
 				b.Errorf("%s lost records:\n%s", cfg, tail(r.recOut, 2000))
 			}
-			b.Logf("round %d %-7s load %s: load wall %.2f s, server CPU %.2f s + recorder %.2f s over the load; whole run %.2f s CPU, %.2f s wall",
-				round, cfg, la, r.wall.Seconds(), r.serverCPU.Seconds(), r.recCPU.Seconds(), r.totalCPU.Seconds(), r.totalWall.Seconds())
+			b.Logf("round %d %-7s load %s: load wall %.2f s, server CPU %.2f s + recorder %.2f s over the load; whole run %.2f s CPU, %.2f s wall, max RSS %d KB",
+				round, cfg, la, r.wall.Seconds(), r.serverCPU.Seconds(), r.recCPU.Seconds(), r.totalCPU.Seconds(), r.totalWall.Seconds(), r.maxRSS)
 		}
 		base := runs["plain"].serverCPU.Seconds()
 		baseTotal := runs["plain"].totalCPU.Seconds()
@@ -434,9 +436,9 @@ func BenchmarkServerMemcached(b *testing.B) {
 		if lost != 0 || c.Lost() != 0 || c.Flags&8 != 0 || c.MissingBlocks != 0 || c.Flags&1 == 0 || c.Events() != events {
 			b.Errorf("ftkit trace: ftrace info %d events, %d lost; scan %+v", events, lost, c)
 		}
-		b.Logf("round %d ftkit   trace %d bytes, %d events (%d entries, %d exits, %d threads), lost %d: %.2f bytes/event; %s",
+		b.Logf("round %d ftkit   trace %d bytes, %d events (%d entries, %d exits, %d threads), lost %d: %.2f bytes/event; %d blocks, %d PARTIAL chunks superseded (%d bytes); %s",
 			round, fi.Size(), events, c.Entries, c.Exits, c.Threads, lost, float64(fi.Size())/float64(events),
-			strings.TrimSpace(lastLine(runs["ftkit"].recOut)))
+			c.Blocks, c.Partial, c.PartialBytes, strings.TrimSpace(lastLine(runs["ftkit"].recOut)))
 		for _, d := range []string{udir, udirNL} {
 			all, dat := dirSize(d)
 			recs := dat / 16
