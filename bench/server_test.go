@@ -362,6 +362,9 @@ func BenchmarkServerMemcached(b *testing.B) {
 	if _, err := os.Stat(ftcc); bd == "" || err != nil {
 		b.Skip("needs FTKIT_BUILD=<dir> with bin/ftcc (make tools runtime)")
 	}
+	if _, err := os.Stat("/usr/include/event2/event.h"); err != nil {
+		b.Skip("needs libevent-dev (memcached's only build dependency)")
+	}
 	ftrace := testenv.Tool(b, "ftrace")
 	secs := envInt("FTKIT_SRV_S", 60)
 	rate := envInt("FTKIT_SRV_RATE", 5000)
