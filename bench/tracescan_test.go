@@ -23,6 +23,7 @@ type traceCounts struct {
 	Threads       int    // tids with EVENTS or THREAD chunks
 	Blocks        int    // distinct (tid, seq) blocks
 	Partial       int    // PARTIAL chunks superseded by a later chunk of the same block
+	PartialBytes  int64  // the bytes of those superseded chunks
 	Entries       uint64 // ENTRY events
 	Exits         uint64 // EXIT events (returns)
 	Unwound       uint64 // EXIT_UNWOUND events
@@ -84,6 +85,7 @@ func scanTrace(path string) (traceCounts, error) {
 		off, hdr, dataLen int64
 		nev, depth        uint32
 		lost              uint64
+		size              int64
 	}
 	blocks := map[key]blk{}
 	type thr struct{ lost, lostDepth uint64 }
@@ -115,15 +117,16 @@ func scanTrace(path string) (traceCounts, error) {
 			}
 			tid := int(le.Uint32(ch[16:]))
 			k := key{tid, le.Uint64(ch[24:])}
-			b := blk{off: off, hdr: hdr, dataLen: int64(le.Uint32(ch[56:])), nev: le.Uint32(ch[48:]), depth: le.Uint32(ch[52:]), lost: le.Uint64(ch[40:])}
+			b := blk{off: off, hdr: hdr, dataLen: int64(le.Uint32(ch[56:])), nev: le.Uint32(ch[48:]), depth: le.Uint32(ch[52:]), lost: le.Uint64(ch[40:]), size: int64(csize)}
 			if hdr+b.dataLen > int64(csize) {
 				return c, fmt.Errorf("%s: EVENTS chunk at %d: %d data bytes in a %d-byte chunk", path, off, b.dataLen, csize)
 			}
 			if old, ok := blocks[k]; ok {
 				c.Partial++
 				if old.nev > b.nev {
-					b = old
+					b, old = old, b
 				}
+				c.PartialBytes += old.size
 			}
 			blocks[k] = b
 			seen[tid] = true
