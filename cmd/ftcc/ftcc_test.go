@@ -168,6 +168,18 @@ func TestCommands(t *testing.T) {
 		}
 	}
 	os.Setenv("FTCC_OFF", "")
+	// CC=ftcc: no compiler named, $FTCC_CC (else cc) compiles
+	t.Setenv("FTCC_CC", cc)
+	for _, args := range [][]string{{"-c", "a.c"}, {"a.c", "-c"}} {
+		os.Remove(log)
+		if code := run(args, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+			t.Errorf("%q without a compiler: exit %d", args, code)
+		}
+		if b, _ := os.ReadFile(log); !strings.Contains(string(b), "cc "+strings.Join(args, " ")+" -pg -mfentry -fno-ipa-ra\n") {
+			t.Errorf("%q without a compiler: ran %q", args, b)
+		}
+	}
+	os.Unsetenv("FTCC_CC")
 	// clang has no -fno-ipa-ra (and needs none)
 	os.Remove(log)
 	t.Setenv("FAKECC_CLANG", "1")

@@ -66,12 +66,16 @@ func (w *wrapper) main(argv []string) (int, error) {
 		}
 		return 0, nil
 	}
-	cc := argv[0]
-	if strings.HasPrefix(cc, "-") {
-		return 2, fmt.Errorf("the first argument must be the compiler (ftcc gcc …), not %q", cc)
+	// ftcc COMPILER ARGS..., or ftcc ARGS... (CC=ftcc) with $FTCC_CC, else cc
+	cc, rest := argv[0], argv[1:]
+	if strings.HasPrefix(cc, "-") || byExtension(cc) != langLinkInput || strings.HasSuffix(cc, ".o") {
+		cc, rest = os.Getenv("FTCC_CC"), argv
+		if cc == "" {
+			cc = "cc"
+		}
 	}
 	var args []string
-	for _, a := range argv[1:] {
+	for _, a := range rest {
 		switch {
 		case strings.HasPrefix(a, "--ftrace-off="):
 			w.off = append(w.off, splitGlobs(strings.TrimPrefix(a, "--ftrace-off="))...)
@@ -100,6 +104,7 @@ func (w *wrapper) main(argv []string) (int, error) {
 }
 
 const usage = `usage: ftcc COMPILER [ARGS...]    e.g. make CC="ftcc gcc" CXX="ftcc g++"
+       ftcc [ARGS...]             the compiler is $FTCC_CC, else cc (make CC=ftcc)
 
 Compiles C/C++ sources with -pg -mfentry and records their call sites (recordmcount),
 links executables with the ftkit runtime and runs ftlink on what it links; everything
