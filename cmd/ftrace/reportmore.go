@@ -28,39 +28,27 @@ func reportDiff(c *cli.Context) error {
 	// times are compared only when both traces have them
 	timed := true
 	for i, path := range c.Args().Slice() {
-		f, err := loadForestFile(c, path)
+		st, err := tracefile.OpenStream(path)
 		if err != nil {
 			return err
 		}
-		timed = timed && (f.HasGraph() || f.Header.Tracer == "function_graph")
-		stats[i], err = report.Compute(f, report.Options{TIDs: c.IntSlice("tid")})
+		sym := symbolize.New(st.Trace.Maps)
+		var f *calltree.Forest
+		stats[i], f, err = report.ComputeStream(st, sym.LockedLookup(), report.Options{TIDs: c.IntSlice("tid")})
+		if err == nil {
+			warnStream(c, path, st, sym)
+		}
+		st.Close()
 		if err != nil {
 			return fmt.Errorf("report: %s: %w", path, err)
 		}
+		timed = timed && (f.HasGraph() || f.Header.Tracer == "function_graph")
 	}
 	rows, err := report.Diff(stats[0], stats[1], c.String("sort"), c.Int("limit"))
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return report.WriteDiffText(c.App.Writer, rows, timed)
-}
-
-// loadForestFile reads and symbolises the trace at path, warning on stderr as
-// loadForest does (without progress: --diff reads two traces).
-func loadForestFile(c *cli.Context, path string) (*calltree.Forest, error) {
-	tr, err := tracefile.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range tr.Header.Warnings {
-		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, w)
-	}
-	sym := symbolize.New(tr.Maps)
-	f := calltree.Build(tr, sym.Lookup, nil)
-	for _, w := range sym.Warnings() {
-		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s\n", w)
-	}
-	return f, nil
 }
 
 // reportThreadsOrCallers is `ftrace report --threads` and `ftrace report --callers FUNC`.
@@ -71,12 +59,22 @@ func reportThreadsOrCallers(c *cli.Context) error {
 	if c.String("format") != "text" {
 		return fmt.Errorf("report: --threads and --callers print text only")
 	}
+	if c.Bool("threads") {
+		in, err := openStream(c)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		rows, f, err := report.ThreadsStream(in.st, in.sym.LockedLookup(), c.IntSlice("tid"))
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.path, err)
+		}
+		in.warn(c)
+		return report.WriteThreadsText(c.App.Writer, f, rows)
+	}
 	f, _, err := loadForest(c)
 	if err != nil {
 		return err
-	}
-	if c.Bool("threads") {
-		return report.WriteThreadsText(c.App.Writer, f, report.Threads(f, c.IntSlice("tid")))
 	}
 	r, err := report.Callers(f, c.String("callers"), c.IntSlice("tid"))
 	if err != nil {

@@ -72,6 +72,8 @@ type Thread struct {
 	// FirstEvent is the earliest event's time (First may be earlier: the entry time of
 	// a return without entry).
 	FirstEvent uint64
+	// RootTime is the outermost calls' durations summed (set by WalkStream).
+	RootTime uint64
 	// Tree: WalkStream had to build this thread's tree (its stream alone could not say
 	// where some calls belong).
 	Tree bool

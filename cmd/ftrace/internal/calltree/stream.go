@@ -204,6 +204,7 @@ func (w *Walker) End() {
 		w.close(w.T.Last, true, false)
 		w.T.Unclosed++
 	}
+	w.T.RootTime = w.rootsDur
 }
 
 func (w *Walker) addRoot(start uint64) {

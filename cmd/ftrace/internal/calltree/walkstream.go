@@ -150,6 +150,9 @@ func walkThread(st *tracefile.Stream, i int, lookup Lookup, newObs func(*tracefi
 		a = newObs(th)
 		t.Frames(a)
 		t.Tree = true
+		for _, r := range t.Roots {
+			t.RootTime += r.Duration()
+		}
 		t.Roots, t.Calls = nil, nil
 	} else {
 		w.End()

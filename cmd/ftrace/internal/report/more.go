@@ -9,6 +9,7 @@ import (
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 )
 
 // ThreadStat is one thread's figures for `report --threads`. Times in nanoseconds.
@@ -60,6 +61,33 @@ func Threads(f *calltree.Forest, tids []int) []*ThreadStat {
 		}
 		out = append(out, s)
 	}
+	sortThreads(out)
+	return out
+}
+
+// ThreadsStream is Threads reading the trace as a stream (lookup safe for concurrent use).
+func ThreadsStream(st *tracefile.Stream, lookup calltree.Lookup, tids []int) ([]*ThreadStat, *calltree.Forest, error) {
+	obs, threads, err := calltree.WalkStream(st, lookup, tids, func(th *tracefile.Thread) calltree.Observer { return newAgg(th.TID) }, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*ThreadStat
+	for k, t := range threads {
+		a := obs[k].(*agg)
+		s := &ThreadStat{TID: t.TID, Name: t.Name, Lost: t.Lost, Traced: t.RootTime, Funcs: len(a.stats)}
+		for fn, fs := range a.stats {
+			s.Calls += fs.Calls
+			if s.Top == "" || fs.Self > s.TopSelf || fs.Self == s.TopSelf && fn.Name < s.Top {
+				s.Top, s.TopSelf = fn.Name, fs.Self
+			}
+		}
+		out = append(out, s)
+	}
+	sortThreads(out)
+	return out, calltree.ForestOf(st.Trace, threads), nil
+}
+
+func sortThreads(out []*ThreadStat) {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Traced != b.Traced {
@@ -70,7 +98,6 @@ func Threads(f *calltree.Forest, tids []int) []*ThreadStat {
 		}
 		return a.TID < b.TID
 	})
-	return out
 }
 
 // WriteThreadsText prints the thread rows as a table; function traces have no times.

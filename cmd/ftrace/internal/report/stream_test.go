@@ -76,6 +76,19 @@ func TestComputeStreamMatchesTrees(t *testing.T) {
 					}
 				}
 			}
+			// report --threads
+			st, err := tracefile.OpenStream(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, _, err := ThreadsStream(st, lookup, nil)
+			st.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := threadRows(rows), threadRows(Threads(forest, nil)); g != w {
+				t.Fatalf("seed %d %s: threads\nstream %s\ntrees  %s", seed, format, g, w)
+			}
 			for _, th := range whole.Threads {
 				w := calltree.NewWalker(th, lookup, newAgg(th.TID))
 				switch err := w.Events(th.Events); err {
@@ -149,4 +162,12 @@ thread 7
 			t.Errorf("c: self %d total %d, want 15 and 25", s.Self, s.Total)
 		}
 	}
+}
+
+func threadRows(rows []*ThreadStat) string {
+	var b bytes.Buffer
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%+v\n", *r)
+	}
+	return b.String()
 }
