@@ -95,6 +95,9 @@ func (s *v2state) readEventsHeader(r io.ReaderAt, off, hdr, end int64) error {
 	if dataLen%4 != 0 || off+hdr+dataLen > end {
 		return fmt.Errorf("events: thread %d block %d: %d bytes of events do not fit in the chunk", tid, b.seq, dataLen)
 	}
+	if int64(b.nev) > dataLen/4 { // an event is a word at least
+		return fmt.Errorf("events: thread %d block %d: %d events claimed in %d bytes", tid, b.seq, b.nev, dataLen)
+	}
 	th := s.thread(tid)
 	if old, ok := th.blocks[b.seq]; ok {
 		if old.flags&BlockPartial == 0 && b.flags&BlockPartial == 0 {

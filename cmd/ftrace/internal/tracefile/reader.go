@@ -57,7 +57,7 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 	}
 	for i, th := range s.Trace.Threads {
 		var evs []Event
-		if n := s.src[i].count(); n > 0 {
+		if n := min(s.src[i].count(), uint64(size)/4); n > 0 { // a hint: never more than the file holds
 			evs = make([]Event, 0, n)
 		}
 		err := s.decode(i, func(b []Event) error {
