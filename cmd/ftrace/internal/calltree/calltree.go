@@ -97,23 +97,12 @@ type Progress func(done, total int)
 
 // Build builds the forest of a trace. progress may be nil.
 func Build(tr *tracefile.Trace, lookup Lookup, progress Progress) *Forest {
-	f := &Forest{Header: tr.Header}
-	for _, m := range tr.Maps {
-		if m.Flags&tracefile.MapMain != 0 {
-			f.Main = m.Path
-			break
-		}
-	}
 	total := 0
 	for _, th := range tr.Threads {
 		total += len(th.Events)
 	}
-	first, _, ok := tr.TimeRange()
-	f.Start = tr.Header.StartNS
-	if ok && (f.Start == 0 || first < f.Start) {
-		f.Start = first
-	}
 	done := 0
+	var threads []*Thread
 	for _, th := range tr.Threads {
 		t := buildThread(th, lookup, func(n int) {
 			if progress != nil {
@@ -121,12 +110,12 @@ func Build(tr *tracefile.Trace, lookup Lookup, progress Progress) *Forest {
 			}
 		})
 		done += len(th.Events)
-		f.Threads = append(f.Threads, t)
+		threads = append(threads, t)
 	}
 	if progress != nil {
 		progress(total, total)
 	}
-	return f
+	return ForestOf(tr, threads)
 }
 
 const progressStep = 1 << 16

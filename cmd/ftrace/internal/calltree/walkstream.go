@@ -3,6 +3,7 @@ package calltree
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
@@ -16,7 +17,7 @@ func WalkStream(st *tracefile.Stream, lookup Lookup, tids []int, newObs func(*tr
 	tr := st.Trace
 	var todo []int
 	for i, th := range tr.Threads {
-		if len(tids) == 0 || contains(tids, th.TID) {
+		if len(tids) == 0 || slices.Contains(tids, th.TID) {
 			todo = append(todo, i)
 		}
 	}
@@ -55,15 +56,6 @@ func WalkStream(st *tracefile.Stream, lookup Lookup, tids []int, newObs func(*tr
 		outThreads = append(outThreads, threads[i])
 	}
 	return outObs, outThreads, nil
-}
-
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // batchEvents is the size of the batches passed from the decoding goroutine.
@@ -192,7 +184,8 @@ func (p *progress) end() {
 	}
 }
 
-// ForestOf is the Forest of a streamed trace: its header and the threads' counts, no trees.
+// ForestOf is the Forest of a trace's threads (built, or counted by a streaming walk):
+// its header, the executable, and the earliest time of the trace.
 func ForestOf(tr *tracefile.Trace, threads []*Thread) *Forest {
 	f := &Forest{Header: tr.Header, Start: tr.Header.StartNS, Threads: threads}
 	for _, m := range tr.Maps {

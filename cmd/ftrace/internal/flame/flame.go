@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"html"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -60,7 +61,7 @@ func FoldPaths(f *calltree.Forest, paths []calltree.ThreadPaths, o Options) []St
 	graph := f.HasGraph()
 	for _, tp := range paths {
 		t := tp.T
-		if len(o.TIDs) > 0 && !contains(o.TIDs, t.TID) {
+		if len(o.TIDs) > 0 && !slices.Contains(o.TIDs, t.TID) {
 			continue
 		}
 		top := root
@@ -112,15 +113,6 @@ func FoldPaths(f *calltree.Forest, paths []calltree.ThreadPaths, o Options) []St
 	}
 	emit(root)
 	return out
-}
-
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // clean keeps the folded format parseable: ';' separates frames and the last space

@@ -193,23 +193,6 @@ func (t *Trace) SortThreads() {
 	sort.SliceStable(t.Threads, func(i, j int) bool { return t.Threads[i].TID < t.Threads[j].TID })
 }
 
-// TimeRange returns the first and last event timestamps over all threads.
-func (t *Trace) TimeRange() (first, last uint64, ok bool) {
-	for _, th := range t.Threads {
-		for i := range th.Events {
-			ts := th.Events[i].TS
-			if !ok || ts < first {
-				first = ts
-			}
-			if !ok || ts > last {
-				last = ts
-			}
-			ok = true
-		}
-	}
-	return
-}
-
 // ThreadLoss is one thread's share of a trace's lost events.
 type ThreadLoss struct {
 	TID            int

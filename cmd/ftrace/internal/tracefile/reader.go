@@ -60,7 +60,7 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 		if n := min(s.src[i].count(), uint64(size)/4); n > 0 { // a hint: never more than the file holds
 			evs = make([]Event, 0, n)
 		}
-		err := s.decode(i, func(b []Event) error {
+		err := s.Events(i, func(b []Event) error {
 			evs = append(evs, b...)
 			return nil
 		})

@@ -84,10 +84,6 @@ func (s *Stream) Close() error {
 // batches that are reused after emit returns. An error from emit stops the decoding and
 // is returned.
 func (s *Stream) Events(i int, emit func([]Event) error) error {
-	return s.decode(i, emit)
-}
-
-func (s *Stream) decode(i int, emit func([]Event) error) error {
 	th := s.Trace.Threads[i]
 	th.N, th.Lost = 0, s.src[i].lost // decoding counts them (again)
 	if src := s.src[i]; src.blocks != nil {
