@@ -196,11 +196,9 @@ static void unhook_frames(pid_t pid, struct fgraph_frame *const *f, int n)
 static void unhook_slot(unsigned long *slot, unsigned long ret)
 {
 	struct fgraph_frame fr = { .slot = slot, .ret = ret }, *f = &fr;
-	int saved_errno = errno;
-	pid_t pid = getpid();	/* not cached: a child of a bare clone() would write its parent */
 
-	errno = saved_errno;
-	unhook_frames(pid, &f, 1);
+	/* getpid() not cached: a child of a bare clone() would write its parent */
+	unhook_frames(getpid(), &f, 1);
 }
 
 static void orphan_del(struct ft_thread *t, int i)
