@@ -7,7 +7,6 @@ package graph
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 )
@@ -92,72 +91,21 @@ func selected(tid int, tids []int) bool {
 
 func writeCalls(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options) {
 	ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
-	for i, c := range t.Calls {
-		if o.Limit > 0 && i >= o.Limit {
-			ew.printf("# ... %d more calls\n", len(t.Calls)-i)
-			return
-		}
-		caller := "?"
-		if c.Caller != nil {
-			caller = c.Caller.Name
-		}
-		ew.printf("%13.3f   %s <- %s\n", float64(c.TS-f.Start)/1e3, c.Func.Name, caller)
+	p := &callPrinter{ew: ew, f: f, limit: o.Limit}
+	for i := range t.Calls {
+		p.Call(&t.Calls[i], -1)
+	}
+	if o.Limit > 0 && p.n < len(t.Calls) {
+		ew.printf("# ... %d more calls\n", len(t.Calls)-p.n)
 	}
 }
 
+// writeGraph prints a built thread with the printer a stream uses (told by t.Frames).
 func writeGraph(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options) {
-	if o.Time {
-		ew.printf("#%12s  %6s %14s |  %s\n", "TIME (us)", "TID", "DURATION", "FUNCTION CALLS")
-	} else {
-		ew.printf("#%6s %14s |  %s\n", "TID", "DURATION", "FUNCTION CALLS")
-	}
-	lines := 0
-	tid := fmt.Sprintf("%6d)", t.TID)
-	line := func(ts uint64, dur, text string) bool {
-		if o.Limit > 0 && lines >= o.Limit {
-			return false
-		}
-		lines++
-		if o.Time {
-			ew.printf("%13.3f  ", float64(ts-f.Start)/1e3)
-		}
-		ew.printf("%s %s |  %s\n", tid, dur, text)
-		return true
-	}
-	var walk func(ns []*calltree.Node) bool
-	walk = func(ns []*calltree.Node) bool {
-		for _, n := range ns {
-			indent := strings.Repeat("  ", n.Depth)
-			note := ""
-			if n.Partial {
-				note = " /* unfinished */"
-			} else if n.Unwound {
-				note = " /* unwound */"
-			}
-			name := n.Func.Name
-			call := name + "()"
-			if strings.Contains(name, "(") { // C++: the demangled name has its parameters
-				call = name
-			}
-			if len(n.Children) == 0 || (o.Depth > 0 && n.Depth+1 >= o.Depth) {
-				if !line(n.Start, duration(n.Duration()), indent+call+";"+note) {
-					return false
-				}
-				continue
-			}
-			if !line(n.Start, blank, indent+call+" {") {
-				return false
-			}
-			if !walk(n.Children) {
-				return false
-			}
-			if !line(n.End, duration(n.Duration()), indent+"} /* "+name+" */"+note) {
-				return false
-			}
-		}
-		return true
-	}
-	if !walk(t.Roots) {
+	graphHeader(ew, o)
+	p := newGraphPrinter(ew, f, o, t.TID)
+	t.Frames(p)
+	if p.full {
 		ew.printf("# ... output limited to %d lines (thread %d made %d calls in all)\n", o.Limit, t.TID, t.Nodes)
 	}
 }

@@ -196,6 +196,18 @@ type gframe struct {
 	opened bool
 }
 
+func newGraphPrinter(ew *errWriter, f *calltree.Forest, o Options, tid int) *graphPrinter {
+	return &graphPrinter{ew: ew, f: f, o: o, tid: fmt.Sprintf("%6d)", tid)}
+}
+
+func graphHeader(ew *errWriter, o Options) {
+	if o.Time {
+		ew.printf("#%12s  %6s %14s |  %s\n", "TIME (us)", "TID", "DURATION", "FUNCTION CALLS")
+	} else {
+		ew.printf("#%6s %14s |  %s\n", "TID", "DURATION", "FUNCTION CALLS")
+	}
+}
+
 func (p *graphPrinter) line(ts uint64, dur, text string) {
 	if p.o.Limit > 0 && p.lines >= p.o.Limit {
 		p.full = true
@@ -255,12 +267,8 @@ func (p *graphPrinter) Close(f *calltree.Frame) {
 }
 
 func streamGraph(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, o Options) error {
-	if o.Time {
-		ew.printf("#%12s  %6s %14s |  %s\n", "TIME (us)", "TID", "DURATION", "FUNCTION CALLS")
-	} else {
-		ew.printf("#%6s %14s |  %s\n", "TID", "DURATION", "FUNCTION CALLS")
-	}
-	p := &graphPrinter{ew: ew, f: f, o: o, tid: fmt.Sprintf("%6d)", t.TID)}
+	graphHeader(ew, o)
+	p := newGraphPrinter(ew, f, o, t.TID)
 	if err := follow(st, i, lookup, p, func() bool { return p.full }); err != nil {
 		return err
 	}
