@@ -212,6 +212,8 @@ type trTrace struct {
 	Cmdline                                   []string
 	Maps                                      []trMap
 	Threads                                   []*trThread
+	Chunks                                    map[uint32]int // chunks of each type
+	DataBytes, BlockBytes                     uint64         // event data in EVENTS+MORE chunks; in the blocks read
 }
 
 func trRead(t *testing.T, path string) *trTrace {
@@ -221,8 +223,8 @@ func trRead(t *testing.T, path string) *trTrace {
 		t.Fatal(err)
 	}
 	le := binary.LittleEndian
-	if len(d) < 256 || string(d[:8]) != "FTKITTRC" || le.Uint32(d[8:]) != 2 {
-		t.Fatalf("%s: not a version-2 trace", path)
+	if len(d) < 256 || string(d[:8]) != "FTKITTRC" || le.Uint32(d[8:]) != 3 {
+		t.Fatalf("%s: not a version-3 trace", path)
 	}
 	tr := &trTrace{
 		Flags: le.Uint32(d[16:]), PID: le.Uint32(d[20:]), Signal: le.Uint32(d[24:]),
@@ -250,6 +252,7 @@ func trRead(t *testing.T, path string) *trTrace {
 		data []byte
 	}
 	blocks := map[uint32]map[uint64]block{}
+	tr.Chunks = map[uint32]int{}
 	off := uint64(le.Uint32(d[12:]))
 	for off+16 <= uint64(len(d)) {
 		typ, size := le.Uint32(d[off:]), le.Uint64(d[off+8:])
@@ -260,6 +263,7 @@ func trRead(t *testing.T, path string) *trTrace {
 			t.Fatalf("%s: chunk at %d: bad size %d", path, off, size)
 		}
 		c := d[off : off+size]
+		tr.Chunks[typ]++
 		switch typ {
 		case 1:
 			tr.Maps = nil // the last MAPS chunk is the most complete
@@ -288,12 +292,26 @@ func trRead(t *testing.T, path string) *trTrace {
 				t.Fatalf("%s: EVENTS chunk at %d: hdr_size %d, data_len %d, size %d", path, off, hs, dl, size)
 			}
 			thread(tid)
+			tr.DataBytes += dl
 			if blocks[tid] == nil {
 				blocks[tid] = map[uint64]block{}
 			}
 			if old, ok := blocks[tid][seq]; !ok || old.nev < nev {
-				blocks[tid][seq] = block{seq, nev, c}
+				blocks[tid][seq] = block{seq, nev, append([]byte(nil), c[:hs+dl]...)}
 			}
+		case 6: // MORE: the next bytes of a block's data
+			tid, seq, from := le.Uint32(c[16:]), le.Uint64(c[24:]), le.Uint32(c[32:])
+			nev, dl := le.Uint32(c[36:]), uint64(le.Uint32(c[40:]))
+			b, ok := blocks[tid][seq]
+			if le.Uint32(c[4:]) != 48 || 48+dl > size || !ok || le.Uint32(b.data[56:]) != from {
+				t.Fatalf("%s: MORE chunk at %d (tid %d seq %d from %d) does not continue a block", path, off, tid, seq, from)
+			}
+			tr.DataBytes += dl
+			b.data = append(b.data, c[48:48+dl]...)
+			b.nev += nev
+			le.PutUint32(b.data[48:], b.nev)
+			le.PutUint32(b.data[56:], from+uint32(dl))
+			blocks[tid][seq] = b
 		case 3:
 			tr.Cmdline = strings.Split(strings.TrimRight(string(c[16:]), "\x00"), "\x00")
 		}
@@ -308,6 +326,7 @@ func trRead(t *testing.T, path string) *trTrace {
 		}
 		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
 		for _, s := range seqs {
+			tr.BlockBytes += uint64(le.Uint32(bs[s].data[56:]))
 			th.Recs = append(th.Recs, trDecodeBlock(t, path, bs[s].data, &run)...)
 		}
 	}
@@ -1162,6 +1181,70 @@ func TestTracerKilled(t *testing.T) {
 	// 20002 events (main, call, 20000 ticks), all flushed before the kill
 	if n != 20002 || ticks != 20000 {
 		t.Errorf("%d records (%d ticks), want 20002 (20000)", n, ticks)
+	}
+}
+
+// A thread that records a little at a time: the writer flushes its block every 100 ms,
+// the first time as a PARTIAL chunk, then only what is new as MORE chunks; no byte of
+// event data is in the file twice, and a SIGKILL keeps every flushed event.
+func TestTracerFlushTail(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	for _, kill := range []bool{true, false} {
+		cmd := exec.Command(prog)
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_CONTROL=0")
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		rd := bufio.NewReader(stdout)
+		const rounds, per = 5, 300
+		if line, err := rd.ReadString('\n'); err != nil || line != "ready\n" {
+			t.Fatalf("program said %q (%v)", line, err)
+		}
+		for i := 0; i < rounds; i++ {
+			fmt.Fprintf(stdin, "call %d\n", per)
+			if line, err := rd.ReadString('\n'); err != nil || line != "done\n" {
+				t.Fatalf("program said %q (%v)", line, err)
+			}
+			time.Sleep(250 * time.Millisecond) // a flush or two in between
+		}
+		var path string
+		if kill {
+			cmd.Process.Kill()
+			cmd.Wait()
+			m, _ := filepath.Glob(filepath.Join(dir, "ftrace.dat.*.part"))
+			if len(m) != 1 {
+				t.Fatalf("part files %v", m)
+			}
+			path = m[0]
+		} else {
+			stdin.Close()
+			if err := cmd.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			path = filepath.Join(dir, "ftrace.dat")
+		}
+		tr := trRead(t, path)
+		s := trSymbols(t, tr, prog)
+		ticks := 0
+		for _, r := range tr.Threads[0].Recs {
+			if s.name(r.IP) == "tick" {
+				ticks++
+			}
+		}
+		if ticks != rounds*per {
+			t.Errorf("kill %v: %d ticks, want %d", kill, ticks, rounds*per)
+		}
+		if tr.Chunks[4] != 1 || tr.Chunks[6] < rounds-1 {
+			t.Errorf("kill %v: %d EVENTS and %d MORE chunks, want 1 and at least %d", kill, tr.Chunks[4], tr.Chunks[6], rounds-1)
+		}
+		if tr.DataBytes != tr.BlockBytes {
+			t.Errorf("kill %v: %d bytes of event data written for %d bytes of blocks", kill, tr.DataBytes, tr.BlockBytes)
+		}
+		os.Remove(path)
 	}
 }
 

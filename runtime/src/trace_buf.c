@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The trace file and the per-thread event buffers (docs/trace-format.md, version 2).
+ * The trace file and the per-thread event buffers (docs/trace-format.md, version 3).
  *
  * Each thread records into a ring of blocks of its own (struct ft_tbuf, mapped
  * anonymous memory set up at its first event: no malloc, this may run in a signal
  * handler).  A full block is handed to the writer thread by a state change, with no
  * lock and no system call; the writer appends blocks as EVENTS chunks with large
  * vectored writes, and flushes the part of each block being filled every
- * FT_FLUSH_MS (PARTIAL chunks), so a killed program loses little.  The file is
+ * FT_FLUSH_MS (a PARTIAL chunk, then MORE chunks with only what is new), so a
+ * killed program loses little.  The file is
  * append-only (only its header is rewritten at the end).  When the writer is
  * behind and a thread has no free block, its events are dropped and counted
  * (the next block's `lost`, the THREAD chunks) or, with FTRACE_NO_LOSS=1, the
@@ -688,6 +689,7 @@ struct ft_batch {
 	union {
 		struct ftkit_events_chunk ev;
 		struct ftkit_thread_chunk th;
+		struct ftkit_more_chunk more;
 	} hdr[FT_BATCH];
 	struct {
 		struct ft_tbuf *tb;
@@ -777,6 +779,41 @@ static void batch_block(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *
 	bt->n++;
 }
 
+/*
+ * Add bytes [from, pub) of block b's data as a MORE chunk: its first `from` bytes are in
+ * the file already (b->written), as a PARTIAL chunk and MORE chunks before this one.
+ */
+static void batch_more(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *b, uint32_t from,
+		       uint32_t pub, uint32_t flags, int done)
+{
+	struct ftkit_more_chunk *h;
+	const uint32_t *data;
+
+	if (bt->n == FT_BATCH)
+		batch_flush(bt);
+	h = &bt->hdr[bt->n].more;
+	memset(h, 0, sizeof(*h));
+	data = (const uint32_t *)&b->frames[b->hdr.depth > FT_MAXOPEN ? 0 : b->hdr.depth];
+	h->c.type = FTKIT_CHUNK_MORE;
+	h->c.hdr_size = sizeof(*h);
+	h->c.size = sizeof(*h) + ROUND_UP((uint64_t)(pub - from), 8UL);
+	h->tid = b->hdr.tid;
+	h->flags = flags;
+	h->seq = b->hdr.seq;
+	h->data_off = from;
+	h->data_len = pub - from;
+	h->nev = count_events(data + from / 4, (pub - from) / 4);
+	batch_iov(bt, h, sizeof(*h));
+	batch_iov(bt, (const char *)data + from, pub - from);
+	batch_iov(bt, zero8, (size_t)(h->c.size - sizeof(*h) - (pub - from)));
+	bt->ent[bt->n].tb = tb;
+	bt->ent[bt->n].b = b;
+	bt->ent[bt->n].done = done;
+	bt->ent[bt->n].pub = pub;
+	bt->ent[bt->n].nev = h->nev;
+	bt->n++;
+}
+
 static void batch_thread(struct ft_batch *bt, struct ft_tbuf *tb, int exited, int done)
 {
 	struct ftkit_thread_chunk *h;
@@ -818,8 +855,10 @@ static void batch_raw(struct ft_batch *bt, const void *p, size_t len)
  * The blocks of tb not yet in the file, from the writer's cursor (or, in ring mode,
  * the ring but its oldest block, which the owner may be overwriting), the one being
  * filled as a PARTIAL chunk.  For finalisation and snapshots: nothing is marked written.
+ * more: into the trace file with the writer stopped, so what it wrote of a block
+ * (b->written) is in the file and only the rest goes, as a MORE chunk.
  */
-static void batch_pending(struct ft_batch *bt, struct ft_tbuf *tb)
+static void batch_pending(struct ft_batch *bt, struct ft_tbuf *tb, int more)
 {
 	uint64_t next = __atomic_load_n(&tb->seq_next, __ATOMIC_ACQUIRE);
 	uint64_t seq = tb->wseq;
@@ -835,7 +874,11 @@ static void batch_pending(struct ft_batch *bt, struct ft_tbuf *tb)
 
 		if (st == FT_BLK_FREE || b->hdr.seq != seq)
 			continue;
-		if (pub || b->hdr.lost)
+		if (more && !cfg.ring && b->written) {
+			if (pub > b->written)
+				batch_more(bt, tb, b, b->written, pub,
+					   st == FT_BLK_FILL ? FTKIT_B_PARTIAL : 0, FT_DONE_NONE);
+		} else if (pub || b->hdr.lost)
 			batch_block(bt, tb, b, pub, (cfg.ring ? FTKIT_B_RING : 0) |
 				    (st == FT_BLK_FILL ? FTKIT_B_PARTIAL : 0), FT_DONE_NONE);
 	}
@@ -861,7 +904,9 @@ static void batch_done(struct ft_batch *bt)
 			__atomic_store_n(&bt->ent[i].b->state, FT_BLK_FREE, __ATOMIC_RELEASE);
 			break;
 		case FT_DONE_PARTIAL:
-			bt->ent[i].b->written = bt->ent[i].pub;
+			/* after a failed write the next flush sends the same bytes again */
+			if (!bt->err)
+				bt->ent[i].b->written = bt->ent[i].pub;
 			break;
 		case FT_DONE_EXITED:
 			tbuf_release(tb);
@@ -892,7 +937,7 @@ static void writer_collect(struct ft_batch *bt, int partial)
 		if (cfg.ring) {
 			if (exited) {
 				/* its ring goes into the file now: the tbuf is reused */
-				batch_pending(bt, tb);
+				batch_pending(bt, tb, 0);
 				s->reg[i] = NULL;
 				batch_thread(bt, tb, 1, FT_DONE_EXITED);
 			}
@@ -908,12 +953,19 @@ static void writer_collect(struct ft_batch *bt, int partial)
 				tb->wseq++;	/* cleared: not written */
 				__atomic_store_n(&b->state, FT_BLK_FREE, __ATOMIC_RELEASE);
 			} else if (st == FT_BLK_FULL) {
-				batch_block(bt, tb, b, __atomic_load_n(&b->pub, __ATOMIC_ACQUIRE), 0,
-					    FT_DONE_FREE);
+				uint32_t pub = __atomic_load_n(&b->pub, __ATOMIC_ACQUIRE);
+
+				if (b->written)
+					batch_more(bt, tb, b, b->written, pub, 0, FT_DONE_FREE);
+				else
+					batch_block(bt, tb, b, pub, 0, FT_DONE_FREE);
 			} else if (st == FT_BLK_FILL && partial) {
 				uint32_t pub = __atomic_load_n(&b->pub, __ATOMIC_ACQUIRE);
 
-				if (pub > b->written)
+				if (pub > b->written && b->written)
+					batch_more(bt, tb, b, b->written, pub, FTKIT_B_PARTIAL,
+						   FT_DONE_PARTIAL);
+				else if (pub > b->written)
 					batch_block(bt, tb, b, pub, FTKIT_B_PARTIAL, FT_DONE_PARTIAL);
 				break;
 			} else {
@@ -1522,8 +1574,11 @@ int ft_session_clear(void)
 	return 0;
 }
 
-/* Every thread's blocks not yet in the file and its THREAD chunk, at *off of fd. */
-static void batch_all(struct ft_batch *bt, int names)
+/*
+ * Every thread's blocks not yet in the file and its THREAD chunk, at *off of fd.
+ * more: see batch_pending.
+ */
+static void batch_all(struct ft_batch *bt, int names, int more)
 {
 	struct ft_session *s = &ft_sess;
 	uint64_t n = __atomic_load_n(&s->nreg, __ATOMIC_ACQUIRE);
@@ -1533,7 +1588,7 @@ static void batch_all(struct ft_batch *bt, int names)
 
 		if (!tb)
 			continue;
-		batch_pending(bt, tb);
+		batch_pending(bt, tb, more);
 		if (names && !tb->exited)
 			read_comm((pid_t)tb->tid, tb->name);
 		batch_thread(bt, tb, __atomic_load_n(&tb->exited, __ATOMIC_ACQUIRE), FT_DONE_NONE);
@@ -1580,7 +1635,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	bt->off = &s->end;
 	bt->err = 0;
 	bt->n = bt->niov = 0;
-	batch_all(bt, 1);
+	batch_all(bt, 1, locked);
 	{
 		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
 		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
@@ -1683,7 +1738,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		bt->off = &o;
 		bt->err = 0;
 		bt->n = bt->niov = 0;
-		batch_all(bt, 0);
+		batch_all(bt, 0, 0);
 		if (m && ml)
 			batch_raw(bt, m, ml);
 		batch_flush(bt);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * On-disk layout of the ftkit trace file, version 2 (docs/trace-format.md).
+ * On-disk layout of the ftkit trace file, version 3 (docs/trace-format.md).
  * Little-endian x86-64: the structs are written as they are in memory.
  */
 #ifndef FTKIT_TRACE_FORMAT_H
@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define FTKIT_TRACE_MAGIC	"FTKITTRC"
-#define FTKIT_TRACE_VERSION	2
+#define FTKIT_TRACE_VERSION	3
 
 /* file header flags */
 #define FTKIT_F_COMPLETE	0x1
@@ -68,6 +68,7 @@ enum {
 	FTKIT_CHUNK_CMDLINE = 3,
 	FTKIT_CHUNK_EVENTS = 4,
 	FTKIT_CHUNK_THREAD = 5,
+	FTKIT_CHUNK_MORE = 6,
 };
 
 enum { FTKIT_MODE_STREAM = 0, FTKIT_MODE_RING = 1 };
@@ -135,6 +136,22 @@ struct ftkit_events_chunk {
 	uint32_t reserved;
 };
 _Static_assert(sizeof(struct ftkit_events_chunk) == 72, "events chunk header");
+
+/*
+ * A MORE chunk: the next bytes of a block whose start is already in the file (the
+ * writer flushes a block being filled every 100 ms and writes only what is new).
+ */
+struct ftkit_more_chunk {
+	struct ftkit_chunk c;
+	uint32_t tid;
+	uint32_t flags;			/* FTKIT_B_PARTIAL: more may follow */
+	uint64_t seq;
+	uint32_t data_off;		/* bytes of the block's data before this chunk's */
+	uint32_t nev;
+	uint32_t data_len;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct ftkit_more_chunk) == 48, "more chunk header");
 
 struct ftkit_frame {
 	uint64_t ip;

@@ -7,14 +7,19 @@ import (
 	"sort"
 )
 
-// Format version 2 (docs/trace-format.md): per-thread blocks of compact events, each
-// block self-contained (its header carries the graph frames open when it started).
+// Format versions 2 and 3 (docs/trace-format.md): per-thread blocks of compact events,
+// each block self-contained (its header carries the graph frames open when it started).
+// Version 3 adds MORE chunks: a block's data may come in pieces, the first in its EVENTS
+// chunk and the rest appended by MORE chunks.
 const (
 	Version2       = 2
+	Version3       = 3
 	ChunkEvents    = 4
 	ChunkThreadV2  = 5
+	ChunkMore      = 6
 	mapsHdrSizeV2  = 32
 	eventsHdrFixed = 72
+	moreHdrSize    = 48
 	threadInfoSize = 64
 	stackEntrySize = 16
 
@@ -42,14 +47,20 @@ const (
 	nearDeltaBits = 13
 )
 
-// block is one EVENTS chunk as found in the file (the payload is read when decoded).
+// block is one EVENTS chunk as found in the file, with the MORE chunks that continue its
+// data (the payloads are read when decoded). nev counts the events of all the pieces.
 type block struct {
 	off, hdr, end int64
 	seq           uint64
 	nev           uint32
 	flags         uint32
 	lost          uint64
+	size          int64   // bytes of event data in all the pieces
+	more          []piece // MORE chunks, in data order
 }
+
+// piece is the data of a MORE chunk: size bytes at file offset off.
+type piece struct{ off, size int64 }
 
 // threadV2 gathers what the chunks of one thread said.
 type threadV2 struct {
@@ -98,6 +109,7 @@ func (s *v2state) readEventsHeader(r io.ReaderAt, off, hdr, end int64) error {
 	if int64(b.nev) > dataLen/4 { // an event is a word at least
 		return fmt.Errorf("events: thread %d block %d: %d events claimed in %d bytes", tid, b.seq, b.nev, dataLen)
 	}
+	b.size = dataLen
 	th := s.thread(tid)
 	if old, ok := th.blocks[b.seq]; ok {
 		if old.flags&BlockPartial == 0 && b.flags&BlockPartial == 0 {
@@ -111,6 +123,52 @@ func (s *v2state) readEventsHeader(r io.ReaderAt, off, hdr, end int64) error {
 	}
 	th.blocks[b.seq] = b
 	th.blkLost += b.lost
+	return nil
+}
+
+// readMore appends a MORE chunk's data to its block. A piece that does not start where
+// the block's data ends so far (its block or an earlier piece is not in the file) is
+// skipped with a warning and its events counted lost: the block then ends where its data
+// stops being contiguous.
+func (s *v2state) readMore(r io.ReaderAt, off, hdr, end int64, warn func(string)) error {
+	if hdr != moreHdrSize {
+		return fmt.Errorf("more: header size %d, want %d", hdr, moreHdrSize)
+	}
+	h, err := readAt(r, off, off+moreHdrSize)
+	if err != nil {
+		return fmt.Errorf("more: %w", err)
+	}
+	tid := int(le.Uint32(h[16:]))
+	flags := le.Uint32(h[20:])
+	seq := le.Uint64(h[24:])
+	dataOff := int64(le.Uint32(h[32:]))
+	nev := le.Uint32(h[36:])
+	dataLen := int64(le.Uint32(h[40:]))
+	if dataLen%4 != 0 || dataOff%4 != 0 || off+hdr+dataLen > end {
+		return fmt.Errorf("more: thread %d block %d: %d bytes of events at %d do not fit in the chunk", tid, seq, dataLen, dataOff)
+	}
+	if int64(nev) > dataLen/4 {
+		return fmt.Errorf("more: thread %d block %d: %d events claimed in %d bytes", tid, seq, nev, dataLen)
+	}
+	th := s.thread(tid)
+	b, ok := th.blocks[seq]
+	switch {
+	case !ok:
+		warn(fmt.Sprintf("thread %d block %d: the continuation at offset %d has no block start in the file; skipped", tid, seq, off))
+		th.blkLost += uint64(nev)
+		return nil
+	case b.size != dataOff:
+		warn(fmt.Sprintf("thread %d block %d: the continuation at offset %d starts at byte %d of the block's data, which has %d; skipped", tid, seq, off, dataOff, b.size))
+		th.blkLost += uint64(nev)
+		return nil
+	case dataLen == 0:
+		return nil
+	}
+	b.more = append(b.more, piece{off: off + hdr, size: dataLen})
+	b.size += dataLen
+	b.nev += nev
+	b.flags = b.flags&^BlockPartial | flags&BlockPartial
+	th.blocks[seq] = b
 	return nil
 }
 
@@ -206,11 +264,7 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 	var raw []byte
 	for _, b := range blocks {
 		var err error
-		if n := int(b.end - b.off); cap(raw) < n {
-			raw = make([]byte, n)
-		}
-		raw = raw[:b.end-b.off]
-		if _, err := s.r.ReadAt(raw, b.off); err != nil {
+		if raw, err = s.readBlock(raw, b); err != nil {
 			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
 		}
 		evs = evs[:0]
@@ -224,6 +278,40 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 		}
 	}
 	return nil
+}
+
+// readBlock reads block b into raw (reused): its EVENTS chunk with the data of its MORE
+// chunks appended and the header's data_len saying the whole.
+func (s *Stream) readBlock(raw []byte, b block) ([]byte, error) {
+	n := b.end - b.off
+	if len(b.more) > 0 {
+		n = b.hdr + b.size
+	}
+	if cap(raw) < int(n) {
+		raw = make([]byte, n)
+	}
+	raw = raw[:n]
+	first := b.end - b.off
+	if len(b.more) > 0 {
+		first = b.hdr + b.size
+		for _, p := range b.more {
+			first -= p.size
+		}
+	}
+	if _, err := s.r.ReadAt(raw[:first], b.off); err != nil {
+		return raw, err
+	}
+	at := first
+	for _, p := range b.more {
+		if _, err := s.r.ReadAt(raw[at:at+p.size], p.off); err != nil {
+			return raw, fmt.Errorf("continuation at offset %d: %w", p.off, err)
+		}
+		at += p.size
+	}
+	if len(b.more) > 0 {
+		le.PutUint32(raw[56:], uint32(b.size))
+	}
+	return raw, nil
 }
 
 // decodeBlock appends block b's events to evs. open is the thread's open frames after the

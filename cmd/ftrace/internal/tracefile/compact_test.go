@@ -118,7 +118,8 @@ func TestRoundTripV2(t *testing.T) {
 func TestV2Blocks(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	evs := randomStream(rng, 20000)
-	for _, o := range []WriteOptions{{BlockEvents: 1}, {BlockEvents: 7}, {BlockEvents: 1000}, {BlockEvents: 333, Partial: true}} {
+	for _, o := range []WriteOptions{{BlockEvents: 1}, {BlockEvents: 7}, {BlockEvents: 1000}, {BlockEvents: 333, Partial: true},
+		{BlockEvents: 333, More: true}, {BlockEvents: 4, More: true}, {BlockEvents: 100, DropFirst: 2, More: true}} {
 		tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete},
 			Threads: []*Thread{{TID: 7, Name: "t", Events: evs}, {TID: 9, Events: evs[:5000]}}}
 		got := readBytes(t, encodeV2(t, tr, o))
@@ -127,6 +128,9 @@ func TestV2Blocks(t *testing.T) {
 		}
 		for i, n := range []int{len(evs), 5000} {
 			want := expectV2(evs[:n])
+			if o.DropFirst > 0 {
+				break // TestV2Ring checks what a ring keeps
+			}
 			if g := got.Threads[i].Events; !reflect.DeepEqual(g, want) {
 				for k := range want {
 					if k >= len(g) || g[k] != want[k] {
@@ -223,7 +227,7 @@ func TestV2BadInput(t *testing.T) {
 		want string
 	}{
 		{"reserved type", func(b []byte) { b[ev] = b[ev]&^7 | 5 }, "event type 5 cannot be read (written by a newer ftkit?)"},
-		{"version 3", func(b []byte) { le.PutUint32(b[8:], 3) }, "version 3 not supported"},
+		{"version 4", func(b []byte) { le.PutUint32(b[8:], 4) }, "version 4 not supported"},
 		{"record size", func(b []byte) { le.PutUint32(b[88:], 32) }, "record_size 32 in a version 2 trace"},
 		{"event count", func(b []byte) { le.PutUint32(b[off+48:], 2) }, "1 events decoded, the header says 2"},
 		{"depth", func(b []byte) { le.PutUint32(b[off+52:], 3) }, "does not hold 3 open frames"},
@@ -233,6 +237,89 @@ func TestV2BadInput(t *testing.T) {
 		c.edit(b)
 		_, err := Read(bytes.NewReader(b), int64(len(b)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestV3More: a block's data in an EVENTS chunk and MORE chunks reads as the whole block;
+// a continuation that does not follow on (its start or an earlier piece is not in the
+// file) is skipped with a warning and the block ends where its data stops, rather than
+// being misread.
+func TestV3More(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	evs := randomStream(rng, 3000)
+	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete},
+		Threads: []*Thread{{TID: 4, Events: evs}}}
+	base := encodeV2(t, tr, WriteOptions{BlockEvents: 300, More: true})
+	if v := le.Uint32(base[8:]); v != Version3 {
+		t.Fatalf("version %d, want %d", v, Version3)
+	}
+	var mores []int64 // offsets of the MORE chunks
+	var events int64
+	for off := int64(HeaderSize); off+ChunkHdrSize <= int64(len(base)); off += int64(le.Uint64(base[off+8:])) {
+		switch le.Uint32(base[off:]) {
+		case ChunkMore:
+			mores = append(mores, off)
+		case ChunkEvents:
+			events++
+		}
+	}
+	if len(mores) != 2*int(events) {
+		t.Fatalf("%d MORE chunks for %d blocks, want 2 each", len(mores), events)
+	}
+	got := readBytes(t, base)
+	if want := expectV2(evs); !reflect.DeepEqual(got.Threads[0].Events, want) {
+		t.Fatalf("%d events read, want %d (or they differ)", len(got.Threads[0].Events), len(want))
+	}
+	if len(got.Header.Warnings) != 0 {
+		t.Errorf("warnings %q", got.Header.Warnings)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(b []byte)
+		warn string
+	}{
+		// the first block's first continuation says it starts 4 bytes later
+		{"gap", func(b []byte) { le.PutUint32(b[mores[0]+32:], le.Uint32(b[mores[0]+32:])+4) }, "block 0: the continuation at offset"},
+		// it names a block of another thread
+		{"no block", func(b []byte) { le.PutUint32(b[mores[0]+16:], 99) }, "thread 99 block 0: the continuation at offset"},
+	} {
+		b := append([]byte(nil), base...)
+		c.edit(b)
+		got, err := Read(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if w := strings.Join(got.Header.Warnings, "\n"); !strings.Contains(w, c.warn) {
+			t.Errorf("%s: warnings %q, want %q", c.name, w, c.warn)
+		}
+		// block 0 now ends after its first third (both of its continuations skipped);
+		// the blocks after it are whole
+		n := len(expectV2(evs)) - len(got.Threads[0].Events)
+		if n != 300-100 {
+			t.Errorf("%s: %d events fewer, want %d", c.name, n, 200)
+		}
+		lost := uint64(0) // on the thread the continuation names
+		for _, th := range got.Threads {
+			lost += th.Lost
+		}
+		if lost != uint64(n) {
+			t.Errorf("%s: %d events counted lost, want %d", c.name, lost, n)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		edit func(b []byte)
+		want string
+	}{
+		{"header size", func(b []byte) { le.PutUint32(b[mores[0]+4:], 40) }, "more: header size 40"},
+		{"data length", func(b []byte) { le.PutUint32(b[mores[0]+40:], 1<<20) }, "do not fit in the chunk"},
+		{"event count", func(b []byte) { le.PutUint32(b[mores[0]+36:], 1<<20) }, "events claimed in"},
+	} {
+		b := append([]byte(nil), base...)
+		c.edit(b)
+		if _, err := Read(bytes.NewReader(b), int64(len(b))); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
 		}
 	}

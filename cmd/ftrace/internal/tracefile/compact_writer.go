@@ -14,9 +14,13 @@ type WriteOptions struct {
 	DropFirst int
 	// Partial writes each block twice: first a PARTIAL prefix of half its events.
 	Partial bool
+	// More writes each block in three pieces, as the runtime's writer does with a block
+	// it flushes while it is being filled: an EVENTS chunk with the first third of its
+	// events, then MORE chunks with the rest (format version 3).
+	More bool
 }
 
-// WriteV2 encodes t in format version 2 with the CLOCK_MONOTONIC clock (one tick = 1 ns),
+// WriteV2 encodes t in format version 2 (3 with More) with the CLOCK_MONOTONIC clock (one tick = 1 ns),
 // as the runtime writes it: each thread's events in self-contained blocks.
 func WriteV2(w io.Writer, t *Trace, o WriteOptions) error {
 	if o.BlockEvents <= 0 {
@@ -29,7 +33,11 @@ func WriteV2(w io.Writer, t *Trace, o WriteOptions) error {
 		tt.Header = hd
 		t = &tt
 	}
-	return write(w, t, Version2, func(t *Trace, chunk chunkFunc) error {
+	version := uint32(Version2)
+	if o.More {
+		version = Version3
+	}
+	return write(w, t, version, func(t *Trace, chunk chunkFunc) error {
 		for _, th := range t.Threads {
 			if err := writeThreadV2(th, o, chunk); err != nil {
 				return fmt.Errorf("thread %d: %w", th.TID, err)
@@ -151,6 +159,7 @@ func writeThreadV2(th *Thread, o WriteOptions, chunk chunkFunc) error {
 		e.data, e.nev = e.data[:0], 0
 		var half []uint32
 		var halfN uint32
+		var cut [2]struct{ words, nev int } // ends of the first two thirds
 		for i := range evs[:n] {
 			if err := e.event(&evs[i]); err != nil {
 				return err
@@ -158,12 +167,37 @@ func writeThreadV2(th *Thread, o WriteOptions, chunk chunkFunc) error {
 			if i+1 == n/2 {
 				half, halfN = append([]uint32(nil), e.data...), e.nev
 			}
+			for k := range cut {
+				if i+1 == (k+1)*n/3 {
+					cut[k].words, cut[k].nev = len(e.data), int(e.nev)
+				}
+			}
 		}
 		var flags uint32
 		if o.DropFirst > 0 {
 			flags |= BlockRing
 		}
-		if seq >= uint64(o.DropFirst) {
+		switch {
+		case seq < uint64(o.DropFirst):
+		case o.More && cut[0].nev > 0:
+			emit(hdr, e.data[:cut[0].words], uint32(cut[0].nev), flags|BlockPartial)
+			more := func(from, to, nev int, flags uint32) {
+				h := make([]byte, moreHdrSize-ChunkHdrSize)
+				le.PutUint32(h[0:], uint32(th.TID))
+				le.PutUint32(h[4:], flags)
+				le.PutUint64(h[8:], seq)
+				le.PutUint32(h[16:], uint32(4*from))
+				le.PutUint32(h[20:], uint32(nev))
+				le.PutUint32(h[24:], uint32(4*(to-from)))
+				p := make([]byte, 4*(to-from))
+				for i, w := range e.data[from:to] {
+					le.PutUint32(p[4*i:], w)
+				}
+				chunk(ChunkMore, h, p)
+			}
+			more(cut[0].words, cut[1].words, cut[1].nev-cut[0].nev, BlockPartial)
+			more(cut[1].words, len(e.data), int(e.nev)-cut[1].nev, 0)
+		default:
 			if o.Partial && halfN > 0 {
 				emit(hdr, half, halfN, flags|BlockPartial)
 			}

@@ -9,7 +9,7 @@ import (
 	"os"
 )
 
-// Layout constants of format version 1 (docs/trace-format.md); version 2's are in compact.go.
+// Layout constants of format version 1 (docs/trace-format.md); versions 2 and 3 are in compact.go.
 const (
 	Magic          = "FTKITTRC"
 	Version1       = 1
@@ -89,8 +89,8 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 	st := &Stream{Trace: t, r: r}
 	hd := &t.Header
 	hd.Version = le.Uint32(h[8:])
-	if hd.Version != Version1 && hd.Version != Version2 {
-		return nil, fmt.Errorf("trace format version %d not supported (this ftrace reads versions %d and %d; written by a newer ftkit?)", hd.Version, Version1, Version2)
+	if hd.Version < Version1 || hd.Version > Version3 {
+		return nil, fmt.Errorf("trace format version %d not supported (this ftrace reads versions %d to %d; written by a newer ftkit?)", hd.Version, Version1, Version3)
 	}
 	hdrSize := int64(le.Uint32(h[12:]))
 	if hdrSize < HeaderSize || hdrSize > size {
@@ -124,9 +124,9 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 		return nil, fmt.Errorf("bad ns_per_tick %v in header", nsPerTick)
 	}
 	var v2 *v2state
-	if hd.Version == Version2 {
+	if hd.Version >= Version2 {
 		if recSize != 0 {
-			return nil, fmt.Errorf("record_size %d in a version 2 trace (want 0: variable)", recSize)
+			return nil, fmt.Errorf("record_size %d in a version %d trace (want 0: variable)", recSize, hd.Version)
 		}
 		hd.BlockSize = le.Uint32(h[112:])
 		hd.Ring = le.Uint32(h[116:]) == 1
@@ -208,6 +208,8 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 			err = st.readThread(off, chHdr, end)
 		case typ == ChunkEvents && v2 != nil:
 			err = v2.readEventsHeader(r, off, chHdr, end)
+		case typ == ChunkMore && v2 != nil && hd.Version >= Version3:
+			err = v2.readMore(r, off, chHdr, end, func(w string) { hd.Warnings = append(hd.Warnings, w) })
 		case typ == ChunkThreadV2 && v2 != nil:
 			err = v2.readThreadInfo(r, off, end)
 		default:

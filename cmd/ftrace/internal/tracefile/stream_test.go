@@ -23,6 +23,7 @@ func TestStreamMatchesRead(t *testing.T) {
 		"v2":      encodeV2(t, tr, WriteOptions{BlockEvents: 333}),
 		"v2ring":  encodeV2(t, tr, WriteOptions{BlockEvents: 200, DropFirst: 3, Partial: true}),
 		"v1":      encode(t, tr),
+		"v3more":  encodeV2(t, tr, WriteOptions{BlockEvents: 250, More: true}),
 		"v2small": encodeV2(t, tr, WriteOptions{BlockEvents: 1}),
 	}
 	for name, data := range files {

@@ -213,7 +213,7 @@ func FuzzTraceRead(f *testing.F) {
 	rng := rand.New(rand.NewSource(4))
 	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete},
 		Maps: sample().Maps, Threads: []*Thread{{TID: 3, Events: randomStream(rng, 60)}}}
-	for _, o := range []WriteOptions{{BlockEvents: 16}, {BlockEvents: 8, DropFirst: 2}, {BlockEvents: 20, Partial: true}} {
+	for _, o := range []WriteOptions{{BlockEvents: 16}, {BlockEvents: 8, DropFirst: 2}, {BlockEvents: 20, Partial: true}, {BlockEvents: 20, More: true}} {
 		b.Reset()
 		if err := WriteV2(&b, tr, o); err != nil {
 			f.Fatal(err)

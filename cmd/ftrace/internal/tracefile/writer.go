@@ -79,7 +79,7 @@ func write(w io.Writer, t *Trace, version uint32, threads func(t *Trace, chunk c
 	}
 	if len(t.Maps) > 0 {
 		hsize := mapsHdrSize
-		if version == Version2 {
+		if version >= Version2 {
 			hsize = mapsHdrSizeV2
 		}
 		hdr := make([]byte, hsize-ChunkHdrSize)
