@@ -1,6 +1,6 @@
 package bench_test
 
-// A counting reader of version-2 trace files, written from docs/trace-format.md alone, for
+// A counting reader of version-2 and 3 trace files, written from docs/trace-format.md alone, for
 // the acceptance benchmarks (accept_test.go): the reader of cmd/ftrace is internal to it and
 // keeps every event in memory (40 bytes each: 20 GB for a 10 s fib trace), while this one
 // only counts, streaming the file. TestTraceScanAgrees checks it against `ftrace info`.
@@ -49,9 +49,10 @@ func (c traceCounts) Lost() uint64 {
 
 var le = binary.LittleEndian
 
-// scanTrace reads the version-2 trace at path: a first pass over the chunk headers keeps,
-// for each (tid, seq), the last chunk with the most events (a PARTIAL chunk is superseded by
-// a later one of the same block), a second pass decodes those blocks' event words.
+// scanTrace reads the version-2 or 3 trace at path: a first pass over the chunk headers
+// keeps, for each (tid, seq), the last chunk with the most events (a PARTIAL chunk is
+// superseded by a later one of the same block) with the MORE chunks that continue it, a
+// second pass decodes those blocks' event words.
 func scanTrace(path string) (traceCounts, error) {
 	var c traceCounts
 	f, err := os.Open(path)
@@ -69,8 +70,8 @@ func scanTrace(path string) (traceCounts, error) {
 	if _, err := f.ReadAt(h, 0); err != nil {
 		return c, fmt.Errorf("%s: header: %v", path, err)
 	}
-	if string(h[:8]) != "FTKITTRC" || le.Uint32(h[8:]) != 2 {
-		return c, fmt.Errorf("%s: not a version-2 ftkit trace", path)
+	if v := le.Uint32(h[8:]); string(h[:8]) != "FTKITTRC" || v != 2 && v != 3 {
+		return c, fmt.Errorf("%s: not a version-2 or 3 ftkit trace", path)
 	}
 	c.Flags = le.Uint32(h[16:])
 	c.LostNoBuf = le.Uint64(h[104:])
@@ -81,11 +82,15 @@ func scanTrace(path string) (traceCounts, error) {
 		tid int
 		seq uint64
 	}
+	type seg struct{ off, n int64 } // event data in the file
 	type blk struct {
-		off, hdr, dataLen int64
-		nev, depth        uint32
-		lost              uint64
-		size              int64
+		off     int64
+		segs    []seg
+		dataLen int64 // all the segments'
+		nev     uint32
+		depth   uint32
+		lost    uint64
+		size    int64 // its chunks' bytes
 	}
 	blocks := map[key]blk{}
 	type thr struct{ lost, lostDepth uint64 }
@@ -117,7 +122,8 @@ func scanTrace(path string) (traceCounts, error) {
 			}
 			tid := int(le.Uint32(ch[16:]))
 			k := key{tid, le.Uint64(ch[24:])}
-			b := blk{off: off, hdr: hdr, dataLen: int64(le.Uint32(ch[56:])), nev: le.Uint32(ch[48:]), depth: le.Uint32(ch[52:]), lost: le.Uint64(ch[40:]), size: int64(csize)}
+			b := blk{off: off, dataLen: int64(le.Uint32(ch[56:])), nev: le.Uint32(ch[48:]), depth: le.Uint32(ch[52:]), lost: le.Uint64(ch[40:]), size: int64(csize)}
+			b.segs = []seg{{off + hdr, b.dataLen}}
 			if hdr+b.dataLen > int64(csize) {
 				return c, fmt.Errorf("%s: EVENTS chunk at %d: %d data bytes in a %d-byte chunk", path, off, b.dataLen, csize)
 			}
@@ -130,6 +136,24 @@ func scanTrace(path string) (traceCounts, error) {
 			}
 			blocks[k] = b
 			seen[tid] = true
+		case 6: // MORE: the next bytes of a block's data
+			if hdr != 48 {
+				return c, fmt.Errorf("%s: MORE chunk at %d: header size %d", path, off, hdr)
+			}
+			if _, err := f.ReadAt(ch[:48], off); err != nil {
+				return c, err
+			}
+			k := key{int(le.Uint32(ch[16:])), le.Uint64(ch[24:])}
+			from, nev, n := int64(le.Uint32(ch[32:])), le.Uint32(ch[36:]), int64(le.Uint32(ch[40:]))
+			b, ok := blocks[k]
+			if !ok || b.dataLen != from || 48+n > int64(csize) {
+				return c, fmt.Errorf("%s: MORE chunk at %d (thread %d block %d, from byte %d) does not continue its block", path, off, k.tid, k.seq, from)
+			}
+			b.segs = append(b.segs, seg{off + 48, n})
+			b.dataLen += n
+			b.nev += nev
+			b.size += int64(csize)
+			blocks[k] = b
 		case 5: // THREAD
 			if csize < 64 {
 				return c, fmt.Errorf("%s: THREAD chunk at %d: %d bytes", path, off, csize)
@@ -180,30 +204,45 @@ func scanTrace(path string) (traceCounts, error) {
 		}
 		c.MissingBlocks += q - from + 1 - n
 	}
+	// every kept segment in file order (the writer cuts a block's data between events, so
+	// each segment counts on its own)
+	type kseg struct {
+		k key
+		seg
+	}
+	var segs []kseg
+	for _, k := range keys {
+		c.LostBlocks += blocks[k].lost
+		for _, sg := range blocks[k].segs {
+			segs = append(segs, kseg{k, sg})
+		}
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].off < segs[j].off })
+	decoded := map[key]uint32{}
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
 	pos := int64(0)
 	var data []byte
-	for _, k := range keys {
-		b := blocks[k]
-		c.LostBlocks += b.lost
-		start := b.off + b.hdr
-		if _, err := r.Discard(int(start - pos)); err != nil {
+	for _, sg := range segs {
+		if _, err := r.Discard(int(sg.off - pos)); err != nil {
 			return c, err
 		}
-		if int64(cap(data)) < b.dataLen {
-			data = make([]byte, b.dataLen)
+		if int64(cap(data)) < sg.n {
+			data = make([]byte, sg.n)
 		}
-		data = data[:b.dataLen]
+		data = data[:sg.n]
 		if _, err := io.ReadFull(r, data); err != nil {
 			return c, err
 		}
-		pos = start + b.dataLen
+		pos = sg.off + sg.n
 		n, err := c.decode(data)
 		if err != nil {
-			return c, fmt.Errorf("%s: thread %d block %d: %v", path, k.tid, k.seq, err)
+			return c, fmt.Errorf("%s: thread %d block %d: %v", path, sg.k.tid, sg.k.seq, err)
 		}
-		if n != b.nev {
-			return c, fmt.Errorf("%s: thread %d block %d: %d events decoded, header says %d", path, k.tid, k.seq, n, b.nev)
+		decoded[sg.k] += n
+	}
+	for _, k := range keys {
+		if decoded[k] != blocks[k].nev {
+			return c, fmt.Errorf("%s: thread %d block %d: %d events decoded, headers say %d", path, k.tid, k.seq, decoded[k], blocks[k].nev)
 		}
 	}
 	return c, nil

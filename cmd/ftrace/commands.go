@@ -113,19 +113,24 @@ func dumpCommand() *cli.Command {
 			if !c.Bool("chrome") {
 				return dumpRawCommand(c)
 			}
-			f, _, err := loadForest(c)
+			in, err := openStream(c)
 			if err != nil {
 				return err
 			}
+			defer in.Close()
 			w, done, err := outputFile(c, c.String("output"))
 			if err != nil {
 				return err
 			}
-			err = chrome.Write(w, f)
+			err = chrome.WriteStream(w, in.st, in.sym.LockedLookup(), in.progress(c, nil))
 			if cerr := done(); err == nil {
 				err = cerr
 			}
-			return err
+			if err != nil {
+				return fmt.Errorf("%s: %w", in.path, err)
+			}
+			in.warn(c)
+			return nil
 		},
 	}
 }

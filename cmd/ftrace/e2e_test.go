@@ -160,8 +160,8 @@ func TestE2EFib(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, graphCalls := reportCalls(t, dir, "function_graph.dat")
-	if want := 21892 + int(graphCalls[testenv.TraceFlush]); counts["X"] != want {
-		t.Errorf("chrome: %d X events, want %d", counts["X"], want)
+	if want := 21892 + int(graphCalls[testenv.TraceFlush]); counts["B"] != want || counts["E"] != want {
+		t.Errorf("chrome: %d B and %d E events, want %d each", counts["B"], counts["E"], want)
 	}
 	testenv.Run(t, dir, ftrace, "pprof", "-o", "p.pb.gz", "function_graph.dat")
 	top := testenv.Run(t, dir, "go", "tool", "pprof", "-top", filepath.Join(dir, "p.pb.gz"))

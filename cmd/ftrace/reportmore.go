@@ -72,13 +72,15 @@ func reportThreadsOrCallers(c *cli.Context) error {
 		in.warn(c)
 		return report.WriteThreadsText(c.App.Writer, f, rows)
 	}
-	f, _, err := loadForest(c)
+	in, err := openStream(c)
 	if err != nil {
 		return err
 	}
-	r, err := report.Callers(f, c.String("callers"), c.IntSlice("tid"))
+	defer in.Close()
+	r, err := report.CallersStream(in.st, in.sym.LockedLookup(), c.String("callers"), c.IntSlice("tid"))
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return fmt.Errorf("report: %w (%s)", err, in.path)
 	}
+	in.warn(c)
 	return report.WriteCallersText(c.App.Writer, r)
 }

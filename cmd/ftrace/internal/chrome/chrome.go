@@ -1,19 +1,26 @@
 // Package chrome writes a trace in the Chrome trace-event JSON format (the "JSON Object
-// Format" that chrome://tracing and ui.perfetto.dev open): one complete ("X") event per
-// function-graph call, one instant ("i") event per function-tracer call, and
-// process_name/thread_name metadata ("M") events. Timestamps are in microseconds since
-// the start of the trace.
+// Format" that chrome://tracing and ui.perfetto.dev open): a begin ("B") and an end ("E")
+// event per function-graph call, in the order the calls began and ended, one instant
+// ("i") event per function-tracer call, and process_name/thread_name metadata ("M")
+// events. Timestamps are in microseconds since the start of the trace.
+//
+// Begin/end pairs rather than complete ("X") events: a call's begin is written when it
+// begins, before its duration is known, so a trace of any size is written as it is read,
+// in memory that grows with the call depth (uftrace's dump --chrome has the same form).
 package chrome
 
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 )
 
 // Event is one trace event.
@@ -36,89 +43,205 @@ type File struct {
 	OtherData       map[string]string `json:"otherData,omitempty"`
 }
 
-// Write streams the trace-event JSON of the forest to w (events are written one by one,
-// so big traces need no second copy in memory).
-func Write(w io.Writer, f *calltree.Forest) error {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	pid := f.Header.PID
-	if pid == 0 {
-		pid = 1
+// writer emits the document's events one by one.
+type writer struct {
+	bw    *bufio.Writer
+	n     int
+	pid   int
+	start uint64
+	err   error
+}
+
+func newWriter(w io.Writer, h *tracefile.Header, start uint64) (*writer, error) {
+	cw := &writer{bw: bufio.NewWriterSize(w, 1<<16), pid: h.PID, start: start}
+	if cw.pid == 0 {
+		cw.pid = 1
 	}
-	other := map[string]string{"tracer": f.Header.Tracer, "producer": "ftkit ftrace"}
-	if len(f.Header.Command) > 0 {
-		other["command"] = strings.Join(f.Header.Command, " ")
+	other := map[string]string{"tracer": h.Tracer, "producer": "ftkit ftrace"}
+	if len(h.Command) > 0 {
+		other["command"] = strings.Join(h.Command, " ")
 	}
 	ob, err := json.Marshal(other)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Fprintf(bw, "{\"displayTimeUnit\":\"ns\",\"otherData\":%s,\"traceEvents\":[\n", ob)
-	n := 0
-	emit := func(e Event) error {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			bw.WriteString(",\n")
-		}
-		n++
-		_, err = bw.Write(b)
-		return err
-	}
-	us := func(ts uint64) float64 {
-		if ts < f.Start {
-			return 0
-		}
-		return float64(ts-f.Start) / 1e3
-	}
+	fmt.Fprintf(cw.bw, "{\"displayTimeUnit\":\"ns\",\"otherData\":%s,\"traceEvents\":[\n", ob)
 	pname := "traced process"
-	if len(f.Header.Command) > 0 {
-		pname = filepath.Base(f.Header.Command[0])
+	if len(h.Command) > 0 {
+		pname = filepath.Base(h.Command[0])
 	}
-	if err := emit(Event{Name: "process_name", Ph: "M", PID: pid, Args: map[string]string{"name": pname}}); err != nil {
+	cw.emit(Event{Name: "process_name", Ph: "M", PID: cw.pid, Args: map[string]string{"name": pname}})
+	return cw, cw.err
+}
+
+func (cw *writer) emit(e Event) {
+	if cw.err != nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		cw.err = err
+		return
+	}
+	if cw.n > 0 {
+		cw.bw.WriteString(",\n")
+	}
+	cw.n++
+	_, cw.err = cw.bw.Write(b)
+}
+
+func (cw *writer) us(ts uint64) float64 {
+	if ts < cw.start {
+		return 0
+	}
+	return float64(ts-cw.start) / 1e3
+}
+
+func (cw *writer) thread(tid int, name string) {
+	if name == "" {
+		name = fmt.Sprintf("thread %d", tid)
+	}
+	cw.emit(Event{Name: "thread_name", Ph: "M", PID: cw.pid, TID: tid, Args: map[string]string{"name": name}})
+}
+
+func (cw *writer) end() error {
+	if cw.err != nil {
+		return cw.err
+	}
+	cw.bw.WriteString("\n]}\n")
+	return cw.bw.Flush()
+}
+
+// printer turns one thread's calls into events: it is the calltree.Observer (and
+// Enterer) of a Walker over the thread's stream or of its tree's Frames.
+type printer struct {
+	cw  *writer
+	tid int
+}
+
+func (p *printer) Call(c *calltree.Call, _ int) {
+	args := map[string]string{}
+	if c.Caller != nil {
+		args["caller"] = c.Caller.Name
+	}
+	p.cw.emit(Event{Name: c.Func.Name, Cat: "function", Ph: "i", S: "t", TS: p.cw.us(c.TS), PID: p.cw.pid, TID: p.tid, Args: args})
+}
+
+func (p *printer) Enter(fn *symbolize.Func, _ int, start uint64) {
+	e := Event{Name: fn.Name, Cat: "function", Ph: "B", TS: p.cw.us(start), PID: p.cw.pid, TID: p.tid}
+	if fn.File != "" {
+		e.Args = map[string]string{"source": fmt.Sprintf("%s:%d", fn.File, fn.Line)}
+	}
+	p.cw.emit(e)
+}
+
+func (p *printer) Close(f *calltree.Frame) {
+	e := Event{Name: f.Func.Name, Cat: "function", Ph: "E", TS: p.cw.us(f.End), PID: p.cw.pid, TID: p.tid}
+	if f.Partial {
+		e.Args = map[string]string{"unfinished": "true"}
+	}
+	p.cw.emit(e)
+}
+
+// Write writes the trace-event JSON of the forest to w, event by event.
+func Write(w io.Writer, f *calltree.Forest) error {
+	cw, err := newWriter(w, &f.Header, f.Start)
+	if err != nil {
 		return err
 	}
 	for _, t := range f.Threads {
-		name := t.Name
-		if name == "" {
-			name = fmt.Sprintf("thread %d", t.TID)
-		}
-		if err := emit(Event{Name: "thread_name", Ph: "M", PID: pid, TID: t.TID, Args: map[string]string{"name": name}}); err != nil {
-			return err
-		}
-		for _, c := range t.Calls {
-			args := map[string]string{}
-			if c.Caller != nil {
-				args["caller"] = c.Caller.Name
-			}
-			if err := emit(Event{Name: c.Func.Name, Cat: "function", Ph: "i", S: "t", TS: us(c.TS), PID: pid, TID: t.TID, Args: args}); err != nil {
+		cw.thread(t.TID, t.Name)
+		t.Frames(&printer{cw: cw, tid: t.TID})
+	}
+	return cw.end()
+}
+
+// counter is the first pass's observer: it notes a thread whose stream rearranges calls
+// already seen (an exit without entry that became the caller of earlier calls).
+type counter struct{ adopted bool }
+
+func (c *counter) Call(*calltree.Call, int) {}
+
+// Enter makes the walker apply the rules of observers that follow the calls' nesting.
+func (c *counter) Enter(*symbolize.Func, int, uint64) {}
+func (c *counter) Close(f *calltree.Frame) {
+	if f.Adopt {
+		c.adopted = true
+	}
+}
+
+// WriteStream writes what Write writes for the trace's call trees, reading the trace as a
+// stream: a first pass finds the trace's start and the threads that need their tree, a
+// second writes each thread's events as they come. A thread's function-tracer calls and
+// graph calls interleave in time order (Write gives the calls first); each event is the
+// same. Memory grows with the call depth, not the events.
+func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, progress calltree.Progress) error {
+	obs, threads, err := calltree.WalkStream(st, lookup, nil,
+		func(*tracefile.Thread) calltree.Observer { return &counter{} }, progress)
+	if err != nil {
+		return err
+	}
+	f := calltree.ForestOf(st.Trace, threads)
+	cw, err := newWriter(w, &f.Header, f.Start)
+	if err != nil {
+		return err
+	}
+	idx := map[int]int{}
+	for i, th := range st.Trace.Threads {
+		idx[th.TID] = i
+	}
+	for k, t := range threads {
+		cw.thread(t.TID, t.Name)
+		p := &printer{cw: cw, tid: t.TID}
+		i := idx[t.TID]
+		if obs[k].(*counter).adopted || t.Tree {
+			if err := treeThread(st, i, lookup, p); err != nil {
 				return err
 			}
+		} else if err := follow(st, i, lookup, p); err != nil {
+			return err
 		}
-		var werr error
-		t.Walk(func(nd *calltree.Node) bool {
-			if werr != nil {
-				return false
-			}
-			d := float64(nd.Duration()) / 1e3
-			e := Event{Name: nd.Func.Name, Cat: "function", Ph: "X", TS: us(nd.Start), Dur: &d, PID: pid, TID: t.TID}
-			if nd.Func.File != "" || nd.Partial {
-				e.Args = map[string]string{}
-				if nd.Func.File != "" {
-					e.Args["source"] = fmt.Sprintf("%s:%d", nd.Func.File, nd.Func.Line)
-				}
-				if nd.Partial {
-					e.Args["unfinished"] = "true"
-				}
-			}
-			werr = emit(e)
-			return werr == nil
-		})
-		if werr != nil {
-			return werr
+		if cw.err != nil {
+			return cw.err
 		}
 	}
-	bw.WriteString("\n]}\n")
-	return bw.Flush()
+	return cw.end()
+}
+
+// treeThread writes thread i from its call tree (read whole).
+func treeThread(st *tracefile.Stream, i int, lookup calltree.Lookup, p *printer) error {
+	var evs []tracefile.Event
+	if err := st.Events(i, func(b []tracefile.Event) error {
+		evs = append(evs, b...)
+		return nil
+	}); err != nil {
+		return err
+	}
+	whole := *st.Trace.Threads[i]
+	whole.Events = evs
+	calltree.BuildThread(&whole, lookup).Frames(p)
+	return nil
+}
+
+var errWrite = errors.New("chrome: write failed")
+
+// follow walks thread i's stream into p, stopping at the first write error.
+func follow(st *tracefile.Stream, i int, lookup calltree.Lookup, p *printer) error {
+	w := calltree.NewWalker(st.Trace.Threads[i], lookup, p)
+	err := st.Events(i, func(evs []tracefile.Event) error {
+		if err := w.Events(evs); err != nil {
+			return err
+		}
+		if p.cw.err != nil {
+			return errWrite
+		}
+		return nil
+	})
+	if errors.Is(err, errWrite) {
+		return p.cw.err
+	}
+	if err == nil {
+		w.End()
+	}
+	return err
 }

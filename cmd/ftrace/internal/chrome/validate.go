@@ -7,10 +7,12 @@ import (
 )
 
 // Validate checks a trace-event JSON document as the viewers need it: the object form
-// with a traceEvents array; every event has name, ph, pid and tid; "X" and "i" events a
-// non-negative ts, "X" events a non-negative dur and, per thread, proper nesting (in
-// file order each lies inside the enclosing open one); metadata events an args.name; and
-// every thread with events a thread_name. It returns the number of events per phase.
+// with a traceEvents array; every event has name, ph, pid and tid; "X", "B", "E" and "i"
+// events a non-negative ts, "X" events a non-negative dur and, per thread, proper nesting
+// (in file order each lies inside the enclosing open one); per thread, each "E" ends the
+// innermost open "B" of the same name no earlier than it began, and every "B" is ended;
+// metadata events an args.name; and every thread with events a thread_name. It returns
+// the number of events per phase.
 func Validate(data []byte) (map[string]int, error) {
 	var doc struct {
 		TraceEvents     []map[string]any `json:"traceEvents"`
@@ -39,6 +41,11 @@ func Validate(data []byte) (map[string]int, error) {
 	used := map[float64]bool{}
 	type span struct{ start, end float64 }
 	open := map[float64][]span{}
+	type begin struct {
+		name string
+		ts   float64
+	}
+	begun := map[float64][]begin{}
 	for _, e := range doc.TraceEvents {
 		ph, _ := e["ph"].(string)
 		name, _ := e["name"].(string)
@@ -86,6 +93,30 @@ func Validate(data []byte) (map[string]int, error) {
 				return nil, fmt.Errorf("event %v is not inside its enclosing event [%v, %v]", e, st[len(st)-1].start, st[len(st)-1].end)
 			}
 			open[tid] = append(st, span{ts, ts + dur})
+		case "B", "E":
+			ts, err := num(e, "ts")
+			if err != nil {
+				return nil, err
+			}
+			if ts < 0 {
+				return nil, fmt.Errorf("negative ts: %v", e)
+			}
+			used[tid] = true
+			st := begun[tid]
+			if ph == "B" {
+				if len(st) > 0 && ts < st[len(st)-1].ts {
+					return nil, fmt.Errorf("event %v begins before its enclosing %q (%v)", e, st[len(st)-1].name, st[len(st)-1].ts)
+				}
+				begun[tid] = append(st, begin{name, ts})
+				break
+			}
+			if len(st) == 0 {
+				return nil, fmt.Errorf("end event %v without a begin", e)
+			}
+			if b := st[len(st)-1]; b.name != name || ts < b.ts {
+				return nil, fmt.Errorf("end event %v does not end %q begun at %v", e, b.name, b.ts)
+			}
+			begun[tid] = st[:len(st)-1]
 		case "i", "I":
 			ts, err := num(e, "ts")
 			if err != nil {
@@ -100,6 +131,11 @@ func Validate(data []byte) (map[string]int, error) {
 			}
 		default:
 			return nil, fmt.Errorf("unexpected phase %q", ph)
+		}
+	}
+	for tid, st := range begun {
+		if len(st) > 0 {
+			return nil, fmt.Errorf("thread %v: %q begun at %v never ends", tid, st[len(st)-1].name, st[len(st)-1].ts)
 		}
 	}
 	for tid := range used {

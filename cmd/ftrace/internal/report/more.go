@@ -151,88 +151,174 @@ type CallersReport struct {
 // RootCaller names the caller of a thread's outermost recorded calls.
 const RootCaller = "(root)"
 
+// callersObs gathers, from one thread's calls as a calltree.Observer (and Enterer) sees
+// them, the callers and callees of the function called name.
+type callersObs struct {
+	name             string
+	calls, tot, self uint64
+	matched, adopted bool
+	callers, callees map[string]*Edge
+	stack            []callersFrame
+	// open calls of name and on each name→callee edge, so that a recursion's time
+	// counts once
+	active       int
+	activeCallee map[string]int
+}
+
+type callersFrame struct {
+	name   string
+	callee bool // called by name
+}
+
+func newCallersObs(name string) *callersObs {
+	return &callersObs{name: name, callers: map[string]*Edge{}, callees: map[string]*Edge{}, activeCallee: map[string]int{}}
+}
+
+func edgeOf(m map[string]*Edge, n string) *Edge {
+	e := m[n]
+	if e == nil {
+		e = &Edge{Name: n}
+		m[n] = e
+	}
+	return e
+}
+
+func (o *callersObs) Call(c *calltree.Call, _ int) {
+	switch {
+	case c.Func.Name == o.name:
+		o.matched = true
+		o.calls++
+		cn := RootCaller
+		if c.Caller != nil {
+			cn = c.Caller.Name
+		}
+		edgeOf(o.callers, cn).Calls++
+	case c.Caller != nil && c.Caller.Name == o.name:
+		edgeOf(o.callees, c.Func.Name).Calls++
+	}
+}
+
+func (o *callersObs) Enter(fn *symbolize.Func, _ int, _ uint64) {
+	callee := len(o.stack) > 0 && o.stack[len(o.stack)-1].name == o.name
+	if callee {
+		o.activeCallee[fn.Name]++
+	}
+	if fn.Name == o.name {
+		o.active++
+	}
+	o.stack = append(o.stack, callersFrame{name: fn.Name, callee: callee})
+}
+
+func (o *callersObs) Close(f *calltree.Frame) {
+	if f.Adopt || len(o.stack) == 0 {
+		// an exit that became the caller of the calls before it: they were counted
+		// with another caller; the thread is counted again from its tree
+		o.adopted = true
+		return
+	}
+	e := o.stack[len(o.stack)-1]
+	o.stack = o.stack[:len(o.stack)-1]
+	d := f.Duration()
+	if e.name == o.name {
+		o.matched = true
+		o.calls++
+		o.self += f.Self()
+		cn := RootCaller
+		if len(o.stack) > 0 {
+			cn = o.stack[len(o.stack)-1].name
+		}
+		ed := edgeOf(o.callers, cn)
+		ed.Calls++
+		if o.active == 1 { // no enclosing call of name: a recursion counts once
+			o.tot += d
+			ed.Total += d
+		}
+		o.active--
+	}
+	if e.callee {
+		ed := edgeOf(o.callees, e.name)
+		ed.Calls++
+		if o.activeCallee[e.name] == 1 {
+			ed.Total += d
+		}
+		o.activeCallee[e.name]--
+	}
+}
+
+// add sums another thread's counts into r.
+func (o *callersObs) add(r *CallersReport, callers, callees map[string]*Edge) {
+	r.Matched = r.Matched || o.matched
+	r.Calls += o.calls
+	r.Total += o.tot
+	r.Self += o.self
+	for _, m := range []struct{ from, to map[string]*Edge }{{o.callers, callers}, {o.callees, callees}} {
+		for n, e := range m.from {
+			t := edgeOf(m.to, n)
+			t.Calls += e.Calls
+			t.Total += e.Total
+		}
+	}
+}
+
+func (r *CallersReport) finish(callers, callees map[string]*Edge) (*CallersReport, error) {
+	if !r.Matched {
+		return nil, fmt.Errorf("no calls of %q recorded", r.Func)
+	}
+	r.Callers, r.Callees = sortEdges(callers), sortEdges(callees)
+	return r, nil
+}
+
 // Callers gathers the callers and callees of the function called name over the
 // selected threads; an error when no such function was recorded.
 func Callers(f *calltree.Forest, name string, tids []int) (*CallersReport, error) {
 	r := &CallersReport{Func: name, Timed: f.HasGraph() || f.Header.Tracer == "function_graph"}
 	callers, callees := map[string]*Edge{}, map[string]*Edge{}
-	edge := func(m map[string]*Edge, n string) *Edge {
-		e := m[n]
-		if e == nil {
-			e = &Edge{Name: n}
-			m[n] = e
-		}
-		return e
-	}
 	for _, t := range f.Threads {
 		if !selected(t.TID, tids) {
 			continue
 		}
-		for _, c := range t.Calls {
-			switch {
-			case c.Func.Name == name:
-				r.Matched = true
-				r.Calls++
-				cn := RootCaller
-				if c.Caller != nil {
-					cn = c.Caller.Name
-				}
-				edge(callers, cn).Calls++
-			case c.Caller != nil && c.Caller.Name == name:
-				edge(callees, c.Func.Name).Calls++
-			}
-		}
-		// active counts the open calls of name, activeCallee the open calls on each
-		// name→callee edge, so that a recursion's time counts once
-		active := 0
-		activeCallee := map[string]int{}
-		var walk func(ns []*calltree.Node, parent *calltree.Node)
-		walk = func(ns []*calltree.Node, parent *calltree.Node) {
-			for _, n := range ns {
-				fn := n.Func.Name
-				if fn == name {
-					r.Matched = true
-					r.Calls++
-					r.Self += n.Self()
-					cn := RootCaller
-					if parent != nil {
-						cn = parent.Func.Name
-					}
-					e := edge(callers, cn)
-					e.Calls++
-					if active == 0 {
-						r.Total += n.Duration()
-						e.Total += n.Duration()
-					}
-				}
-				isCallee := parent != nil && parent.Func.Name == name
-				if isCallee {
-					e := edge(callees, fn)
-					e.Calls++
-					if activeCallee[fn] == 0 {
-						e.Total += n.Duration()
-					}
-					activeCallee[fn]++
-				}
-				if fn == name {
-					active++
-				}
-				walk(n.Children, n)
-				if fn == name {
-					active--
-				}
-				if isCallee {
-					activeCallee[fn]--
-				}
-			}
-		}
-		walk(t.Roots, nil)
+		o := newCallersObs(name)
+		t.Frames(o)
+		o.add(r, callers, callees)
 	}
-	if !r.Matched {
-		return nil, fmt.Errorf("no calls of %q recorded", name)
+	return r.finish(callers, callees)
+}
+
+// CallersStream is Callers reading the trace as a stream (lookup safe for concurrent
+// use). A thread whose stream rearranges calls already seen (an exit without entry that
+// becomes the caller of the calls before it) is counted from its tree.
+func CallersStream(st *tracefile.Stream, lookup calltree.Lookup, name string, tids []int) (*CallersReport, error) {
+	obs, threads, err := calltree.WalkStream(st, lookup, tids,
+		func(*tracefile.Thread) calltree.Observer { return newCallersObs(name) }, nil)
+	if err != nil {
+		return nil, err
 	}
-	r.Callers, r.Callees = sortEdges(callers), sortEdges(callees)
-	return r, nil
+	f := calltree.ForestOf(st.Trace, threads)
+	r := &CallersReport{Func: name, Timed: f.HasGraph() || f.Header.Tracer == "function_graph"}
+	callers, callees := map[string]*Edge{}, map[string]*Edge{}
+	idx := map[int]int{}
+	for i, th := range st.Trace.Threads {
+		idx[th.TID] = i
+	}
+	for k, t := range threads {
+		o := obs[k].(*callersObs)
+		if o.adopted {
+			var evs []tracefile.Event
+			i := idx[t.TID]
+			if err := st.Events(i, func(b []tracefile.Event) error {
+				evs = append(evs, b...)
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+			whole := *st.Trace.Threads[i]
+			whole.Events = evs
+			o = newCallersObs(name)
+			calltree.BuildThread(&whole, lookup).Frames(o)
+		}
+		o.add(r, callers, callees)
+	}
+	return r.finish(callers, callees)
 }
 
 func sortEdges(m map[string]*Edge) []*Edge {

@@ -89,6 +89,23 @@ func TestComputeStreamMatchesTrees(t *testing.T) {
 			if g, w := threadRows(rows), threadRows(Threads(forest, nil)); g != w {
 				t.Fatalf("seed %d %s: threads\nstream %s\ntrees  %s", seed, format, g, w)
 			}
+			// report --callers, against the recursive walk of the trees it replaced
+			for _, fn := range []string{"f0", "f3", "nosuch"} {
+				for _, tids := range [][]int{nil, {101}} {
+					want, werr := callersRef(forest, fn, tids)
+					tree, terr := Callers(forest, fn, tids)
+					st, err := tracefile.OpenStream(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, gerr := CallersStream(st, lookup, fn, tids)
+					st.Close()
+					w, tr, g := callersText(t, want, werr), callersText(t, tree, terr), callersText(t, got, gerr)
+					if tr != w || g != w {
+						t.Fatalf("seed %d %s: callers of %s %v:\nstream %s\ntrees  %s\nwant   %s", seed, format, fn, tids, g, tr, w)
+					}
+				}
+			}
 			for _, th := range whole.Threads {
 				w := calltree.NewWalker(th, lookup, newAgg(th.TID))
 				switch err := w.Events(th.Events); err {
@@ -170,4 +187,84 @@ func threadRows(rows []*ThreadStat) string {
 		fmt.Fprintf(&b, "%+v\n", *r)
 	}
 	return b.String()
+}
+
+func callersText(t *testing.T, r *CallersReport, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	b, jerr := json.Marshal(r)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	return string(b)
+}
+
+// callersRef is report --callers as a recursive walk of the call trees.
+func callersRef(f *calltree.Forest, name string, tids []int) (*CallersReport, error) {
+	r := &CallersReport{Func: name, Timed: f.HasGraph() || f.Header.Tracer == "function_graph"}
+	callers, callees := map[string]*Edge{}, map[string]*Edge{}
+	for _, t := range f.Threads {
+		if !selected(t.TID, tids) {
+			continue
+		}
+		for _, c := range t.Calls {
+			switch {
+			case c.Func.Name == name:
+				r.Matched = true
+				r.Calls++
+				cn := RootCaller
+				if c.Caller != nil {
+					cn = c.Caller.Name
+				}
+				edgeOf(callers, cn).Calls++
+			case c.Caller != nil && c.Caller.Name == name:
+				edgeOf(callees, c.Func.Name).Calls++
+			}
+		}
+		active := 0
+		activeCallee := map[string]int{}
+		var walk func(ns []*calltree.Node, parent *calltree.Node)
+		walk = func(ns []*calltree.Node, parent *calltree.Node) {
+			for _, n := range ns {
+				fn := n.Func.Name
+				if fn == name {
+					r.Matched = true
+					r.Calls++
+					r.Self += n.Self()
+					cn := RootCaller
+					if parent != nil {
+						cn = parent.Func.Name
+					}
+					e := edgeOf(callers, cn)
+					e.Calls++
+					if active == 0 {
+						r.Total += n.Duration()
+						e.Total += n.Duration()
+					}
+				}
+				isCallee := parent != nil && parent.Func.Name == name
+				if isCallee {
+					e := edgeOf(callees, fn)
+					e.Calls++
+					if activeCallee[fn] == 0 {
+						e.Total += n.Duration()
+					}
+					activeCallee[fn]++
+				}
+				if fn == name {
+					active++
+				}
+				walk(n.Children, n)
+				if fn == name {
+					active--
+				}
+				if isCallee {
+					activeCallee[fn]--
+				}
+			}
+		}
+		walk(t.Roots, nil)
+	}
+	return r.finish(callers, callees)
 }

@@ -328,6 +328,8 @@ func WriteFile(path string, tr *tracefile.Trace, format string, blockEvents int)
 		err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: blockEvents})
 	case "v2ring":
 		err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: blockEvents, DropFirst: 2, Partial: true})
+	case "v3more":
+		err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: blockEvents, More: true})
 	default:
 		err = fmt.Errorf("unknown format %q", format)
 	}
