@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/poke.h"
+#include "../src/core/poke.h"
 
 #ifndef NFUNC
 #define NFUNC 256

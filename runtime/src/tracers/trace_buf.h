@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "clock.h"
-#include "fdutil.h"
+#include "core/fdutil.h"
 #include "trace_format.h"
 #include "trace_internal.h"
 

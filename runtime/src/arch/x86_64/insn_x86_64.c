@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include "ftrt_core.h"
+#include "core/ftrt_core.h"
 
 #define MAXLEN 512
 

@@ -28,7 +28,7 @@
 #include <ftrace_trace.h>
 
 #include "control.h"
-#include "ftrt_core.h"
+#include "core/ftrt_core.h"
 #include "trace_buf.h"
 #include "trace_internal.h"
 

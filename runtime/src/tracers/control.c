@@ -27,7 +27,7 @@
 #include <ftrace_trace.h>
 
 #include "control.h"
-#include "fdutil.h"
+#include "core/fdutil.h"
 #include "trace_internal.h"
 
 static char sock_path[108];
