@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The trace file session and per-thread buffers (trace_buf.c). */
+/*
+ * The per-thread event buffers and the trace file session (trace_buf.c): the state
+ * of a recording thread and the inline encoders of its events, the blocks the
+ * writer thread writes, the session.  Everything per thread is initial-exec TLS or
+ * global; nothing on the hot path takes a lock, allocates with malloc or makes a
+ * system call.  Built on trace_util.h, clock.h and trace_format.h.
+ */
 #ifndef FTKIT_TRACE_BUF_H
 #define FTKIT_TRACE_BUF_H
 
@@ -10,7 +16,173 @@
 #include "clock.h"
 #include "core/fdutil.h"
 #include "trace_format.h"
-#include "trace_internal.h"
+#include "trace_util.h"
+
+struct fgraph_frame;		/* fgraph.h */
+struct fgraph_orphan;
+
+/* A recorded graph frame still open (the tracer's own stack, see ft_thread.rs). */
+struct ft_rframe {
+	uint64_t ip;
+	uint64_t ts;
+	int depth;			/* shadow-stack depth of the call */
+};
+
+enum { FT_BLK_FREE = 0, FT_BLK_FILL, FT_BLK_FULL };
+
+/*
+ * One block of a thread's events in memory, laid out as the EVENTS chunk it becomes:
+ * header, open frames, data.  The owner fills it; the writer thread writes it.
+ */
+struct ft_blk {
+	uint32_t state;			/* FT_BLK_*: FREE→FILL (owner), →FULL (owner), →FREE (writer) */
+	uint32_t pub;			/* data bytes published by the owner */
+	uint32_t written;		/* data bytes already written as a PARTIAL chunk (writer) */
+	uint32_t pad_;
+	struct ftkit_events_chunk hdr;	/* seq, base_ts, lost, depth, ip_hi, parent_hi (owner) */
+	struct ftkit_frame frames[];	/* hdr.depth frames, then the data */
+};
+
+/* A thread's blocks and counters, shared with the writer thread (trace_buf.c). */
+struct ft_tbuf {
+	uint32_t tid;
+	uint32_t nblk;
+	uint32_t exited;		/* the owner is done: no more blocks */
+	uint32_t announced;		/* the writer wrote its first THREAD chunk */
+	uint64_t lost;			/* events dropped (total, owner) */
+	uint64_t lost_depth;
+	uint64_t seq_next;		/* seq of the next block the owner starts */
+	uint64_t wseq;			/* next seq the writer writes */
+	uint64_t blocks;		/* EVENTS chunks written */
+	uint64_t clear_seq;		/* blocks before it were dropped by a live `clear` */
+	uint64_t stride;		/* bytes between blocks */
+	char name[16];
+	struct ft_tbuf *next_free;
+	char *blocks_at;
+};
+
+static inline struct ft_blk *ft_tbuf_blk(const struct ft_tbuf *tb, uint64_t seq)
+{
+	return (struct ft_blk *)(tb->blocks_at + (seq % tb->nblk) * tb->stride);
+}
+
+enum {
+	FT_THREAD_NEW = 0,	/* no buffer yet */
+	FT_THREAD_LIVE,		/* recording */
+	FT_THREAD_NOBUF,	/* allocation failed or tracing finished: drop */
+	FT_THREAD_DEAD,		/* thread-exit destructor ran */
+};
+
+struct ft_thread {
+	/* hot path: the current block's free space and the encoder's state */
+	uint32_t *wp;		/* next word; wp + n > wend → slow path (also: no block) */
+	uint32_t *wend;
+	uint64_t last_ts;	/* time of the previous event of the block */
+	uint32_t ip_hi, parent_hi;
+	struct ft_blk *blk;	/* block being filled, or NULL */
+	uint32_t *data;		/* its data */
+	uint32_t state;		/* FT_THREAD_* */
+	uint32_t busy;		/* slow path running (signal re-entry) */
+	uint32_t saved_state;	/* state before fork() (the fork window records nothing) */
+	uint32_t open;		/* recorded graph frames still open (entries in rs) */
+	uint32_t gen;		/* session generation the buffers belong to */
+	uint32_t need_depth;	/* an EXT DEPTH is due before the next ENTRY */
+	uint64_t lost_pending;	/* dropped since the current block started */
+	struct ft_rframe *rs;	/* recorded open frames, outermost first */
+	struct ft_tbuf *tb;
+	uint64_t reg;		/* index in ft_sess.reg */
+
+	/* function graph shadow stack */
+	struct fgraph_frame *shadow;
+	int depth;
+	int shadow_failed;
+	int in_ret;		/* running graph callbacks: calls they make are not graphed */
+	unsigned long *last_slot;	/* last frame pushed (same call, other user) */
+	unsigned long last_ip;
+	struct fgraph_orphan *orphans;	/* after the shadow frames, in the same mapping */
+	int norphans;			/* oldest first */
+
+	/* graph_function / graph_notrace subtrees (trace.c): shadow depth + 1 of the frame
+	   that opened one, 0 outside; valid for graph registration sel_gen only */
+	int sel_in, sel_out;
+	uint32_t sel_gen;
+};
+
+extern __thread struct ft_thread ft_cur FT_TLS;
+
+/* trace_buf.c */
+struct ft_thread *ft_thread_buf(void);	/* allocates on first use; NULL → drop */
+void ft_note_lost_depth(void);
+void ft_thread_exit(void);
+
+/*
+ * The slow path of every event: a new block, TIME / IP_HI / PARENT_HI / DEPTH extensions,
+ * the long FUNC form.  type is FTKIT_EV_*; for FUNC, aux is the parent address.
+ */
+void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, uint64_t ts);
+
+/* Make the words written so far visible to the writer thread (a PARTIAL flush). */
+static inline void ft_ev_publish(struct ft_thread *t, uint32_t *end)
+{
+	barrier();
+	__atomic_store_n(&t->blk->pub, (uint32_t)((char *)end - (char *)t->data), __ATOMIC_RELEASE);
+}
+
+/* EXIT / EXIT_UNWOUND: one word. */
+static inline void ft_ev_exit(struct ft_thread *t, uint32_t type, uint64_t ts)
+{
+	uint32_t *p = t->wp;
+	uint64_t d = ts - t->last_ts;
+
+	if (unlikely(p + 1 > t->wend || d >= FTKIT_DELTA_MAX)) {
+		ft_ev_slow(t, type, 0, 0, ts);
+		return;
+	}
+	t->wp = p + 1;
+	barrier();	/* the words are taken before they are filled (a signal handler nests) */
+	t->last_ts = ts;
+	p[0] = type | (uint32_t)d << 3;
+	ft_ev_publish(t, p + 1);
+}
+
+/* ENTRY: two words. */
+static inline void ft_ev_entry(struct ft_thread *t, uint64_t ip, uint64_t ts)
+{
+	uint32_t *p = t->wp;
+	uint64_t d = ts - t->last_ts;
+
+	if (unlikely(p + 2 > t->wend || d >= FTKIT_DELTA_MAX || (uint32_t)(ip >> 32) != t->ip_hi ||
+		     t->need_depth)) {
+		ft_ev_slow(t, FTKIT_EV_ENTRY, ip, 0, ts);
+		return;
+	}
+	t->wp = p + 2;
+	barrier();
+	t->last_ts = ts;
+	p[0] = FTKIT_EV_ENTRY | (uint32_t)d << 3;
+	p[1] = (uint32_t)ip;
+	ft_ev_publish(t, p + 2);
+}
+
+/* FUNC_NEAR (two words) when it fits, else FUNC. */
+static inline void ft_ev_func(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
+{
+	uint32_t *p = t->wp;
+	uint64_t d = ts - t->last_ts;
+	int64_t diff = (int64_t)(parent - ip);
+
+	if (unlikely(p + 2 > t->wend || d >= FTKIT_NEAR_DELTA_MAX || diff != (int16_t)diff ||
+		     (uint32_t)(ip >> 32) != t->ip_hi)) {
+		ft_ev_slow(t, FTKIT_EV_FUNC, ip, parent, ts);
+		return;
+	}
+	t->wp = p + 2;
+	barrier();
+	t->last_ts = ts;
+	p[0] = FTKIT_EV_FUNC_NEAR | (uint32_t)d << 3 | (uint32_t)(uint16_t)diff << 16;
+	p[1] = (uint32_t)ip;
+	ft_ev_publish(t, p + 2);
+}
 
 /* FTRACE_BUFFER_KB's range (format v2 uses 256 KiB to 4 MiB of it: 4 to 64 blocks) */
 #define FT_BUFFER_KB_MIN	4
@@ -44,8 +216,8 @@ struct ft_session {
 extern struct ft_session ft_sess;
 
 /*
- * Set (trace.c) when this image was exec'd by a traced image of the same process: its
- * generation (1, 2, …) and that image's base output name.  A session whose name would be
+ * Set by trace.c (from FTRACE_EXEC) when this image was exec'd by a traced image of the
+ * same process: its generation (1, 2, …) and that image's base output name.  A session whose name would be
  * that one gets ".exec<gen>" appended instead of replacing the pre-exec trace.
  */
 extern unsigned ft_exec_gen;
@@ -60,5 +232,7 @@ void ft_session_forked(void);
 void ft_session_counts(uint64_t *lost, uint64_t *depth, uint64_t *threads);
 int ft_maps_build(uint64_t at, unsigned long pad_to);
 int ft_known_at_startup(unsigned long start);
+/* Drop the events the threads hold (live `clear`); -ENODEV if not tracing. */
+int ft_session_clear(void);
 
 #endif
