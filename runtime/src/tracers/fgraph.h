@@ -2,13 +2,15 @@
 /*
  * The function graph (fgraph.c): the per-thread shadow stack of hooked return
  * addresses, and the library functions it interposes (fgraph_interpose.c).
- * Includes no other tracer header: the thread state (trace_buf.h) holds the
+ * Includes no other tracer header (arch.h only): the thread state (trace_buf.h) holds the
  * shadow stack by pointer, and the thread exit of trace_buf.c closes it here.
  */
 #ifndef FTKIT_FGRAPH_H
 #define FTKIT_FGRAPH_H
 
 #include <stdint.h>
+
+#include "arch/arch.h"
 
 /* One shadow-stack frame. */
 struct fgraph_frame {
@@ -37,7 +39,7 @@ void fgraph_unwind_all(void);
 void fgraph_close_all(void);	/* frames left at thread exit (pthread_cancel) */
 void fgraph_thread_release(void);
 void fgraph_switch_out(unsigned long *sp);	/* swapcontext/setcontext: sp = caller's */
-extern void return_to_handler(void);
+/* return_to_handler (arch.h), the return hook, calls fgraph_return() of fgraph.c */
 
 /* fgraph_interpose.c: the next definition of name after the runtime's (RTLD_NEXT) */
 void *ft_next_sym(const char *name);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The tracers' common definitions and async-signal-safe helpers (trace_util.c).
- * The bottom of the tracers: includes no other tracer header.
+ * The bottom of the tracers: includes no other tracer header (arch.h only).
  */
 #ifndef FTKIT_TRACE_UTIL_H
 #define FTKIT_TRACE_UTIL_H
@@ -10,16 +10,14 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "arch/arch.h"
+
 #define FT_TLS __attribute__((tls_model("initial-exec")))
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 #define barrier()	__asm__ volatile("" ::: "memory")
-/*
- * ftrace_ops callbacks may be entered with %rsp % 16 == 8 (gcc's
- * -fipa-stack-alignment calls some functions with a stack that is not
- * 16-byte aligned, and __fentry__ comes first): realign.
- */
-#define FT_CALLBACK	__attribute__((force_align_arg_pointer))
+/* what an ftrace_ops callback needs on entry from a trampoline (arch.h) */
+#define FT_CALLBACK	FTRT_ARCH_CALLBACK
 
 void ft_msg(const char *a, const char *b);
 void ft_msg_err(const char *a, const char *b, int err);
