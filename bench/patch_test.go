@@ -1,6 +1,6 @@
 // Package bench_test holds ftkit's benchmarks; figures are recorded in RESULTS.md.
 //
-// patch_*: the live-patching engine (runtime/src/poke*.c): switching every site of a
+// patch_*: the live-patching engine (runtime/src/core/poke*.c): switching every site of a
 // generated program with 300k functions, one site, and the per-call cost of a site before
 // and after a switch.  Run: go test ./bench -run '^$' -bench Patch -benchtime 1x
 //
@@ -25,8 +25,9 @@ func buildPatchBench(t testing.TB) string {
 	root := testenv.Root()
 	out := filepath.Join(t.TempDir(), "patch_bench")
 	args := []string{"-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", out,
+		"-I", filepath.Join(root, "runtime/src"), "-I", filepath.Join(root, "runtime/src/arch/x86_64"),
 		filepath.Join(root, "bench/patch/patch_bench.c"), filepath.Join(root, "bench/patch/patch_funcs.S")}
-	for _, s := range []string{"poke.c", "poke_x86_64.c", "poke_sigmask.c", "sync.c"} {
+	for _, s := range []string{"core/poke.c", "arch/x86_64/poke_x86_64.c", "core/poke_sigmask.c", "core/sync.c"} {
 		args = append(args, filepath.Join(root, "runtime/src", s))
 	}
 	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {

@@ -1,4 +1,4 @@
-// Tests of the live-patching engine (runtime/src/poke*.c, sync.c): they build the C test
+// Tests of the live-patching engine (runtime/src/core/poke*.c, sync.c): they build the C test
 // program runtime/tests/poke_test.c with gcc (plain, ASan+UBSan, TSan) and run its modes
 // with a time limit.  See docs/live-patching.md.
 package ftrt_test
@@ -19,7 +19,7 @@ import (
 
 // pokeSources are the engine's sources; every test program links them directly, so these
 // tests do not depend on the rest of the runtime.
-var pokeSources = []string{"src/poke.c", "src/poke_x86_64.c", "src/poke_sigmask.c", "src/sync.c"}
+var pokeSources = []string{"src/core/poke.c", "src/arch/x86_64/poke_x86_64.c", "src/core/poke_sigmask.c", "src/core/sync.c"}
 
 // buildC compiles a test program of runtime/tests with the engine into dir.
 func buildC(t *testing.T, dir, name string, srcs []string, flags ...string) string {
@@ -27,7 +27,8 @@ func buildC(t *testing.T, dir, name string, srcs []string, flags ...string) stri
 	testenv.Need(t, "gcc")
 	root := filepath.Join(testenv.Root(), "runtime")
 	out := filepath.Join(dir, name)
-	args := append([]string{"-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", out}, flags...)
+	args := append([]string{"-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", out,
+		"-I", filepath.Join(root, "src"), "-I", filepath.Join(root, "src", "arch", "x86_64")}, flags...)
 	for _, s := range append(append([]string{}, pokeSources...), srcs...) {
 		args = append(args, filepath.Join(root, s))
 	}

@@ -1,4 +1,4 @@
-// Tests of the tracers (runtime/src/trace*.c, fgraph*.c, control.c, clock.c): they build
+// Tests of the tracers (runtime/src/tracers): they build
 // the C programs runtime/tests/trace_*.c with `gcc -pg -mfentry`, run them with the
 // FTRACE_* controls, and check the trace files they write (docs/trace-format.md) with the
 // small reader below: exact call counts, balanced graphs, unwound frames, lost counts,
@@ -34,8 +34,9 @@ import (
 )
 
 var traceSources = []string{
-	"src/clock.c", "src/trace_buf.c", "src/trace.c", "src/trace_util.c", "src/fgraph.c",
-	"src/fgraph_x86_64.S", "src/fgraph_interpose.c", "src/control.c", "tests/trace_mockcore.c",
+	"src/tracers/clock.c", "src/tracers/trace_buf.c", "src/tracers/trace.c", "src/tracers/trace_util.c",
+	"src/tracers/fgraph.c", "src/arch/x86_64/fgraph_x86_64.S", "src/tracers/fgraph_interpose.c",
+	"src/tracers/control.c", "tests/trace_mockcore.c",
 }
 
 type trLibBuild struct {
@@ -77,7 +78,8 @@ func trBuildLibrary(san bool) (string, error) {
 		for _, s := range traceSources {
 			obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(s), filepath.Ext(s))+".o")
 			args := []string{"-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror",
-				"-I", filepath.Join(root, "include"), "-c", filepath.Join(root, s), "-o", obj}
+				"-I", filepath.Join(root, "include"), "-I", filepath.Join(root, "src"),
+				"-I", filepath.Join(root, "src", "arch", "x86_64"), "-c", filepath.Join(root, s), "-o", obj}
 			if san {
 				args = append(args, trSan...)
 			}

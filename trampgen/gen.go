@@ -141,7 +141,7 @@ func (a *asm) plainCaller(name, callLabel string) {
 }
 
 // leanCaller emits the caller for a callback the runtime proved to be an integer-only leaf
-// that never refers to %rcx (runtime/src/insn_x86_64.c): such a callback cannot touch
+// that never refers to %rcx (runtime/src/arch/x86_64/insn_x86_64.c): such a callback cannot touch
 // xmm0..xmm7, cannot change %rcx and cannot read its struct ftrace_regs argument. So the
 // caller saves neither the vector registers nor %rcx, fills no frame field and passes no
 // frame: the callback's fourth argument is whatever %rcx held (the traced function's own

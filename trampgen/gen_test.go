@@ -17,12 +17,12 @@ import (
 // The committed files must be what the generator writes.
 func TestGeneratedFilesUpToDate(t *testing.T) {
 	for name, want := range Files() {
-		got, err := os.ReadFile(filepath.Join("..", "runtime", "src", name))
+		got, err := os.ReadFile(filepath.Join("..", "runtime", "src", "arch", "x86_64", name))
 		if err != nil {
 			t.Fatalf("reading committed %s: %v", name, err)
 		}
 		if !bytes.Equal(got, []byte(want)) {
-			t.Errorf("runtime/src/%s differs from trampgen's output: run go generate ./trampgen", name)
+			t.Errorf("runtime/src/arch/x86_64/%s differs from trampgen's output: run go generate ./trampgen", name)
 		}
 	}
 }

@@ -22,7 +22,7 @@
 #include <time.h>
 
 #include <ftrace.h>
-#include "../../runtime/src/poke.h"
+#include "../../runtime/src/core/poke.h"
 #include "bench_util.h"
 
 static const unsigned char NOP5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../runtime/src/poke.h"
+#include "../../runtime/src/core/poke.h"
 #include "bench_util.h"
 
 #ifndef NFUNC

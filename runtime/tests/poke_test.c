@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * poke_test.c - tests of the live-patching engine (runtime/src/poke*.c, sync.c).
+ * poke_test.c - tests of the live-patching engine (runtime/src/core/poke*.c, sync.c).
  *
  *   poke_test toggle BATCHES THREADS   threads call every function of poke_funcs.S while
  *                                      one thread switches their sites call <-> nop
@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/poke.h"
+#include "../src/core/poke.h"
 
 #ifndef NFUNC
 #define NFUNC 256

@@ -176,7 +176,7 @@ static void checked_call(int i, struct wstats *ws, int nested)
 		ws->fired[k] += (got >> k) & 1;
 }
 
-/* The runtime's per-thread callback depth (runtime/src/poke.h): a signal handler that
+/* The runtime's per-thread callback depth (runtime/src/core/poke.h): a signal handler that
  * interrupted a callback (or the trampoline around it) makes nested calls. */
 extern __thread int ftrt_cb_depth __attribute__((tls_model("initial-exec")));
 

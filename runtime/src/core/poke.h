@@ -182,23 +182,7 @@ struct ftrt_poke_site {
 	unsigned char early;	/* bytes [early, len) are written before the int3 (0: none) */
 };
 
-/*
- * Architecture interface (poke_x86_64.c).
- *
- * ftrt_arch_check(): validate one transition; returns 0 and sets *early (0 or the offset
- * from which bytes of new may and must be written before the breakpoint), or -EINVAL with
- * a static reason in *why.
- * ftrt_arch_emulate(): make the interrupted context (ucontext_t *) execute the first
- * instruction of site->new at site->addr.  Async-signal-safe.
- */
-int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
-		    unsigned *early, const char **why);
-void ftrt_arch_emulate(const struct ftrt_poke_site *site, void *uc);
-int ftrt_arch_site_insn(const unsigned char *p);
-uintptr_t ftrt_arch_pc(const void *uc);
-void ftrt_arch_set_pc(void *uc, uintptr_t pc);
-uintptr_t ftrt_arch_sp(const void *uc);
-#define FTRT_ARCH_BREAKPOINT 0xcc
+/* The architecture's part (instruction rules, emulation): arch/arch.h, "live patching". */
 
 /* Serialise all cores of the process (sync.c); used between patch phases. */
 int ftrt_sync_cores(void);

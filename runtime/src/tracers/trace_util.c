@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trace_internal.h"
+#include "trace_util.h"
 
 void ft_msg(const char *a, const char *b)
 {

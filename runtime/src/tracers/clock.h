@@ -3,14 +3,15 @@
  * Trace clock: the TSC when it is invariant, else CLOCK_MONOTONIC.
  *
  * ft_clock_read() is the only call on the hot path: one predictable branch and a
- * plain rdtsc (no lfence: events of one thread are ordered by program order, and
- * the ~20 cycles a serialising read would add per event buy nothing here).
+ * read of the cycle counter (ftrt_arch_cycles(), arch.h).
  */
 #ifndef FTKIT_CLOCK_H
 #define FTKIT_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>
+
+#include "arch/arch.h"
 
 enum ft_clock_source {
 	FT_CLOCK_TSC = 1,
@@ -39,12 +40,8 @@ static inline uint64_t ft_clock_mono_ns(void)
 
 static inline uint64_t ft_clock_read(void)
 {
-	if (__builtin_expect(ft_clock_source == FT_CLOCK_TSC, 1)) {
-		uint32_t lo, hi;
-
-		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-		return ((uint64_t)hi << 32) | lo;
-	}
+	if (__builtin_expect(ft_clock_source == FT_CLOCK_TSC, 1))
+		return ftrt_arch_cycles();
 	return ft_clock_mono_ns();
 }
 
@@ -57,7 +54,7 @@ void ft_clock_init(int force_mono, struct ft_clock_ref *ref);
 
 /*
  * Re-calibrate ns_per_tick over [ref, now] (async-signal-safe: clock_gettime and
- * rdtsc only): the longer the interval, the better the figure, so this is done when the
+ * the cycle counter only): the longer the interval, the better the figure, so this is done when the
  * trace is written (finalisation, snapshots). Leaves ref unchanged when the interval is
  * no longer than the one it was measured over.
  */

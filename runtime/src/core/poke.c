@@ -34,6 +34,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "fdutil.h"
 #include "poke.h"
 

@@ -26,9 +26,11 @@
 
 #include <ftrace_trace.h>
 
+#include "core/fdutil.h"
 #include "control.h"
-#include "fdutil.h"
-#include "trace_internal.h"
+#include "trace.h"
+#include "trace_buf.h"
+#include "trace_util.h"
 
 static char sock_path[108];
 static char sock_dir[96];	/* the directory of sock_path */

@@ -5,7 +5,7 @@
  * FTRACE_* start-up controls, and the write-out at exit and on fatal signals.
  *
  * Hot paths (trace_func, trace_graph_ent, trace_graph_ret): one TLS state
- * check, one clock read, a 4- or 8-byte event (trace_internal.h) and a store of
+ * check, one clock read, a 4- or 8-byte event (trace_buf.h) and a store of
  * the block's published length. No locks, no system calls, no allocation (except
  * the first event of a thread, see ft_thread_buf()).
  */
@@ -27,10 +27,11 @@
 
 #include <ftrace_trace.h>
 
+#include "core/ftrt_core.h"
 #include "control.h"
-#include "ftrt_core.h"
+#include "fgraph.h"
+#include "trace.h"
 #include "trace_buf.h"
-#include "trace_internal.h"
 
 static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -635,11 +636,9 @@ static size_t env_len(char *const envp[])
  * to the new image's environment (when that sets FTRACE_TRACER or FTRACE_CONTROL, i.e. the
  * new image may trace).  A new image of the same pid whose output name would be that base
  * writes <output>.exec<gen> instead of replacing the trace just finalised under <output>.
- * The new image removes the variable from its environment before main.
+ * The new image removes the variable from its environment before main.  It sets
+ * ft_exec_gen and ft_exec_prev, which the session (trace_buf.c) reads.
  */
-unsigned ft_exec_gen;
-char ft_exec_prev[PATH_MAX];
-
 #define EXEC_VAR "FTRACE_EXEC="
 
 /* envp with FTRACE_EXEC set into out (room for n + 2) and var (PATH_MAX + 64), or envp */

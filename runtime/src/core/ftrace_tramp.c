@@ -27,8 +27,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "ftrt_core.h"
-#include "ftrace_frame.h"
 #include "poke.h"
 
 #ifndef MAP_FIXED_NOREPLACE

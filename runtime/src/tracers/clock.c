@@ -2,26 +2,14 @@
 /*
  * Trace clock selection and TSC calibration.
  *
- * The TSC is used when CPUID says it is invariant (constant rate in all P/C
- * states: leaf 0x80000007 EDX bit 8). It is calibrated against CLOCK_MONOTONIC
+ * The TSC (the cycle counter, arch.h) is used when it is invariant (constant rate in
+ * all P/C states: ftrt_arch_cycles_constant()). It is calibrated against CLOCK_MONOTONIC
  * over FT_CLOCK_CAL_NS at start-up (a process's start-up cost: keep it short) and
  * again over the whole run when the trace file is written.
  */
 #include "clock.h"
 
-#include <cpuid.h>
-
 int ft_clock_source = FT_CLOCK_MONO;
-
-static int tsc_invariant(void)
-{
-	unsigned int a, b, c, d;
-
-	if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007)
-		return 0;
-	__get_cpuid(0x80000007, &a, &b, &c, &d);
-	return (d >> 8) & 1;
-}
 
 static uint64_t realtime_ns(void)
 {
@@ -51,7 +39,7 @@ static void sample_pair(uint64_t *ticks, uint64_t *mono)
 
 void ft_clock_init(int force_mono, struct ft_clock_ref *ref)
 {
-	ft_clock_source = (!force_mono && tsc_invariant()) ? FT_CLOCK_TSC : FT_CLOCK_MONO;
+	ft_clock_source = (!force_mono && ftrt_arch_cycles_constant()) ? FT_CLOCK_TSC : FT_CLOCK_MONO;
 	ref->source = ft_clock_source;
 	ref->ref_real_ns = realtime_ns();
 	if (ft_clock_source == FT_CLOCK_MONO) {

@@ -28,20 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "ftrt_core.h"
-#include "ftrace_frame.h"
 #include "poke.h"
 
-/* The C view of the frame must match what trampgen generated. */
-_Static_assert(sizeof(struct ftrace_regs) == FTRT_FRAME_SIZE, "frame size");
-_Static_assert(offsetof(struct ftrace_regs, xmm) == FTRT_FRAME_XMM0, "xmm");
-_Static_assert(offsetof(struct ftrace_pt_regs, rdi) == FTRT_FRAME_RDI, "rdi");
-_Static_assert(offsetof(struct ftrace_pt_regs, r15) == FTRT_FRAME_R15, "r15");
-_Static_assert(offsetof(struct ftrace_pt_regs, rax) == FTRT_FRAME_RAX, "rax");
-_Static_assert(offsetof(struct ftrace_pt_regs, ip) == FTRT_FRAME_IP, "ip");
-_Static_assert(offsetof(struct ftrace_pt_regs, sp) == FTRT_FRAME_SP, "sp");
-_Static_assert(offsetof(struct ftrace_pt_regs, full) == FTRT_FRAME_FULL, "full");
-_Static_assert(offsetof(struct ftrace_pt_regs, flags) == FTRT_FRAME_FLAGS, "flags");
 _Static_assert(sizeof(struct ftrt_rec) == 16, "record size");
 
 /* Runtime-internal ops flags. */
@@ -49,10 +39,6 @@ _Static_assert(sizeof(struct ftrt_rec) == 16, "record size");
 #define FL_REGS		(FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED)
 /* At most one of these per site: they decide where the traced function goes on. */
 #define FL_EXCL		(FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_DIRECT)
-
-static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
 
 static struct ftrt_object *objects;
 static struct ftrace_ops *_Atomic ops_list;
@@ -357,23 +343,14 @@ static struct ftrt_rec *rec_find(uintptr_t ip, struct ftrt_object **op)
 	int hops;
 
 	for (hops = 0; !r && hops < 2 && known_code(ip, 16); hops++) {
-		b = (const unsigned char *)ip;
-		if (!memcmp(b, endbr64, 4))
-			b += 4;
+		uintptr_t slot;
+
+		b = ftrt_arch_skip_entry_marker((const unsigned char *)ip);
 		if (b != (const unsigned char *)ip && (r = rec_lookup((uintptr_t)b, op)))
 			break;
-		if (b[0] == 0xf2)	/* bnd prefix */
-			b++;
-		if (b[0] != 0xff || b[1] != 0x25)
+		if (!ftrt_arch_plt_slot(b, &slot))
 			break;
-		{
-			int32_t rel;
-			uintptr_t slot;
-
-			memcpy(&rel, b + 2, 4);
-			slot = (uintptr_t)b + 6 + (intptr_t)rel;
-			memcpy(&ip, (const void *)slot, sizeof(ip));	/* the GOT entry */
-		}
+		memcpy(&ip, (const void *)slot, sizeof(ip));	/* the GOT entry */
 		r = rec_lookup(ip, op);
 	}
 	return r;
@@ -505,66 +482,43 @@ static void refuse_site(struct ftrt_object *o, uintptr_t ip, const char *why)
 
 extern void __fentry__(void);
 
-/* The plt stub shapes a call to __fentry__ in a library may go through (jmp *GOT). */
-static int plt_stub(const unsigned char *t)
-{
-	return (t[0] == 0xff && t[1] == 0x25) || (t[0] == 0xf2 && t[1] == 0xff && t[2] == 0x25) ||
-	       (!memcmp(t, "\xf3\x0f\x1e\xfa", 4) &&
-		((t[4] == 0xff && t[5] == 0x25) || (t[4] == 0xf2 && t[5] == 0xff && t[6] == 0x25)));
-}
-
 /*
- * Does the call at b (e8 / 67 e8 / ff 15, len bytes) go to __fentry__ (the runtime's or the C
- * library's), directly or through a plt stub?  A table entry pointing at a call to anything
+ * Does the call at b (len bytes) go to __fentry__ (the runtime's or the C library's),
+ * directly, through a GOT slot or through a plt stub?  A table entry pointing at a call to anything
  * else must not be nopped: that would silently change the program.
  */
 static int calls_fentry(const struct ftrt_object *o, const unsigned char *b, unsigned len)
 {
 	static uintptr_t libc_fentry;
-	uintptr_t next = (uintptr_t)b + len, t;
-	int32_t rel;
+	uintptr_t t;
+	int via_got;
 
 	if (!libc_fentry)
 		libc_fentry = (uintptr_t)dlsym(RTLD_NEXT, "__fentry__");
-	memcpy(&rel, b + len - 4, 4);
-	t = next + (intptr_t)rel;
-	if (b[0] == 0xff) {	/* ff 15: through a GOT slot, resolved by the loader */
+	t = ftrt_arch_site_call_dest(b, len, &via_got);
+	if (via_got) {	/* through a GOT slot, resolved by the loader */
 		if (!in_load(o, t, sizeof(t)))
 			return 0;
 		memcpy(&t, (const void *)t, sizeof(t));
 	}
 	if (t == (uintptr_t)__fentry__ || (libc_fentry && t == libc_fentry))
 		return 1;
-	return b[0] != 0xff && in_exec(o, t, 8) && plt_stub((const unsigned char *)t);
+	return !via_got && in_exec(o, t, 8) && ftrt_arch_plt_stub((const unsigned char *)t);
 }
 
 /*
  * The tracers take the traced function's return address from the top of the stack at the
- * site: wrong when the site follows a GCC nested function's push %r10 (the slot holds the
- * static chain) or a prologue (gcc -pg without -mfentry calls mcount after it; such a call
- * through a PLT stub cannot be told from __fentry__'s by its target).  ftlink drops such
+ * site: not so after some instructions (ftrt_arch_site_not_at_entry()).  ftlink drops such
  * entries (it knows where each function starts); an unprocessed table is checked here by
- * the bytes just before the site: a prologue ends with push %reg, mov %rsp,%rbp or
- * sub $imm,%rsp, which the end of the previous function or its padding (ret, jmp, nops,
- * int3, ud2) never does (mcountloc.X86PrologueBefore, tested on gcc's output).  Why the
- * site is refused, or NULL.
+ * the bytes just before the site.  Why the site is refused, or NULL.
  */
 static const char *site_not_at_entry(const struct ftrt_object *o, uintptr_t ip)
 {
-	static const char mcount[] = "an mcount site: built with -pg without -mfentry, recompile with -pg -mfentry";
-	const unsigned char *b = (const unsigned char *)ip;
+	unsigned before = FTRT_ARCH_SITE_LOOKBACK;
 
-	if (in_exec(o, ip - 2, 2) && b[-2] == 0x41 && b[-1] == 0x52)
-		return "after push %r10, a GCC nested function: the stack is not the entry stack";
-	if (in_exec(o, ip - 3, 3) && !memcmp(b - 3, "\x48\x89\xe5", 3))
-		return mcount;		/* mov %rsp,%rbp */
-	if (in_exec(o, ip - 4, 4) && !memcmp(b - 4, "\x48\x83\xec", 3))
-		return mcount;		/* sub $imm8,%rsp */
-	if (in_exec(o, ip - 7, 7) && !memcmp(b - 7, "\x48\x81\xec", 3))
-		return mcount;		/* sub $imm32,%rsp */
-	if (in_exec(o, ip - 1, 1) && (b[-1] & 0xf8) == 0x50)
-		return mcount;		/* push %reg (and %r8-%r15 after a 41 prefix) */
-	return NULL;
+	while (before && !in_exec(o, ip - before, before))
+		before--;
+	return ftrt_arch_site_not_at_entry((const unsigned char *)ip, before);
 }
 
 /*
@@ -617,24 +571,9 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 			refuse_site(o, ip, "not in executable code");
 			continue;
 		}
-		/*
-		 * recordmcount's kind is the form in the object file; the linker may have
-		 * relaxed ff 15 into 67 e8 since: only the length must agree.
-		 */
+		/* recordmcount's length is the one in the object file (kind set) */
 		b = (const unsigned char *)ip;
-		isnop = 0;
-		if (b[0] == 0xe8 && (kind == 0 || e[4] == 5))
-			len = 5;
-		else if (b[0] == 0xff && b[1] == 0x15 && (kind == 0 || e[4] == 6))
-			len = 6;
-		else if (b[0] == 0x67 && b[1] == 0xe8 && (kind == 0 || e[4] == 6))
-			len = 6;
-		else if (!memcmp(b, nop5, 5))
-			len = 5, isnop = 1;
-		else if (!memcmp(b, nop6, 6))
-			len = 6, isnop = 1;
-		else
-			len = 0;
+		len = ftrt_arch_fentry_site(b, kind ? e[4] : -1, &isnop);
 		if ((why = site_not_at_entry(o, ip))) {
 			refuse_site(o, ip, why);
 			continue;
@@ -651,7 +590,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 			continue;
 		pk[np].addr = (void *)ip;
 		memcpy(pk[np].old, b, len);
-		memcpy(pk[np].new, len == 6 ? nop6 : nop5, len);
+		memcpy(pk[np].new, ftrt_arch_nop(len), len);
 		pk[np].len = (unsigned char)len;
 		pr[np] = r;
 		np++;
@@ -751,12 +690,12 @@ static int load_table(struct ftrt_object *o)
 			len = (unsigned)(v >> 32) & 0xff;
 			ip = (uintptr_t)e + (intptr_t)(int32_t)(uint32_t)v;
 			if (ip < xlo || ip + len > xhi) {
-				if ((len != 5 && len != 6) || !exec_range(o, ip, len, &xlo, &xhi)) {
+				if (!ftrt_arch_site_len_ok(len) || !exec_range(o, ip, len, &xlo, &xhi)) {
 					refuse_site(o, ip, "bad table entry");
 					continue;
 				}
 			}
-			if (len != 5 && len != 6) {
+			if (!ftrt_arch_site_len_ok(len)) {
 				refuse_site(o, ip, "bad table entry");
 				continue;
 			}
@@ -905,9 +844,7 @@ static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *tar
 	if (cnt == 1 && one && (one->flags & FTRACE_OPS_FL_DIRECT)) {
 		/* the site calls the direct trampoline itself, when in reach */
 		uintptr_t d = __atomic_load_n(&one->direct_call, __ATOMIC_RELAXED);
-		long rel = (long)(d - (r->ip + 5));
-
-		if (rel == (long)(int32_t)rel) {
+		if (ftrt_arch_call_reaches(r->ip, d)) {
 			*target = d;
 			return 0;
 		}
@@ -991,7 +928,7 @@ static void multi_ref(const struct ftrt_rec *r, int d)
 	if (!(r->flags & REC_CALL))
 		return;
 	a = rec_arena(r);
-	t = a ? ftrt_tramp_at(a, r->ip + 5 + (long)r->rel) : NULL;
+	t = a ? ftrt_tramp_at(a, ftrt_arch_call_target(r->ip, r->rel)) : NULL;
 	if (t && t->vec)
 		t->refs += (unsigned long)(long)d;
 }
@@ -1033,32 +970,25 @@ static int batch_grow(void **p, size_t *cap, size_t n, size_t size)
  */
 static int rec_poke(const struct ftrt_rec *r, uintptr_t target, int back, struct ftrt_poke *p)
 {
-	int32_t d = target ? (int32_t)(target - (r->ip + 5)) : 0;
-	unsigned char cur[6], want[6];
-	unsigned len = 5;
+	unsigned char cur[FTRT_ARCH_SITE_MAX], want[FTRT_ARCH_SITE_MAX];
+	unsigned len = FTRT_ARCH_CALL_SIZE;
 
 	if (r->flags & REC_NOP6) {
 		if (!target)
 			return 0;
-		memcpy(cur, nop6, 6);
-		want[0] = 0xe8;
-		memcpy(want + 1, &d, 4);
-		want[5] = 0x90;
+		memcpy(cur, ftrt_arch_nop(6), 6);
+		ftrt_arch_make_call(want, r->ip, target, 6);
 		len = 6;
 	} else {
-		if (r->flags & REC_CALL) {
-			cur[0] = 0xe8;
-			memcpy(cur + 1, &r->rel, 4);
-		} else {
-			memcpy(cur, nop5, 5);
-		}
-		if (target) {
-			want[0] = 0xe8;
-			memcpy(want + 1, &d, 4);
-		} else {
-			memcpy(want, nop5, 5);
-		}
-		if (!memcmp(cur, want, 5))
+		if (r->flags & REC_CALL)
+			ftrt_arch_make_call(cur, r->ip, ftrt_arch_call_target(r->ip, r->rel), len);
+		else
+			memcpy(cur, ftrt_arch_nop(len), len);
+		if (target)
+			ftrt_arch_make_call(want, r->ip, target, len);
+		else
+			memcpy(want, ftrt_arch_nop(len), len);
+		if (!memcmp(cur, want, len))
 			return 0;
 	}
 	p->addr = (void *)r->ip;
@@ -1143,15 +1073,13 @@ static int patch_dirty(void)
 	for (o = objects; o; o = o->next) {
 		for (i = o->dirty_lo; i < o->dirty_end; i++) {
 			struct ftrt_rec *r = &o->recs[i];
-			long d;
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
 			ret = (int)rec_target(o, r, &batch_tgt[k]);
 			if (ret)
 				goto out;
-			d = batch_tgt[k] ? (long)(batch_tgt[k] - (r->ip + 5)) : 0;
-			if (d != (long)(int32_t)d) {
+			if (batch_tgt[k] && !ftrt_arch_call_reaches(r->ip, batch_tgt[k])) {
 				ret = -ENOMEM;	/* trampoline out of reach: cannot happen */
 				goto out;
 			}
@@ -1181,7 +1109,7 @@ static int patch_dirty(void)
 			r->flags &= ~REC_NOP6;
 			if (t) {
 				r->flags |= REC_CALL;
-				r->rel = (int32_t)(t - (r->ip + 5));
+				r->rel = ftrt_arch_call_rel(r->ip, t);
 			} else {
 				r->flags &= ~REC_CALL;
 				r->rel = 0;
@@ -1549,16 +1477,19 @@ static int object_intact(struct ftrt_object *o)
 	for (i = 0; i < o->nrecs; i++) {
 		const struct ftrt_rec *r = &o->recs[i];
 		const unsigned char *b = (const unsigned char *)r->ip;
+		unsigned char call[FTRT_ARCH_SITE_MAX];
 
 		if (r->flags & REC_REFUSED)
 			continue;
 		if (r->flags & REC_NOP6) {
-			if (memcmp(b, nop6, 6))
+			if (memcmp(b, ftrt_arch_nop(6), 6))
 				return 0;
 		} else if (r->flags & REC_CALL) {
-			if (b[0] != 0xe8 || memcmp(b + 1, &r->rel, 4))
+			ftrt_arch_make_call(call, r->ip, ftrt_arch_call_target(r->ip, r->rel),
+					    FTRT_ARCH_CALL_SIZE);
+			if (memcmp(b, call, FTRT_ARCH_CALL_SIZE))
 				return 0;
-		} else if (memcmp(b, nop5, 5)) {
+		} else if (memcmp(b, ftrt_arch_nop(FTRT_ARCH_CALL_SIZE), FTRT_ARCH_CALL_SIZE)) {
 			return 0;
 		}
 	}
@@ -2253,7 +2184,7 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 	fi->func = y ? y->addr : 0;
 	fi->name = y ? (y->demangled ? y->shortname : y->name) : "";
 	fi->object = o->path;
-	fi->len = (r->flags & REC_LEN6) ? 6 : 5;
+	fi->len = (r->flags & REC_LEN6) ? 6 : FTRT_ARCH_CALL_SIZE;
 	fi->nr_ops = r->flags & REC_COUNT_MASK;
 	if (r->flags & REC_REFUSED) {
 		fi->state = FTRACE_SITE_REFUSED;
@@ -2263,7 +2194,7 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 		fi->state = FTRACE_SITE_NOP;
 		return;
 	}
-	fi->target = r->ip + 5 + (long)r->rel;
+	fi->target = ftrt_arch_call_target(r->ip, r->rel);
 	if (o->arena && o->arena->caller && fi->target == (uintptr_t)o->arena->caller->code) {
 		fi->state = FTRACE_SITE_CALLER;
 		return;

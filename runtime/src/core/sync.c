@@ -40,6 +40,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "poke.h"
 
 __thread int ftrt_cb_depth __attribute__((tls_model("initial-exec")));
@@ -359,8 +360,8 @@ static int is_restorer(const struct round *r, uintptr_t w)
 __attribute__((no_sanitize_address))	/* reads whole stacks, redzones included */
 static int frames_inside(const struct round *r, uintptr_t sp, uintptr_t isp, int retired_only)
 {
-	const size_t rip_off = 8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RIP;
-	const size_t rsp_off = 8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RSP;
+	const size_t rip_off = FTRT_ARCH_SIGFRAME_PC_OFF;
+	const size_t rsp_off = FTRT_ARCH_SIGFRAME_SP_OFF;
 	uintptr_t todo[8], los[8], his[8], alo = 0, ahi = 0;
 	size_t nt = 1, k, own;
 	stack_t ss;

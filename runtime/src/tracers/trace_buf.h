@@ -1,50 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Shared state of the tracers (trace*.c) and the function graph (fgraph*.c).
- * Everything here is per thread (initial-exec TLS) or global; nothing on the
- * hot path takes a lock, allocates with malloc or makes a system call.
+ * The per-thread event buffers and the trace file session (trace_buf.c): the state
+ * of a recording thread and the inline encoders of its events, the blocks the
+ * writer thread writes, the session.  Everything per thread is initial-exec TLS or
+ * global; nothing on the hot path takes a lock, allocates with malloc or makes a
+ * system call.  Built on trace_util.h, clock.h and trace_format.h.
  */
-#ifndef FTKIT_TRACE_INTERNAL_H
-#define FTKIT_TRACE_INTERNAL_H
+#ifndef FTKIT_TRACE_BUF_H
+#define FTKIT_TRACE_BUF_H
 
-#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
-#include <ftrace.h>
 
 #include "clock.h"
+#include "core/fdutil.h"
 #include "trace_format.h"
+#include "trace_util.h"
 
-#define FT_TLS __attribute__((tls_model("initial-exec")))
-#define likely(x)	__builtin_expect(!!(x), 1)
-#define unlikely(x)	__builtin_expect(!!(x), 0)
-#define barrier()	__asm__ volatile("" ::: "memory")
-/*
- * ftrace_ops callbacks may be entered with %rsp % 16 == 8 (gcc's
- * -fipa-stack-alignment calls some functions with a stack that is not
- * 16-byte aligned, and __fentry__ comes first): realign.
- */
-#define FT_CALLBACK	__attribute__((force_align_arg_pointer))
-
-/* One shadow-stack frame. */
-struct fgraph_frame {
-	unsigned long ret;		/* real return address */
-	unsigned long *slot;		/* where it lives on the stack */
-	unsigned long ip;
-	uint64_t calltime;
-	uint32_t users;			/* graph users that accepted the call */
-	uint32_t epoch;			/* fgraph_epoch at entry */
-};
-
-/*
- * A frame closed as unwound while its slot may still be live on a stack the thread left
- * without the runtime seeing the switch (fgraph.c): its real return address, kept for
- * the day it returns.
- */
-struct fgraph_orphan {
-	unsigned long *slot;
-	unsigned long ret;
-};
+struct fgraph_frame;		/* fgraph.h */
+struct fgraph_orphan;
 
 /* A recorded graph frame still open (the tracer's own stack, see ft_thread.rs). */
 struct ft_rframe {
@@ -209,34 +184,55 @@ static inline void ft_ev_func(struct ft_thread *t, uint64_t ip, uint64_t parent,
 	ft_ev_publish(t, p + 2);
 }
 
-/* fgraph_interpose.c */
-void *ft_next_sym(const char *name);
+/* FTRACE_BUFFER_KB's range (format v2 uses 256 KiB to 4 MiB of it: 4 to 64 blocks) */
+#define FT_BUFFER_KB_MIN	4
+#define FT_BUFFER_KB_MAX	(4UL << 20)
 
-/* fgraph.c */
-void fgraph_unhook_all(void);
-void fgraph_rehook_live(unsigned long cfa);
-void fgraph_unwind_all(void);
-void fgraph_close_all(void);	/* frames left at thread exit (pthread_cancel) */
-void fgraph_thread_release(void);
-void fgraph_switch_out(unsigned long *sp);	/* swapcontext/setcontext: sp = caller's */
-extern void return_to_handler(void);
+#define FT_MAX_REG 4096		/* threads recording at the same time */
 
-/* trace.c */
-void ft_trace_atfork_prepare(void);
-void ft_trace_atfork_parent(void);
-void ft_trace_atfork_child(void);
+enum { FT_SESS_OFF = 0, FT_SESS_LIVE, FT_SESS_DONE };
 
-/* async-signal-safe helpers (trace_util.c) */
-void ft_msg(const char *a, const char *b);
-void ft_msg_err(const char *a, const char *b, int err);
-const char *ft_strerror(int err);
-size_t ft_strlcpy(char *dst, const char *src, size_t size);
-char *ft_utoa(char *p, unsigned long v);
 
-/* A glob list's error as the user reads it: -ENODEV from the core means nothing matched. */
-static inline const char *ft_glob_error(int err)
-{
-	return err == -ENODEV ? "matches no function" : strerror(-err);
-}
+struct ft_session {
+	int fd;
+	struct ft_fdid fd_id;		/* what fd names (closed after fork only if still so) */
+	int state;			/* FT_SESS_* */
+	uint32_t gen;			/* bumped at each open (fork child) */
+	int maps_startup_done;
+	uint64_t end;			/* file size (under the session lock) */
+	struct ftkit_file_header hdr;
+	struct ft_clock_ref clk;
+	char final[PATH_MAX];		/* output name */
+	char base[PATH_MAX];		/* final without the .exec<n> suffix (exec naming) */
+	char part[PATH_MAX + 32];	/* live name */
+	char *maps;			/* last MAPS chunk image */
+	size_t maps_len;
+	uint64_t nreg;			/* reg slots in use (high-water) */
+	uint64_t nthreads;		/* threads that recorded */
+	uint64_t lost_exited, lost_depth_exited;	/* counts of exited threads */
+	struct ft_tbuf *reg[FT_MAX_REG];	/* threads the writer serves */
+};
+
+extern struct ft_session ft_sess;
+
+/*
+ * Set by trace.c (from FTRACE_EXEC) when this image was exec'd by a traced image of the
+ * same process: its generation (1, 2, …) and that image's base output name.  A session whose name would be
+ * that one gets ".exec<gen>" appended instead of replacing the pre-exec trace.
+ */
+extern unsigned ft_exec_gen;
+extern char ft_exec_prev[PATH_MAX];
+
+int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t depth,
+		    int force_mono, int fork_child);
+int ft_session_finish(int reason, int sig, int in_signal);
+int ft_session_snapshot(const char *path, char *out, size_t outlen);
+void ft_session_forked(void);
+/* events lost, graph frames not recorded (depth), threads that recorded */
+void ft_session_counts(uint64_t *lost, uint64_t *depth, uint64_t *threads);
+int ft_maps_build(uint64_t at, unsigned long pad_to);
+int ft_known_at_startup(unsigned long start);
+/* Drop the events the threads hold (live `clear`); -ENODEV if not tracing. */
+int ft_session_clear(void);
 
 #endif

@@ -40,9 +40,10 @@
 #include <unistd.h>
 #include <signal.h>
 
-#include "control.h"
+#include <ftrace.h>
+
+#include "fgraph.h"
 #include "trace_buf.h"
-#include "trace_internal.h"
 
 #define PAGE 4096UL
 #define ROUND_UP(x, a) (((x) + (a) - 1) & ~((a) - 1))
@@ -50,6 +51,8 @@
 __thread struct ft_thread ft_cur FT_TLS;
 
 struct ft_session ft_sess = { .fd = -1 };
+unsigned ft_exec_gen;			/* exec naming (trace.c) */
+char ft_exec_prev[PATH_MAX];
 
 static volatile int sess_lock;
 static pthread_key_t exit_key;

@@ -33,7 +33,8 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "trace_internal.h"
+#include "fgraph.h"
+#include "trace_buf.h"
 
 /* The next definition of name after ours (dlsym RTLD_NEXT); aborts if there is none. */
 void *ft_next_sym(const char *name)

@@ -49,7 +49,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "trace_internal.h"
+#include <ftrace.h>
+
+#include "fgraph.h"
+#include "trace_buf.h"
 
 #define SHADOW_BYTES (FGRAPH_SHADOW_DEPTH * sizeof(struct fgraph_frame))
 #define ORPHANS 1024

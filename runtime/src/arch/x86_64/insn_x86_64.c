@@ -23,7 +23,19 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include "ftrt_core.h"
+#include "arch/arch.h"
+#include "core/ftrt_core.h"
+
+/* The C view of the frame must match what trampgen generated. */
+_Static_assert(sizeof(struct ftrace_regs) == FTRT_FRAME_SIZE, "frame size");
+_Static_assert(offsetof(struct ftrace_regs, xmm) == FTRT_FRAME_XMM0, "xmm");
+_Static_assert(offsetof(struct ftrace_pt_regs, rdi) == FTRT_FRAME_RDI, "rdi");
+_Static_assert(offsetof(struct ftrace_pt_regs, r15) == FTRT_FRAME_R15, "r15");
+_Static_assert(offsetof(struct ftrace_pt_regs, rax) == FTRT_FRAME_RAX, "rax");
+_Static_assert(offsetof(struct ftrace_pt_regs, ip) == FTRT_FRAME_IP, "ip");
+_Static_assert(offsetof(struct ftrace_pt_regs, sp) == FTRT_FRAME_SP, "sp");
+_Static_assert(offsetof(struct ftrace_pt_regs, full) == FTRT_FRAME_FULL, "full");
+_Static_assert(offsetof(struct ftrace_pt_regs, flags) == FTRT_FRAME_FLAGS, "flags");
 
 #define MAXLEN 512
 

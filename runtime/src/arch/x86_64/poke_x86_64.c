@@ -11,7 +11,8 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "poke.h"
+#include "arch/arch.h"
+#include "core/poke.h"
 
 enum insn_kind { INSN_BAD, INSN_CALL, INSN_CALL_IND, INSN_JMP, INSN_NOP };
 

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * arch.h - what an architecture gives the core (src/core) and the tracers (src/tracers).
+ *
+ * Each architecture lives in src/arch/<arch>/ (the Makefile picks it from the compiler's
+ * target and puts it on the include path): its asm.h holds the constants and inline
+ * functions below, its .c and .S files the rest.  Nothing outside src/arch/<arch> knows an
+ * instruction encoding, a register name or a signal frame layout; a new architecture
+ * implements every item of this file, the generated trampoline templates
+ * (ftrt_core.h: "Template symbols") and the assembly entry points listed at the end.
+ *
+ * Constants and inline functions asm.h provides:
+ *
+ *   Call sites (what -pg -mfentry leaves at a function's entry):
+ *   FTRT_ARCH_SITE_MAX		largest site, in bytes
+ *   ftrt_arch_site_len_ok(len)	is len a site length the tables may record?
+ *   ftrt_arch_nop(len)		the nop a site of len bytes holds when off
+ *   ftrt_arch_make_call(buf, ip, target, len)
+ *				the bytes of a len-byte site at ip calling target
+ *   ftrt_arch_call_target(ip, rel), ftrt_arch_call_rel(ip, target),
+ *   ftrt_arch_call_reaches(ip, target)
+ *				a site's call as the record keeps it: its displacement
+ *				(struct ftrt_rec.rel), and whether target is in reach
+ *
+ *   Live patching (core/poke.c, core/sync.c):
+ *   FTRT_ARCH_BREAKPOINT	the one-byte trap written on a site's first byte
+ *   FTRT_ARCH_SIGFRAME_PC_OFF, FTRT_ARCH_SIGFRAME_SP_OFF
+ *				where the interrupted pc and stack pointer lie in a
+ *				signal frame, from the frame's start
+ *
+ *   Tracers:
+ *   FTRT_ARCH_CALLBACK		attribute of an ftrace_ops callback (what the entry
+ *				from a trampoline needs, e.g. realigning the stack)
+ *   ftrt_arch_cycles()		the cycle counter (the trace clock's fast source)
+ *   ftrt_arch_cycles_constant()	does it tick at a constant rate in every power state?
+ *
+ *   ftrace_frame.h (generated with the templates): the trampolines' register frame,
+ *   FTRT_FRAME_*, and the ready direct trampolines' parameters, FTRT_DIRECT_*.
+ */
+#ifndef FTRT_ARCH_H
+#define FTRT_ARCH_H
+
+#include <stdint.h>
+
+#include "asm.h"		/* src/arch/<arch>/asm.h */
+
+struct ftrt_poke_site;
+struct ftrt_object;
+
+/* ---- call sites (site_<arch>.c) -------------------------------------------------------- */
+
+/*
+ * The length of the site at b if it holds a call that may be one to __fentry__ or the nop
+ * the tools leave (*isnop set), else 0.  want: the length the table says the site had in
+ * the object file, or -1 when the table does not say.
+ */
+unsigned ftrt_arch_fentry_site(const unsigned char *b, int want, int *isnop);
+
+/*
+ * Where the call of len bytes at b goes: its target, or with *via_got set the address of
+ * the GOT slot it calls through.
+ */
+uintptr_t ftrt_arch_site_call_dest(const unsigned char *b, unsigned len, int *via_got);
+
+/* Is t a PLT stub (a jump through a GOT slot)? */
+int ftrt_arch_plt_stub(const unsigned char *t);
+
+/*
+ * A PLT entry at b (after any entry marker): 1 and the GOT slot it jumps through, or 0.
+ * ftrt_arch_skip_entry_marker(): b past a function's entry marker (endbr64, bti), or b.
+ */
+int ftrt_arch_plt_slot(const unsigned char *b, uintptr_t *slot);
+const unsigned char *ftrt_arch_skip_entry_marker(const unsigned char *b);
+
+/*
+ * Why the site at b is not at the entry of its function (so the return address is not at
+ * the top of the stack there), or NULL.  before: how many bytes before b are code of the
+ * same segment, at most FTRT_ARCH_SITE_LOOKBACK.
+ */
+const char *ftrt_arch_site_not_at_entry(const unsigned char *b, unsigned before);
+
+/* ---- trampolines (insn_<arch>.c) ------------------------------------------------------- */
+
+/*
+ * Does func provably need none of what the lean template (ftrace_caller_novec) leaves out
+ * (on x86-64: the vector registers, %rcx, the frame) and call nothing?
+ */
+int ftrt_arch_scalar_leaf(const void *func);
+
+/* ---- live patching (poke_<arch>.c) ----------------------------------------------------- */
+
+/*
+ * ftrt_arch_check(): validate one transition; returns 0 and sets *early (0 or the offset
+ * from which bytes of new may and must be written before the breakpoint), or -EINVAL with
+ * a static reason in *why.
+ * ftrt_arch_emulate(): make the interrupted context (ucontext_t *) execute the first
+ * instruction of site->new at site->addr.  Async-signal-safe.
+ * ftrt_arch_site_insn(): is p the first byte of an instruction the runtime writes at sites?
+ * ftrt_arch_pc(), ftrt_arch_set_pc(), ftrt_arch_sp(): a ucontext_t's pc and stack pointer.
+ */
+int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
+		    unsigned *early, const char **why);
+void ftrt_arch_emulate(const struct ftrt_poke_site *site, void *uc);
+int ftrt_arch_site_insn(const unsigned char *p);
+uintptr_t ftrt_arch_pc(const void *uc);
+void ftrt_arch_set_pc(void *uc, uintptr_t pc);
+uintptr_t ftrt_arch_sp(const void *uc);
+
+/*
+ * Assembly entry points (<arch>'s .S files):
+ *   __fentry__, ftrace_stub, the trampoline templates	(ftrace_<arch>.S, by trampgen)
+ *   return_to_handler: where a hooked return lands; calls fgraph_return() (fgraph.c) and
+ *	returns to what it answers, the return value registers kept	(fgraph_<arch>.S)
+ *   dlopen, dlclose: the runtime's, calling ftrt_dlopen_hooked / ftrt_dlclose_hooked
+ *	(ftrace_core.c) around the C library's			(ftrace_dl_<arch>.S)
+ */
+extern void return_to_handler(void);
+
+#endif /* FTRT_ARCH_H */

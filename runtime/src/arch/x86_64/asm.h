@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * asm.h - x86-64's constants and inline functions for arch.h (which documents them).
+ * Included through arch.h only.
+ */
+#ifndef FTRT_ASM_X86_64_H
+#define FTRT_ASM_X86_64_H
+
+#include <cpuid.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "ftrace_frame.h"
+
+/*
+ * Call sites: e8 rel32 (5 bytes), or 6 bytes where the call went through the GOT (ff 15,
+ * relaxed by the linker to 67 e8): on, e8 rel32 90; off, a nop of the site's length.
+ */
+#define FTRT_ARCH_SITE_MAX	6
+#define FTRT_ARCH_CALL_SIZE	5
+/* the prologue ends site_not_at_entry looks for: up to sub $imm32,%rsp (7 bytes) */
+#define FTRT_ARCH_SITE_LOOKBACK	7
+
+static inline int ftrt_arch_site_len_ok(unsigned len)
+{
+	return len == 5 || len == 6;
+}
+
+static inline const unsigned char *ftrt_arch_nop(unsigned len)
+{
+	static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+	return len == 6 ? nop6 : nop5;
+}
+
+static inline uintptr_t ftrt_arch_call_target(uintptr_t ip, int32_t rel)
+{
+	return ip + FTRT_ARCH_CALL_SIZE + (long)rel;
+}
+
+static inline int32_t ftrt_arch_call_rel(uintptr_t ip, uintptr_t target)
+{
+	return (int32_t)(target - (ip + FTRT_ARCH_CALL_SIZE));
+}
+
+static inline int ftrt_arch_call_reaches(uintptr_t ip, uintptr_t target)
+{
+	long d = (long)(target - (ip + FTRT_ARCH_CALL_SIZE));
+
+	return d == (long)(int32_t)d;
+}
+
+static inline void ftrt_arch_make_call(unsigned char *buf, uintptr_t ip, uintptr_t target,
+				       unsigned len)
+{
+	int32_t d = ftrt_arch_call_rel(ip, target);
+
+	buf[0] = 0xe8;
+	memcpy(buf + 1, &d, 4);
+	if (len == 6)
+		buf[5] = 0x90;
+}
+
+/* Live patching. */
+#define FTRT_ARCH_BREAKPOINT 0xcc	/* int3 */
+/* A signal frame (rt_sigframe) starts with the handler's return address (sa_restorer). */
+#define FTRT_ARCH_SIGFRAME_PC_OFF (8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RIP)
+#define FTRT_ARCH_SIGFRAME_SP_OFF (8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RSP)
+
+/*
+ * ftrace_ops callbacks may be entered with %rsp % 16 == 8 (gcc's
+ * -fipa-stack-alignment calls some functions with a stack that is not
+ * 16-byte aligned, and __fentry__ comes first): realign.
+ */
+#define FTRT_ARCH_CALLBACK	__attribute__((force_align_arg_pointer))
+
+/*
+ * The TSC: a plain rdtsc (no lfence: events of one thread are ordered by program order,
+ * and the ~20 cycles a serialising read would add per event buy nothing here).
+ */
+static inline uint64_t ftrt_arch_cycles(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* Invariant TSC (constant rate in all P/C states): CPUID leaf 0x80000007 EDX bit 8. */
+static inline int ftrt_arch_cycles_constant(void)
+{
+	unsigned int a, b, c, d;
+
+	if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007)
+		return 0;
+	__get_cpuid(0x80000007, &a, &b, &c, &d);
+	return (d >> 8) & 1;
+}
+
+#endif /* FTRT_ASM_X86_64_H */

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The tracers' common definitions and async-signal-safe helpers (trace_util.c).
+ * The bottom of the tracers: includes no other tracer header (arch.h only).
+ */
+#ifndef FTKIT_TRACE_UTIL_H
+#define FTKIT_TRACE_UTIL_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "arch/arch.h"
+
+#define FT_TLS __attribute__((tls_model("initial-exec")))
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+#define barrier()	__asm__ volatile("" ::: "memory")
+/* what an ftrace_ops callback needs on entry from a trampoline (arch.h) */
+#define FT_CALLBACK	FTRT_ARCH_CALLBACK
+
+void ft_msg(const char *a, const char *b);
+void ft_msg_err(const char *a, const char *b, int err);
+const char *ft_strerror(int err);
+size_t ft_strlcpy(char *dst, const char *src, size_t size);
+char *ft_utoa(char *p, unsigned long v);
+
+/* A glob list's error as the user reads it: -ENODEV from the core means nothing matched. */
+static inline const char *ft_glob_error(int err)
+{
+	return err == -ENODEV ? "matches no function" : strerror(-err);
+}
+
+#endif
