@@ -200,7 +200,7 @@ func (s *LinkedSite) checkEntry(l *Linked) {
 
 // checkLinkedEntry applies the entry rule to a site of a linked file: with symbols, to the
 // code from the function's start; stripped, to the patterns just before the site.
-// (Linked files are x86-64 only, OpenLinked checks.)
+// (Only x86-64 call sites come here: checkSite.)
 func (s *LinkedSite) checkLinkedEntry(l *Linked) error {
 	if s.Func != "" && s.FuncAt < s.Addr {
 		if code, ok := l.code(s.FuncAt); ok && uint64(len(code)) >= s.Addr-s.FuncAt {

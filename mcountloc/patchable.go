@@ -24,13 +24,27 @@ const PatchableSection = "__patchable_function_entries"
 // maxPreScan bounds the nops searched before a function's symbol.
 const maxPreScan = 256
 
+// listFix is a relocation section of a __patchable_function_entries list rewritten with
+// some relocations turned into type NONE.
+type listFix struct {
+	rs     *elfrw.Section
+	relocs []elfrw.Reloc
+}
+
 // patchableSites returns the sites listed in the object's __patchable_function_entries
 // sections, checked against the code; entries that do not hold are reported in res.Problems.
-func patchableSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.Symbol, res *Result) ([]ObjSite, error) {
+//
+// gcc 12 writes one list per object, outside the COMDAT groups and linked (SHF_LINK_ORDER)
+// to one function's section, while listing every function: the link fails as soon as a
+// COMDAT copy is discarded ("defined in discarded section"). The fixes returned turn the
+// list's relocations against other sections than its linked one into NONE (the slot stays
+// zero); ftkit's table, with parts in the right groups, carries what they said.
+func patchableSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.Symbol, res *Result) ([]ObjSite, []listFix, error) {
 	if arch.PatchReloc == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var sites []ObjSite
+	var fixes []listFix
 	fs := newFuncStarts(syms)
 	for _, rs := range f.Sections {
 		if rs.Type != elf.SHT_REL && rs.Type != elf.SHT_RELA || rs.Flags&elf.SHF_ALLOC != 0 {
@@ -40,18 +54,19 @@ func patchableSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elf
 			continue
 		}
 		if int(rs.Link) != symtab.Index {
-			return nil, fmt.Errorf("%w: relocation section %s links section %d, not the symbol table", elfrw.ErrFormat, rs.Name, rs.Link)
+			return nil, nil, fmt.Errorf("%w: relocation section %s links section %d, not the symbol table", elfrw.ErrFormat, rs.Name, rs.Link)
 		}
 		tab := f.Sections[rs.Info]
 		tabData := f.SectionData(tab)
 		relocs, err := f.Relocs(rs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		for _, r := range relocs {
+		fix := listFix{rs: rs}
+		for i, r := range relocs {
 			where := fmt.Sprintf("%s+%#x", PatchableSection, r.Off)
 			if int(r.Sym) >= len(syms) {
-				return nil, fmt.Errorf("%w: %s: relocation at %#x refers to symbol %d of %d", elfrw.ErrFormat, rs.Name, r.Off, r.Sym, len(syms))
+				return nil, nil, fmt.Errorf("%w: %s: relocation at %#x refers to symbol %d of %d", elfrw.ErrFormat, rs.Name, r.Off, r.Sym, len(syms))
 			}
 			if r.Type != arch.PatchReloc || r.Off%8 != 0 || r.Off+8 > uint64(len(tabData)) {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation type %d at %#x is not a 64-bit entry", where, r.Type, r.Off))
@@ -67,6 +82,12 @@ func patchableSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elf
 				res.Problems = append(res.Problems, fmt.Sprintf("%s: entry points into %s, not executable code", where, text.Name))
 				continue
 			}
+			if tab.Flags&elf.SHF_LINK_ORDER != 0 && int(tab.Link) != text.Index {
+				if fix.relocs == nil {
+					fix.relocs = append([]elfrw.Reloc(nil), relocs...)
+				}
+				fix.relocs[i] = elfrw.Reloc{Off: r.Off}
+			}
 			addend := r.Addend
 			if rs.Type == elf.SHT_REL {
 				addend = int64(f.ByteOrder.Uint64(tabData[r.Off:]))
@@ -78,6 +99,9 @@ func patchableSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elf
 				continue
 			}
 			sites = append(sites, s)
+		}
+		if fix.relocs != nil {
+			fixes = append(fixes, fix)
 		}
 	}
 	sort.Slice(sites, func(i, j int) bool {
@@ -99,7 +123,7 @@ func patchableSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elf
 		out[i].Func = idx.at(out[i].SecIndex, out[i].Offset)
 	}
 	capAtBranches(f, arch, fs, out)
-	return out, nil
+	return out, fixes, nil
 }
 
 // resolvePatchable finds the function entry, landing pad, area before the function and the

@@ -88,7 +88,7 @@ func Record(data []byte) (*Result, error) {
 	if sites, err = checkObjEntries(f, arch, syms, sites, res); err != nil {
 		return nil, err
 	}
-	patch, err := patchableSites(f, arch, symtab, syms, res)
+	patch, fixes, err := patchableSites(f, arch, symtab, syms, res)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +114,9 @@ func Record(data []byte) (*Result, error) {
 	}
 	if err := writeTables(f, arch, symtab, syms, res.Sites); err != nil {
 		return nil, err
+	}
+	for _, x := range fixes {
+		f.SetData(x.rs, f.EncodeRelocs(x.rs.Type == elf.SHT_RELA, x.relocs))
 	}
 	if res.Out, err = f.Bytes(); err != nil {
 		return nil, err
