@@ -23,6 +23,18 @@ type Arch struct {
 	TableReloc uint32
 	// Decode checks the instruction at a site and returns its form and length.
 	Decode func(code []byte) (Kind, int, error)
+	// McountErr refuses an object calling mcount/_mcount (wraps ErrMcountSite).
+	McountErr error
+
+	// -fpatchable-function-entry: PatchReloc is the 64-bit absolute relocation type of the
+	// __patchable_function_entries entries; NopLen the length of the nop starting code (0:
+	// none); IsPad reports the 4-byte landing pad gcc puts first (endbr64, bti c);
+	// BranchTargets calls fn with every branch target of code located at base (a nop run
+	// at a function's entry is cut where a branch lands: the rest is loop alignment).
+	PatchReloc    uint32
+	NopLen        func(code []byte) int
+	IsPad         func(code []byte) bool
+	BranchTargets func(code []byte, base uint64, fn func(uint64))
 }
 
 // Arches lists the supported architectures.
@@ -41,6 +53,29 @@ var Arches = []*Arch{
 		SiteAddend: -4,
 		TableReloc: uint32(elf.R_X86_64_PC32),
 		Decode:     DecodeX86Site,
+		McountErr:  ErrMcountSite,
+
+		PatchReloc:    uint32(elf.R_X86_64_64),
+		NopLen:        X86NopLen,
+		IsPad:         HasEndbr64,
+		BranchTargets: X86BranchTargets,
+	},
+	{
+		Name:    "aarch64",
+		Machine: elf.EM_AARCH64,
+		Class:   elf.ELFCLASS64,
+		Rela:    true,
+		// gcc -pg: bl _mcount. Recognised so that the object is refused with advice.
+		SiteRelocs: map[uint32]Kind{uint32(elf.R_AARCH64_CALL26): KindBL},
+		SiteAddend: 0,
+		TableReloc: uint32(elf.R_AARCH64_PREL32),
+		Decode:     DecodeA64Site,
+		McountErr:  ErrMcountAArch64,
+
+		PatchReloc:    uint32(elf.R_AARCH64_ABS64),
+		NopLen:        A64NopLen,
+		IsPad:         A64IsPad,
+		BranchTargets: A64BranchTargets,
 	},
 }
 

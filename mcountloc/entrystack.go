@@ -141,6 +141,34 @@ func (fs funcStarts) start(sec int, off uint64) (uint64, bool) {
 	return 0, false
 }
 
+// startsAt reports whether a function symbol of section sec starts at off.
+func (fs funcStarts) startsAt(sec int, off uint64) bool {
+	v := fs[sec]
+	i := sort.Search(len(v), func(i int) bool { return v[i].Value >= off })
+	return i < len(v) && v[i].Value == off
+}
+
+// next returns the start of the first function symbol of section sec after off.
+func (fs funcStarts) next(sec int, off uint64) (uint64, bool) {
+	v := fs[sec]
+	i := sort.Search(len(v), func(i int) bool { return v[i].Value > off })
+	if i == len(v) {
+		return 0, false
+	}
+	return v[i].Value, true
+}
+
+// end returns the end of the largest function symbol of section sec starting at off
+// (off itself when none has a size).
+func (fs funcStarts) end(sec int, off uint64) uint64 {
+	v := fs[sec]
+	e := off
+	for i := sort.Search(len(v), func(i int) bool { return v[i].Value >= off }); i < len(v) && v[i].Value == off; i++ {
+		e = max(e, off+v[i].Size)
+	}
+	return e
+}
+
 // checkObjEntries drops the sites that are not at their function's entry, reporting them
 // as problems, and refuses mcount sites outright.
 func checkObjEntries(f *elfrw.File, arch *Arch, syms []elfrw.Symbol, sites []ObjSite, res *Result) ([]ObjSite, error) {
@@ -148,7 +176,7 @@ func checkObjEntries(f *elfrw.File, arch *Arch, syms []elfrw.Symbol, sites []Obj
 	out := sites[:0]
 	for _, s := range sites {
 		if IsMcountName(s.Callee) {
-			return nil, fmt.Errorf("%s+%#x (%s): %w", s.Section, s.Offset, s.Func, ErrMcountSite)
+			return nil, fmt.Errorf("%s+%#x (%s): %w", s.Section, s.Offset, s.Func, arch.McountErr)
 		}
 		start, ok := fs.start(s.SecIndex, s.Offset)
 		if ok && start < s.Offset && arch.Machine == elf.EM_X86_64 {
@@ -172,7 +200,7 @@ func (s *LinkedSite) checkEntry(l *Linked) {
 
 // checkLinkedEntry applies the entry rule to a site of a linked file: with symbols, to the
 // code from the function's start; stripped, to the patterns just before the site.
-// (Linked files are x86-64 only, OpenLinked checks.)
+// (Only x86-64 call sites come here: checkSite.)
 func (s *LinkedSite) checkLinkedEntry(l *Linked) error {
 	if s.Func != "" && s.FuncAt < s.Addr {
 		if code, ok := l.code(s.FuncAt); ok && uint64(len(code)) >= s.Addr-s.FuncAt {

@@ -190,7 +190,8 @@ func ourSites(t testing.TB, data []byte) siteMap {
 		var offs []uint64
 		for k, r := range rs {
 			sym := syms[r.Sym-1]
-			if r.Off != uint64(8*k) || elf.R_X86_64(r.Type) != elf.R_X86_64_PC32 || elf.ST_TYPE(sym.Info) != elf.STT_SECTION || symSection(r.Sym) != int(s.Link) {
+			arch := mcountloc.ArchFor(f.Machine, f.Class)
+			if r.Off != uint64(8*k) || r.Type != arch.TableReloc || elf.ST_TYPE(sym.Info) != elf.STT_SECTION || symSection(r.Sym) != int(s.Link) {
 				t.Fatalf("%s entry %d: relocation %+v against %+v", text.Name, k, r, sym)
 			}
 			e := mcountloc.DecodeEntry(d[8*k:], binary.LittleEndian)
@@ -198,9 +199,13 @@ func ourSites(t testing.TB, data []byte) siteMap {
 				t.Fatalf("%s entry %d: %+v", text.Name, k, e)
 			}
 			site := uint64(r.Addend)
-			kind, n, err := mcountloc.DecodeX86Site(code[site:])
-			if err != nil || kind != e.Kind || n != int(e.Len) {
-				t.Fatalf("%s+%#x: entry %+v, code decodes as %v %d %v", text.Name, site, e, kind, n, err)
+			if e.Kind == mcountloc.KindNops {
+				checkNops(t, arch, code, site, e)
+			} else {
+				kind, n, err := arch.Decode(code[site:])
+				if err != nil || kind != e.Kind || n != int(e.Len) {
+					t.Fatalf("%s+%#x: entry %+v, code decodes as %v %d %v", text.Name, site, e, kind, n, err)
+				}
 			}
 			if k > 0 && site <= offs[k-1] {
 				t.Fatalf("%s: entries not strictly ascending", text.Name)
@@ -386,5 +391,37 @@ func readelfClean(t testing.TB, path string) {
 	r := testenv.Exec(t, "", "readelf", "-a", "-W", path)
 	if r.Code != 0 || r.Stderr != "" || strings.Contains(r.Stdout, "Warning") {
 		t.Fatalf("readelf -a %s: exit %d\n%s", path, r.Code, r.Stderr)
+	}
+}
+
+// checkNops checks a patchable-entry area in code: Len bytes of nops at site, the landing
+// pad before it when Pad, and Pre bytes of nops before that.
+func checkNops(t testing.TB, arch *mcountloc.Arch, code []byte, site uint64, e mcountloc.Entry) {
+	t.Helper()
+	nops := func(from, n uint64) bool {
+		for at := from; at < from+n; {
+			k := arch.NopLen(code[at:])
+			if k == 0 {
+				return false
+			}
+			at += uint64(k)
+			if at > from+n {
+				return false
+			}
+		}
+		return true
+	}
+	entry := site
+	if e.Pad {
+		if site < 4 || !arch.IsPad(code[site-4:]) {
+			t.Fatalf("site %#x: entry says a landing pad precedes it, code has % x", site, code[site-4:site])
+		}
+		entry -= 4
+	}
+	if !nops(site, uint64(e.Len)) {
+		t.Fatalf("site %#x: %d bytes are not all nops: % x", site, e.Len, code[site:site+uint64(e.Len)])
+	}
+	if uint64(e.Pre) > entry || !nops(entry-uint64(e.Pre), uint64(e.Pre)) {
+		t.Fatalf("site %#x: the %d bytes before the function are not nops", site, e.Pre)
 	}
 }

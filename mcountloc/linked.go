@@ -1,7 +1,7 @@
 package mcountloc
 
-// Reading, verifying and rewriting the __mcount_loc table of a linked x86-64 program or
-// shared library (ftlink). See docs/table-format.md and docs/ftlink.md.
+// Reading, verifying and rewriting the __mcount_loc table of a linked x86-64 or aarch64
+// program or shared library (ftlink). See docs/table-format.md and docs/ftlink.md.
 
 import (
 	"bytes"
@@ -66,6 +66,9 @@ type LinkedSite struct {
 	Near string
 	Dup  bool  // an earlier slot already records this site
 	Err  error // why the entry is bad (dropped, never patched); nil when good
+	// Pad and Pre: as recorded in the entry (Entry.Pad, Entry.Pre), checked against the code.
+	Pad bool
+	Pre uint8
 }
 
 // Good reports whether the site is verified and kept (not bad and not a duplicate).
@@ -76,6 +79,7 @@ type Linked struct {
 	data []byte
 	f    *elf.File
 	bo   binary.ByteOrder
+	arch *Arch
 
 	Type      elf.Type
 	TableAddr uint64 // sh_addr of __mcount_loc
@@ -127,7 +131,7 @@ type relaTable struct {
 }
 
 type relaInfo struct {
-	typ    elf.R_X86_64
+	typ    uint32 // relocation type of the file's machine
 	sym    string
 	addend int64
 	fileAt uint64 // file offset of the relocation
@@ -172,10 +176,11 @@ func OpenLinked(data []byte, progress func(done, total int)) (l *Linked, err err
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
 		return nil, fmt.Errorf("%w: ELF type %v", ErrBadFile, f.Type)
 	}
-	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB {
-		return nil, fmt.Errorf("%w: %v %v (ftlink supports x86-64 only)", ErrMachine, f.Machine, f.Class)
+	arch := ArchFor(f.Machine, f.Class)
+	if arch == nil || f.Data != elf.ELFDATA2LSB {
+		return nil, fmt.Errorf("%w: %v %v %v (ftlink supports x86-64 and aarch64, little-endian)", ErrMachine, f.Machine, f.Class, f.Data)
 	}
-	l = &Linked{data: data, f: f, bo: binary.LittleEndian, Type: f.Type, plt: map[uint64]int8{}}
+	l = &Linked{data: data, f: f, bo: binary.LittleEndian, Type: f.Type, plt: map[uint64]int8{}, arch: arch}
 	tab := f.Section(TableSection)
 	if tab == nil {
 		return nil, ErrNoTable
@@ -251,7 +256,7 @@ func (l *Linked) checkTable() error {
 		return nil
 	}
 	s := &l.Sites[first]
-	return fmt.Errorf("%w: none of the %d entries of %s is a call to __fentry__/mcount, %d point outside the executable sections (first bad: slot %d: %v)",
+	return fmt.Errorf("%w: none of the %d entries of %s is a call to __fentry__/mcount or a patchable entry, %d point outside the executable sections (first bad: slot %d: %v)",
 		ErrOutsideText, len(l.Sites), TableSection, outside, s.Slot, s.Err)
 }
 
@@ -342,11 +347,11 @@ func (l *Linked) addRela(addr, size uint64, counted bool) error {
 	for o := off; o < off+size; o += 24 {
 		r := l.data[o : o+24]
 		info := l.bo.Uint64(r[8:])
-		ri := relaInfo{typ: elf.R_X86_64(info & 0xffffffff), addend: int64(l.bo.Uint64(r[16:])), fileAt: o}
+		ri := relaInfo{typ: uint32(info), addend: int64(l.bo.Uint64(r[16:])), fileAt: o}
 		if si := info >> 32; si > 0 && si <= uint64(len(l.dynsyms)) {
 			ri.sym = l.dynsyms[si-1].Name
 		}
-		if ri.typ == elf.R_X86_64_NONE {
+		if ri.typ == 0 { // R_X86_64_NONE, R_AARCH64_NONE
 			continue
 		}
 		l.relaAt[l.bo.Uint64(r[0:])] = ri
@@ -617,8 +622,8 @@ func (l *Linked) readSlot(i int, slotAddr uint64, raw []byte) LinkedSite {
 	switch {
 	case hasRela:
 		s.Format = FormatGCC
-		if r.typ != elf.R_X86_64_RELATIVE {
-			s.Err = fmt.Errorf("slot has a dynamic relocation %v against %q", r.typ, r.sym)
+		if l.arch.Machine != elf.EM_X86_64 || elf.R_X86_64(r.typ) != elf.R_X86_64_RELATIVE {
+			s.Err = fmt.Errorf("slot has a dynamic relocation %s against %q", l.relocName(r.typ), r.sym)
 			return s
 		}
 		s.Addr = uint64(r.addend)
@@ -665,6 +670,32 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 			return
 		}
 		s.Func, s.FuncAt = name, at
+	}
+	s.Pad, s.Pre = e.Pad, e.Pre
+	if e.Kind == KindNops {
+		s.checkNops(l, e, code)
+		return
+	}
+	if l.arch.Machine != elf.EM_X86_64 {
+		if e.Magic == 0 {
+			s.Err = fmt.Errorf("slot %#x is not an ftkit entry (there is no gcc -mrecord-mcount table on %s)", l.bo.Uint64(l.data[l.TableOff+uint64(s.Slot)*EntrySize:]), l.arch.Name)
+		} else {
+			s.Err = fmt.Errorf("site %#x: entry kind %v is not an %s site", s.Addr, e.Kind, l.arch.Name)
+		}
+		return
+	}
+	if e.Pad || e.Pre > 0 {
+		entry := s.Addr
+		if e.Pad {
+			if c, ok := l.code(s.Addr - 4); !ok || !HasEndbr64(c) {
+				s.Err = fmt.Errorf("site %#x: the entry records a landing pad, the code has none", s.Addr)
+				return
+			}
+			entry -= 4
+		}
+		if !s.checkPre(l, entry) {
+			return
+		}
 	}
 	// An already nop'ed site: accepted for ftlink-processed entries (their kind is the
 	// recorded form), and as a 5-byte e8 site for gcc -mnop-mcount absolute entries.
@@ -756,7 +787,7 @@ func (l *Linked) isHook(target uint64) bool {
 // (RELATIVE addend, RELR or static contents).
 func (l *Linked) isHookSlot(slot uint64) bool {
 	if r, ok := l.relaAt[slot]; ok {
-		switch r.typ {
+		switch elf.R_X86_64(r.typ) {
 		case elf.R_X86_64_GLOB_DAT, elf.R_X86_64_JMP_SLOT, elf.R_X86_64_64:
 			return fentryNames[r.sym] && r.addend == 0
 		case elf.R_X86_64_RELATIVE:
@@ -866,11 +897,13 @@ func (l *Linked) rewrite(p *patcher) (bool, error) {
 		Len  int
 		Kind Kind
 		Nop  bool
+		Pad  bool
+		Pre  uint8
 	}
 	good := make([]goodSite, 0, len(l.Sites))
 	for i := range l.Sites {
 		if s := &l.Sites[i]; s.Good() {
-			good = append(good, goodSite{s.Addr, s.Len, s.Kind, s.Nop})
+			good = append(good, goodSite{s.Addr, s.Len, s.Kind, s.Nop, s.Pad, s.Pre})
 		}
 	}
 	slices.SortFunc(good, func(a, b goodSite) int { return cmp.Compare(a.Addr, b.Addr) })
@@ -882,7 +915,7 @@ func (l *Linked) rewrite(p *patcher) (bool, error) {
 		if rel != int64(int32(rel)) {
 			return false, fmt.Errorf("site %#x is more than 2 GiB away from the table", s.Addr)
 		}
-		Entry{Rel: int32(rel), Len: uint8(s.Len), Kind: s.Kind, Magic: MagicLinked}.Put(tab[i*EntrySize:], l.bo)
+		Entry{Rel: int32(rel), Len: uint8(s.Len), Kind: s.Kind, Pad: s.Pad, Pre: s.Pre, Magic: MagicLinked}.Put(tab[i*EntrySize:], l.bo)
 	}
 	// Relocations first: they read the original relocation tables.
 	if err := l.dropRela(p); err != nil {
@@ -905,7 +938,7 @@ func (l *Linked) rewrite(p *patcher) (bool, error) {
 	return p.changed, nil
 }
 
-// dropRela turns the RELA relocations of table slots into R_X86_64_NONE. In the DT_RELA
+// dropRela turns the RELA relocations of table slots into type NONE. In the DT_RELA
 // table, the leading DT_RELACOUNT relocations are applied as RELATIVE without looking at
 // their type (glibc), so the neutralised ones are moved behind that run and the count
 // lowered.
@@ -924,9 +957,9 @@ func (l *Linked) dropRela(p *patcher) error {
 		dst := append([]byte(nil), src...)
 		hits := func(k uint64) bool {
 			r := src[k*24 : k*24+24]
-			return elf.R_X86_64(l.bo.Uint64(r[8:])&0xffffffff) != elf.R_X86_64_NONE && l.inTable(l.bo.Uint64(r))
+			return uint32(l.bo.Uint64(r[8:])) != 0 && l.inTable(l.bo.Uint64(r)) // type NONE is 0 on both machines
 		}
-		none := make([]byte, 24) // r_offset 0, R_X86_64_NONE, addend 0
+		none := make([]byte, 24) // r_offset 0, type NONE, addend 0
 		// Leading RELATIVE run: keep order of the survivors, NONEs after them.
 		w, dropped := uint64(0), uint64(0)
 		for k := uint64(0); k < lead; k++ {
@@ -1005,4 +1038,52 @@ func (l *Linked) dropRelr(p *patcher) error {
 		}
 	}
 	return nil
+}
+
+// relocName names a dynamic relocation type of the file's machine.
+func (l *Linked) relocName(t uint32) string {
+	if l.arch.Machine == elf.EM_AARCH64 {
+		return elf.R_AARCH64(t).String()
+	}
+	return elf.R_X86_64(t).String()
+}
+
+// checkNops verifies a patchable-entry site: Len bytes of nops at the site, the landing pad
+// before it when the entry records one, the function's entry right there (or at the pad),
+// and the area before the function. On x86-64 a 5- or 6-byte area not yet in the form of
+// ftkit's nop is marked for rewriting (one instruction, patchable like a call site).
+func (s *LinkedSite) checkNops(l *Linked, e Entry, code []byte) {
+	n := int(e.Len)
+	if len(code) < n || nopRun(l.arch, code[:n]) != n {
+		s.Err = fmt.Errorf("site %#x: the %d bytes are not nops (% x)", s.Addr, n, head(code, n))
+		return
+	}
+	s.Len, s.Kind = n, KindNops
+	s.Nop = l.arch.Machine != elf.EM_X86_64 || X86Nop(n) == nil || X86IsNopSite(code, n)
+	entry := s.Addr
+	if e.Pad {
+		if c, ok := l.code(s.Addr - 4); !ok || !l.arch.IsPad(c) {
+			s.Err = fmt.Errorf("site %#x: the entry records a landing pad, the code has none", s.Addr)
+			return
+		}
+		entry -= 4
+	}
+	if s.Func != "" && s.FuncAt != entry {
+		s.Err = fmt.Errorf("site %#x: %w: the nops are not at the entry of %s (%#x)", s.Addr, ErrNotAtEntry, s.Func, s.FuncAt)
+		return
+	}
+	s.checkPre(l, entry)
+}
+
+// checkPre verifies the nop area the entry records before the function at entry.
+func (s *LinkedSite) checkPre(l *Linked, entry uint64) bool {
+	if s.Pre == 0 {
+		return true
+	}
+	c, ok := l.code(entry - uint64(s.Pre))
+	if !ok || len(c) < int(s.Pre) || nopRun(l.arch, c[:s.Pre]) != int(s.Pre) {
+		s.Err = fmt.Errorf("site %#x: the %d bytes before the function are not nops", s.Addr, s.Pre)
+		return false
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package mcountloc
 import (
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +56,7 @@ func FuzzLinked(f *testing.F) {
 			files = append(files, b)
 		}
 	}
+	files = append(files, patchableLinkedSeeds(f)...)
 	for i, b := range files {
 		f.Add(uint8(i), []byte(nil), uint32(0), []byte(nil))
 		if l, err := OpenLinked(b, nil); err == nil {
@@ -97,4 +99,60 @@ func FuzzLinked(f *testing.F) {
 			t.Fatal("input modified")
 		}
 	})
+}
+
+// patchableLinkedSeeds builds -fpatchable-function-entry programs through recordmcount:
+// aarch64 PIE with BTI and an area before each function (as linked and as ftlink leaves
+// it) and an x86-64 one. A missing compiler leaves its seeds out.
+func patchableLinkedSeeds(f *testing.F) [][]byte {
+	dir := f.TempDir()
+	c := filepath.Join(dir, "p.c")
+	if err := os.WriteFile(c, []byte(fuzzC+"\nint main(void) { return 0; }\n"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	var out [][]byte
+	for i, b := range []struct {
+		cc    string
+		flags []string
+	}{
+		{"aarch64-linux-gnu-gcc", []string{"-O2", "-fPIE", "-fpatchable-function-entry=4,2", "-mbranch-protection=standard"}},
+		{"gcc", []string{"-O2", "-fPIE", "-fpatchable-function-entry=5", "-fcf-protection"}},
+	} {
+		if _, err := exec.LookPath(b.cc); err != nil {
+			f.Logf("%s not installed: seed left out", b.cc)
+			continue
+		}
+		obj, prog := filepath.Join(dir, fmt.Sprintf("p%d.o", i)), filepath.Join(dir, fmt.Sprintf("p%d", i))
+		if msg, err := exec.Command(b.cc, append(b.flags, "-c", "-o", obj, c)...).CombinedOutput(); err != nil {
+			f.Fatalf("%s: %v\n%s", b.cc, err, msg)
+		}
+		data, err := os.ReadFile(obj)
+		if err != nil {
+			f.Fatal(err)
+		}
+		res, err := Record(data)
+		if err != nil || res.Out == nil {
+			f.Fatalf("recording %s: %v", obj, err)
+		}
+		if err := os.WriteFile(obj, res.Out, 0o644); err != nil {
+			f.Fatal(err)
+		}
+		if msg, err := exec.Command(b.cc, "-pie", "-o", prog, obj).CombinedOutput(); err != nil {
+			f.Fatalf("%s: %v\n%s", b.cc, err, msg)
+		}
+		linked, err := os.ReadFile(prog)
+		if err != nil {
+			f.Fatal(err)
+		}
+		l, err := OpenLinked(linked, nil)
+		if err != nil {
+			f.Fatalf("%s: %v", prog, err)
+		}
+		done, err := l.Rewrite()
+		if err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, linked, done)
+	}
+	return out
 }

@@ -77,7 +77,7 @@ f_other:
 	.byte 6,2
 	.short 0xF7CA
 	.long main-.		# 8 unknown kind
-	.byte 6,9
+	.byte 6,7
 	.short 0xF7CA
 	.quad 0			# empty slot
 	.long -0x7000000	# 9 far outside the text

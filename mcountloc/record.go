@@ -16,18 +16,29 @@ type ObjSite struct {
 	Len      int
 	Kind     Kind
 	Func     string // function containing the site ("" if no symbol covers it)
-	Callee   string // __fentry__, mcount or _mcount
+	Callee   string // __fentry__, mcount or _mcount; "" for a patchable-entry area
+	// -fpatchable-function-entry: a landing pad precedes the site, and the size in bytes of
+	// the nop area before the function (Entry.Pad, Entry.Pre).
+	Pad      bool
+	PreBytes int
 }
 
 func (s ObjSite) String() string {
-	return fmt.Sprintf("%s+%#x len %d %v %s", s.Section, s.Offset, s.Len, s.Kind, s.Func)
+	extra := ""
+	if s.Pad {
+		extra += " pad"
+	}
+	if s.PreBytes > 0 {
+		extra += fmt.Sprintf(" pre %d", s.PreBytes)
+	}
+	return fmt.Sprintf("%s+%#x len %d %v%s %s", s.Section, s.Offset, s.Len, s.Kind, extra, s.Func)
 }
 
 // Result is what Record found and did.
 type Result struct {
 	Sites      []ObjSite // recorded sites, by section index and offset
 	Unrecorded []ObjSite // calls in executable sections whose names are not recorded
-	Problems   []string  // hook relocations that are not a recognised call: reported, not recorded
+	Problems   []string  // hook relocations that are not a recognised call, patchable entries that do not hold: reported, not recorded
 	Note       string    // why the file was left unchanged, when it was
 	Out        []byte    // new file contents; nil when unchanged
 }
@@ -77,6 +88,19 @@ func Record(data []byte) (*Result, error) {
 	if sites, err = checkObjEntries(f, arch, syms, sites, res); err != nil {
 		return nil, err
 	}
+	patch, fixes, err := patchableSites(f, arch, symtab, syms, res)
+	if err != nil {
+		return nil, err
+	}
+	sites = mergePatchable(sites, patch, res)
+	for i := range sites {
+		s := &sites[i]
+		if _, ok := prePart(s.PreBytes); !ok {
+			res.Problems = append(res.Problems, fmt.Sprintf("%s+%#x (%s): the area of %d bytes of nops before the function (an entry holds a multiple of 4 bytes up to %d; the site itself is recorded)",
+				s.Section, s.Offset, s.Func, s.PreBytes, MaxPre))
+			s.PreBytes = 0
+		}
+	}
 	for _, s := range sites {
 		if IsRecordedSection(s.Section) {
 			res.Sites = append(res.Sites, s)
@@ -90,6 +114,9 @@ func Record(data []byte) (*Result, error) {
 	}
 	if err := writeTables(f, arch, symtab, syms, res.Sites); err != nil {
 		return nil, err
+	}
+	for _, x := range fixes {
+		f.SetData(x.rs, f.EncodeRelocs(x.rs.Type == elf.SHT_RELA, x.relocs))
 	}
 	if res.Out, err = f.Bytes(); err != nil {
 		return nil, err
@@ -310,7 +337,7 @@ func writeTables(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.
 		data := make([]byte, EntrySize*len(ss))
 		relocs := make([]elfrw.Reloc, len(ss))
 		for i, s := range ss {
-			e := Entry{Len: uint8(s.Len), Kind: s.Kind, Magic: MagicRecorded}
+			e := Entry{Len: uint8(s.Len), Kind: s.Kind, Pad: s.Pad, Pre: uint8(s.PreBytes), Magic: MagicRecorded}
 			if !arch.Rela {
 				e.Rel = int32(s.Offset)
 			}

@@ -54,6 +54,14 @@ func recordSeeds(f *testing.F) [][]byte {
 		{"g++", []string{"-O2", "-pg", "-mfentry", "-ffunction-sections", "-fcf-protection", "t.cc"}},
 		{"g++", []string{"-O0", "-pg", "-fno-pie", "t.cc"}},
 		{"gcc", []string{"-O2", "-pg", "-mfentry", "-mrecord-mcount", "t.c"}},
+		// -fpatchable-function-entry: aarch64 (with BTI and an area before the function,
+		// C++ COMDAT, -pg refused) and x86-64 (with endbr64, and mixed with -pg -mfentry).
+		{"aarch64-linux-gnu-gcc", []string{"-O2", "-fpatchable-function-entry=2", "t.c"}},
+		{"aarch64-linux-gnu-gcc", []string{"-O2", "-fpatchable-function-entry=4,2", "-mbranch-protection=standard", "-ffunction-sections", "t.c"}},
+		{"aarch64-linux-gnu-g++", []string{"-O2", "-fpatchable-function-entry=2", "t.cc"}},
+		{"aarch64-linux-gnu-gcc", []string{"-O0", "-pg", "t.c"}},
+		{"gcc", []string{"-O2", "-fpatchable-function-entry=9,4", "-fcf-protection", "t.c"}},
+		{"gcc", []string{"-O2", "-pg", "-mfentry", "-fpatchable-function-entry=8,8", "t.c"}},
 	}
 	var files [][]byte
 	for i, b := range builds {

@@ -114,3 +114,36 @@ func head(b []byte, n int) []byte {
 	}
 	return b[:n]
 }
+
+// X86NopLen returns the length of the nop instruction (any encoding x86asm decodes as NOP:
+// 0x90, 66 90, 0f 1f /0 with prefixes) at the start of code, or 0.
+func X86NopLen(code []byte) int {
+	if len(code) == 0 {
+		return 0
+	}
+	if code[0] == 0x90 {
+		return 1
+	}
+	inst, err := x86asm.Decode(code, 64)
+	if err != nil || inst.Op != x86asm.NOP {
+		return 0
+	}
+	return inst.Len
+}
+
+// X86BranchTargets decodes code (at address base) from its start and calls fn with the
+// target of every relative jump or call. It stops at the first byte it cannot decode.
+func X86BranchTargets(code []byte, base uint64, fn func(uint64)) {
+	for off := 0; off < len(code); {
+		inst, err := x86asm.Decode(code[off:], 64)
+		if err != nil || inst.Len == 0 {
+			return
+		}
+		for _, a := range inst.Args {
+			if rel, ok := a.(x86asm.Rel); ok {
+				fn(base + uint64(off+inst.Len) + uint64(int64(rel)))
+			}
+		}
+		off += inst.Len
+	}
+}

@@ -127,8 +127,9 @@ func explain(err error) error {
 		return errors.New("relocatable object (ET_REL): ftlink works on linked programs and shared libraries; " +
 			"run recordmcount on object files, then link, then run ftlink")
 	case errors.Is(err, mcountloc.ErrNoTable):
-		return errors.New("no __mcount_loc section: compile with gcc -pg -mfentry (link without -pg) and run " +
-			"recordmcount on the objects before linking (or compile with -mrecord-mcount)")
+		return errors.New("no __mcount_loc section: compile with gcc -pg -mfentry (x86-64; link without -pg) or " +
+			"-fpatchable-function-entry=2 (aarch64, x86-64: -fpatchable-function-entry=5) and run recordmcount on " +
+			"the objects before linking (or, x86-64, compile with -mrecord-mcount)")
 	}
 	return err
 }

@@ -146,7 +146,14 @@ func one(path string, o opts, stdout, stderr io.Writer) bool {
 	}
 	if o.list {
 		for _, s := range res.Sites {
-			fmt.Fprintf(stdout, "%s\t%s\t%#x\t%d\t%v\t%s\n", path, s.Section, s.Offset, s.Len, s.Kind, s.Func)
+			kind := s.Kind.String()
+			if s.Pad {
+				kind += "+pad"
+			}
+			if s.PreBytes > 0 {
+				kind += fmt.Sprintf("+pre%d", s.PreBytes)
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%#x\t%d\t%s\t%s\n", path, s.Section, s.Offset, s.Len, kind, s.Func)
 		}
 	}
 	if res.Out == nil {
