@@ -196,6 +196,8 @@ type trThread struct {
 	Lost, LostDepth uint64
 	Name            string
 	Recs            []trRec
+	Seqs            []uint64        // its blocks in the file
+	Ring            map[uint64]bool // the blocks flagged RING
 }
 
 type trMap struct {
@@ -327,7 +329,11 @@ func trRead(t *testing.T, path string) *trTrace {
 			seqs = append(seqs, s)
 		}
 		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+		th.Seqs, th.Ring = seqs, map[uint64]bool{}
 		for _, s := range seqs {
+			if le.Uint32(bs[s].data[20:])&1 != 0 {
+				th.Ring[s] = true
+			}
 			tr.BlockBytes += uint64(le.Uint32(bs[s].data[56:]))
 			th.Recs = append(th.Recs, trDecodeBlock(t, path, bs[s].data, &run)...)
 		}
@@ -1248,6 +1254,135 @@ func TestTracerFlushTail(t *testing.T) {
 		}
 		os.Remove(path)
 	}
+}
+
+// Live `ring SIZE` and `ring off`: a streaming thread moves to a flight-recorder ring at
+// its next block and back.  The file keeps every event streamed before and after, of the
+// ring period its newest blocks, and numbers the thread's blocks on across the changes
+// (the gap is the ring's overwritten blocks); nothing counts as lost.
+func TestTracerRingSwitch(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	run := t.TempDir()
+	os.Chmod(run, 0o700)
+	cmd := exec.Command(prog)
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "XDG_RUNTIME_DIR="+run)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	rd := bufio.NewReader(stdout)
+	expect := func(want string) {
+		t.Helper()
+		if line, err := rd.ReadString('\n'); err != nil || line != want+"\n" {
+			t.Fatalf("program said %q (%v), want %q", line, err, want)
+		}
+	}
+	expect("ready")
+	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", cmd.Process.Pid))
+	var conn net.Conn
+	for i := 0; ; i++ {
+		var err error
+		if conn, err = net.Dial("unix", sock); err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("control socket: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer conn.Close()
+	cr := bufio.NewReader(conn)
+	ask := func(req string) string {
+		t.Helper()
+		fmt.Fprintf(conn, "%s\n", req)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		line, err := cr.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s: %v", req, err)
+		}
+		return strings.TrimSuffix(line, "\n")
+	}
+	for _, bad := range []string{"ring", "ring 0", "ring -1", "ring 12Q", "ring 99999999999999999999"} {
+		if r := ask(bad); !strings.HasPrefix(r, "error ring needs a size") {
+			t.Errorf("%q: %q", bad, r)
+		}
+	}
+	const per = 65536 / 8 // FUNC_NEAR ticks a block holds
+	fmt.Fprintf(stdin, "call 20000\n")
+	expect("done")
+	if r := ask("ring 256k"); r != "ok" {
+		t.Fatalf("ring 256k: %q", r)
+	}
+	if r := ask("status"); !strings.Contains(r, " mode=ring:262144 ") {
+		t.Errorf("status %q, want mode=ring:262144", r)
+	}
+	fmt.Fprintf(stdin, "call 100000\n") // 12 blocks' worth: the 4-block ring wraps
+	expect("done")
+	if r := ask("ring off"); r != "ok" {
+		t.Fatalf("ring off: %q", r)
+	}
+	if r := ask("status"); !strings.Contains(r, " mode=stream ") || !strings.HasSuffix(r, " lost=0 lost_depth=0") {
+		t.Errorf("status %q, want mode=stream, nothing lost", r)
+	}
+	fmt.Fprintf(stdin, "call 30000\n")
+	expect("done")
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	if len(tr.Threads) != 1 {
+		t.Fatalf("%d threads", len(tr.Threads))
+	}
+	th := tr.Threads[0]
+	s := trSymbols(t, tr, prog)
+	ticks := 0
+	for _, r := range th.Recs {
+		if s.name(r.IP) == "tick" {
+			ticks++
+		}
+	}
+	// streamed in full: the 20000 and 30000 ticks and the rest of the blocks being
+	// filled at each change; of the ring, its newest 3 blocks at least (4 at most)
+	if ticks < 50000+3*per-10 || ticks > 50000+2*per+4*per {
+		t.Errorf("%d ticks, want 50000 + the ring's 3 newest blocks + the blocks in progress at each change", ticks)
+	}
+	if th.Lost != 0 || tr.Flags&8 != 0 || tr.Reason != 1 {
+		t.Errorf("lost %d, thread flags %#x, file flags %#x reason %d", th.Lost, th.Flags, tr.Flags, tr.Reason)
+	}
+	d, _ := os.ReadFile(filepath.Join(dir, "ftrace.dat"))
+	if mode, rb := binary.LittleEndian.Uint32(d[116:]), binary.LittleEndian.Uint64(d[120:]); mode != 0 || rb != 0 {
+		t.Errorf("header mode %d ring_bytes %d, want streaming at the end", mode, rb)
+	}
+	// block numbers: 0.. streamed, a gap, the ring's (flagged RING, contiguous), then
+	// streamed on to the end
+	var ring []uint64
+	for _, q := range th.Seqs {
+		if th.Ring[q] {
+			ring = append(ring, q)
+		}
+	}
+	if len(ring) < 3 || len(ring) > 4 || ring[len(ring)-1]-ring[0] != uint64(len(ring)-1) {
+		t.Fatalf("ring blocks %v of %v", ring, th.Seqs)
+	}
+	gaps := 0
+	for i := 1; i < len(th.Seqs); i++ {
+		q, p := th.Seqs[i], th.Seqs[i-1]
+		if q != p+1 {
+			gaps++
+			if q != ring[0] || q-p < 6 {
+				t.Errorf("blocks %v: a gap before %d, want one before the ring's first block, of its overwritten blocks", th.Seqs, q)
+			}
+		}
+	}
+	if gaps != 1 {
+		t.Errorf("blocks %v: %d gaps, want 1", th.Seqs, gaps)
+	}
+	t.Logf("%d ticks; blocks %v, ring %v", ticks, th.Seqs, ring)
 }
 
 // A fork child killed before it finalises leaves <output>.<childpid>.part: its pid once,

@@ -216,7 +216,7 @@ func fakeControl() {
 			case len(f) == 0:
 				resp = "error empty request"
 			case f[0] == "status":
-				resp = "ok tracer=function_graph enabled=1 recording=1 pid=4242 output=ftrace.dat threads=1 lost=0 lost_depth=0"
+				resp = "ok tracer=function_graph enabled=1 recording=1 pid=4242 output=ftrace.dat mode=stream threads=1 lost=0 lost_depth=0"
 			case f[0] == "snapshot":
 				resp = "ok ftrace.dat.snap.1"
 				if len(f) > 1 {

@@ -259,8 +259,8 @@ func liveCommand() *cli.Command {
 		Usage:     "control a running traced process",
 		ArgsUsage: "PID COMMAND [ARG]",
 		Description: "Commands: status, enable, disable, tracer function|function_graph|nop, filter GLOBS,\n" +
-			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, snapshot [PATH], dump [PATH],\n" +
-			"clear, finish.\n" +
+			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, ring SIZE|off, snapshot [PATH],\n" +
+			"dump [PATH], clear, finish.\n" +
 			"The process must run with FTRACE_TRACER or FTRACE_CONTROL=1 set (ftrace record --control).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "control socket path (default: found from the pid)"},
@@ -272,7 +272,7 @@ func liveCommand() *cli.Command {
 
 var liveCommands = map[string]int{ // command → max args
 	"status": 0, "enable": 0, "disable": 0, "tracer": 1, "filter": 1, "notrace": 1,
-	"graph_function": 1, "graph_notrace": 1, "depth": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
+	"graph_function": 1, "graph_notrace": 1, "depth": 1, "ring": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
 }
 
 func doLive(c *cli.Context) error {
@@ -287,13 +287,13 @@ func doLive(c *cli.Context) error {
 	cmd, rest := args[1], args[2:]
 	maxArgs, ok := liveCommands[cmd]
 	if !ok {
-		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, snapshot, dump, clear or finish)", cmd)
+		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, ring, snapshot, dump, clear or finish)", cmd)
 	}
 	if len(rest) > maxArgs {
 		return fmt.Errorf("live: %s takes at most %d argument(s)", cmd, maxArgs)
 	}
 	switch cmd {
-	case "tracer", "depth":
+	case "tracer", "depth", "ring":
 		if len(rest) != 1 {
 			return fmt.Errorf("live: %s needs an argument", cmd)
 		}

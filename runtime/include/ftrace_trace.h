@@ -50,6 +50,12 @@ int ftrace_trace_set_notrace(const char *globs);
 int ftrace_trace_set_graph_function(const char *globs);
 int ftrace_trace_set_graph_notrace(const char *globs);
 int ftrace_trace_set_depth(unsigned int depth);
+/*
+ * Flight recorder (bytes > 0: each thread keeps its newest bytes of events, written at
+ * snapshot, dump, exit and on a fatal signal) or streaming (0: every event to the file),
+ * switched while running: each thread changes mode when it next starts a block.
+ */
+int ftrace_trace_set_ring(size_t bytes);
 /* Stop / resume recording (ops unregistered / registered again). */
 int ftrace_trace_enable(int on);
 /* Write a snapshot; path NULL = "<output>.snap.<n>"; the name used goes to out. */

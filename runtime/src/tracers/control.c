@@ -177,12 +177,19 @@ static void handle(int fd, char *line)
 		int err = ftrace_trace_snapshot(*arg ? arg : NULL, out, sizeof(out));
 
 		result(fd, err, out);
+	} else if (!strcmp(line, "ring")) {
+		uint64_t bytes = 0;
+
+		if (strcmp(arg, "off") && (ft_parse_size(arg, &bytes) || !bytes))
+			reply(fd, "error ring needs a size (bytes, or with K, M, G, T) or off\n");
+		else
+			result(fd, ft_session_set_ring(bytes), NULL);
 	} else if (!strcmp(line, "clear")) {
 		result(fd, ft_session_clear(), NULL);
 	} else if (!strcmp(line, "finish")) {
 		result(fd, ftrace_trace_finish(), NULL);
 	} else {
-		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, snapshot, dump, clear, finish)\n");
+		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, ring, snapshot, dump, clear, finish)\n");
 	}
 }
 

@@ -1003,6 +1003,11 @@ int ftrace_trace_set_graph_notrace(const char *globs)
 	return ft_trace_set_globs(FT_LIST_GRAPH_NOTRACE, globs, NULL, 0);
 }
 
+int ftrace_trace_set_ring(size_t bytes)
+{
+	return ft_session_set_ring(bytes);
+}
+
 int ftrace_trace_set_depth(unsigned int depth)
 {
 	__atomic_store_n(&tr.depth, depth, __ATOMIC_RELAXED);
@@ -1044,12 +1049,14 @@ void ft_trace_status(char *buf, size_t len)
 {
 	static const char *const names[] = { "nop", "function", "function_graph" };
 	uint64_t lost, depth, threads;
+	char mode[32];
 
 	ft_session_counts(&lost, &depth, &threads);
+	ft_session_mode(mode, sizeof(mode));
 	pthread_mutex_lock(&trace_mu);
-	snprintf(buf, len, "tracer=%s enabled=%d recording=%d pid=%d output=%s threads=%llu lost=%llu lost_depth=%llu",
+	snprintf(buf, len, "tracer=%s enabled=%d recording=%d pid=%d output=%s mode=%s threads=%llu lost=%llu lost_depth=%llu",
 		 names[tr.tracer], tr.enabled, tr.registered != FTRACE_TRACER_NOP, (int)getpid(),
-		 ft_sess.final, (unsigned long long)threads, (unsigned long long)lost,
+		 ft_sess.final, mode, (unsigned long long)threads, (unsigned long long)lost,
 		 (unsigned long long)depth);
 	pthread_mutex_unlock(&trace_mu);
 }

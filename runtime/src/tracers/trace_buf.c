@@ -519,11 +519,18 @@ out:
 #define FT_IDLE_US	1000		/* the writer's sleep when it found nothing to write */
 #define FT_MAXOPEN	FGRAPH_SHADOW_DEPTH	/* recorded frames a block header can carry */
 
+/*
+ * The buffer mode new thread buffers are made for.  A live `ring` command changes it
+ * (under the session lock) and bumps gen: each thread moves to a buffer of the new mode
+ * when it next starts a block (rebuffer).
+ */
 static struct {
 	uint32_t block_size;		/* bytes of event data per block */
 	uint32_t nblk;			/* blocks per thread */
 	int ring;			/* flight recorder */
 	int no_loss;			/* wait for a free block instead of dropping */
+	uint32_t stream_nblk;		/* nblk when streaming (FTRACE_BUFFER_KB) */
+	uint32_t gen;
 	uint64_t stride, tbuf_bytes;
 } cfg;
 
@@ -866,8 +873,10 @@ static void batch_pending(struct ft_batch *bt, struct ft_tbuf *tb, int more)
 	uint64_t next = __atomic_load_n(&tb->seq_next, __ATOMIC_ACQUIRE);
 	uint64_t seq = tb->wseq;
 
-	if (cfg.ring)
-		seq = next >= tb->nblk ? next - tb->nblk + 1 : 0;
+	/* (a ring's wseq is its first block: a thread that moved to it from streaming
+	   numbers its blocks on from the streamed ones) */
+	if (tb->ring && next >= tb->nblk && next - tb->nblk + 1 > seq)
+		seq = next - tb->nblk + 1;
 	if (seq < tb->clear_seq)
 		seq = tb->clear_seq;
 	for (; seq < next; seq++) {
@@ -877,12 +886,12 @@ static void batch_pending(struct ft_batch *bt, struct ft_tbuf *tb, int more)
 
 		if (st == FT_BLK_FREE || b->hdr.seq != seq)
 			continue;
-		if (more && !cfg.ring && b->written) {
+		if (more && !tb->ring && b->written) {
 			if (pub > b->written)
 				batch_more(bt, tb, b, b->written, pub,
 					   st == FT_BLK_FILL ? FTKIT_B_PARTIAL : 0, FT_DONE_NONE);
 		} else if (pub || b->hdr.lost)
-			batch_block(bt, tb, b, pub, (cfg.ring ? FTKIT_B_RING : 0) |
+			batch_block(bt, tb, b, pub, (tb->ring ? FTKIT_B_RING : 0) |
 				    (st == FT_BLK_FILL ? FTKIT_B_PARTIAL : 0), FT_DONE_NONE);
 	}
 }
@@ -937,12 +946,16 @@ static void writer_collect(struct ft_batch *bt, int partial)
 		}
 		exited = __atomic_load_n(&tb->exited, __ATOMIC_ACQUIRE);
 		next = __atomic_load_n(&tb->seq_next, __ATOMIC_ACQUIRE);
-		if (cfg.ring) {
+		if (tb->ring) {
 			if (exited) {
 				/* its ring goes into the file now: the tbuf is reused */
 				batch_pending(bt, tb, 0);
 				s->reg[i] = NULL;
-				batch_thread(bt, tb, 1, FT_DONE_EXITED);
+				if (!tb->retired) {
+					__atomic_fetch_add(&s->lost_exited, tb->lost, __ATOMIC_RELAXED);
+					__atomic_fetch_add(&s->lost_depth_exited, tb->lost_depth, __ATOMIC_RELAXED);
+				}
+				batch_thread(bt, tb, !tb->retired, FT_DONE_EXITED);
 			}
 			continue;
 		}
@@ -976,11 +989,14 @@ static void writer_collect(struct ft_batch *bt, int partial)
 			}
 		}
 		if (exited && seq == next) {
-			/* every block written (the flush below does it before the release) */
+			/* every block written (the flush below does it before the release); a
+			   retired buffer's counts went on with its thread to its next buffer */
 			__atomic_store_n(&s->reg[i], NULL, __ATOMIC_RELEASE);
-			__atomic_fetch_add(&s->lost_exited, tb->lost, __ATOMIC_RELAXED);
-			__atomic_fetch_add(&s->lost_depth_exited, tb->lost_depth, __ATOMIC_RELAXED);
-			batch_thread(bt, tb, 1, FT_DONE_EXITED);
+			if (!tb->retired) {
+				__atomic_fetch_add(&s->lost_exited, tb->lost, __ATOMIC_RELAXED);
+				__atomic_fetch_add(&s->lost_depth_exited, tb->lost_depth, __ATOMIC_RELAXED);
+			}
+			batch_thread(bt, tb, !tb->retired, FT_DONE_EXITED);
 		}
 	}
 }
@@ -1065,46 +1081,75 @@ static int writer_start(void)
 	return err;
 }
 
+/* A size in bytes, optionally with K, M, G or T (powers of 1024): 0, or -EINVAL. */
+int ft_parse_size(const char *str, uint64_t *v)
+{
+	static const char units[] = "kmgt";
+	unsigned long long n;
+	const char *u;
+	char *end;
+
+	if (*str < '0' || *str > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(str, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end && (u = strchr(units, *end | 0x20)) != NULL) {
+		unsigned shift = 10 * (unsigned)(u - units + 1);
+
+		if (n > (~0ULL >> shift))
+			return -EINVAL;
+		n <<= shift;
+		end++;
+	}
+	if (*end)
+		return -EINVAL;
+	*v = n;
+	return 0;
+}
+
+/* Blocks for a per-thread buffer of about bytes (4 to 65536). */
+static uint32_t ring_blocks(uint64_t bytes)
+{
+	uint64_t n = bytes / cfg.block_size;
+
+	return n < 4 ? 4 : n > 65536 ? 65536 : (uint32_t)n;
+}
+
+/* The mode of the thread buffers made from now on (under the session lock, or alone). */
+static void set_mode(int ring, uint64_t bytes)
+{
+	cfg.ring = ring;
+	cfg.nblk = ring ? ring_blocks(bytes) : cfg.stream_nblk;
+	cfg.tbuf_bytes = ROUND_UP(sizeof(struct ft_tbuf), PAGE) +
+			 ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE) + cfg.nblk * cfg.stride;
+	cfg.gen++;
+	ft_sess.hdr.mode = ring ? FTKIT_MODE_RING : FTKIT_MODE_STREAM;
+	ft_sess.hdr.ring_bytes = ring ? (uint64_t)cfg.nblk * cfg.block_size : 0;
+}
+
 /* Which switches the environment may set (none in secure-execution mode). */
 static void read_config(size_t buf_kb)
 {
 	const char *ring = secure_getenv("FTRACE_RING");
 	const char *nl = secure_getenv("FTRACE_NO_LOSS");
-	uint64_t bytes = (uint64_t)buf_kb * 1024;
+	uint64_t bytes = (uint64_t)buf_kb * 1024, v;
 
 	cfg.block_size = 65536;
-	cfg.ring = 0;
-	cfg.no_loss = nl && !strcmp(nl, "1");
-	if (ring && *ring) {
-		char *end;
-		unsigned long long v = strtoull(ring, &end, 10);
-
-		if (*end == 'k' || *end == 'K')
-			v <<= 10, end++;
-		else if (*end == 'm' || *end == 'M')
-			v <<= 20, end++;
-		else if (*end == 'g' || *end == 'G')
-			v <<= 30, end++;
-		else if (*end == 't' || *end == 'T')
-			v <<= 40, end++;
-		if (*end || !v)
-			ft_msg("ignoring FTRACE_RING: not a size (bytes, or with K, M, G, T)", NULL);
-		else {
-			cfg.ring = 1;
-			bytes = v;
-		}
-	} else if (bytes > (4UL << 20)) {
-		bytes = 4UL << 20;	/* streaming: memory only while the writer catches up */
-	}
-	cfg.nblk = (uint32_t)(bytes / cfg.block_size);
-	if (cfg.nblk < 4)
-		cfg.nblk = 4;
-	if (cfg.nblk > 65536)
-		cfg.nblk = 65536;
 	cfg.stride = ROUND_UP(sizeof(struct ft_blk) + FT_MAXOPEN * sizeof(struct ftkit_frame) +
 			      cfg.block_size + 64, PAGE);
-	cfg.tbuf_bytes = ROUND_UP(sizeof(struct ft_tbuf), PAGE) +
-			 ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE) + cfg.nblk * cfg.stride;
+	cfg.no_loss = nl && !strcmp(nl, "1");
+	if (bytes > (4UL << 20))
+		bytes = 4UL << 20;	/* streaming: memory only while the writer catches up */
+	cfg.stream_nblk = ring_blocks(bytes);
+	set_mode(0, 0);
+	if (ring && *ring) {
+		if (ft_parse_size(ring, &v) || !v)
+			ft_msg("ignoring FTRACE_RING: not a size (bytes, or with K, M, G, T)", NULL);
+		else
+			set_mode(1, v);
+	}
 }
 
 /*
@@ -1257,11 +1302,20 @@ struct ft_thread *ft_thread_buf(void)
 	return t;
 }
 
+/*
+ * A thread buffer of the current mode (under the session lock): a free one of its size,
+ * else a new mapping.  Free ones of another size (made before a live `ring` change) are
+ * unmapped on the way.
+ */
 static struct ft_tbuf *tbuf_get(void)
 {
-	struct ft_tbuf *tb = tbuf_free;
+	struct ft_tbuf *tb;
 	char *p;
 
+	while ((tb = tbuf_free) != NULL && tb->bytes != cfg.tbuf_bytes) {
+		tbuf_free = tb->next_free;
+		munmap(tb, tb->bytes);
+	}
 	if (tb) {
 		tbuf_free = tb->next_free;
 	} else {
@@ -1270,10 +1324,14 @@ static struct ft_tbuf *tbuf_get(void)
 		if (p == MAP_FAILED)
 			return NULL;
 		tb = (struct ft_tbuf *)p;
+		tb->bytes = cfg.tbuf_bytes;
 		tb->nblk = cfg.nblk;
 		tb->stride = cfg.stride;
 		tb->blocks_at = p + cfg.tbuf_bytes - cfg.nblk * cfg.stride;
 	}
+	tb->ring = (uint32_t)cfg.ring;
+	tb->cfg_gen = cfg.gen;
+	tb->retired = 0;
 	tb->exited = tb->announced = 0;
 	tb->lost = tb->lost_depth = tb->seq_next = tb->wseq = tb->blocks = tb->clear_seq = 0;
 	tb->next_free = NULL;
@@ -1383,7 +1441,7 @@ static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t pare
 	struct ft_blk *b = ft_tbuf_blk(tb, seq);
 	uint32_t depth = t->open;
 
-	while (!cfg.ring && __atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != FT_BLK_FREE) {
+	while (!tb->ring && __atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != FT_BLK_FREE) {
 		struct timespec w = { 0, 50000 };
 
 		if (!cfg.no_loss || __atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE)
@@ -1395,7 +1453,7 @@ static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t pare
 	memset(&b->hdr, 0, sizeof(b->hdr));
 	b->hdr.seq = seq;
 	b->hdr.tid = tb->tid;
-	b->hdr.flags = cfg.ring ? FTKIT_B_RING : 0;
+	b->hdr.flags = tb->ring ? FTKIT_B_RING : 0;
 	b->hdr.base_ts = ts;
 	b->hdr.lost = t->lost_pending;
 	b->hdr.depth = depth;
@@ -1419,6 +1477,82 @@ static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t pare
 	__atomic_store_n(&b->state, FT_BLK_FILL, __ATOMIC_RELEASE);
 	__atomic_store_n(&tb->seq_next, seq + 1, __ATOMIC_RELEASE);
 	return 1;
+}
+
+/*
+ * The buffer mode changed (live `ring`): the thread goes on in a buffer of the new mode,
+ * numbering its blocks on from the old one's and carrying its counts and open frames.
+ * The old buffer is retired: the writer writes what it holds as it would for a thread
+ * that exited (a stream's unwritten blocks, a ring's newest), then reuses it.  Called
+ * between blocks (t->blk NULL: a signal handler's events meanwhile are dropped, and its
+ * graph entries do not touch t->rs).  On failure the thread keeps its buffer.
+ */
+static void rebuffer(struct ft_thread *t)
+{
+	struct ft_session *s = &ft_sess;
+	struct ft_tbuf *old = t->tb, *tb;
+	uint64_t slot;
+	uint32_t open = t->open < FT_MAXOPEN ? t->open : FT_MAXOPEN;
+
+	lock_get();
+	if (s->state != FT_SESS_LIVE || old->cfg_gen == cfg.gen) {
+		lock_put();
+		return;
+	}
+	tb = tbuf_get();
+	for (slot = 0; tb && slot < s->nreg && s->reg[slot]; slot++)
+		;
+	if (!tb || slot >= FT_MAX_REG) {
+		if (tb)
+			tbuf_release(tb);
+		old->cfg_gen = cfg.gen;	/* not again until the next change */
+		lock_put();
+		return;
+	}
+	tb->tid = old->tid;
+	memcpy(tb->name, old->name, sizeof(tb->name));
+	tb->seq_next = tb->wseq = old->seq_next;
+	tb->clear_seq = old->clear_seq;
+	tb->lost = __atomic_load_n(&old->lost, __ATOMIC_RELAXED);
+	tb->lost_depth = __atomic_load_n(&old->lost_depth, __ATOMIC_RELAXED);
+	memcpy(tbuf_rs(tb), t->rs, open * sizeof(struct ft_rframe));
+	__atomic_store_n(&s->reg[slot], tb, __ATOMIC_RELEASE);
+	if (slot == s->nreg)
+		__atomic_store_n(&s->nreg, slot + 1, __ATOMIC_RELEASE);
+	old->retired = 1;
+	__atomic_store_n(&old->exited, 1, __ATOMIC_RELEASE);
+	t->tb = tb;
+	t->rs = tbuf_rs(tb);
+	t->reg = slot;
+	lock_put();
+}
+
+/*
+ * Live `ring`: thread buffers made from now on keep the newest bytes (per thread) of
+ * events, overwriting the oldest (bytes > 0), or stream every event (0).  Each thread
+ * moves to a buffer of the new mode when it next starts a block.
+ */
+int ft_session_set_ring(uint64_t bytes)
+{
+	struct ft_session *s = &ft_sess;
+	int err = 0;
+
+	lock_get();
+	if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE)
+		err = -ENODEV;
+	else if (!bytes ? cfg.ring : !cfg.ring || ring_blocks(bytes) != cfg.nblk)
+		set_mode(bytes != 0, bytes);
+	lock_put();
+	return err;
+}
+
+/* "ring <bytes>" or "stream", for the status line. */
+void ft_session_mode(char *buf, size_t len)
+{
+	if (cfg.ring)
+		snprintf(buf, len, "ring:%llu", (unsigned long long)cfg.nblk * cfg.block_size);
+	else
+		snprintf(buf, len, "stream");
 }
 
 static void ev_lost(struct ft_thread *t)
@@ -1445,6 +1579,8 @@ void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, u
 	/* room for the longest sequence below */
 	if (!t->blk || t->wp + 11 > t->wend) {
 		blk_close(t);
+		if (unlikely(t->tb->cfg_gen != __atomic_load_n(&cfg.gen, __ATOMIC_RELAXED)))
+			rebuffer(t);
 		if (!blk_open(t, ts, type == FTKIT_EV_EXIT || type == FTKIT_EV_EXIT_UNWOUND ? 0 : ip,
 			      type == FTKIT_EV_FUNC ? aux : 0)) {
 			ev_lost(t);
@@ -1592,6 +1728,8 @@ static void batch_all(struct ft_batch *bt, int names, int more)
 		if (!tb)
 			continue;
 		batch_pending(bt, tb, more);
+		if (tb->retired)
+			continue;	/* its thread's facts come with its current buffer */
 		if (names && !tb->exited)
 			read_comm((pid_t)tb->tid, tb->name);
 		batch_thread(bt, tb, __atomic_load_n(&tb->exited, __ATOMIC_ACQUIRE), FT_DONE_NONE);
@@ -1797,14 +1935,14 @@ void ft_session_forked(void)
 	gone.count = 0;
 	for (uint64_t i = 0; i < s->nreg && i < FT_MAX_REG; i++) {
 		if (s->reg[i])
-			munmap(s->reg[i], cfg.tbuf_bytes);	/* our private copies */
+			munmap(s->reg[i], s->reg[i]->bytes);	/* our private copies */
 		s->reg[i] = NULL;
 	}
 	while (tbuf_free) {
 		struct ft_tbuf *tb = tbuf_free;
 
 		tbuf_free = tb->next_free;
-		munmap(tb, cfg.tbuf_bytes);
+		munmap(tb, tb->bytes);
 	}
 	s->nreg = 0;
 	t->blk = NULL;

@@ -49,6 +49,11 @@ struct ft_tbuf {
 	uint32_t nblk;
 	uint32_t exited;		/* the owner is done: no more blocks */
 	uint32_t announced;		/* the writer wrote its first THREAD chunk */
+	uint32_t ring;			/* flight recorder: the owner overwrites its oldest block */
+	uint32_t retired;		/* exited because the owner moved to a buffer of another mode */
+	uint32_t cfg_gen;		/* the buffer mode's generation it was made for */
+	uint32_t pad_;
+	uint64_t bytes;			/* its mapping */
 	uint64_t lost;			/* events dropped (total, owner) */
 	uint64_t lost_depth;
 	uint64_t seq_next;		/* seq of the next block the owner starts */
@@ -234,5 +239,8 @@ int ft_maps_build(uint64_t at, unsigned long pad_to);
 int ft_known_at_startup(unsigned long start);
 /* Drop the events the threads hold (live `clear`); -ENODEV if not tracing. */
 int ft_session_clear(void);
+int ft_session_set_ring(uint64_t bytes);	/* live `ring`: 0 streams */
+void ft_session_mode(char *buf, size_t len);
+int ft_parse_size(const char *str, uint64_t *v);
 
 #endif
