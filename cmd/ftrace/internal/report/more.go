@@ -66,15 +66,22 @@ func Threads(f *calltree.Forest, tids []int) []*ThreadStat {
 }
 
 // ThreadsStream is Threads reading the trace as a stream (lookup safe for concurrent use).
-func ThreadsStream(st *tracefile.Stream, lookup calltree.Lookup, tids []int) ([]*ThreadStat, *calltree.Forest, error) {
-	obs, threads, err := calltree.WalkStream(st, lookup, tids, func(th *tracefile.Thread) calltree.Observer { return newAgg(th.TID) }, nil)
+// filter (nil: none) wraps each thread's observer: the figures are then those of the
+// calls it tells on, the traced time that of the outermost ones it shows.
+func ThreadsStream(st *tracefile.Stream, lookup calltree.Lookup, tids []int, filter func(calltree.Observer) calltree.Observer) ([]*ThreadStat, *calltree.Forest, error) {
+	o := Options{Filter: filter}
+	obs, threads, err := calltree.WalkStream(st, lookup, tids, func(th *tracefile.Thread) calltree.Observer { return o.wrap(newAgg(th.TID)) }, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	var out []*ThreadStat
 	for k, t := range threads {
-		a := obs[k].(*agg)
-		s := &ThreadStat{TID: t.TID, Name: t.Name, Lost: t.Lost, Traced: t.RootTime, Funcs: len(a.stats)}
+		a := calltree.Unwrap(obs[k]).(*agg)
+		traced := t.RootTime
+		if r, ok := obs[k].(interface{ RootTime() uint64 }); ok {
+			traced = r.RootTime()
+		}
+		s := &ThreadStat{TID: t.TID, Name: t.Name, Lost: t.Lost, Traced: traced, Funcs: len(a.stats)}
 		for fn, fs := range a.stats {
 			s.Calls += fs.Calls
 			if s.Top == "" || fs.Self > s.TopSelf || fs.Self == s.TopSelf && fn.Name < s.Top {

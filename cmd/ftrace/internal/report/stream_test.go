@@ -81,7 +81,7 @@ func TestComputeStreamMatchesTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, _, err := ThreadsStream(st, lookup, nil)
+			rows, _, err := ThreadsStream(st, lookup, nil, nil)
 			st.Close()
 			if err != nil {
 				t.Fatal(err)
