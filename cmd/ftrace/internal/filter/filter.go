@@ -130,7 +130,10 @@ var errFirst = errors.New("first batch read")
 // of each thread (events come in time order): what `graph --time` and `dump` count from.
 func Origin(st *tracefile.Stream) (uint64, error) {
 	o := st.Trace.Header.StartNS
-	for i := range st.Trace.Threads {
+	for i, th := range st.Trace.Threads {
+		// a partial decoding counts part of the thread's events and losses: what was
+		// known before stays (a thread not read later is reported from it)
+		n, lost := th.N, th.Lost
 		err := st.Events(i, func(evs []tracefile.Event) error {
 			for k := range evs {
 				if o == 0 || evs[k].TS < o {
@@ -139,6 +142,7 @@ func Origin(st *tracefile.Stream) (uint64, error) {
 			}
 			return errFirst
 		})
+		th.N, th.Lost = n, lost
 		if err != nil && !errors.Is(err, errFirst) {
 			return 0, err
 		}
