@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/filter"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/flame"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/graph"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/pprof"
@@ -25,17 +27,18 @@ func reportCommand() *cli.Command {
 		Name:      "report",
 		Usage:     "per-function statistics: calls, total, self, average, min, max",
 		ArgsUsage: "[TRACE]",
-		Flags: []cli.Flag{
+		Description: "The figures are those of the calls the filters keep; a call left out counts as\n" +
+			"its caller's self time.\n\n" + filterUsage,
+		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.StringFlag{Name: "sort", Aliases: []string{"s"}, Value: "total", Usage: "sort by " + strings.Join(report.SortKeys, ", ")},
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "print at most this many functions (0: all)"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
 			&cli.BoolFlag{Name: "per-thread", Aliases: []string{"T"}, Usage: "one row per thread and function"},
-			tidFlag(),
 			&cli.BoolFlag{Name: "diff", Usage: "compare two traces: report --diff OLD NEW (sort: total, self, calls or name change)"},
 			&cli.BoolFlag{Name: "threads", Usage: "one row per thread: calls, functions, traced time, top function"},
 			&cli.StringFlag{Name: "callers", Usage: "the callers and callees of this function"},
-		},
+		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("diff") {
 				return reportDiff(c)
@@ -67,20 +70,19 @@ func reportCommand() *cli.Command {
 
 func graphCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "graph",
-		Aliases:   []string{"replay"},
-		Usage:     "indented call graph with durations, per thread (like the kernel's function_graph)",
-		ArgsUsage: "[TRACE]",
-		Flags: []cli.Flag{
+		Name:        "graph",
+		Aliases:     []string{"replay"},
+		Usage:       "indented call graph with durations, per thread (like the kernel's function_graph)",
+		ArgsUsage:   "[TRACE]",
+		Description: filterUsage,
+		Flags: append([]cli.Flag{
 			inputFlag(),
-			tidFlag(),
-			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "show calls down to this depth (0: all)"},
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "at most this many lines per thread (0: all)"},
 			&cli.BoolFlag{Name: "time", Usage: "show each line's time (µs since the trace start)"},
-		},
+		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
-			if c.Int("depth") < 0 || c.Int("limit") < 0 {
-				return fmt.Errorf("graph: --depth and --limit must not be negative")
+			if c.Int("limit") < 0 {
+				return fmt.Errorf("graph: --limit must not be negative")
 			}
 			in, err := openStream(c)
 			if err != nil {
@@ -89,7 +91,8 @@ func graphCommand() *cli.Command {
 			defer in.Close()
 			// the first pass (counts) warns before anything is printed
 			w := bufio.NewWriter(c.App.Writer)
-			o := graph.Options{TIDs: c.IntSlice("tid"), Depth: c.Int("depth"), Limit: c.Int("limit"), Time: c.Bool("time")}
+			// --depth is a filter: it counts from the outermost call shown
+			o := graph.Options{TIDs: c.IntSlice("tid"), Limit: c.Int("limit"), Time: c.Bool("time"), Filter: in.wrap}
 			o.Counted = func() { in.warn(c) }
 			if err := graph.WriteStream(w, in.st, in.sym.LockedLookup(), o, in.progress(c, nil)); err != nil {
 				return fmt.Errorf("%s: %w", in.path, err)
@@ -104,11 +107,13 @@ func dumpCommand() *cli.Command {
 		Name:      "dump",
 		Usage:     "write the trace as Chrome/Perfetto trace-event JSON (--chrome) or as raw events",
 		ArgsUsage: "[TRACE]",
-		Flags: []cli.Flag{
+		Description: "Raw records are not calls: -F and -N select the records of the matching functions\n" +
+			"themselves, --since/--until the records' times; -D and -t need --chrome.\n\n" + filterUsage,
+		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.BoolFlag{Name: "chrome", Usage: "Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default stdout)"},
-		},
+		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			if !c.Bool("chrome") {
 				return dumpRawCommand(c)
@@ -122,7 +127,7 @@ func dumpCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = chrome.WriteStream(w, in.st, in.sym.LockedLookup(), in.progress(c, nil))
+			err = chrome.WriteStream(w, in.st, in.sym.LockedLookup(), in.flt.TIDs(), in.wrap, in.progress(c, in.flt.TIDs()))
 			if cerr := done(); err == nil {
 				err = cerr
 			}
@@ -143,11 +148,14 @@ func dumpRawCommand(c *cli.Context) error {
 		return err
 	}
 	defer in.Close()
+	if in.flt.NeedsCalls() {
+		return fmt.Errorf("dump: --depth and --time-filter select calls, and raw records are not calls (use --chrome)")
+	}
 	w0, done, err := outputFile(c, c.String("output"))
 	if err != nil {
 		return err
 	}
-	err = dumpRaw(w0, in.st, in.sym)
+	err = dumpRaw(w0, in.st, in.sym, in.flt)
 	if cerr := done(); err == nil {
 		err = cerr
 	}
@@ -158,16 +166,26 @@ func dumpRawCommand(c *cli.Context) error {
 	return nil
 }
 
-func dumpRaw(w0 io.Writer, st *tracefile.Stream, sym *symbolize.Symbolizer) error {
+// dumpRaw prints the records flt keeps (all when nil).
+func dumpRaw(w0 io.Writer, st *tracefile.Stream, sym *symbolize.Symbolizer, flt *filter.Filter) error {
 	tr := st.Trace
 	w := bufio.NewWriterSize(w0, 1<<16)
 	fmt.Fprintf(w, "# %12s %7s %-5s %5s %18s  %s\n", "TIME(ns)", "TID", "KIND", "DEPTH", "IP", "FUNCTION")
+	tids := flt.TIDs()
 	for i, th := range tr.Threads {
+		if len(tids) > 0 && !slices.Contains(tids, th.TID) {
+			continue
+		}
 		err := st.Events(i, func(evs []tracefile.Event) error {
 			for _, ev := range evs {
 				extra := ""
+				var caller *symbolize.Func
 				if ev.Kind == tracefile.Call && ev.Parent != 0 {
-					extra = " <- " + sym.Lookup(ev.Parent-1).Name // the call, not what follows it
+					caller = sym.Lookup(ev.Parent - 1) // the call, not what follows it
+					extra = " <- " + caller.Name
+				}
+				if flt.Active() && !flt.EventKept(&ev, sym.Lookup(ev.IP), caller) {
+					continue
 				}
 				if ev.Flags&tracefile.FlagUnwound != 0 {
 					extra += " (unwound)"
@@ -190,10 +208,12 @@ func pprofCommand() *cli.Command {
 		Name:      "pprof",
 		Usage:     "write a pprof profile (calls and self time per call stack) for go tool pprof",
 		ArgsUsage: "[TRACE]",
-		Flags: []cli.Flag{
+		Description: "The stacks start at the outermost call shown; a call left out counts as its\n" +
+			"caller's self time.\n\n" + filterUsage,
+		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "ftrace.pb.gz", Usage: "profile file (- for stdout)"},
-		},
+		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			f, paths, err := streamPaths(c)
 			if err != nil {
@@ -217,15 +237,16 @@ func flameCommand() *cli.Command {
 		Name:      "flame",
 		Usage:     "flame graph: a self-contained SVG, or folded stacks (--folded)",
 		ArgsUsage: "[TRACE]",
-		Flags: []cli.Flag{
+		Description: "The stacks start at the outermost call shown; a call left out counts as its\n" +
+			"caller's self time.\n\n" + filterUsage,
+		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.BoolFlag{Name: "folded", Usage: "write folded stacks (frame;frame;... value) instead of SVG"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default flame.svg, or stdout with --folded)"},
 			&cli.BoolFlag{Name: "by-thread", Usage: "one tower per thread"},
 			&cli.StringFlag{Name: "title", Usage: "SVG title"},
 			&cli.IntFlag{Name: "width", Value: 1200, Usage: "SVG width in pixels"},
-			tidFlag(),
-		},
+		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			f, paths, err := streamPaths(c)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/filter"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/report"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
@@ -114,16 +115,25 @@ func progressFunc(c *cli.Context, path string, events uint64) calltree.Progress 
 	}
 }
 
-// streamIn is a trace opened as a stream by a reading command, with its symbols.
+// streamIn is a trace opened as a stream by a reading command, with its symbols and
+// the command's filters.
 type streamIn struct {
 	st   *tracefile.Stream
 	path string
 	sym  *symbolize.Symbolizer
+	// flt is the command's filters bound to this trace (nil: the command has none);
+	// wrap applies them to a walk's observers (nil: they select threads only).
+	flt  *filter.Filter
+	wrap func(calltree.Observer) calltree.Observer
 }
 
-// openStream opens the input trace as a stream, refusing a --tid it does not hold (when
-// the command has --tid). Close it.
+// openStream checks the command's filters, opens the input trace as a stream, refusing
+// a --tid it does not hold (when the command has --tid). Close it.
 func openStream(c *cli.Context) (*streamIn, error) {
+	flt, err := commandFilter(c)
+	if err != nil {
+		return nil, err
+	}
 	path, err := inputPath(c)
 	if err != nil {
 		return nil, err
@@ -136,7 +146,20 @@ func openStream(c *cli.Context) (*streamIn, error) {
 		st.Close()
 		return nil, err
 	}
-	return &streamIn{st: st, path: path, sym: symbolize.New(st.Trace.Maps)}, nil
+	in := &streamIn{st: st, path: path, sym: symbolize.New(st.Trace.Maps)}
+	if in.flt, in.wrap, err = boundFilter(flt, st); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return in, nil
+}
+
+// commandFilter is readFilter for a command with the filter flags, else nil.
+func commandFilter(c *cli.Context) (*filter.Filter, error) {
+	if c.Generic("filter") == nil {
+		return nil, nil
+	}
+	return readFilter(c)
 }
 
 func (in *streamIn) Close() error { return in.st.Close() }
@@ -152,6 +175,14 @@ func (in *streamIn) progress(c *cli.Context, tids []int) calltree.Progress {
 	return progressFunc(c, in.path, total)
 }
 
+// wrapped is obs through the command's filters, if any.
+func (in *streamIn) wrapped(obs calltree.Observer) calltree.Observer {
+	if in.wrap == nil {
+		return obs
+	}
+	return in.wrap(obs)
+}
+
 // warn says on stderr what reading met (see warnStream).
 func (in *streamIn) warn(c *cli.Context) { warnStream(c, in.path, in.st, in.sym) }
 
@@ -165,6 +196,7 @@ func streamReport(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.F
 	}
 	defer in.Close()
 	o.Progress = in.progress(c, o.TIDs)
+	o.Filter = in.wrap
 	stats, f, err := report.ComputeStream(in.st, in.sym.LockedLookup(), o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", in.path, err)
@@ -181,14 +213,15 @@ func streamPaths(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, erro
 		return nil, nil, err
 	}
 	defer in.Close()
-	obs, threads, err := calltree.WalkStream(in.st, in.sym.LockedLookup(), nil,
-		func(*tracefile.Thread) calltree.Observer { return &calltree.Paths{} }, in.progress(c, nil))
+	tids := in.flt.TIDs()
+	obs, threads, err := calltree.WalkStream(in.st, in.sym.LockedLookup(), tids,
+		func(*tracefile.Thread) calltree.Observer { return in.wrapped(&calltree.Paths{}) }, in.progress(c, tids))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", in.path, err)
 	}
 	paths := make([]calltree.ThreadPaths, len(obs))
 	for k := range obs {
-		paths[k] = calltree.ThreadPaths{Paths: obs[k].(*calltree.Paths), T: threads[k]}
+		paths[k] = calltree.ThreadPaths{Paths: calltree.Unwrap(obs[k]).(*calltree.Paths), T: threads[k]}
 	}
 	in.warn(c)
 	return calltree.ForestOf(in.st.Trace, threads), paths, nil

@@ -24,6 +24,10 @@ func reportDiff(c *cli.Context) error {
 	if c.Bool("per-thread") {
 		return fmt.Errorf("report: --diff compares whole traces (--per-thread does not apply)")
 	}
+	flt, err := readFilter(c)
+	if err != nil {
+		return err
+	}
 	var stats [2][]*report.Stat
 	// times are compared only when both traces have them
 	timed := true
@@ -34,7 +38,11 @@ func reportDiff(c *cli.Context) error {
 		}
 		sym := symbolize.New(st.Trace.Maps)
 		var f *calltree.Forest
-		stats[i], f, err = report.ComputeStream(st, sym.LockedLookup(), report.Options{TIDs: c.IntSlice("tid")})
+		o := report.Options{TIDs: c.IntSlice("tid")}
+		_, o.Filter, err = boundFilter(flt, st) // each trace's times from its own start
+		if err == nil {
+			stats[i], f, err = report.ComputeStream(st, sym.LockedLookup(), o)
+		}
 		if err == nil {
 			warnStream(c, path, st, sym)
 		}
@@ -65,7 +73,7 @@ func reportThreadsOrCallers(c *cli.Context) error {
 			return err
 		}
 		defer in.Close()
-		rows, f, err := report.ThreadsStream(in.st, in.sym.LockedLookup(), c.IntSlice("tid"))
+		rows, f, err := report.ThreadsStream(in.st, in.sym.LockedLookup(), c.IntSlice("tid"), in.wrap)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in.path, err)
 		}
@@ -77,7 +85,7 @@ func reportThreadsOrCallers(c *cli.Context) error {
 		return err
 	}
 	defer in.Close()
-	r, err := report.CallersStream(in.st, in.sym.LockedLookup(), c.String("callers"), c.IntSlice("tid"))
+	r, err := report.CallersStream(in.st, in.sym.LockedLookup(), c.String("callers"), c.IntSlice("tid"), in.wrap)
 	if err != nil {
 		return fmt.Errorf("report: %w (%s)", err, in.path)
 	}

@@ -52,6 +52,32 @@ type Observer interface {
 	Close(f *Frame)
 }
 
+// Nester is an Observer that cannot take an Adopt frame: what it was told of the calls
+// before cannot be rearranged (a read-time filter has decided on them as they came). A
+// Walker returns ErrNeedTree instead, so that the thread is built as a tree and told by
+// Thread.Frames, which never adopts.
+type Nester interface {
+	Observer
+	NoAdopt()
+}
+
+// Wrapper is an Observer that passes (some of) what it is told to another one.
+type Wrapper interface {
+	Observer
+	Unwrap() Observer
+}
+
+// Unwrap returns the innermost observer of a chain of Wrappers.
+func Unwrap(o Observer) Observer {
+	for {
+		w, ok := o.(Wrapper)
+		if !ok {
+			return o
+		}
+		o = w.Unwrap()
+	}
+}
+
 // ErrNeedTree is returned by a Walker for a stream it cannot follow without the whole
 // tree: an exit without entry that adopts some, not all, of the calls before it (only
 // possible after the stream lost data). Build the thread's tree instead.
@@ -63,6 +89,8 @@ type Walker struct {
 	lookup Lookup
 	obs    Observer
 	enter  Enterer // obs, if it is one
+	// noAdopt: obs cannot take an Adopt frame (see Nester)
+	noAdopt bool
 	// addresses resolve to function ids: a direct-mapped cache in front of a map
 	dm     [dmSize]dmEntry
 	ids    map[uint64]int32
@@ -103,8 +131,9 @@ type wframe struct {
 // addresses with lookup (which it caches) and tells obs.
 func NewWalker(th *tracefile.Thread, lookup Lookup, obs Observer) *Walker {
 	en, _ := obs.(Enterer)
+	_, nest := obs.(Nester)
 	return &Walker{
-		lookup: lookup, obs: obs, enter: en,
+		lookup: lookup, obs: obs, enter: en, noAdopt: nest,
 		ids:    map[uint64]int32{},
 		funcID: map[*symbolize.Func]int32{},
 		T:      Thread{TID: th.TID, Name: th.Name},
@@ -252,7 +281,7 @@ func (w *Walker) adopt(ev *tracefile.Event) error {
 		if w.enter != nil {
 			w.enter.Enter(f.Func, f.ID, f.Start)
 		}
-	case w.minRootStart >= f.Start && len(w.stack) == 0:
+	case w.minRootStart >= f.Start && len(w.stack) == 0 && !w.noAdopt:
 		// every root: it is the caller of everything so far
 		f.Children, f.Adopt = w.rootsDur, true
 		w.roots, w.rootsDur, w.minRootStart, w.lastRootStr = 1, f.Duration(), f.Start, f.Start

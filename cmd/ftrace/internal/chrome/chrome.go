@@ -175,8 +175,14 @@ func (c *counter) Close(f *calltree.Frame) {
 // second writes each thread's events as they come. A thread's function-tracer calls and
 // graph calls interleave in time order (Write gives the calls first); each event is the
 // same. Memory grows with the call depth, not the events.
-func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, progress calltree.Progress) error {
-	obs, threads, err := calltree.WalkStream(st, lookup, nil,
+//
+// tids selects threads (none: all); wrap, if not nil, puts the read-time filters
+// between the walk and the writer.
+func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids []int, wrap func(calltree.Observer) calltree.Observer, progress calltree.Progress) error {
+	if wrap == nil {
+		wrap = func(o calltree.Observer) calltree.Observer { return o }
+	}
+	obs, threads, err := calltree.WalkStream(st, lookup, tids,
 		func(*tracefile.Thread) calltree.Observer { return &counter{} }, progress)
 	if err != nil {
 		return err
@@ -195,10 +201,10 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, prog
 		p := &printer{cw: cw, tid: t.TID}
 		i := idx[t.TID]
 		if obs[k].(*counter).adopted || t.Tree {
-			if err := treeThread(st, i, lookup, p); err != nil {
+			if err := treeThread(st, i, lookup, wrap(p)); err != nil {
 				return err
 			}
-		} else if err := follow(st, i, lookup, p); err != nil {
+		} else if err := follow(st, i, lookup, wrap(p), p); err != nil {
 			return err
 		}
 		if cw.err != nil {
@@ -209,7 +215,7 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, prog
 }
 
 // treeThread writes thread i from its call tree (read whole).
-func treeThread(st *tracefile.Stream, i int, lookup calltree.Lookup, p *printer) error {
+func treeThread(st *tracefile.Stream, i int, lookup calltree.Lookup, p calltree.Observer) error {
 	var evs []tracefile.Event
 	if err := st.Events(i, func(b []tracefile.Event) error {
 		evs = append(evs, b...)
@@ -225,9 +231,10 @@ func treeThread(st *tracefile.Stream, i int, lookup calltree.Lookup, p *printer)
 
 var errWrite = errors.New("chrome: write failed")
 
-// follow walks thread i's stream into p, stopping at the first write error.
-func follow(st *tracefile.Stream, i int, lookup calltree.Lookup, p *printer) error {
-	w := calltree.NewWalker(st.Trace.Threads[i], lookup, p)
+// follow walks thread i's stream into obs (p, or filters in front of it), stopping at
+// the first write error. A filter that cannot follow the stream makes it build the tree.
+func follow(st *tracefile.Stream, i int, lookup calltree.Lookup, obs calltree.Observer, p *printer) error {
+	w := calltree.NewWalker(st.Trace.Threads[i], lookup, obs)
 	err := st.Events(i, func(evs []tracefile.Event) error {
 		if err := w.Events(evs); err != nil {
 			return err

@@ -18,6 +18,9 @@ type Options struct {
 	Limit int   // at most this many lines per thread (0: all)
 	// Time prints each line's start time (µs since the start of the trace).
 	Time bool
+	// Filter wraps each thread's observers (a read-time filter: the calls it tells on are
+	// the ones printed); nil: none. A thread with nothing left says so.
+	Filter func(calltree.Observer) calltree.Observer
 	// Counted is called by WriteStream once it has read the whole trace, before printing
 	// (for warnings; may be nil).
 	Counted func()
@@ -92,19 +95,28 @@ func selected(tid int, tids []int) bool {
 func writeCalls(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options) {
 	ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
 	p := &callPrinter{ew: ew, f: f, limit: o.Limit}
+	obs := o.wrap(p)
 	for i := range t.Calls {
-		p.Call(&t.Calls[i], -1)
+		obs.Call(&t.Calls[i], -1)
 	}
-	if o.Limit > 0 && p.n < len(t.Calls) {
-		ew.printf("# ... %d more calls\n", len(t.Calls)-p.n)
+	if o.Limit > 0 && p.n < p.told {
+		ew.printf("# ... %d more calls\n", p.told-p.n)
 	}
+}
+
+// wrap is obs through the filter, if any.
+func (o Options) wrap(obs calltree.Observer) calltree.Observer {
+	if o.Filter == nil {
+		return obs
+	}
+	return o.Filter(obs)
 }
 
 // writeGraph prints a built thread with the printer a stream uses (told by t.Frames).
 func writeGraph(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options) {
 	graphHeader(ew, o)
 	p := newGraphPrinter(ew, f, o, t.TID)
-	t.Frames(p)
+	t.Frames(o.wrap(p))
 	if p.full {
 		ew.printf("# ... output limited to %d lines (thread %d made %d calls in all)\n", o.Limit, t.TID, t.Nodes)
 	}

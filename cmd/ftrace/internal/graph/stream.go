@@ -14,8 +14,8 @@ import (
 // counter is the first pass's observer: it notes what a streamed graph cannot show
 // (calls whose exit adopted the calls before it) and counts the function-tracer calls.
 type counter struct {
-	calls   uint64
-	adopted bool
+	calls, frames uint64
+	adopted       bool
 }
 
 func (c *counter) Call(*calltree.Call, int) { c.calls++ }
@@ -23,6 +23,7 @@ func (c *counter) Call(*calltree.Call, int) { c.calls++ }
 // Enter makes the walker apply the rules of observers that follow the calls' nesting.
 func (c *counter) Enter(*symbolize.Func, int, uint64) {}
 func (c *counter) Close(f *calltree.Frame) {
+	c.frames++
 	if f.Adopt {
 		c.adopted = true
 	}
@@ -36,7 +37,7 @@ func (c *counter) Close(f *calltree.Frame) {
 func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o Options, progress calltree.Progress) error {
 	// every thread: the times shown count from the trace's earliest event
 	obs, threads, err := calltree.WalkStream(st, lookup, nil,
-		func(*tracefile.Thread) calltree.Observer { return &counter{} }, progress)
+		func(*tracefile.Thread) calltree.Observer { return o.wrap(&counter{}) }, progress)
 	if err != nil {
 		return err
 	}
@@ -54,15 +55,19 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o Op
 		if !selected(t.TID, o.TIDs) {
 			continue
 		}
-		c := obs[k].(*counter)
+		c := calltree.Unwrap(obs[k]).(*counter)
 		if !first {
 			ew.printf("\n")
 		}
 		first = false
 		threadHeader(ew, t)
 		i := idx[t.TID]
+		if o.Filter != nil && c.calls == 0 && c.frames == 0 {
+			ew.printf("# no calls match the filters\n")
+			continue
+		}
 		if c.adopted || t.Tree {
-			if err := treeThread(ew, st, i, lookup, f, o); err != nil {
+			if err := treeThread(ew, st, i, lookup, f, c, o); err != nil {
 				return err
 			}
 			continue
@@ -72,7 +77,7 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o Op
 				return err
 			}
 		}
-		if t.Nodes > 0 {
+		if t.Nodes > 0 && (o.Filter == nil || c.frames > 0) {
 			if err := streamGraph(ew, st, i, lookup, f, t, o); err != nil {
 				return err
 			}
@@ -101,7 +106,7 @@ func threadHeader(ew *errWriter, t *calltree.Thread) {
 }
 
 // treeThread prints thread i from its call tree (read whole).
-func treeThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, o Options) error {
+func treeThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, c *counter, o Options) error {
 	var evs []tracefile.Event
 	if err := st.Events(i, func(b []tracefile.Event) error {
 		evs = append(evs, b...)
@@ -112,10 +117,11 @@ func treeThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Look
 	whole := *st.Trace.Threads[i]
 	whole.Events = evs
 	t := calltree.BuildThread(&whole, lookup)
-	if len(t.Calls) > 0 {
+	// with a filter, what the first pass saw kept (it followed this tree too)
+	if len(t.Calls) > 0 && (o.Filter == nil || c.calls > 0) {
 		writeCalls(ew, f, t, o)
 	}
-	if len(t.Roots) > 0 {
+	if len(t.Roots) > 0 && (o.Filter == nil || c.frames > 0) {
 		writeGraph(ew, f, t, o)
 	}
 	return nil
@@ -150,10 +156,12 @@ type callPrinter struct {
 	f     *calltree.Forest
 	limit int
 	n     int
+	told  int // calls told, printed or not
 }
 
 func (p *callPrinter) Close(*calltree.Frame) {}
 func (p *callPrinter) Call(c *calltree.Call, _ int) {
+	p.told++
 	if p.limit > 0 && p.n >= p.limit {
 		return
 	}
@@ -168,7 +176,7 @@ func (p *callPrinter) Call(c *calltree.Call, _ int) {
 func streamCalls(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, calls uint64, o Options) error {
 	ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
 	p := &callPrinter{ew: ew, f: f, limit: o.Limit}
-	if err := follow(st, i, lookup, p, func() bool { return p.limit > 0 && p.n >= p.limit }); err != nil {
+	if err := follow(st, i, lookup, o.wrap(p), func() bool { return p.limit > 0 && p.n >= p.limit }); err != nil {
 		return err
 	}
 	if o.Limit > 0 && uint64(p.n) < calls {
@@ -269,7 +277,7 @@ func (p *graphPrinter) Close(f *calltree.Frame) {
 func streamGraph(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, o Options) error {
 	graphHeader(ew, o)
 	p := newGraphPrinter(ew, f, o, t.TID)
-	if err := follow(st, i, lookup, p, func() bool { return p.full }); err != nil {
+	if err := follow(st, i, lookup, o.wrap(p), func() bool { return p.full }); err != nil {
 		return err
 	}
 	if p.full {

@@ -66,15 +66,22 @@ func Threads(f *calltree.Forest, tids []int) []*ThreadStat {
 }
 
 // ThreadsStream is Threads reading the trace as a stream (lookup safe for concurrent use).
-func ThreadsStream(st *tracefile.Stream, lookup calltree.Lookup, tids []int) ([]*ThreadStat, *calltree.Forest, error) {
-	obs, threads, err := calltree.WalkStream(st, lookup, tids, func(th *tracefile.Thread) calltree.Observer { return newAgg(th.TID) }, nil)
+// filter (nil: none) wraps each thread's observer: the figures are then those of the
+// calls it tells on, the traced time that of the outermost ones it shows.
+func ThreadsStream(st *tracefile.Stream, lookup calltree.Lookup, tids []int, filter func(calltree.Observer) calltree.Observer) ([]*ThreadStat, *calltree.Forest, error) {
+	o := Options{Filter: filter}
+	obs, threads, err := calltree.WalkStream(st, lookup, tids, func(th *tracefile.Thread) calltree.Observer { return o.wrap(newAgg(th.TID)) }, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	var out []*ThreadStat
 	for k, t := range threads {
-		a := obs[k].(*agg)
-		s := &ThreadStat{TID: t.TID, Name: t.Name, Lost: t.Lost, Traced: t.RootTime, Funcs: len(a.stats)}
+		a := calltree.Unwrap(obs[k]).(*agg)
+		traced := t.RootTime
+		if r, ok := obs[k].(interface{ RootTime() uint64 }); ok {
+			traced = r.RootTime()
+		}
+		s := &ThreadStat{TID: t.TID, Name: t.Name, Lost: t.Lost, Traced: traced, Funcs: len(a.stats)}
 		for fn, fs := range a.stats {
 			s.Calls += fs.Calls
 			if s.Top == "" || fs.Self > s.TopSelf || fs.Self == s.TopSelf && fn.Name < s.Top {
@@ -287,9 +294,10 @@ func Callers(f *calltree.Forest, name string, tids []int) (*CallersReport, error
 // CallersStream is Callers reading the trace as a stream (lookup safe for concurrent
 // use). A thread whose stream rearranges calls already seen (an exit without entry that
 // becomes the caller of the calls before it) is counted from its tree.
-func CallersStream(st *tracefile.Stream, lookup calltree.Lookup, name string, tids []int) (*CallersReport, error) {
+func CallersStream(st *tracefile.Stream, lookup calltree.Lookup, name string, tids []int, filter func(calltree.Observer) calltree.Observer) (*CallersReport, error) {
+	fo := Options{Filter: filter}
 	obs, threads, err := calltree.WalkStream(st, lookup, tids,
-		func(*tracefile.Thread) calltree.Observer { return newCallersObs(name) }, nil)
+		func(*tracefile.Thread) calltree.Observer { return fo.wrap(newCallersObs(name)) }, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +309,7 @@ func CallersStream(st *tracefile.Stream, lookup calltree.Lookup, name string, ti
 		idx[th.TID] = i
 	}
 	for k, t := range threads {
-		o := obs[k].(*callersObs)
+		o := calltree.Unwrap(obs[k]).(*callersObs)
 		if o.adopted {
 			var evs []tracefile.Event
 			i := idx[t.TID]
@@ -314,7 +322,7 @@ func CallersStream(st *tracefile.Stream, lookup calltree.Lookup, name string, ti
 			whole := *st.Trace.Threads[i]
 			whole.Events = evs
 			o = newCallersObs(name)
-			calltree.BuildThread(&whole, lookup).Frames(o)
+			calltree.BuildThread(&whole, lookup).Frames(fo.wrap(o))
 		}
 		o.add(r, callers, callees)
 	}

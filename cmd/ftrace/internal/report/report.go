@@ -46,6 +46,17 @@ type Options struct {
 	Limit     int // 0: all
 	// Progress is told how many events ComputeStream has read (nil: nothing).
 	Progress calltree.Progress
+	// Filter wraps each thread's observer (a read-time filter: the figures are those of
+	// the calls it tells on); nil: none.
+	Filter func(calltree.Observer) calltree.Observer
+}
+
+// wrap is obs through the filter, if any.
+func (o Options) wrap(obs calltree.Observer) calltree.Observer {
+	if o.Filter == nil {
+		return obs
+	}
+	return o.Filter(obs)
 }
 
 // SortKeys are the accepted values of Options.Sort.

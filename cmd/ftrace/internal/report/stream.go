@@ -14,13 +14,13 @@ func ComputeStream(st *tracefile.Stream, lookup calltree.Lookup, o Options) ([]*
 	if err != nil {
 		return nil, nil, err
 	}
-	obs, threads, err := calltree.WalkStream(st, lookup, o.TIDs, func(th *tracefile.Thread) calltree.Observer { return newAgg(th.TID) }, o.Progress)
+	obs, threads, err := calltree.WalkStream(st, lookup, o.TIDs, func(th *tracefile.Thread) calltree.Observer { return o.wrap(newAgg(th.TID)) }, o.Progress)
 	if err != nil {
 		return nil, nil, err
 	}
 	done := make([]*agg, len(obs))
 	for k := range obs {
-		done[k] = obs[k].(*agg)
+		done[k] = calltree.Unwrap(obs[k]).(*agg)
 	}
 	f := calltree.ForestOf(st.Trace, threads)
 	return finish(done, o, less), f, nil

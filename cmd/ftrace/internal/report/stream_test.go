@@ -81,7 +81,7 @@ func TestComputeStreamMatchesTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, _, err := ThreadsStream(st, lookup, nil)
+			rows, _, err := ThreadsStream(st, lookup, nil, nil)
 			st.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -98,7 +98,7 @@ func TestComputeStreamMatchesTrees(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, gerr := CallersStream(st, lookup, fn, tids)
+					got, gerr := CallersStream(st, lookup, fn, tids, nil)
 					st.Close()
 					w, tr, g := callersText(t, want, werr), callersText(t, tree, terr), callersText(t, got, gerr)
 					if tr != w || g != w {

@@ -1,0 +1,243 @@
+// Package filter selects, when a trace is read, the calls the ftrace reading commands
+// show: the subtrees of some functions (-F), functions left out with everything they
+// call (-N), a depth (-D), a minimum duration (-t), threads (--tid) and a time range
+// (--since/--until), with uftrace's meanings (docs/ftrace-cli.md, Filters). It sits
+// between a call-tree walk and what consumes its frames (an Observer wrapping an
+// Observer), so a streamed trace is filtered in memory bounded by the call depth.
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+)
+
+// Options are the filters as given on the command line.
+type Options struct {
+	Filter  []string // -F: only the subtrees rooted at calls of these functions
+	Notrace []string // -N: leave out these functions' calls and everything they call
+	// Depth shows calls down to this depth (0: all), counted from the outermost call
+	// shown (with -F, the filtered function's call is depth 0).
+	Depth int
+	// MinDur drops calls shorter than this, with what they call (0: none).
+	MinDur time.Duration
+	TIDs   []int // only these threads (all when empty)
+	// Since and Until bound, relative to the trace start, the entry time of the calls
+	// shown: since <= entry < until. Until 0 is no bound.
+	Since, Until time.Duration
+}
+
+// Filter is a parsed, checked set of filters, bound to a trace's start time (At).
+type Filter struct {
+	include, exclude []*Glob
+	depth            int
+	minDur           uint64
+	tids             []int
+	since, until     uint64 // ns after origin; until 0: none
+	origin           uint64
+}
+
+// New checks and compiles o.
+func New(o Options) (*Filter, error) {
+	f := &Filter{depth: o.Depth, tids: o.TIDs}
+	for _, p := range o.Filter {
+		g, err := Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("--filter: %w", err)
+		}
+		f.include = append(f.include, g)
+	}
+	for _, p := range o.Notrace {
+		g, err := Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("--notrace: %w", err)
+		}
+		f.exclude = append(f.exclude, g)
+	}
+	switch {
+	case o.Depth < 0:
+		return nil, fmt.Errorf("--depth must not be negative (got %d)", o.Depth)
+	case o.MinDur < 0:
+		return nil, fmt.Errorf("--time-filter must not be negative (got %s)", o.MinDur)
+	case o.Since < 0:
+		return nil, fmt.Errorf("--since must not be negative (got %s)", o.Since)
+	case o.Until < 0:
+		return nil, fmt.Errorf("--until must not be negative (got %s)", o.Until)
+	case o.Until > 0 && o.Until <= o.Since:
+		return nil, fmt.Errorf("--until (%s) must be after --since (%s)", o.Until, o.Since)
+	}
+	for _, t := range o.TIDs {
+		if t <= 0 {
+			return nil, fmt.Errorf("--tid %d: thread ids are positive", t)
+		}
+	}
+	f.minDur, f.since, f.until = uint64(o.MinDur), uint64(o.Since), uint64(o.Until)
+	return f, nil
+}
+
+// ParseDuration reads a duration of the filters: a Go duration with a unit (10us, 1.5ms,
+// 2s; µs too), not negative.
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad duration %q (want a number and a unit: ns, us, ms, s, m, h; e.g. 10us, 1.5ms)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("bad duration %q: negative", s)
+	}
+	return d, nil
+}
+
+// Active reports whether f selects calls (more than threads): without it, the commands'
+// output is what it was without filters, byte for byte.
+func (f *Filter) Active() bool {
+	return f != nil && (len(f.include) > 0 || len(f.exclude) > 0 || f.depth > 0 || f.minDur > 0 || f.Timed())
+}
+
+// Timed reports whether f has a time range (and so needs the trace's start: At).
+func (f *Filter) Timed() bool { return f != nil && (f.since > 0 || f.until > 0) }
+
+// TIDs are the threads selected (all when empty).
+func (f *Filter) TIDs() []int {
+	if f == nil {
+		return nil
+	}
+	return f.tids
+}
+
+// NeedsCalls reports whether f uses calls' durations or nesting (-D, -t): what a
+// record-by-record dump cannot apply.
+func (f *Filter) NeedsCalls() bool { return f != nil && (f.depth > 0 || f.minDur > 0) }
+
+// At returns f with times counted from origin (the trace's start, as Origin finds it).
+func (f *Filter) At(origin uint64) *Filter {
+	if f == nil {
+		return nil
+	}
+	g := *f
+	g.origin = origin
+	return &g
+}
+
+var errFirst = errors.New("first batch read")
+
+// Origin is the start of a streamed trace as calltree.ForestOf finds it once the trace
+// is read (the header's start, or the earliest event when earlier), from the first batch
+// of each thread (events come in time order): what `graph --time` and `dump` count from.
+func Origin(st *tracefile.Stream) (uint64, error) {
+	o := st.Trace.Header.StartNS
+	for i, th := range st.Trace.Threads {
+		// a partial decoding counts part of the thread's events and losses: what was
+		// known before stays (a thread not read later is reported from it)
+		n, lost := th.N, th.Lost
+		err := st.Events(i, func(evs []tracefile.Event) error {
+			for k := range evs {
+				if o == 0 || evs[k].TS < o {
+					o = evs[k].TS
+				}
+			}
+			return errFirst
+		})
+		th.N, th.Lost = n, lost
+		if err != nil && !errors.Is(err, errFirst) {
+			return 0, err
+		}
+	}
+	return o, nil
+}
+
+// inRange reports where ts falls against the time range: -1 before since, 0 inside, 1
+// at or after until.
+func (f *Filter) inRange(ts uint64) int {
+	switch {
+	case f.since > 0 && ts < f.origin+f.since:
+		return -1
+	case f.until > 0 && ts >= f.origin+f.until:
+		return 1
+	}
+	return 0
+}
+
+// match bits of a function
+const (
+	known    = 1 << iota
+	included // matches a -F glob
+	excluded // matches a -N glob
+)
+
+func (f *Filter) classify(fn *symbolize.Func) uint8 {
+	m := uint8(known)
+	for _, g := range f.include {
+		if g.MatchFunc(fn) {
+			m |= included
+			break
+		}
+	}
+	for _, g := range f.exclude {
+		if g.MatchFunc(fn) {
+			m |= excluded
+			break
+		}
+	}
+	return m
+}
+
+// CallKept reports whether a function-tracer call is shown. Such a call has no
+// duration and no depth (-t and -D do not apply); its only nesting is its caller, so -F
+// keeps the calls of and from matching functions and -N drops them.
+func (f *Filter) CallKept(c *calltree.Call) bool {
+	if f.inRange(c.TS) != 0 {
+		return false
+	}
+	fm := f.classify(c.Func)
+	var cm uint8
+	if c.Caller != nil {
+		cm = f.classify(c.Caller)
+	}
+	if (fm|cm)&excluded != 0 {
+		return false
+	}
+	return len(f.include) == 0 || (fm|cm)&included != 0
+}
+
+// EventKept reports whether `dump` prints a record of function fn (its caller's for
+// function-tracer calls): a record is not a call, so -F and -N select the records of
+// the matching functions themselves (not of what they call) and the time range the
+// records' times.
+func (f *Filter) EventKept(ev *tracefile.Event, fn, caller *symbolize.Func) bool {
+	if ev.Kind == tracefile.Call {
+		return f.CallKept(&calltree.Call{TS: ev.TS, Func: fn, Caller: caller})
+	}
+	if f.inRange(ev.TS) != 0 {
+		return false
+	}
+	m := f.classify(fn)
+	if m&excluded != 0 {
+		return false
+	}
+	return len(f.include) == 0 || m&included != 0
+}
+
+// Wrap returns the observer that tells next only what f keeps (next itself when f is
+// not Active). One per thread; it is a calltree.Nester.
+func (f *Filter) Wrap(next calltree.Observer) calltree.Observer {
+	if !f.Active() {
+		return next
+	}
+	o := &observer{f: f, next: next, byFunc: map[*symbolize.Func]uint8{}, activeFn: map[*symbolize.Func]int{}}
+	o.enter, _ = next.(calltree.Enterer)
+	return o
+}
+
+func contains(v []int, x int) bool {
+	for _, y := range v {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

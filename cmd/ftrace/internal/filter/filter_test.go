@@ -1,0 +1,263 @@
+package filter
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
+)
+
+func TestGlob(t *testing.T) {
+	for _, tc := range []struct {
+		pat, name string
+		want      bool
+	}{
+		{"main", "main", true},
+		{"main", "main2", false},
+		{"ma*", "main", true},
+		{"*in", "main", true},
+		{"*", "", true},
+		{"*a*b*", "xaxxbx", true},
+		{"*a*b", "xaxxbx", false},
+		{"m?in", "main", true},
+		{"m?in", "min", false},
+		{"f[0-3]", "f2", true},
+		{"f[0-3]", "f4", false},
+		{"f[!0-3]", "f4", true},
+		{"f[^0-3]", "f2", false},
+		{"f[]x]", "f]", true},
+		{`a\*b`, "a*b", true},
+		{`a\*b`, "axb", false},
+		{"ns::*", "ns::f(int)", true}, // '*' crosses ':' and '('
+		{"lib/*", "lib/x/y", true},    // and '/', as fnmatch without flags
+		{"é?", "éü", true},            // characters, not bytes
+		{"**x", "abx", true},
+	} {
+		g, err := Compile(tc.pat)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.pat, err)
+		}
+		if got := g.Match(tc.name); got != tc.want {
+			t.Errorf("%q matching %q: %v, want %v", tc.pat, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestGlobErrors(t *testing.T) {
+	for _, pat := range []string{"", "f[", "f[a-", `f\`, "f[z-a]", "f[!]"} {
+		if _, err := Compile(pat); err == nil {
+			t.Errorf("%q compiled", pat)
+		}
+	}
+}
+
+func TestMatchFunc(t *testing.T) {
+	fn := &symbolize.Func{Name: "ns::Box<int>::put(int, char const*) const", Raw: "_ZNK2ns3BoxIiE3putEiPKc"}
+	for _, tc := range []struct {
+		pat  string
+		want bool
+	}{
+		{"ns::Box<int>::put", true}, // without its parameters
+		{"_ZNK2ns3Box*", true},      // the symbol
+		{"*put(int, char const*) const", true},
+		{"put", false},
+		{"ns::Box<int>::put(int)", false},
+	} {
+		g, err := Compile(tc.pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.MatchFunc(fn); got != tc.want {
+			t.Errorf("%q: %v, want %v", tc.pat, got, tc.want)
+		}
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Filter: []string{"f["}}, "--filter"},
+		{Options{Notrace: []string{""}}, "--notrace"},
+		{Options{Depth: -1}, "--depth"},
+		{Options{MinDur: -time.Microsecond}, "--time-filter"},
+		{Options{Since: -1}, "--since"},
+		{Options{Until: -1}, "--until"},
+		{Options{Since: time.Second, Until: time.Second}, "after --since"},
+		{Options{Since: 2 * time.Second, Until: time.Second}, "after --since"},
+		{Options{TIDs: []int{0}}, "--tid"},
+	} {
+		_, err := New(tc.o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error about %s", tc.o, err, tc.want)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want time.Duration
+		bad  bool
+	}{
+		{"10us", 10 * time.Microsecond, false},
+		{"10µs", 10 * time.Microsecond, false},
+		{"1.5ms", 1500 * time.Microsecond, false},
+		{"200ms", 200 * time.Millisecond, false},
+		{"0", 0, false},
+		{"10", 0, true}, // a unit is needed
+		{"abc", 0, true},
+		{"-5us", 0, true},
+	} {
+		got, err := ParseDuration(tc.s)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("%q: %v, %v; want %v (error: %v)", tc.s, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+func TestActive(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want bool
+	}{
+		{Options{}, false},
+		{Options{TIDs: []int{5}}, false}, // threads are selected by the walk
+		{Options{Filter: []string{"x"}}, true},
+		{Options{Notrace: []string{"x"}}, true},
+		{Options{Depth: 1}, true},
+		{Options{MinDur: 1}, true},
+		{Options{Since: 1}, true},
+		{Options{Until: 1}, true},
+	} {
+		f, err := New(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Active() != tc.want {
+			t.Errorf("%+v: active %v", tc.o, f.Active())
+		}
+	}
+}
+
+// sample: main calls a (which calls b, then c), then b, then c; times are ns from the
+// start (0).
+const sample = `
+start 0
+thread 1 t
+> 0 main
+> 10 a
+> 20 b
+< 30 b
+> 40 c
+< 90 c
+< 100 a
+> 110 b
+> 120 c
+< 125 c
+< 200 b
+> 300 c
+< 301 c
+< 400 main
+c 50 x a
+c 150 y b
+`
+
+// render prints a filtered thread: one line per call, indented, with duration and self
+// time, then the function-tracer calls.
+func render(t *calltree.Thread) string {
+	var b strings.Builder
+	var walk func(ns []*calltree.Node, ind string)
+	walk = func(ns []*calltree.Node, ind string) {
+		for _, n := range ns {
+			fmt.Fprintf(&b, "%s%s %d/%d\n", ind, n.Func.Name, n.Duration(), n.Self())
+			walk(n.Children, ind+"  ")
+		}
+	}
+	walk(t.Roots, "")
+	for _, c := range t.Calls {
+		fmt.Fprintf(&b, "call %s<-%s\n", c.Func.Name, c.Caller.Name)
+	}
+	return b.String()
+}
+
+func TestFilterTrees(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"none", Options{}, "main 400/219\n  a 90/30\n    b 10/10\n    c 50/50\n  b 90/85\n    c 5/5\n  c 1/1\ncall x<-a\ncall y<-b\n"},
+		// -F: the subtrees of b, wherever it is called (depth counts from them)
+		{"F", Options{Filter: []string{"b"}}, "b 10/10\nb 90/85\n  c 5/5\ncall y<-b\n"},
+		{"F-D", Options{Filter: []string{"b"}, Depth: 1}, "b 10/10\nb 90/90\ncall y<-b\n"},
+		{"F-nested", Options{Filter: []string{"a", "c"}}, "a 90/30\n  b 10/10\n  c 50/50\nc 5/5\nc 1/1\ncall x<-a\n"},
+		// -N: b and what it calls are gone; their time is their caller's self time
+		{"N", Options{Notrace: []string{"b"}}, "main 400/309\n  a 90/40\n    c 50/50\n  c 1/1\ncall x<-a\n"},
+		{"N-wins", Options{Filter: []string{"c"}, Notrace: []string{"b"}}, "c 50/50\nc 1/1\n"},
+		{"D", Options{Depth: 2}, "main 400/219\n  a 90/90\n  b 90/90\n  c 1/1\ncall x<-a\ncall y<-b\n"},
+		// -t: shorter calls go with what they call
+		{"t", Options{MinDur: 50}, "main 400/220\n  a 90/40\n    c 50/50\n  b 90/90\ncall x<-a\ncall y<-b\n"},
+		// entries in [since, until): a call entered before is hidden (its callees in
+		// range take its place), one entered after is gone
+		{"since", Options{Since: 40}, "c 50/50\nb 90/85\n  c 5/5\nc 1/1\ncall x<-a\ncall y<-b\n"},
+		{"until", Options{Until: 110}, "main 400/310\n  a 90/30\n    b 10/10\n    c 50/50\ncall x<-a\n"},
+		{"range", Options{Since: 110, Until: 300}, "b 90/85\n  c 5/5\ncall y<-b\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := New(tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forest := tracetest.Forest(t, sample)
+			got := render(filtered(f.At(forest.Start), forest.Threads[0]))
+			if got != tc.want {
+				t.Errorf("got\n%swant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEventKept(t *testing.T) {
+	fa, fb := &symbolize.Func{Name: "a"}, &symbolize.Func{Name: "b"}
+	for _, tc := range []struct {
+		o      Options
+		ev     tracefile.Event
+		fn, cl *symbolize.Func
+		want   bool
+	}{
+		{Options{Filter: []string{"a"}}, tracefile.Event{Kind: tracefile.Entry, TS: 5}, fa, nil, true},
+		{Options{Filter: []string{"a"}}, tracefile.Event{Kind: tracefile.Exit, TS: 5}, fb, nil, false},
+		{Options{Filter: []string{"a"}}, tracefile.Event{Kind: tracefile.Call, TS: 5}, fb, fa, true}, // called from a
+		{Options{Notrace: []string{"a"}}, tracefile.Event{Kind: tracefile.Call, TS: 5}, fb, fa, false},
+		{Options{Notrace: []string{"a"}}, tracefile.Event{Kind: tracefile.Entry, TS: 5}, fb, nil, true},
+		{Options{Since: 10}, tracefile.Event{Kind: tracefile.Entry, TS: 1009}, fa, nil, false},
+		{Options{Since: 10}, tracefile.Event{Kind: tracefile.Entry, TS: 1010}, fa, nil, true},
+		{Options{Until: 10}, tracefile.Event{Kind: tracefile.Exit, TS: 1010}, fa, nil, false},
+		{Options{Until: 10}, tracefile.Event{Kind: tracefile.Exit, TS: 1009}, fa, nil, true},
+	} {
+		f, err := New(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.At(1000).EventKept(&tc.ev, tc.fn, tc.cl); got != tc.want {
+			t.Errorf("%+v %v %s: %v", tc.o, tc.ev.Kind, tc.fn.Name, got)
+		}
+	}
+}
+
+// filtered is the thread's calls told through the filter into a calltree.Builder: the
+// tree the filter leaves.
+func filtered(f *Filter, t *calltree.Thread) *calltree.Thread {
+	b := &calltree.Builder{}
+	t.Frames(f.Wrap(b))
+	nt := *t
+	nt.Roots, nt.Calls = b.Roots, b.Calls
+	return &nt
+}

@@ -1,0 +1,200 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+)
+
+// Glob is a compiled shell pattern with the syntax of fnmatch(3) without flags, the one
+// `ftrace record -F` hands to the runtime: `*` matches any run of characters (`/` and
+// `:` included: C++ and file-like names), `?` one character, `[abc]`, `[a-z]`, `[!a]` or
+// `[^a]` one of (or none of) a set, and `\` quotes the next character.
+type Glob struct {
+	src  string
+	toks []token
+}
+
+type tokKind uint8
+
+const (
+	tokLit tokKind = iota
+	tokAny
+	tokStar
+	tokClass
+)
+
+type token struct {
+	kind   tokKind
+	r      rune
+	neg    bool
+	ranges [][2]rune
+}
+
+// Compile parses pattern, refusing an unterminated class, an empty pattern or a
+// trailing backslash.
+func Compile(pattern string) (*Glob, error) {
+	if pattern == "" {
+		return nil, errors.New("empty pattern")
+	}
+	if !utf8.ValidString(pattern) {
+		return nil, fmt.Errorf("pattern %q is not UTF-8", pattern)
+	}
+	g := &Glob{src: pattern}
+	rs := []rune(pattern)
+	for i := 0; i < len(rs); i++ {
+		switch rs[i] {
+		case '*':
+			if n := len(g.toks); n == 0 || g.toks[n-1].kind != tokStar { // ** is *
+				g.toks = append(g.toks, token{kind: tokStar})
+			}
+		case '?':
+			g.toks = append(g.toks, token{kind: tokAny})
+		case '\\':
+			if i+1 == len(rs) {
+				return nil, fmt.Errorf("pattern %q ends with a lone backslash", pattern)
+			}
+			i++
+			g.toks = append(g.toks, token{kind: tokLit, r: rs[i]})
+		case '[':
+			t, n, err := class(rs[i+1:])
+			if err != nil {
+				return nil, fmt.Errorf("pattern %q: %w", pattern, err)
+			}
+			g.toks = append(g.toks, t)
+			i += n
+		default:
+			g.toks = append(g.toks, token{kind: tokLit, r: rs[i]})
+		}
+	}
+	return g, nil
+}
+
+// class parses what follows a '[' up to its ']' and says how many runes it took.
+func class(rs []rune) (token, int, error) {
+	t := token{kind: tokClass}
+	i := 0
+	if i < len(rs) && (rs[i] == '!' || rs[i] == '^') {
+		t.neg = true
+		i++
+	}
+	first := i
+	for i < len(rs) {
+		c := rs[i]
+		if c == ']' && i > first { // a ']' first is one of the set
+			return t, i + 1, nil
+		}
+		if c == '\\' && i+1 < len(rs) {
+			i++
+			c = rs[i]
+		}
+		lo, hi := c, c
+		if i+2 < len(rs) && rs[i+1] == '-' && rs[i+2] != ']' {
+			hi = rs[i+2]
+			if hi == '\\' && i+3 < len(rs) {
+				hi = rs[i+3]
+				i++
+			}
+			i += 2
+			if hi < lo {
+				return t, 0, fmt.Errorf("range %c-%c is backwards", lo, hi)
+			}
+		}
+		t.ranges = append(t.ranges, [2]rune{lo, hi})
+		i++
+	}
+	return t, 0, errors.New("unterminated [")
+}
+
+func (t *token) in(r rune) bool {
+	for _, x := range t.ranges {
+		if r >= x[0] && r <= x[1] {
+			return !t.neg
+		}
+	}
+	return t.neg
+}
+
+// String is the pattern as written.
+func (g *Glob) String() string { return g.src }
+
+// Match reports whether the whole of s matches.
+func (g *Glob) Match(s string) bool {
+	rs := []rune(s)
+	// backtracking over the last star only: enough for globs (a later star subsumes
+	// what an earlier one would retry)
+	ti, si := 0, 0
+	star, starS := -1, 0
+	for si < len(rs) {
+		if ti < len(g.toks) {
+			t := &g.toks[ti]
+			switch {
+			case t.kind == tokStar:
+				star, starS = ti, si
+				ti++
+				continue
+			case t.kind == tokAny,
+				t.kind == tokLit && t.r == rs[si],
+				t.kind == tokClass && t.in(rs[si]):
+				ti++
+				si++
+				continue
+			}
+		}
+		if star < 0 {
+			return false
+		}
+		starS++
+		ti, si = star+1, starS
+	}
+	for ti < len(g.toks) && g.toks[ti].kind == tokStar {
+		ti++
+	}
+	return ti == len(g.toks)
+}
+
+// MatchFunc reports whether a function matches by any of its names: the name shown
+// (demangled for C++), the symbol as in the symbol table, or the shown name without its
+// parameter list (`ns::f` for `ns::f(int)`), as the runtime matches `record -F`.
+func (g *Glob) MatchFunc(fn *symbolize.Func) bool {
+	if fn == nil {
+		return false
+	}
+	if g.Match(fn.Name) {
+		return true
+	}
+	if fn.Raw != "" && fn.Raw != fn.Name && g.Match(fn.Raw) {
+		return true
+	}
+	if s := shortName(fn.Name); s != fn.Name && g.Match(s) {
+		return true
+	}
+	return false
+}
+
+// shortName cuts a demangled name's parameter list (and what follows it: const, &&).
+func shortName(name string) string {
+	end := strings.LastIndexByte(name, ')')
+	if end < 0 {
+		return name
+	}
+	depth := 0
+	for i := end; i >= 0; i-- {
+		switch name[i] {
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				if i == 0 {
+					return name
+				}
+				return name[:i]
+			}
+		}
+	}
+	return name
+}

@@ -1,0 +1,174 @@
+package filter
+
+import (
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+)
+
+// What becomes of a call, decided when it begins (pending: when it ends).
+const (
+	shown   = iota
+	pending // shown if it, or a call inside it, lasts at least -t
+	hidden  // not shown, but the calls inside it may be (outside -F, before --since)
+	dropped // not shown, nor anything inside it
+)
+
+// frame is an open call as the filter sees it.
+type frame struct {
+	fn    *symbolize.Func
+	id    int
+	start uint64
+	state uint8
+	// inside: within the subtree of a -F function (always, without -F)
+	inside bool
+	// level is the number of shown (or pending) calls open down to this one
+	level int
+	top   bool
+	// children sums the durations of the shown calls directly below this one
+	children uint64
+}
+
+// observer applies a Filter to one thread's frames. The calls it tells next form the
+// filtered tree: a hidden call's shown callees hang from the nearest shown caller (or
+// are outermost), a dropped call goes with all it calls, and a caller's Children (so its
+// self time) counts only the durations of its shown callees: the time of the calls left
+// out is its own, as that of calls never recorded.
+type observer struct {
+	f        *Filter
+	next     calltree.Observer
+	enter    calltree.Enterer
+	stack    []frame
+	byID     []uint8 // match bits by function id (0: not classified yet)
+	byFunc   map[*symbolize.Func]uint8
+	activeID []int32 // shown open calls per function id
+	activeFn map[*symbolize.Func]int
+	rootTime uint64
+	out      calltree.Frame
+}
+
+// NoAdopt makes a Walker build the tree of a thread whose stream would rearrange calls
+// already told (calltree.Nester): a filter decides on calls as they come.
+func (o *observer) NoAdopt() {}
+
+// Unwrap is the observer told what is kept.
+func (o *observer) Unwrap() calltree.Observer { return o.next }
+
+// RootTime is the sum of the durations of the outermost calls shown (report --threads'
+// traced time).
+func (o *observer) RootTime() uint64 { return o.rootTime }
+
+func (o *observer) class(fn *symbolize.Func, id int) uint8 {
+	if id >= 0 {
+		for len(o.byID) <= id {
+			o.byID = append(o.byID, 0)
+		}
+		if o.byID[id] == 0 {
+			o.byID[id] = o.f.classify(fn)
+		}
+		return o.byID[id]
+	}
+	m, ok := o.byFunc[fn]
+	if !ok {
+		m = o.f.classify(fn)
+		o.byFunc[fn] = m
+	}
+	return m
+}
+
+func (o *observer) Call(c *calltree.Call, id int) {
+	if o.f.CallKept(c) {
+		o.next.Call(c, id)
+	}
+}
+
+func (o *observer) Enter(fn *symbolize.Func, id int, start uint64) {
+	fr := frame{fn: fn, id: id, start: start, inside: len(o.f.include) == 0}
+	var parent *frame
+	if n := len(o.stack); n > 0 {
+		parent = &o.stack[n-1]
+		fr.inside = fr.inside || parent.inside
+		fr.level = parent.level
+		if parent.state == shown || parent.state == pending {
+			fr.level++
+		}
+	}
+	m := o.class(fn, id)
+	fr.inside = fr.inside || m&included != 0
+	switch r := o.f.inRange(start); {
+	case parent != nil && parent.state == dropped,
+		m&excluded != 0,
+		r > 0:
+		fr.state = dropped
+	case r < 0 || !fr.inside:
+		fr.state = hidden
+	case o.f.depth > 0 && fr.level >= o.f.depth:
+		fr.state = dropped
+	case o.f.minDur > 0:
+		fr.state = pending
+	default:
+		fr.state = shown
+	}
+	o.stack = append(o.stack, fr)
+	if fr.state == shown {
+		o.show(len(o.stack) - 1)
+	}
+}
+
+// show tells next that call k of the stack begins.
+func (o *observer) show(k int) {
+	fr := &o.stack[k]
+	fr.state = shown
+	if fr.id >= 0 {
+		for len(o.activeID) <= fr.id {
+			o.activeID = append(o.activeID, 0)
+		}
+		fr.top = o.activeID[fr.id] == 0
+		o.activeID[fr.id]++
+	} else {
+		fr.top = o.activeFn[fr.fn] == 0
+		o.activeFn[fr.fn]++
+	}
+	if o.enter != nil {
+		o.enter.Enter(fr.fn, fr.id, fr.start)
+	}
+}
+
+func (o *observer) Close(f *calltree.Frame) {
+	k := len(o.stack) - 1
+	if k < 0 || f.Adopt { // a Walker does not adopt for a Nester
+		return
+	}
+	fr := &o.stack[k]
+	if fr.state == pending && f.Duration() >= o.f.minDur {
+		// it is shown, and so are the pending calls around it (they last longer)
+		i := k
+		for i > 0 && o.stack[i-1].state == pending {
+			i--
+		}
+		for ; i <= k; i++ {
+			o.show(i)
+		}
+	}
+	if fr.state != shown {
+		o.stack = o.stack[:k]
+		return
+	}
+	if fr.id >= 0 {
+		o.activeID[fr.id]--
+	} else {
+		o.activeFn[fr.fn]--
+	}
+	out := &o.out
+	*out = *f
+	out.Children, out.Top = fr.children, fr.top
+	d := f.Duration()
+	o.stack = o.stack[:k]
+	// the nearest shown caller: hidden calls are never inside shown ones, so it is the
+	// caller itself or there is none
+	if k > 0 && o.stack[k-1].state == shown {
+		o.stack[k-1].children += d
+	} else {
+		o.rootTime += d
+	}
+	o.next.Close(out)
+}
