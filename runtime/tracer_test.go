@@ -1311,6 +1311,18 @@ func TestTracerRingSwitch(t *testing.T) {
 			t.Errorf("%q: %q", bad, r)
 		}
 	}
+	for _, bad := range []string{"time_filter", "time_filter 10xs", "time_filter -1us", "time_filter us"} {
+		if r := ask(bad); !strings.HasPrefix(r, "error time_filter needs a duration") {
+			t.Errorf("%q: %q", bad, r)
+		}
+	}
+	if r := ask("time_filter 1.5us"); r != "ok" {
+		t.Errorf("time_filter 1.5us: %q", r)
+	}
+	if r := ask("status"); !strings.Contains(r, " time_filter=1500ns ") {
+		t.Errorf("status %q, want time_filter=1500ns", r)
+	}
+	ask("time_filter 0")
 	const per = 65536 / 8 // FUNC_NEAR ticks a block holds
 	fmt.Fprintf(stdin, "call 20000\n")
 	expect("done")
@@ -1383,6 +1395,46 @@ func TestTracerRingSwitch(t *testing.T) {
 		t.Errorf("blocks %v: %d gaps, want 1", th.Seqs, gaps)
 	}
 	t.Logf("%d ticks; blocks %v, ring %v", ticks, th.Seqs, ring)
+}
+
+// The time filter (FTRACE_TIME_FILTER, the kernel's tracing_thresh): only the calls that
+// lasted the threshold are in the trace, each with its recorded times and nested as they
+// ran; with the filter off, the same run records every call.
+func TestTracerTimeFilter(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_timefilter.c")
+	const rounds, naps = 12, 4 // mid(k) naps 3 ms for k = 0, 3, 6, 9
+	for _, tf := range []string{"", "1ms", "1000us"} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_TIME_FILTER=" + tf}, fmt.Sprint(rounds))
+		if ws.ExitStatus() != 0 || out == "" {
+			t.Fatalf("%q: output %q, status %v", tf, out, ws)
+		}
+		tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+		s := trSymbols(t, tr, prog)
+		ent, _, open := trGraph(t, tr.Threads[0], s)
+		if open != 0 {
+			t.Errorf("%q: %d frames left open", tf, open)
+		}
+		if tf == "" {
+			want := map[string]int{"main": 1, "mid": rounds, "nap": naps, "leaf": 50*rounds + 2*naps}
+			if fmt.Sprint(ent) != fmt.Sprint(want) {
+				t.Errorf("no filter: entries %v, want %v", ent, want)
+			}
+			continue
+		}
+		// every call recorded lasted 1 ms (exits carry their entry's time)
+		short := 0
+		for _, r := range tr.Threads[0].Recs {
+			if r.Type == 3 && float64(r.TS-r.Aux)*tr.NsPerTick < 1e6-tr.NsPerTick {
+				short++
+			}
+		}
+		// the naps, the mids around them and main are there; a mid or leaf that did not
+		// nap is there only if it was held up a millisecond (a loaded machine)
+		if short != 0 || ent["main"] != 1 || ent["nap"] != naps || ent["mid"] < naps || ent["mid"] > rounds || ent["leaf"] > 3 {
+			t.Errorf("%q: entries %v, %d calls shorter than 1 ms", tf, ent, short)
+		}
+	}
 }
 
 // A fork child killed before it finalises leaves <output>.<childpid>.part: its pid once,

@@ -27,8 +27,8 @@ func recordCommand() *cli.Command {
 		Usage:     "run a program with tracing on and write its trace",
 		ArgsUsage: "[flags] -- PROG [ARGS...]",
 		Description: "Runs PROG (linked with libftrt) with FTRACE_TRACER, FTRACE_FILTER, FTRACE_NOTRACE,\n" +
-			"FTRACE_GRAPH_FUNCTION, FTRACE_GRAPH_NOTRACE, FTRACE_GRAPH_DEPTH, FTRACE_OUTPUT and\n" +
-			"FTRACE_BUFFER_KB, FTRACE_NO_LOSS and FTRACE_RING set from the flags, and exits with the\n" +
+			"FTRACE_GRAPH_FUNCTION, FTRACE_GRAPH_NOTRACE, FTRACE_GRAPH_DEPTH, FTRACE_TIME_FILTER,\n" +
+			"FTRACE_OUTPUT, FTRACE_BUFFER_KB, FTRACE_NO_LOSS and FTRACE_RING set from the flags, and exits with the\n" +
 			"program's exit status. By default every event is streamed to the file by a writer thread\n" +
 			"of the runtime; when it falls behind, events are dropped and counted (--no-loss: the\n" +
 			"program's threads wait instead). --ring keeps only each thread's newest events.",
@@ -39,6 +39,7 @@ func recordCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "graph-function", Aliases: []string{"G"}, Usage: "function_graph: graph only these functions (`GLOBS`) and what they call"},
 			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions (`GLOBS`) and what they call"},
 			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "maximum graph depth (0: unlimited)"},
+			&cli.DurationFlag{Name: "time-filter", Usage: "function_graph: record only calls lasting at least `DUR` (e.g. 10us, 1.5ms) and those of their callees that do (FTRACE_TIME_FILTER)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: defaultTrace, Usage: "trace file (%p: pid)"},
 			&cli.IntFlag{Name: "buffer-kb", Aliases: []string{"b"}, Usage: "per-thread buffer size in KiB while the writer catches up (0: runtime default; 256 to 4096 used)"},
 			&cli.BoolFlag{Name: "no-loss", Usage: "threads wait for the writer instead of dropping events (FTRACE_NO_LOSS=1)"},
@@ -95,6 +96,11 @@ func doRecord(c *cli.Context) error {
 	}
 	if d := c.Int("depth"); d > 0 {
 		env = append(env, "FTRACE_GRAPH_DEPTH="+strconv.Itoa(d))
+	}
+	if d := c.Duration("time-filter"); d < 0 {
+		return errors.New("record: --time-filter must not be negative")
+	} else if d > 0 {
+		env = append(env, fmt.Sprintf("FTRACE_TIME_FILTER=%dns", d.Nanoseconds()))
 	}
 	if b := c.Int("buffer-kb"); b > 0 {
 		env = append(env, "FTRACE_BUFFER_KB="+strconv.Itoa(b))
@@ -259,8 +265,8 @@ func liveCommand() *cli.Command {
 		Usage:     "control a running traced process",
 		ArgsUsage: "PID COMMAND [ARG]",
 		Description: "Commands: status, enable, disable, tracer function|function_graph|nop, filter GLOBS,\n" +
-			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, ring SIZE|off, snapshot [PATH],\n" +
-			"dump [PATH], clear, finish.\n" +
+			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, time_filter DUR, ring SIZE|off,\n" +
+			"snapshot [PATH], dump [PATH], clear, finish.\n" +
 			"The process must run with FTRACE_TRACER or FTRACE_CONTROL=1 set (ftrace record --control).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "control socket path (default: found from the pid)"},
@@ -272,7 +278,7 @@ func liveCommand() *cli.Command {
 
 var liveCommands = map[string]int{ // command → max args
 	"status": 0, "enable": 0, "disable": 0, "tracer": 1, "filter": 1, "notrace": 1,
-	"graph_function": 1, "graph_notrace": 1, "depth": 1, "ring": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
+	"graph_function": 1, "graph_notrace": 1, "depth": 1, "time_filter": 1, "ring": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
 }
 
 func doLive(c *cli.Context) error {
@@ -287,13 +293,13 @@ func doLive(c *cli.Context) error {
 	cmd, rest := args[1], args[2:]
 	maxArgs, ok := liveCommands[cmd]
 	if !ok {
-		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, ring, snapshot, dump, clear or finish)", cmd)
+		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, time_filter, ring, snapshot, dump, clear or finish)", cmd)
 	}
 	if len(rest) > maxArgs {
 		return fmt.Errorf("live: %s takes at most %d argument(s)", cmd, maxArgs)
 	}
 	switch cmd {
-	case "tracer", "depth", "ring":
+	case "tracer", "depth", "time_filter", "ring":
 		if len(rest) != 1 {
 			return fmt.Errorf("live: %s needs an argument", cmd)
 		}

@@ -12,6 +12,7 @@
 #define FTRACE_TRACE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,6 +57,11 @@ int ftrace_trace_set_depth(unsigned int depth);
  * switched while running: each thread changes mode when it next starts a block.
  */
 int ftrace_trace_set_ring(size_t bytes);
+/*
+ * function_graph: record only the calls that last at least ns nanoseconds (0: all), and
+ * what they call that lasts that long (the kernel's tracing_thresh, uftrace -t).
+ */
+int ftrace_trace_set_time_filter(uint64_t ns);
 /* Stop / resume recording (ops unregistered / registered again). */
 int ftrace_trace_enable(int on);
 /* Write a snapshot; path NULL = "<output>.snap.<n>"; the name used goes to out. */

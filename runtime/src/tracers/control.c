@@ -184,12 +184,19 @@ static void handle(int fd, char *line)
 			reply(fd, "error ring needs a size (bytes, or with K, M, G, T) or off\n");
 		else
 			result(fd, ft_session_set_ring(bytes), NULL);
+	} else if (!strcmp(line, "time_filter")) {
+		uint64_t ns;
+
+		if (ft_parse_duration(arg, &ns))
+			reply(fd, "error time_filter needs a duration (e.g. 10us, 1.5ms; 0: off)\n");
+		else
+			result(fd, ftrace_trace_set_time_filter(ns), NULL);
 	} else if (!strcmp(line, "clear")) {
 		result(fd, ft_session_clear(), NULL);
 	} else if (!strcmp(line, "finish")) {
 		result(fd, ftrace_trace_finish(), NULL);
 	} else {
-		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, ring, snapshot, dump, clear, finish)\n");
+		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, time_filter, ring, snapshot, dump, clear, finish)\n");
 	}
 }
 

@@ -49,6 +49,10 @@ static struct {
 	   callbacks, lock-free; see lists_apply for live changes) */
 	int sel_in, sel_out;
 	uint32_t sel_gen;		/* bumped at each registration of the graph ops */
+	/* time filter (the kernel's tracing_thresh, uftrace -t): graph calls shorter than
+	   thresh ticks are not recorded, nor what they call */
+	uint64_t thresh_ns;
+	uint64_t thresh;
 } tr;
 
 static const char *const list_names[FT_NLISTS] = { "filter", "notrace", "graph_function",
@@ -128,6 +132,36 @@ static __attribute__((noinline)) void graph_close_stale(struct ft_thread *t, int
 	t->need_depth = t->open + 1;	/* EXT DEPTH t->open before the next event */
 }
 
+/*
+ * Time filter.  An entry is not written when it happens: the frame waits in rs after the
+ * recorded ones (t->npend of them, innermost last).  At its exit a call shorter than the
+ * threshold is forgotten; a longer one has its entry written, and first those of the
+ * waiting frames around it (they last longer still), in order and with their own times,
+ * so the trace holds exactly the calls that lasted the threshold, nested as they ran.
+ * Waiting frames at this depth or deeper ended unseen: nothing was written for them.
+ */
+static __attribute__((noinline)) void pend_drop(struct ft_thread *t, int depth)
+{
+	while (t->npend && t->rs[t->open + t->npend - 1].depth >= depth)
+		t->npend--;
+}
+
+static __attribute__((noinline)) void pend_flush(struct ft_thread *t)
+{
+	while (t->npend) {
+		struct ft_rframe *f = &t->rs[t->open];
+
+		ft_ev_entry(t, f->ip, f->ts);
+		if (unlikely(!t->blk)) {
+			/* dropped (no free block): its exit, and theirs, find no recorded frame */
+			t->npend = 0;
+			return;
+		}
+		t->open++;
+		t->npend--;
+	}
+}
+
 static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 {
 	struct ft_thread *t;
@@ -161,10 +195,22 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 		t = &ft_cur;
 	}
 	/* frames recorded at this depth or deeper ended without an exit we saw */
+	if (unlikely(t->npend))
+		pend_drop(t, e->depth);
 	if (unlikely(t->open && t->rs[t->open - 1].depth >= e->depth))
 		graph_close_stale(t, e->depth);
-	if (unlikely(t->open >= FGRAPH_SHADOW_DEPTH))
+	if (unlikely(t->open + t->npend >= FGRAPH_SHADOW_DEPTH))
 		return 0;
+	if (unlikely(__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED))) {
+		struct ft_rframe *f = &t->rs[t->open + t->npend++];
+
+		f->ip = e->func;
+		f->ts = e->calltime;
+		f->depth = e->depth;
+		if (unlikely(sel == SEL_OPEN))
+			t->sel_in = e->depth + 1;
+		return 1;
+	}
 	ft_ev_entry(t, e->func, e->calltime);
 	if (unlikely(!t->blk))
 		return 0;	/* dropped (no free block): its exit is not wanted */
@@ -191,8 +237,19 @@ static void trace_graph_ret(struct ftrace_graph_ret *e, struct fgraph_ops *gops)
 			t->sel_in = 0;
 	}
 	/* no buffer, or an entry recorded before fork (in the parent's file) */
-	if (unlikely(t->state != FT_THREAD_LIVE || !t->open ||
-		     e->calltime < ft_sess.hdr.start_ticks))
+	if (unlikely(t->state != FT_THREAD_LIVE || e->calltime < ft_sess.hdr.start_ticks))
+		return;
+	if (unlikely(t->npend)) {
+		pend_drop(t, e->depth + 1);
+		if (t->npend && t->rs[t->open + t->npend - 1].depth == e->depth) {
+			if (e->rettime - e->calltime < __atomic_load_n(&tr.thresh, __ATOMIC_RELAXED)) {
+				t->npend--;	/* too short: not recorded */
+				return;
+			}
+			pend_flush(t);
+		}
+	}
+	if (unlikely(!t->open))
 		return;
 	if (unlikely(t->rs[t->open - 1].depth != e->depth)) {
 		if (t->rs[t->open - 1].depth < e->depth)
@@ -898,6 +955,20 @@ static int start_globs(const struct ftrace_trace_config *cfg)
 	return err;
 }
 
+/* The threshold in clock ticks (a threshold of 0 ns is none; a nonzero one at least 1 tick). */
+static void thresh_apply(void)
+{
+	double npt = ft_sess.clk.ns_per_tick;
+	uint64_t ticks = 0;
+
+	if (tr.thresh_ns) {
+		ticks = npt > 0 ? (uint64_t)((double)tr.thresh_ns / npt) : tr.thresh_ns;
+		if (!ticks)
+			ticks = 1;
+	}
+	__atomic_store_n(&tr.thresh, ticks, __ATOMIC_RELAXED);
+}
+
 int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 {
 	static int once;
@@ -925,6 +996,7 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 	tr.started = 1;
 	tr.tracer = cfg->tracer;
 	tr.depth = cfg->graph_depth;
+	thresh_apply();
 	err = start_globs(cfg);
 	tr.enabled = 1;		/* the on/off switch; with no tracer (nop) nothing records */
 	e2 = ops_apply();
@@ -1003,6 +1075,16 @@ int ftrace_trace_set_graph_notrace(const char *globs)
 	return ft_trace_set_globs(FT_LIST_GRAPH_NOTRACE, globs, NULL, 0);
 }
 
+int ftrace_trace_set_time_filter(uint64_t ns)
+{
+	pthread_mutex_lock(&trace_mu);
+	tr.thresh_ns = ns;
+	if (tr.started)
+		thresh_apply();
+	pthread_mutex_unlock(&trace_mu);
+	return 0;
+}
+
 int ftrace_trace_set_ring(size_t bytes)
 {
 	return ft_session_set_ring(bytes);
@@ -1054,10 +1136,10 @@ void ft_trace_status(char *buf, size_t len)
 	ft_session_counts(&lost, &depth, &threads);
 	ft_session_mode(mode, sizeof(mode));
 	pthread_mutex_lock(&trace_mu);
-	snprintf(buf, len, "tracer=%s enabled=%d recording=%d pid=%d output=%s mode=%s threads=%llu lost=%llu lost_depth=%llu",
+	snprintf(buf, len, "tracer=%s enabled=%d recording=%d pid=%d output=%s mode=%s time_filter=%lluns threads=%llu lost=%llu lost_depth=%llu",
 		 names[tr.tracer], tr.enabled, tr.registered != FTRACE_TRACER_NOP, (int)getpid(),
-		 ft_sess.final, mode, (unsigned long long)threads, (unsigned long long)lost,
-		 (unsigned long long)depth);
+		 ft_sess.final, mode, (unsigned long long)tr.thresh_ns, (unsigned long long)threads,
+		 (unsigned long long)lost, (unsigned long long)depth);
 	pthread_mutex_unlock(&trace_mu);
 }
 
@@ -1130,6 +1212,7 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 {
 	const char *tracer = secure_getenv("FTRACE_TRACER");
 	const char *control = secure_getenv("FTRACE_CONTROL");
+	const char *tf;
 	struct ftrace_trace_config cfg = { 0 };
 	unsigned long v;
 
@@ -1162,6 +1245,15 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 		cfg.graph_depth = (unsigned int)v;
 	if (env_uint("FTRACE_BUFFER_KB", FT_BUFFER_KB_MIN, FT_BUFFER_KB_MAX, &v))
 		cfg.buffer_kb = v;
+	tf = secure_getenv("FTRACE_TIME_FILTER");
+	if (tf && *tf) {
+		uint64_t ns;
+
+		if (ft_parse_duration(tf, &ns))
+			fprintf(stderr, "ftkit: ignoring FTRACE_TIME_FILTER=%s (not a duration: e.g. 10us, 1.5ms)\n", tf);
+		else
+			ftrace_trace_set_time_filter(ns);
+	}
 	ftrace_trace_start(&cfg);
 	if (cfg.tracer != FTRACE_TRACER_NOP)
 		warn_no_tables();

@@ -1109,6 +1109,33 @@ int ft_parse_size(const char *str, uint64_t *v)
 	return 0;
 }
 
+/* A duration: a number with ns, us, ms or s (no unit: ns), fractions allowed. */
+int ft_parse_duration(const char *str, uint64_t *ns)
+{
+	static const struct { const char *unit; double ns; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1 },
+	};
+	char *end;
+	double v;
+
+	if (*str < '0' || *str > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(str, &end);
+	if (errno)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(end, units[i].unit)) {
+			v *= units[i].ns;
+			if (v >= 1.8e19)
+				return -EINVAL;
+			*ns = (uint64_t)v;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
 /* Blocks for a per-thread buffer of about bytes (4 to 65536). */
 static uint32_t ring_blocks(uint64_t bytes)
 {
@@ -1404,6 +1431,7 @@ static struct ft_thread *thread_buf_slow(void)
 	t->lost_pending = 0;
 	t->need_depth = 0;
 	t->open = 0;
+	t->npend = 0;
 	t->gen = s->gen;
 	t->reg = slot;
 	barrier();
@@ -1492,7 +1520,7 @@ static void rebuffer(struct ft_thread *t)
 	struct ft_session *s = &ft_sess;
 	struct ft_tbuf *old = t->tb, *tb;
 	uint64_t slot;
-	uint32_t open = t->open < FT_MAXOPEN ? t->open : FT_MAXOPEN;
+	uint32_t open = t->open + t->npend < FT_MAXOPEN ? t->open + t->npend : FT_MAXOPEN;
 
 	lock_get();
 	if (s->state != FT_SESS_LIVE || old->cfg_gen == cfg.gen) {
@@ -1951,6 +1979,7 @@ void ft_session_forked(void)
 	t->wp = t->wend = t->data = NULL;
 	t->state = FT_THREAD_NEW;
 	t->open = 0;
+	t->npend = 0;
 	t->need_depth = 0;
 	if (s->state != FT_SESS_LIVE)
 		return;

@@ -90,6 +90,7 @@ struct ft_thread {
 	uint32_t busy;		/* slow path running (signal re-entry) */
 	uint32_t saved_state;	/* state before fork() (the fork window records nothing) */
 	uint32_t open;		/* recorded graph frames still open (entries in rs) */
+	uint32_t npend;		/* time filter: frames entered, not yet written (rs[open..]) */
 	uint32_t gen;		/* session generation the buffers belong to */
 	uint32_t need_depth;	/* an EXT DEPTH is due before the next ENTRY */
 	uint64_t lost_pending;	/* dropped since the current block started */
@@ -242,5 +243,6 @@ int ft_session_clear(void);
 int ft_session_set_ring(uint64_t bytes);	/* live `ring`: 0 streams */
 void ft_session_mode(char *buf, size_t len);
 int ft_parse_size(const char *str, uint64_t *v);
+int ft_parse_duration(const char *str, uint64_t *ns);
 
 #endif

@@ -1,0 +1,37 @@
+/* The graph tracer's time filter: calls far longer (naps) and far shorter (leaves) than a
+   millisecond, nested both ways.  argv[1]: rounds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+volatile long sink;
+
+__attribute__((noinline)) void leaf(long i) { sink += i; }
+
+__attribute__((noinline)) void nap(int ms)
+{
+	struct timespec d = { 0, ms * 1000000L };
+
+	leaf(1);
+	nanosleep(&d, NULL);
+	leaf(2);
+}
+
+/* long (it naps) when k is a multiple of 3, else a few microseconds */
+__attribute__((noinline)) void mid(int k)
+{
+	for (int i = 0; i < 50; i++)
+		leaf(i);
+	if (k % 3 == 0)
+		nap(3);
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 12;
+
+	for (int k = 0; k < rounds; k++)
+		mid(k);
+	printf("%ld\n", sink);
+	return 0;
+}
