@@ -188,7 +188,8 @@ func trCleanEnv() []string {
 type trRec struct {
 	TS, IP, Aux uint64
 	Depth       uint32
-	Type, Flags uint16
+	Type, Flags uint16 // Type 5: a marker (Text)
+	Text        string
 }
 
 type trThread struct {
@@ -430,6 +431,15 @@ func trDecodeBlock(t *testing.T, path string, c []byte, run *[]trFrame) []trRec 
 				if arg < len(stack) {
 					stack = stack[:arg]
 				}
+			case 5: // MARKER: u64 time, arg bytes of text
+				if n < 2 || 4*(n-2) < arg {
+					t.Fatalf("%s: marker of %d bytes in %d words", path, arg, n)
+				}
+				text := make([]byte, 4*(n-2))
+				for k := 0; k < n-2; k++ {
+					le.PutUint32(text[4*k:], uint32(word(i+3+k)))
+				}
+				recs = append(recs, trRec{TS: word(i+1) | word(i+2)<<32, Type: 5, Text: string(text[:arg])})
 			}
 			i += 1 + n
 		default:
@@ -511,6 +521,7 @@ func trGraph(t *testing.T, th *trThread, s *trSyms) (entries, unwound map[string
 			last = r.TS
 		}
 		switch r.Type {
+		case 5: // a marker
 		case 2:
 			if int(r.Depth) < len(stack) {
 				t.Errorf("tid %d rec %d: entry depth %d below %d open frames", th.TID, i, r.Depth, len(stack))
@@ -1434,6 +1445,74 @@ func TestTracerTimeFilter(t *testing.T) {
 		if short != 0 || ent["main"] != 1 || ent["nap"] != naps || ent["mid"] < naps || ent["mid"] > rounds || ent["leaf"] > 3 {
 			t.Errorf("%q: entries %v, %d calls shorter than 1 ms", tf, ent, short)
 		}
+	}
+}
+
+// ftrace_trace_marker: each marker is in its thread's stream where it was made (between
+// the calls around it, inside the call that made it), with its text (cut at 1000 bytes),
+// also from a signal handler; none while recording is off (-ENODEV).
+func TestTracerMarker(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_marker.c")
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph"})
+	if out != fmt.Sprintf("0 0 0 %d\n", -int(syscall.ENODEV)) || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q (want 0 0 0 -ENODEV), status %v", out, ws)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	s := trSymbols(t, tr, prog)
+	got := map[int][]string{}
+	for k, th := range tr.Threads {
+		// main's frame stays open: its return was not hooked by the graph registration
+		// made when recording was turned on again
+		if _, _, open := trGraph(t, th, s); open != 1-k {
+			t.Errorf("thread %d: %d frames open", th.TID, open)
+		}
+		// each marker with the function it was made in (the innermost open call)
+		var stack []string
+		var last uint64
+		for _, r := range th.Recs {
+			switch r.Type {
+			case 2:
+				stack = append(stack, s.name(r.IP))
+			case 3:
+				stack = stack[:len(stack)-1]
+			case 5:
+				if r.TS < last {
+					t.Errorf("marker %q at %d, before the event before it (%d)", r.Text, r.TS, last)
+				}
+				in := ""
+				if len(stack) > 0 {
+					in = stack[len(stack)-1]
+				}
+				text := r.Text
+				if strings.Trim(text, "x") == "" {
+					text = fmt.Sprintf("x*%d", len(text))
+				}
+				got[k] = append(got[k], in+": "+text)
+			}
+			last = r.TS
+		}
+	}
+	want := map[int][]string{
+		0: {"main: start", "work: step 0 of work", "work: step 1 of work", "work: step 2 of work", "main: x*1000", "on_usr1: from a handler"},
+		1: {"worker: worker says 7", "work: step 10 of work"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("markers\n got %v\nwant %v", got, want)
+	}
+	// the reader shows them: graph comments, chrome instant events, report's list
+	ftrace := testenv.Tool(t, "ftrace")
+	g := testenv.Run(t, dir, ftrace, "graph", "ftrace.dat")
+	for _, line := range []string{"/* start */", "/* step 1 of work */", "/* worker says 7 */", "/* from a handler */"} {
+		if !strings.Contains(g, line) {
+			t.Errorf("graph has no %q:\n%s", line, g)
+		}
+	}
+	if r := testenv.Run(t, dir, ftrace, "report", "ftrace.dat"); !strings.Contains(r, "# 8 markers") || !strings.Contains(r, "step 2 of work") {
+		t.Errorf("report:\n%s", r)
+	}
+	if j := testenv.Run(t, dir, ftrace, "dump", "--chrome", "ftrace.dat"); strings.Count(j, `"cat":"marker"`) != 8 {
+		t.Errorf("chrome: %d marker events, want 8", strings.Count(j, `"cat":"marker"`))
 	}
 }
 

@@ -63,7 +63,14 @@ func reportCommand() *cli.Command {
 			if format == "json" {
 				return report.WriteJSON(c.App.Writer, f, stats)
 			}
-			return report.WriteText(c.App.Writer, f, stats, c.Bool("per-thread"))
+			if err := report.WriteText(c.App.Writer, f, stats, c.Bool("per-thread")); err != nil {
+				return err
+			}
+			if flt, err := commandFilter(c); err == nil && !flt.Active() {
+				// markers are the whole trace's: not with filters
+				return report.WriteMarkers(c.App.Writer, f)
+			}
+			return nil
 		},
 	}
 }
@@ -178,6 +185,15 @@ func dumpRaw(w0 io.Writer, st *tracefile.Stream, sym *symbolize.Symbolizer, flt 
 		}
 		err := st.Events(i, func(evs []tracefile.Event) error {
 			for _, ev := range evs {
+				if ev.Kind == tracefile.Marker {
+					if flt.Active() && !flt.MarkerKept(ev.TS) {
+						continue
+					}
+					if _, err := fmt.Fprintf(w, "%14d %7d %-5s %5s %18s  /* %s */\n", ev.TS-tr.Header.StartNS, th.TID, ev.Kind, "-", "-", st.MarkerText(ev.IP)); err != nil {
+						return err
+					}
+					continue
+				}
 				extra := ""
 				var caller *symbolize.Func
 				if ev.Kind == tracefile.Call && ev.Parent != 0 {

@@ -62,6 +62,17 @@ int ftrace_trace_set_ring(size_t bytes);
  * what they call that lasts that long (the kernel's tracing_thresh, uftrace -t).
  */
 int ftrace_trace_set_time_filter(uint64_t ns);
+/*
+ * A marker in the calling thread's trace (the kernel's trace_marker): a timestamped
+ * message, at most 1000 bytes (longer is cut), shown by ftrace graph as a comment among
+ * the calls, by dump --chrome as an instant event and listed by report.  0, or -ENODEV
+ * when not recording (not started, or disabled), -EBUSY from a signal handler that
+ * interrupted the tracer on this thread, -ENOSPC when it was dropped (buffer full).
+ * ftrace_trace_marker formats with vsnprintf (not async-signal-safe);
+ * ftrace_trace_marker_write takes the text as it is and is async-signal-safe.
+ */
+int ftrace_trace_marker(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ftrace_trace_marker_write(const char *text, size_t len);
 /* Stop / resume recording (ops unregistered / registered again). */
 int ftrace_trace_enable(int on);
 /* Write a snapshot; path NULL = "<output>.snap.<n>"; the name used goes to out. */

@@ -955,6 +955,33 @@ static int start_globs(const struct ftrace_trace_config *cfg)
 	return err;
 }
 
+int ftrace_trace_marker_write(const char *text, size_t len)
+{
+	uint64_t ts = ft_clock_read();
+	struct ft_thread *t;
+
+	if (!__atomic_load_n(&tr.started, __ATOMIC_RELAXED) || !__atomic_load_n(&tr.enabled, __ATOMIC_RELAXED))
+		return -ENODEV;
+	t = thread_buf();
+	if (!t)
+		return -ENODEV;
+	return ft_ev_marker(t, ts, text, len);
+}
+
+int ftrace_trace_marker(const char *fmt, ...)
+{
+	char buf[FT_MARKER_MAX + 1];
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return -EINVAL;
+	return ftrace_trace_marker_write(buf, len > FT_MARKER_MAX ? FT_MARKER_MAX : (size_t)len);
+}
+
 /* The threshold in clock ticks (a threshold of 0 ns is none; a nonzero one at least 1 tick). */
 static void thresh_apply(void)
 {

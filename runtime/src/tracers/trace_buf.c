@@ -1589,6 +1589,50 @@ static void ev_lost(struct ft_thread *t)
 	__atomic_fetch_add(&t->tb->lost, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * A program's marker: EXT MARKER with its time and at most FT_MARKER_MAX bytes of text,
+ * in the thread's stream among its events.  0, -EBUSY (re-entered from a signal handler
+ * on this thread), -ENOSPC (no free block: counted lost).
+ */
+int ft_ev_marker(struct ft_thread *t, uint64_t ts, const char *text, size_t len)
+{
+	uint32_t n, *p;
+	int saved_errno, err = 0;
+
+	if (len > FT_MARKER_MAX)
+		len = FT_MARKER_MAX;
+	n = 3 + (uint32_t)(len + 3) / 4;	/* EXT word, u64 time, text words */
+	if (t->busy || t->state != FT_THREAD_LIVE)
+		return -EBUSY;
+	t->busy = 1;
+	barrier();
+	saved_errno = errno;
+	if (!t->blk || t->wp + n > t->wend) {
+		blk_close(t);
+		if (unlikely(t->tb->cfg_gen != __atomic_load_n(&cfg.gen, __ATOMIC_RELAXED)))
+			rebuffer(t);
+		if (!blk_open(t, ts, 0, 0)) {
+			ev_lost(t);
+			err = -ENOSPC;
+			goto out;
+		}
+	}
+	p = t->wp;
+	t->wp = p + n;
+	barrier();
+	p[0] = ftkit_ext(FTKIT_EXT_MARKER, n - 1, (uint32_t)len);
+	p[1] = (uint32_t)ts;
+	p[2] = (uint32_t)(ts >> 32);
+	p[n - 1] = 0;		/* the text's padding */
+	memcpy(p + 3, text, len);
+	ft_ev_publish(t, p + n);
+out:
+	errno = saved_errno;
+	barrier();
+	t->busy = 0;
+	return err;
+}
+
 void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, uint64_t ts)
 {
 	uint32_t w[12], *p;

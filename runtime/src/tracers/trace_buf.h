@@ -245,4 +245,7 @@ void ft_session_mode(char *buf, size_t len);
 int ft_parse_size(const char *str, uint64_t *v);
 int ft_parse_duration(const char *str, uint64_t *ns);
 
+#define FT_MARKER_MAX	1000	/* bytes of a marker's text (EXT payload: at most 255 words) */
+int ft_ev_marker(struct ft_thread *t, uint64_t ts, const char *text, size_t len);
+
 #endif

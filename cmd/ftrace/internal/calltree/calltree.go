@@ -77,6 +77,35 @@ type Thread struct {
 	// Tree: WalkStream had to build this thread's tree (its stream alone could not say
 	// where some calls belong).
 	Tree bool
+	// Markers tallies the program's markers by text (in the order first seen).
+	Markers []MarkerTally
+}
+
+// MarkerTally counts the markers of one text: how many, the first one's time. Past
+// maxMarkerTexts distinct texts, the rest are counted under OtherMarkers.
+type MarkerTally struct {
+	Text  string
+	Count uint64
+	First uint64
+}
+
+// OtherMarkers is the text the markers past maxMarkerTexts distinct texts are counted under.
+const OtherMarkers = "(other markers)"
+
+const maxMarkerTexts = 256
+
+func tallyMarker(m []MarkerTally, ts uint64, text string) []MarkerTally {
+	if len(m) >= maxMarkerTexts {
+		text = OtherMarkers
+	}
+	for i := range m {
+		if m[i].Text == text {
+			m[i].Count++
+			m[i].First = min(m[i].First, ts)
+			return m
+		}
+	}
+	return append(m, MarkerTally{Text: text, Count: 1, First: ts})
 }
 
 // Forest is the whole trace, symbolised.
@@ -103,8 +132,14 @@ func Build(tr *tracefile.Trace, lookup Lookup, progress Progress) *Forest {
 	}
 	done := 0
 	var threads []*Thread
+	text := func(i uint64) string {
+		if i < uint64(len(tr.Markers)) {
+			return tr.Markers[i]
+		}
+		return ""
+	}
 	for _, th := range tr.Threads {
-		t := buildThread(th, lookup, func(n int) {
+		t := buildThread(th, lookup, text, func(n int) {
 			if progress != nil {
 				progress(done+n, total)
 			}
@@ -120,12 +155,17 @@ func Build(tr *tracefile.Trace, lookup Lookup, progress Progress) *Forest {
 
 const progressStep = 1 << 16
 
-func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Thread {
+// buildThread builds one thread's tree; text gives its markers' texts (nil: markers are
+// not tallied).
+func buildThread(th *tracefile.Thread, lookup Lookup, text func(uint64) string, progress func(int)) *Thread {
 	t := &Thread{TID: th.TID, Name: th.Name, Lost: th.Lost, LostDepth: th.LostDepth, Events: uint64(len(th.Events))}
 	calls := 0
 	for i := range th.Events {
-		if th.Events[i].Kind == tracefile.Call {
+		switch th.Events[i].Kind {
+		case tracefile.Call:
 			calls++
+		case tracefile.Marker:
+			t.Events-- // a message, not a call: trees leave markers out
 		}
 	}
 	if calls > 0 { // sized once: growing by appends would copy a big trace's calls ~twice
@@ -147,6 +187,12 @@ func buildThread(th *tracefile.Thread, lookup Lookup, progress func(int)) *Threa
 			progress(i + 1)
 		}
 		ev := &th.Events[i]
+		if ev.Kind == tracefile.Marker {
+			if text != nil {
+				t.Markers = tallyMarker(t.Markers, ev.TS, text(ev.IP))
+			}
+			continue
+		}
 		if i == 0 || ev.TS < t.First {
 			t.First = ev.TS
 		}

@@ -109,6 +109,16 @@ type Walker struct {
 	minRootStart, lastRootStr uint64
 	// T holds the thread's counts (Roots and Calls stay empty).
 	T Thread
+	// Text gives a Marker event's text (tracefile.Stream.MarkerText); nil: markers
+	// are not passed on.
+	Text func(uint64) string
+	mark MarkerObserver // obs, if it is one
+}
+
+// MarkerObserver is an Observer that is also told of the program's markers
+// (ftrace_trace_marker), in stream order.
+type MarkerObserver interface {
+	Marker(ts uint64, text string)
 }
 
 const dmSize = 1024
@@ -132,8 +142,9 @@ type wframe struct {
 func NewWalker(th *tracefile.Thread, lookup Lookup, obs Observer) *Walker {
 	en, _ := obs.(Enterer)
 	_, nest := obs.(Nester)
+	mk, _ := obs.(MarkerObserver)
 	return &Walker{
-		lookup: lookup, obs: obs, enter: en, noAdopt: nest,
+		lookup: lookup, obs: obs, enter: en, noAdopt: nest, mark: mk,
 		ids:    map[uint64]int32{},
 		funcID: map[*symbolize.Func]int32{},
 		T:      Thread{TID: th.TID, Name: th.Name},
@@ -168,6 +179,16 @@ func (w *Walker) Events(evs []tracefile.Event) error {
 	t := &w.T
 	for i := range evs {
 		ev := &evs[i]
+		if ev.Kind == tracefile.Marker {
+			if w.Text != nil {
+				text := w.Text(ev.IP)
+				w.T.Markers = tallyMarker(w.T.Markers, ev.TS, text)
+				if w.mark != nil {
+					w.mark.Marker(ev.TS, text)
+				}
+			}
+			continue // a message, not a call: not counted
+		}
 		if !w.seen || ev.TS < t.First {
 			t.First = ev.TS
 		}
@@ -325,7 +346,7 @@ func (w *Walker) match(ev *tracefile.Event) int {
 
 // BuildThread builds one thread's tree (as Build does for each thread).
 func BuildThread(th *tracefile.Thread, lookup Lookup) *Thread {
-	return buildThread(th, lookup, func(int) {})
+	return buildThread(th, lookup, nil, func(int) {})
 }
 
 // Frames tells obs about t's calls and graph calls as a Walker over the same stream

@@ -67,6 +67,7 @@ func walkThread(st *tracefile.Stream, i int, lookup Lookup, newObs func(*tracefi
 	th := st.Trace.Threads[i]
 	a := newObs(th)
 	w := NewWalker(th, lookup, a)
+	w.Text = st.MarkerText
 	full := make(chan []tracefile.Event, 4)
 	free := make(chan []tracefile.Event, 4)
 	for k := 0; k < cap(free); k++ {

@@ -127,6 +127,11 @@ func (p *printer) Call(c *calltree.Call, _ int) {
 	p.cw.emit(Event{Name: c.Func.Name, Cat: "function", Ph: "i", S: "t", TS: p.cw.us(c.TS), PID: p.cw.pid, TID: p.tid, Args: args})
 }
 
+// Marker is a program's marker (ftrace_trace_marker): an instant event of category marker.
+func (p *printer) Marker(ts uint64, text string) {
+	p.cw.emit(Event{Name: text, Cat: "marker", Ph: "i", S: "t", TS: p.cw.us(ts), PID: p.cw.pid, TID: p.tid})
+}
+
 func (p *printer) Enter(fn *symbolize.Func, _ int, start uint64) {
 	e := Event{Name: fn.Name, Cat: "function", Ph: "B", TS: p.cw.us(start), PID: p.cw.pid, TID: p.tid}
 	if fn.File != "" {
@@ -235,6 +240,7 @@ var errWrite = errors.New("chrome: write failed")
 // the first write error. A filter that cannot follow the stream makes it build the tree.
 func follow(st *tracefile.Stream, i int, lookup calltree.Lookup, obs calltree.Observer, p *printer) error {
 	w := calltree.NewWalker(st.Trace.Threads[i], lookup, obs)
+	w.Text = st.MarkerText
 	err := st.Events(i, func(evs []tracefile.Event) error {
 		if err := w.Events(evs); err != nil {
 			return err

@@ -261,3 +261,30 @@ func filtered(f *Filter, t *calltree.Thread) *calltree.Thread {
 	nt.Roots, nt.Calls = b.Roots, b.Calls
 	return &nt
 }
+
+// Markers pass a filter when they are in its time range and it selects no calls.
+func TestMarkerKept(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		ts   uint64
+		want bool
+	}{
+		{Options{}, 5, true},
+		{Options{TIDs: []int{1}}, 5, true},
+		{Options{Since: 10}, 1009, false},
+		{Options{Since: 10}, 1010, true},
+		{Options{Until: 10}, 1010, false},
+		{Options{Filter: []string{"a"}}, 1005, false},
+		{Options{Notrace: []string{"a"}}, 1005, false},
+		{Options{Depth: 2}, 1005, false},
+		{Options{MinDur: 5}, 1005, false},
+	} {
+		f, err := New(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.At(1000).MarkerKept(tc.ts); got != tc.want {
+			t.Errorf("%+v at %d: %v", tc.o, tc.ts, got)
+		}
+	}
+}

@@ -50,6 +50,24 @@ type observer struct {
 // already told (calltree.Nester): a filter decides on calls as they come.
 func (o *observer) NoAdopt() {}
 
+// Marker passes a program's marker on when its time is in the range and no call filter
+// (-F, -N, -D, -t) is given: with one, where the marker falls among the calls shown is
+// not well defined.
+func (o *observer) Marker(ts uint64, text string) {
+	if !o.f.MarkerKept(ts) {
+		return
+	}
+	if m, ok := o.next.(calltree.MarkerObserver); ok {
+		m.Marker(ts, text)
+	}
+}
+
+// MarkerKept: a marker at ts is shown when it is in the time range and no call filter
+// (-F, -N, -D, -t) is given.
+func (f *Filter) MarkerKept(ts uint64) bool {
+	return len(f.include) == 0 && len(f.exclude) == 0 && f.depth == 0 && f.minDur == 0 && f.inRange(ts) == 0
+}
+
 // Unwrap is the observer told what is kept.
 func (o *observer) Unwrap() calltree.Observer { return o.next }
 

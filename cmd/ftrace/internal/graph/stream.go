@@ -132,6 +132,7 @@ var errEnough = errors.New("graph: enough lines")
 // follow walks thread i's stream telling obs, until done says it has printed enough.
 func follow(st *tracefile.Stream, i int, lookup calltree.Lookup, obs calltree.Observer, done func() bool) error {
 	w := calltree.NewWalker(st.Trace.Threads[i], lookup, obs)
+	w.Text = st.MarkerText
 	err := st.Events(i, func(evs []tracefile.Event) error {
 		if err := w.Events(evs); err != nil {
 			return err
@@ -150,13 +151,24 @@ func follow(st *tracefile.Stream, i int, lookup calltree.Lookup, obs calltree.Ob
 	return err
 }
 
-// callPrinter prints function-tracer calls.
+// callPrinter prints function-tracer calls (and the program's markers, when the
+// thread has no graph calls to print them among).
 type callPrinter struct {
-	ew    *errWriter
-	f     *calltree.Forest
-	limit int
-	n     int
-	told  int // calls told, printed or not
+	ew      *errWriter
+	f       *calltree.Forest
+	limit   int
+	n       int
+	told    int // calls told, printed or not
+	markers bool
+}
+
+// Marker prints a program's marker (ftrace_trace_marker) as the kernel's trace does
+// (not counted in the limit, which is of calls; none after it is reached).
+func (p *callPrinter) Marker(ts uint64, text string) {
+	if !p.markers || p.limit > 0 && p.n >= p.limit {
+		return
+	}
+	p.ew.printf("%13.3f   /* %s */\n", float64(ts-p.f.Start)/1e3, text)
 }
 
 func (p *callPrinter) Close(*calltree.Frame) {}
@@ -175,7 +187,7 @@ func (p *callPrinter) Call(c *calltree.Call, _ int) {
 
 func streamCalls(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, calls uint64, o Options) error {
 	ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
-	p := &callPrinter{ew: ew, f: f, limit: o.Limit}
+	p := &callPrinter{ew: ew, f: f, limit: o.Limit, markers: t.Nodes == 0}
 	if err := follow(st, i, lookup, o.wrap(p), func() bool { return p.limit > 0 && p.n >= p.limit }); err != nil {
 		return err
 	}
@@ -251,6 +263,22 @@ func (p *graphPrinter) Enter(fn *symbolize.Func, _ int, start uint64) {
 		}
 	}
 	p.stack = append(p.stack, gframe{fn: fn, start: start})
+}
+
+// Marker prints a program's marker (ftrace_trace_marker) where it came among the calls,
+// as a /* comment */ line (the kernel's function_graph shows trace_marker writes so).
+func (p *graphPrinter) Marker(ts uint64, text string) {
+	d := len(p.stack)
+	if !p.shown(d) {
+		return // inside a call printed as a leaf
+	}
+	if d > 0 {
+		if top := &p.stack[d-1]; !top.opened {
+			top.opened = true
+			p.line(top.start, blank, strings.Repeat("  ", d-1)+callText(top.fn)+" {")
+		}
+	}
+	p.line(ts, blank, strings.Repeat("  ", d)+"/* "+text+" */")
 }
 
 func (p *graphPrinter) Close(f *calltree.Frame) {

@@ -277,6 +277,54 @@ func WriteJSON(w io.Writer, f *calltree.Forest, stats []*Stat) error {
 	return enc.Encode(doc)
 }
 
+// maxMarkerRows is how many marker texts WriteMarkers lists.
+const maxMarkerRows = 20
+
+// WriteMarkers lists the program's markers (ftrace_trace_marker) by text, most frequent
+// first: how many, the first one's time; nothing when there are none.
+func WriteMarkers(w io.Writer, f *calltree.Forest) error {
+	byText := map[string]*calltree.MarkerTally{}
+	var all []*calltree.MarkerTally
+	var n uint64
+	for _, t := range f.Threads {
+		for _, m := range t.Markers {
+			n += m.Count
+			if a := byText[m.Text]; a != nil {
+				a.Count += m.Count
+				a.First = min(a.First, m.First)
+				continue
+			}
+			c := m
+			byText[m.Text] = &c
+			all = append(all, &c)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Count != all[j].Count {
+			return all[i].Count > all[j].Count
+		}
+		return all[i].First < all[j].First
+	})
+	fmt.Fprintf(w, "\n# %d markers\n", n)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "COUNT\tFIRST (us)\t  %s\n", "MARKER")
+	for i, m := range all {
+		if i == maxMarkerRows {
+			fmt.Fprintf(tw, "\t\t  (%d more texts)\n", len(all)-i)
+			break
+		}
+		first := float64(0)
+		if m.First > f.Start {
+			first = float64(m.First-f.Start) / 1e3
+		}
+		fmt.Fprintf(tw, "%d\t%.3f\t  %s\n", m.Count, first, m.Text)
+	}
+	return tw.Flush()
+}
+
 // WriteText prints stats as an aligned table. Function traces have no times: only the
 // call counts are printed.
 func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) error {

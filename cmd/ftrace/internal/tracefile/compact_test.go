@@ -325,6 +325,48 @@ func TestV3More(t *testing.T) {
 	}
 }
 
+// Markers (EXT MARKER: their own time, their text) come back where they were among the
+// events, in every block layout, and are not counted as events.
+func TestV2Markers(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	evs := randomStream(rng, 3000)
+	var with []Event
+	texts := []string{"", "a", "four", "fives", strings.Repeat("long ", 100)}
+	for i, ev := range evs {
+		if i%97 == 0 {
+			with = append(with, Event{Kind: Marker, TS: ev.TS, IP: uint64(i % len(texts)), Depth: -1})
+		}
+		with = append(with, ev)
+	}
+	for _, o := range []WriteOptions{{BlockEvents: 50}, {BlockEvents: 700, More: true}, {BlockEvents: 1}} {
+		tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete}, Markers: texts,
+			Threads: []*Thread{{TID: 3, Events: with}}}
+		got := readBytes(t, encodeV2(t, tr, o))
+		want := expectV2(evs)
+		var plain []Event
+		k := 0
+		for _, ev := range got.Threads[0].Events {
+			if ev.Kind != Marker {
+				plain = append(plain, ev)
+				continue
+			}
+			for with[k].Kind != Marker {
+				k++
+			}
+			if w := texts[with[k].IP]; got.Markers[ev.IP] != w || ev.TS != with[k].TS {
+				t.Fatalf("%+v: marker %d: %q at %d, want %q at %d", o, k, got.Markers[ev.IP], ev.TS, w, with[k].TS)
+			}
+			k++
+		}
+		if !reflect.DeepEqual(plain, want) {
+			t.Fatalf("%+v: the events around the markers differ", o)
+		}
+		if n := len(got.Markers); n != (len(evs)+96)/97 {
+			t.Errorf("%+v: %d markers, want %d", o, n, (len(evs)+96)/97)
+		}
+	}
+}
+
 func TestV2MapsUnion(t *testing.T) {
 	a := Mapping{Start: 0x1000, End: 0x2000, Path: "/a"}
 	b := Mapping{Start: 0x3000, End: 0x4000, Path: "/b"}

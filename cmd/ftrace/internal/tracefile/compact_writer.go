@@ -39,7 +39,7 @@ func WriteV2(w io.Writer, t *Trace, o WriteOptions) error {
 	}
 	return write(w, t, version, func(t *Trace, chunk chunkFunc) error {
 		for _, th := range t.Threads {
-			if err := writeThreadV2(th, o, chunk); err != nil {
+			if err := writeThreadV2(th, o, t.Markers, chunk); err != nil {
 				return fmt.Errorf("thread %d: %w", th.TID, err)
 			}
 		}
@@ -55,6 +55,7 @@ type encoder struct {
 	ipHi     uint32
 	parentHi uint32
 	open     []frame
+	markers  []string // Marker events' texts
 }
 
 func (e *encoder) ext(sub uint32, arg uint32, payload ...uint32) {
@@ -85,6 +86,20 @@ func (e *encoder) hi(ip uint64) uint32 {
 
 func (e *encoder) event(ev *Event) error {
 	switch ev.Kind {
+	case Marker: // EXT MARKER: u64 ticks, the text (not an event of the count)
+		if ev.IP >= uint64(len(e.markers)) {
+			return fmt.Errorf("marker %d of %d", ev.IP, len(e.markers))
+		}
+		text := []byte(e.markers[ev.IP])
+		text = text[:min(len(text), 1000)]
+		payload := []uint32{uint32(ev.TS), uint32(ev.TS >> 32)}
+		for i := 0; i < len(text); i += 4 {
+			var w [4]byte
+			copy(w[:], text[i:])
+			payload = append(payload, le.Uint32(w[:]))
+		}
+		e.ext(extMarker, uint32(len(text)), payload...)
+		return nil
 	case Exit:
 		if len(e.open) == 0 {
 			return fmt.Errorf("exit at %d without an open entry", ev.TS)
@@ -123,8 +138,8 @@ func (e *encoder) event(ev *Event) error {
 	return nil
 }
 
-func writeThreadV2(th *Thread, o WriteOptions, chunk chunkFunc) error {
-	e := &encoder{}
+func writeThreadV2(th *Thread, o WriteOptions, markers []string, chunk chunkFunc) error {
+	e := &encoder{markers: markers}
 	seq := uint64(0)
 	emit := func(hdr []byte, data []uint32, nev uint32, flags uint32) {
 		h := append([]byte(nil), hdr...)

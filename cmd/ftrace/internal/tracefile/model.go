@@ -24,6 +24,10 @@ const (
 	Entry
 	// Exit is a function-graph return from IP.
 	Exit
+	// Marker is a program's message (ftrace_trace_marker) at TS: IP numbers its text
+	// in the Stream that decoded it (Stream.MarkerText). Not a call: readers that count
+	// events skip it.
+	Marker
 )
 
 func (k Kind) String() string {
@@ -34,6 +38,8 @@ func (k Kind) String() string {
 		return "entry"
 	case Exit:
 		return "exit"
+	case Marker:
+		return "marker"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -146,6 +152,9 @@ type Trace struct {
 	Header  Header
 	Maps    []Mapping
 	Threads []*Thread
+	// Markers are the texts of the Marker events (their IP numbers them): filled by
+	// Read, given to the writers.
+	Markers []string
 }
 
 // Mapping returns the mapping containing addr, or nil.

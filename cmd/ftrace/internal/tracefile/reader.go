@@ -69,6 +69,7 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 		}
 		th.Events, th.N = evs, 0
 	}
+	s.Trace.Markers = s.markers
 	return s.Trace, nil
 }
 

@@ -21,6 +21,8 @@ type Stream struct {
 	src   []source // parallel to Trace.Threads
 	mu    sync.Mutex
 	seen  map[string]bool
+	// the texts of the markers decoded so far (Marker events number them)
+	markers []string
 }
 
 // source says where one thread's events are.
@@ -90,6 +92,25 @@ func (s *Stream) Events(i int, emit func([]Event) error) error {
 		return s.decodeV2(th, src.blocks, emit)
 	}
 	return s.decodeV1(th, s.src[i].v1, emit)
+}
+
+// addMarker keeps a marker's text and returns its number (threads may be decoded
+// concurrently).
+func (s *Stream) addMarker(text string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.markers = append(s.markers, text)
+	return uint64(len(s.markers) - 1)
+}
+
+// MarkerText is the text of a Marker event this stream decoded (ev.IP numbers it).
+func (s *Stream) MarkerText(i uint64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < uint64(len(s.markers)) {
+		return s.markers[i]
+	}
+	return ""
 }
 
 // Hint is the number of events thread i's chunks announce.
