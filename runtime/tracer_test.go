@@ -1334,6 +1334,21 @@ func TestTracerRingSwitch(t *testing.T) {
 		t.Errorf("status %q, want time_filter=1500ns", r)
 	}
 	ask("time_filter 0")
+	if r := ask("threads a,,b"); !strings.HasPrefix(r, "error threads:") {
+		t.Errorf("threads a,,b: %q", r)
+	}
+	if r := ask("threads 1,x*"); r != "ok" {
+		t.Errorf("threads 1,x*: %q", r)
+	}
+	if r := ask("status"); !strings.Contains(r, " thread_filter=1,x* ") {
+		t.Errorf("status %q, want thread_filter=1,x*", r)
+	}
+	if r := ask("threads"); r != "ok" {
+		t.Errorf("threads: %q", r)
+	}
+	if r := ask("status"); !strings.Contains(r, " thread_filter=* ") {
+		t.Errorf("status %q, want thread_filter=*", r)
+	}
 	const per = 65536 / 8 // FUNC_NEAR ticks a block holds
 	fmt.Fprintf(stdin, "call 20000\n")
 	expect("done")
@@ -1513,6 +1528,56 @@ func TestTracerMarker(t *testing.T) {
 	}
 	if j := testenv.Run(t, dir, ftrace, "dump", "--chrome", "ftrace.dat"); strings.Count(j, `"cat":"marker"`) != 8 {
 		t.Errorf("chrome: %d marker events, want 8", strings.Count(j, `"cat":"marker"`))
+	}
+}
+
+// The thread filter (FTRACE_THREADS, the kernel's set_ftrace_pid for threads): only the
+// threads named or numbered record, judged again when one is renamed (pthread_setname_np,
+// prctl); a malformed filter is refused with a message and every thread records.
+func TestTracerThreadFilter(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_thrfilter.c")
+	for _, tc := range []struct {
+		spec string
+		want map[string]int // leaf calls per recording thread (by name)
+	}{
+		{"", map[string]int{"trace_thrfilter": 10, "alpha": 20, "beta": 30, "trace_thrfilt-c": 40}},
+		{"alpha", map[string]int{"alpha": 20}},
+		{"beta,alp*", map[string]int{"alpha": 20, "beta": 30}},
+		{"[ab]e*", map[string]int{"beta": 30}},
+		{"$$", map[string]int{"trace_thrfilter": 10}}, // main: its tid is the pid
+		{"nothing", map[string]int{}},
+		{"a,,b", map[string]int{"trace_thrfilter": 10, "alpha": 20, "beta": 30, "trace_thrfilt-c": 40}},
+	} {
+		os.Remove(filepath.Join(dir, "ftrace.dat"))
+		cmd := exec.Command("sh", "-c", "FTRACE_THREADS="+tc.spec+" exec "+prog)
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%q: %v\n%s", tc.spec, err, stderr.String())
+		}
+		if bad := strings.Contains(stderr.String(), "ignoring FTRACE_THREADS"); bad != (tc.spec == "a,,b") {
+			t.Errorf("%q: stderr %q", tc.spec, stderr.String())
+		}
+		tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+		s := trSymbols(t, tr, prog)
+		got := map[string]int{}
+		for _, th := range tr.Threads {
+			name := th.Name
+			if name != "alpha" && name != "beta" && th.TID != tr.PID {
+				name = "trace_thrfilt-c" // the unnamed thread
+			}
+			for _, r := range th.Recs {
+				if s.name(r.IP) == "leaf" {
+					got[name]++
+				}
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%q: leaf calls %v, want %v", tc.spec, got, tc.want)
+		}
 	}
 }
 

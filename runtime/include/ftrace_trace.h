@@ -63,6 +63,12 @@ int ftrace_trace_set_ring(size_t bytes);
  */
 int ftrace_trace_set_time_filter(uint64_t ns);
 /*
+ * Record only the threads that match (the kernel's set_ftrace_pid, for threads): a
+ * comma-separated list of thread ids and thread-name globs (*, ?, [...]); NULL or ""
+ * records every thread.  -EINVAL for a malformed list (nothing changes).
+ */
+int ftrace_trace_set_threads(const char *spec);
+/*
  * A marker in the calling thread's trace (the kernel's trace_marker): a timestamped
  * message, at most 1000 bytes (longer is cut), shown by ftrace graph as a comment among
  * the calls, by dump --chrome as an instant event and listed by report.  0, or -ENODEV

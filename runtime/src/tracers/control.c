@@ -184,6 +184,13 @@ static void handle(int fd, char *line)
 			reply(fd, "error ring needs a size (bytes, or with K, M, G, T) or off\n");
 		else
 			result(fd, ft_session_set_ring(bytes), NULL);
+	} else if (!strcmp(line, "threads")) {
+		int err = ftrace_trace_set_threads(arg);
+
+		if (err == -EINVAL)
+			reply(fd, "error threads: thread ids and thread-name globs, comma-separated (at most 64, 63 bytes each)\n");
+		else
+			result(fd, err, NULL);
 	} else if (!strcmp(line, "time_filter")) {
 		uint64_t ns;
 
@@ -196,7 +203,7 @@ static void handle(int fd, char *line)
 	} else if (!strcmp(line, "finish")) {
 		result(fd, ftrace_trace_finish(), NULL);
 	} else {
-		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, time_filter, ring, snapshot, dump, clear, finish)\n");
+		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, time_filter, ring, snapshot, dump, clear, finish)\n");
 	}
 }
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -53,6 +54,10 @@ static struct {
 	   thresh ticks are not recorded, nor what they call */
 	uint64_t thresh_ns;
 	uint64_t thresh;
+	/* thread filter: the generation of the selection << 1 (a thread whose thr_state
+	   differs judges itself again); thr_gen counts the changes */
+	uint32_t thr_want;
+	uint32_t thr_gen;
 } tr;
 
 static const char *const list_names[FT_NLISTS] = { "filter", "notrace", "graph_function",
@@ -65,6 +70,189 @@ static const char *const list_names[FT_NLISTS] = { "filter", "notrace", "graph_f
  */
 static struct ftrace_ops sel_in_ops = { .flags = FTRT_OPS_FL_LIVE_LISTS };
 static struct ftrace_ops sel_out_ops = { .flags = FTRT_OPS_FL_LIVE_LISTS };
+
+/* ---- thread filter (the kernel's set_ftrace_pid, for threads) ---- */
+
+#define THR_MAX		64		/* entries of a thread filter */
+#define THR_RECHECK	4096		/* a left-out thread reads its name again this often */
+
+/* A thread filter: thread ids and thread-name globs.  Never changed once published. */
+struct thr_spec {
+	int n;
+	struct {
+		long tid;		/* 0: glob */
+		char glob[64];
+	} item[THR_MAX];
+	char text[512];			/* as given, for status */
+};
+
+static struct thr_spec *thr_spec;	/* NULL: every thread */
+
+/* fnmatch(3)'s *, ? and [...] ([!...] negates) on a thread name; async-signal-safe. */
+static int name_match(const char *p, const char *s)
+{
+	for (; *p; p++, s++) {
+		if (*p == '*') {
+			for (;; s++) {
+				if (name_match(p + 1, s))
+					return 1;
+				if (!*s)
+					return 0;
+			}
+		}
+		if (!*s)
+			return 0;
+		if (*p == '[') {
+			const char *q = p + 1;
+			int neg = *q == '!' || *q == '^', hit = 0;
+
+			q += neg;
+			do {
+				if (q[1] == '-' && q[2] && q[2] != ']') {
+					hit |= *s >= q[0] && *s <= q[2];
+					q += 3;
+				} else {
+					hit |= *s == *q++;
+				}
+			} while (*q && *q != ']');
+			if (!*q || hit == neg)
+				return 0;
+			p = q;
+		} else if (*p != '?' && *p != *s) {
+			return 0;
+		}
+	}
+	return !*s;
+}
+
+/*
+ * Slow path of the thread filter: the selection changed since the thread was judged (or
+ * a thread was renamed), or the thread is left out (then its name is read again every
+ * THR_RECHECK events, for a rename the interposers did not see, e.g. a raw syscall or
+ * /proc/self/task/<tid>/comm).  1: record nothing.
+ */
+static __attribute__((noinline)) int thr_skip(struct ft_thread *t)
+{
+	uint32_t want = __atomic_load_n(&tr.thr_want, __ATOMIC_ACQUIRE);
+	struct thr_spec *sp;
+	char name[17] = "";
+	long tid;
+	int skip = 1;
+
+	if (t->thr_state == (want | 1) && ++t->thr_recheck % THR_RECHECK)
+		return 1;
+	sp = __atomic_load_n(&thr_spec, __ATOMIC_ACQUIRE);
+	if (!sp) {
+		skip = 0;
+	} else {
+		int saved_errno = errno;
+
+		tid = syscall(SYS_gettid);
+		prctl(PR_GET_NAME, name);
+		errno = saved_errno;
+		for (int i = 0; i < sp->n && skip; i++)
+			skip = sp->item[i].tid ? sp->item[i].tid != tid : !name_match(sp->item[i].glob, name);
+	}
+	t->thr_state = want | (uint32_t)skip;
+	return skip;
+}
+
+/* The calling thread records nothing (thread filter)?  One compare when nothing changed. */
+static inline int thr_left_out(void)
+{
+	struct ft_thread *t = &ft_cur;
+
+	return unlikely(t->thr_state != __atomic_load_n(&tr.thr_want, __ATOMIC_RELAXED)) && thr_skip(t);
+}
+
+/*
+ * Set the thread filter: comma-separated thread ids and thread-name globs (empty or NULL:
+ * every thread).  -EINVAL for a malformed or too long one (nothing changes).  The old
+ * filter is not freed: a thread may be reading it (a few hundred bytes per change).
+ */
+int ftrace_trace_set_threads(const char *spec)
+{
+	struct thr_spec *sp = NULL;
+
+	if (spec && *spec) {
+		const char *p = spec;
+
+		if (strlen(spec) >= sizeof(sp->text) || !(sp = calloc(1, sizeof(*sp))))
+			return spec && strlen(spec) >= 512 ? -EINVAL : -ENOMEM;
+		strcpy(sp->text, spec);
+		while (*p) {
+			size_t n = strcspn(p, ",");
+			char *end;
+			long tid;
+
+			if (n == 0 || n >= sizeof(sp->item[0].glob) || sp->n == THR_MAX) {
+				free(sp);
+				return -EINVAL;
+			}
+			tid = strtol(p, &end, 10);
+			if (end == p + n && tid > 0)
+				sp->item[sp->n].tid = tid;
+			else
+				memcpy(sp->item[sp->n].glob, p, n);
+			sp->n++;
+			p += n;
+			if (*p == ',')
+				p++;
+		}
+	}
+	pthread_mutex_lock(&trace_mu);
+	__atomic_store_n(&thr_spec, sp, __ATOMIC_RELEASE);
+	__atomic_store_n(&tr.thr_want, __atomic_add_fetch(&tr.thr_gen, 1, __ATOMIC_ACQ_REL) << 1,
+			 __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&trace_mu);
+	return 0;
+}
+
+/* A thread was renamed: with a thread filter, every thread judges itself again. */
+static void thr_renamed(void)
+{
+	if (__atomic_load_n(&thr_spec, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&tr.thr_want, __atomic_add_fetch(&tr.thr_gen, 1, __ATOMIC_ACQ_REL) << 1,
+				 __ATOMIC_RELEASE);
+}
+
+/*
+ * pthread_setname_np and prctl(PR_SET_NAME), interposed (after the real call): a renamed
+ * thread is judged again by the thread filter at its next event.  prctl's arguments are
+ * passed on as glibc's own prctl reads them: four unsigned longs.
+ */
+int pthread_setname_np(pthread_t th, const char *name)
+{
+	static int (*real)(pthread_t, const char *);
+	int rc;
+
+	if (!real)
+		real = (int (*)(pthread_t, const char *))ft_next_sym("pthread_setname_np");
+	rc = real(th, name);
+	if (!rc)
+		thr_renamed();
+	return rc;
+}
+
+int prctl(int option, ...)
+{
+	static int (*real)(int, unsigned long, unsigned long, unsigned long, unsigned long);
+	unsigned long a[4];
+	va_list ap;
+	int rc;
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (!real)
+		real = (int (*)(int, unsigned long, unsigned long, unsigned long, unsigned long))
+			ft_next_sym("prctl");
+	rc = real(option, a[0], a[1], a[2], a[3]);
+	if (option == PR_SET_NAME && !rc)
+		thr_renamed();
+	return rc;
+}
 
 /* ---- function tracer ---- */
 
@@ -80,10 +268,13 @@ static inline struct ft_thread *thread_buf(void)
 static FT_CALLBACK void trace_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 		       struct ftrace_regs *fregs)
 {
-	struct ft_thread *t = thread_buf();
+	struct ft_thread *t;
 
 	(void)op;
 	(void)fregs;
+	if (thr_left_out())
+		return;
+	t = thread_buf();
 	if (unlikely(!t))
 		return;
 	ft_ev_func(t, ip, parent_ip, ft_clock_read());
@@ -168,6 +359,8 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	int sel = SEL_RECORD;
 
 	(void)gops;
+	if (thr_left_out())
+		return 0;
 	if (unlikely(tr.sel_in | tr.sel_out)) {
 		sel = graph_select(&ft_cur, e);
 		if (sel == SEL_SKIP)
@@ -1163,10 +1356,12 @@ void ft_trace_status(char *buf, size_t len)
 	ft_session_counts(&lost, &depth, &threads);
 	ft_session_mode(mode, sizeof(mode));
 	pthread_mutex_lock(&trace_mu);
-	snprintf(buf, len, "tracer=%s enabled=%d recording=%d pid=%d output=%s mode=%s time_filter=%lluns threads=%llu lost=%llu lost_depth=%llu",
+	struct thr_spec *sp = __atomic_load_n(&thr_spec, __ATOMIC_ACQUIRE);
+
+	snprintf(buf, len, "tracer=%s enabled=%d recording=%d pid=%d output=%s mode=%s time_filter=%lluns thread_filter=%s threads=%llu lost=%llu lost_depth=%llu",
 		 names[tr.tracer], tr.enabled, tr.registered != FTRACE_TRACER_NOP, (int)getpid(),
-		 ft_sess.final, mode, (unsigned long long)tr.thresh_ns, (unsigned long long)threads,
-		 (unsigned long long)lost, (unsigned long long)depth);
+		 ft_sess.final, mode, (unsigned long long)tr.thresh_ns, sp ? sp->text : "*",
+		 (unsigned long long)threads, (unsigned long long)lost, (unsigned long long)depth);
 	pthread_mutex_unlock(&trace_mu);
 }
 
@@ -1272,6 +1467,9 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 		cfg.graph_depth = (unsigned int)v;
 	if (env_uint("FTRACE_BUFFER_KB", FT_BUFFER_KB_MIN, FT_BUFFER_KB_MAX, &v))
 		cfg.buffer_kb = v;
+	tf = secure_getenv("FTRACE_THREADS");
+	if (tf && *tf && ftrace_trace_set_threads(tf))
+		fprintf(stderr, "ftkit: ignoring FTRACE_THREADS=%s (thread ids and name globs, comma-separated, at most 64)\n", tf);
 	tf = secure_getenv("FTRACE_TIME_FILTER");
 	if (tf && *tf) {
 		uint64_t ns;

@@ -112,6 +112,10 @@ struct ft_thread {
 	   that opened one, 0 outside; valid for graph registration sel_gen only */
 	int sel_in, sel_out;
 	uint32_t sel_gen;
+
+	/* thread filter (trace.c): the selection generation it was judged for << 1 | left out */
+	uint32_t thr_state;
+	uint32_t thr_recheck;	/* events while left out (its name is read again now and then) */
 };
 
 extern __thread struct ft_thread ft_cur FT_TLS;
