@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -188,8 +189,9 @@ func trCleanEnv() []string {
 type trRec struct {
 	TS, IP, Aux uint64
 	Depth       uint32
-	Type, Flags uint16 // Type 5: a marker (Text)
+	Type, Flags uint16 // Type 5: a marker (Text), 6: a stack trace (PCs)
 	Text        string
+	PCs         []uint64
 }
 
 type trThread struct {
@@ -440,6 +442,15 @@ func trDecodeBlock(t *testing.T, path string, c []byte, run *[]trFrame) []trRec 
 					le.PutUint32(text[4*k:], uint32(word(i+3+k)))
 				}
 				recs = append(recs, trRec{TS: word(i+1) | word(i+2)<<32, Type: 5, Text: string(text[:arg])})
+			case 6: // STACK: u64 time, arg addresses
+				if n != 2+2*arg {
+					t.Fatalf("%s: stack of %d addresses in %d words", path, arg, n)
+				}
+				r := trRec{TS: word(i+1) | word(i+2)<<32, Type: 6}
+				for k := 0; k < arg; k++ {
+					r.PCs = append(r.PCs, word(i+3+2*k)|word(i+4+2*k)<<32)
+				}
+				recs = append(recs, r)
 			}
 			i += 1 + n
 		default:
@@ -521,7 +532,7 @@ func trGraph(t *testing.T, th *trThread, s *trSyms) (entries, unwound map[string
 			last = r.TS
 		}
 		switch r.Type {
-		case 5: // a marker
+		case 5, 6: // a marker, a stack trace
 		case 2:
 			if int(r.Depth) < len(stack) {
 				t.Errorf("tid %d rec %d: entry depth %d below %d open frames", th.TID, i, r.Depth, len(stack))
@@ -1343,6 +1354,17 @@ func TestTracerRingSwitch(t *testing.T) {
 	if r := ask("status"); !strings.Contains(r, " thread_filter=1,x* ") {
 		t.Errorf("status %q, want thread_filter=1,x*", r)
 	}
+	for _, bad := range []string{"trigger tick@bogus", "trigger nosuch@traceoff"} {
+		if r := ask(bad); !strings.HasPrefix(r, "error trigger '") {
+			t.Errorf("%q: %q", bad, r)
+		}
+	}
+	if r := ask("trigger tick@stacktrace:1"); r != "ok" {
+		t.Errorf("trigger: %q", r)
+	}
+	if r := ask("trigger"); r != "ok" {
+		t.Errorf("trigger (none): %q", r)
+	}
 	if r := ask("threads"); r != "ok" {
 		t.Errorf("threads: %q", r)
 	}
@@ -1577,6 +1599,72 @@ func TestTracerThreadFilter(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%q: leaf calls %v, want %v", tc.spec, got, tc.want)
+		}
+	}
+}
+
+// Triggers (FTRACE_TRIGGER): traceoff and traceon bracket calls that are not recorded,
+// stacktrace records the caller chain at its first two hits (count 2), finish stops
+// recording when the call returns, and a snapshot trigger still fires after that.
+func TestTracerTrigger(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_trigger.c")
+	for _, tracer := range []string{"function", "function_graph"} {
+		os.Remove(filepath.Join(dir, "ftrace.dat.snap.1"))
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer,
+			"FTRACE_TRIGGER=off@traceoff;on@traceon;deep@stacktrace:2;fin@finish;snap@snapshot"})
+		if ws.ExitStatus() != 0 || out == "" {
+			t.Fatalf("%s: output %q, status %v", tracer, out, ws)
+		}
+		tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+		s := trSymbols(t, tr, prog)
+		leaves := 0
+		var stacks [][]string
+		for _, r := range tr.Threads[0].Recs {
+			switch {
+			case r.Type == 6:
+				var names []string
+				for k, pc := range r.PCs {
+					if k > 0 {
+						pc-- // a return address: its call
+					}
+					names = append(names, s.name(pc))
+				}
+				stacks = append(stacks, names)
+			case r.Type != 3 && s.name(r.IP) == "leaf":
+				leaves++
+			}
+		}
+		// 5, then on's leaf, 9, deep's and fin's: not off's, the 7 or the 11
+		if leaves != 17 {
+			t.Errorf("%s: %d leaf calls recorded, want 17", tracer, leaves)
+		}
+		// the graph tracer's shadow stack gives the traced callers; the function tracer
+		// has the caller, and frame pointers that -O2 does not keep
+		want := [][]string{{"deep", "main"}, {"deep", "deep", "main"}}
+		if tracer == "function" {
+			want[1] = want[1][:2]
+		}
+		ok := len(stacks) == 2
+		for k := 0; ok && k < 2; k++ {
+			ok = len(stacks[k]) >= len(want[k]) && fmt.Sprint(stacks[k][:len(want[k])]) == fmt.Sprint(want[k])
+		}
+		if !ok {
+			t.Errorf("%s: stack traces %v, want them to begin %v", tracer, stacks, want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "ftrace.dat.snap.1")); err != nil {
+			t.Errorf("%s: the snapshot trigger wrote no snapshot: %v", tracer, err)
+		}
+	}
+	// a malformed trigger or one that matches nothing: a message, tracing goes on
+	for _, bad := range []string{"off@bogus", "nosuchfunc@traceoff", "off", "off@depth", "off@traceoff:0"} {
+		cmd := exec.Command(prog)
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_TRIGGER="+bad)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil || !strings.Contains(stderr.String(), "ignoring FTRACE_TRIGGER") {
+			t.Errorf("%q: %v, stderr %q", bad, err, stderr.String())
 		}
 	}
 }
@@ -2602,7 +2690,7 @@ func TestTracerSnapshotRace(t *testing.T) {
 			t.Fatalf("snapshot %d: %d records, final %d", i, len(snap), len(all))
 		}
 		for k := range snap {
-			if snap[k] != all[k] {
+			if !reflect.DeepEqual(snap[k], all[k]) {
 				t.Errorf("snapshot %d: record %d of %d differs from the final file's (ts %d, want %d)", i, k, len(snap), snap[k].TS, all[k].TS)
 				break
 			}

@@ -88,7 +88,15 @@ func matchAny(name string, globs []string) bool {
 // which a string-slice flag would split on.
 type specList struct{ v []string }
 
-func (l *specList) Set(s string) error { l.v = append(l.v, s); return nil }
+func (l *specList) Set(s string) error {
+	// urfave/cli copies a flag's value to its aliases with Set(String()): the same list
+	// must not be appended to itself
+	if len(l.v) > 0 && s == l.String() {
+		return nil
+	}
+	l.v = append(l.v, s)
+	return nil
+}
 func (l *specList) String() string {
 	if l == nil {
 		return ""

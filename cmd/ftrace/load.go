@@ -147,6 +147,13 @@ func openStream(c *cli.Context) (*streamIn, error) {
 		return nil, err
 	}
 	in := &streamIn{st: st, path: path, sym: symbolize.New(st.Trace.Maps)}
+	lookup := in.sym.LockedLookup()
+	st.Name = func(addr uint64, ret bool) string { // a trigger's stack traces
+		if ret {
+			addr-- // the call, not what follows it
+		}
+		return lookup(addr).Name
+	}
 	if in.flt, in.wrap, err = boundFilter(flt, st); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -28,6 +28,7 @@ func recordCommand() *cli.Command {
 		ArgsUsage: "[flags] -- PROG [ARGS...]",
 		Description: "Runs PROG (linked with libftrt) with FTRACE_TRACER, FTRACE_FILTER, FTRACE_NOTRACE,\n" +
 			"FTRACE_GRAPH_FUNCTION, FTRACE_GRAPH_NOTRACE, FTRACE_GRAPH_DEPTH, FTRACE_TIME_FILTER, FTRACE_THREADS,\n" +
+			"FTRACE_TRIGGER, " +
 			"FTRACE_OUTPUT, FTRACE_BUFFER_KB, FTRACE_NO_LOSS and FTRACE_RING set from the flags, and exits with the\n" +
 			"program's exit status. By default every event is streamed to the file by a writer thread\n" +
 			"of the runtime; when it falls behind, events are dropped and counted (--no-loss: the\n" +
@@ -39,6 +40,7 @@ func recordCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "graph-function", Aliases: []string{"G"}, Usage: "function_graph: graph only these functions (`GLOBS`) and what they call"},
 			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions (`GLOBS`) and what they call"},
 			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "maximum graph depth (0: unlimited)"},
+			&cli.GenericFlag{Name: "trigger", Aliases: []string{"T"}, Value: &specList{}, Usage: "act on hits of functions: `SPEC` is GLOB@ACTION[:COUNT] with actions (comma-separated) traceon, traceoff, snapshot, stacktrace, depth=N, finish (repeatable; FTRACE_TRIGGER)"},
 			&cli.StringFlag{Name: "threads", Usage: "record only these threads: thread ids and thread-name globs, comma-separated (`LIST`; FTRACE_THREADS)"},
 			&cli.DurationFlag{Name: "time-filter", Usage: "function_graph: record only calls lasting at least `DUR` (e.g. 10us, 1.5ms) and those of their callees that do (FTRACE_TIME_FILTER)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: defaultTrace, Usage: "trace file (%p: pid)"},
@@ -97,6 +99,14 @@ func doRecord(c *cli.Context) error {
 	}
 	if d := c.Int("depth"); d > 0 {
 		env = append(env, "FTRACE_GRAPH_DEPTH="+strconv.Itoa(d))
+	}
+	if tg := c.Generic("trigger").(*specList).v; len(tg) > 0 {
+		for _, x := range tg {
+			if strings.Contains(x, ";") || !strings.Contains(x, "@") {
+				return fmt.Errorf("record: --trigger %q: want GLOB@ACTION[:COUNT][,ACTION...] (one trigger per flag)", x)
+			}
+		}
+		env = append(env, "FTRACE_TRIGGER="+strings.Join(tg, ";"))
 	}
 	if th := c.String("threads"); th != "" {
 		env = append(env, "FTRACE_THREADS="+th)
@@ -269,7 +279,8 @@ func liveCommand() *cli.Command {
 		Usage:     "control a running traced process",
 		ArgsUsage: "PID COMMAND [ARG]",
 		Description: "Commands: status, enable, disable, tracer function|function_graph|nop, filter GLOBS,\n" +
-			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, threads LIST, time_filter DUR,\n" +
+			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, threads LIST, trigger SPEC,\n" +
+			"time_filter DUR, " +
 			"ring SIZE|off, snapshot [PATH], dump [PATH], clear, finish.\n" +
 			"The process must run with FTRACE_TRACER or FTRACE_CONTROL=1 set (ftrace record --control).",
 		Flags: []cli.Flag{
@@ -282,7 +293,7 @@ func liveCommand() *cli.Command {
 
 var liveCommands = map[string]int{ // command → max args
 	"status": 0, "enable": 0, "disable": 0, "tracer": 1, "filter": 1, "notrace": 1,
-	"graph_function": 1, "graph_notrace": 1, "depth": 1, "threads": 1, "time_filter": 1, "ring": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
+	"graph_function": 1, "graph_notrace": 1, "depth": 1, "threads": 1, "trigger": 1, "time_filter": 1, "ring": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
 }
 
 func doLive(c *cli.Context) error {
@@ -297,7 +308,7 @@ func doLive(c *cli.Context) error {
 	cmd, rest := args[1], args[2:]
 	maxArgs, ok := liveCommands[cmd]
 	if !ok {
-		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, time_filter, ring, snapshot, dump, clear or finish)", cmd)
+		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, trigger, time_filter, ring, snapshot, dump, clear or finish)", cmd)
 	}
 	if len(rest) > maxArgs {
 		return fmt.Errorf("live: %s takes at most %d argument(s)", cmd, maxArgs)

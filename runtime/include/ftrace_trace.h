@@ -69,6 +69,13 @@ int ftrace_trace_set_time_filter(uint64_t ns);
  */
 int ftrace_trace_set_threads(const char *spec);
 /*
+ * Triggers on function hits: "GLOB@ACTION[:COUNT][,ACTION...][;GLOB@...]" with ACTION
+ * traceon, traceoff, snapshot, stacktrace, depth=N or finish (recording off when the call
+ * returns); COUNT limits how often it fires.  NULL or "" removes them.  All or nothing:
+ * -EINVAL (malformed), -ENODEV (a glob matches no function), nothing changes.
+ */
+int ftrace_trace_set_triggers(const char *spec);
+/*
  * A marker in the calling thread's trace (the kernel's trace_marker): a timestamped
  * message, at most 1000 bytes (longer is cut), shown by ftrace graph as a comment among
  * the calls, by dump --chrome as an instant event and listed by report.  0, or -ENODEV

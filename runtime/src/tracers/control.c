@@ -30,6 +30,7 @@
 #include "control.h"
 #include "trace.h"
 #include "trace_buf.h"
+#include "trigger.h"
 #include "trace_util.h"
 
 static char sock_path[108];
@@ -184,6 +185,18 @@ static void handle(int fd, char *line)
 			reply(fd, "error ring needs a size (bytes, or with K, M, G, T) or off\n");
 		else
 			result(fd, ft_session_set_ring(bytes), NULL);
+	} else if (!strcmp(line, "trigger")) {
+		char bad[160] = "";
+		int err = ft_set_triggers(arg, bad, sizeof(bad));
+
+		if (err == -EINVAL)
+			snprintf(out, sizeof(out), "error trigger '%s': not GLOB@ACTION[:COUNT],... (traceon, traceoff, snapshot, stacktrace, depth=N, finish)\n", bad);
+		else if (err == -ENODEV)
+			snprintf(out, sizeof(out), "error trigger '%s': matches no function (nothing changed)\n", bad);
+		if (err == -EINVAL || err == -ENODEV)
+			reply(fd, out);
+		else
+			result(fd, err, NULL);
 	} else if (!strcmp(line, "threads")) {
 		int err = ftrace_trace_set_threads(arg);
 
@@ -203,7 +216,7 @@ static void handle(int fd, char *line)
 	} else if (!strcmp(line, "finish")) {
 		result(fd, ftrace_trace_finish(), NULL);
 	} else {
-		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, time_filter, ring, snapshot, dump, clear, finish)\n");
+		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, trigger, time_filter, ring, snapshot, dump, clear, finish)\n");
 	}
 }
 

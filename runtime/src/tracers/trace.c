@@ -33,6 +33,7 @@
 #include "fgraph.h"
 #include "trace.h"
 #include "trace_buf.h"
+#include "trigger.h"
 
 static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -58,6 +59,7 @@ static struct {
 	   differs judges itself again); thr_gen counts the changes */
 	uint32_t thr_want;
 	uint32_t thr_gen;
+	int paused;			/* triggers' traceoff: no thread records */
 } tr;
 
 static const char *const list_names[FT_NLISTS] = { "filter", "notrace", "graph_function",
@@ -142,7 +144,9 @@ static __attribute__((noinline)) int thr_skip(struct ft_thread *t)
 	if (t->thr_state == (want | 1) && ++t->thr_recheck % THR_RECHECK)
 		return 1;
 	sp = __atomic_load_n(&thr_spec, __ATOMIC_ACQUIRE);
-	if (!sp) {
+	if (__atomic_load_n(&tr.paused, __ATOMIC_ACQUIRE)) {
+		skip = 1;
+	} else if (!sp) {
 		skip = 0;
 	} else {
 		int saved_errno = errno;
@@ -206,6 +210,23 @@ int ftrace_trace_set_threads(const char *spec)
 			 __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&trace_mu);
 	return 0;
+}
+
+/*
+ * Recording off (or on) for every thread, at its next call (triggers' traceoff/traceon,
+ * the kernel's tracing_on): through the thread filter's check, so the hot path pays
+ * nothing more.  Calls already entered still record their exits.
+ */
+void ft_trace_pause(int off)
+{
+	if (__atomic_exchange_n(&tr.paused, !!off, __ATOMIC_ACQ_REL) != !!off)
+		__atomic_store_n(&tr.thr_want, __atomic_add_fetch(&tr.thr_gen, 1, __ATOMIC_ACQ_REL) << 1,
+				 __ATOMIC_RELEASE);
+}
+
+int ft_trace_paused(void)
+{
+	return __atomic_load_n(&tr.paused, __ATOMIC_ACQUIRE);
 }
 
 /* A thread was renamed: with a thread filter, every thread judges itself again. */
@@ -1434,7 +1455,7 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 {
 	const char *tracer = secure_getenv("FTRACE_TRACER");
 	const char *control = secure_getenv("FTRACE_CONTROL");
-	const char *tf;
+	const char *tf, *trig;
 	struct ftrace_trace_config cfg = { 0 };
 	unsigned long v;
 
@@ -1470,6 +1491,8 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	tf = secure_getenv("FTRACE_THREADS");
 	if (tf && *tf && ftrace_trace_set_threads(tf))
 		fprintf(stderr, "ftkit: ignoring FTRACE_THREADS=%s (thread ids and name globs, comma-separated, at most 64)\n", tf);
+	tf = secure_getenv("FTRACE_TRIGGER");
+	trig = tf && *tf ? tf : NULL;
 	tf = secure_getenv("FTRACE_TIME_FILTER");
 	if (tf && *tf) {
 		uint64_t ns;
@@ -1482,4 +1505,13 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	ftrace_trace_start(&cfg);
 	if (cfg.tracer != FTRACE_TRACER_NOP)
 		warn_no_tables();
+	if (trig) {
+		char bad[160] = "";
+		int err = ft_set_triggers(trig, bad, sizeof(bad));
+
+		if (err)
+			fprintf(stderr, "ftkit: ignoring FTRACE_TRIGGER=%s: '%s': %s\n", trig, bad,
+				err == -EINVAL ? "not GLOB@ACTION[:COUNT],... (traceon, traceoff, snapshot, stacktrace, depth=N, finish)" :
+				err == -ENODEV ? "matches no function" : strerror(-err));
+	}
 }

@@ -13,6 +13,10 @@ void ft_trace_atfork_prepare(void);
 void ft_trace_atfork_parent(void);
 void ft_trace_atfork_child(void);
 
+/* Recording on/off for every thread (triggers' traceon/traceoff, finish). */
+void ft_trace_pause(int off);
+int ft_trace_paused(void);
+
 /* "status" line for the control socket. */
 void ft_trace_status(char *buf, size_t len);
 

@@ -1590,18 +1590,19 @@ static void ev_lost(struct ft_thread *t)
 }
 
 /*
- * A program's marker: EXT MARKER with its time and at most FT_MARKER_MAX bytes of text,
- * in the thread's stream among its events.  0, -EBUSY (re-entered from a signal handler
- * on this thread), -ENOSPC (no free block: counted lost).
+ * A program's marker (EXT MARKER: its time and at most FT_MARKER_MAX bytes of text) or a
+ * trigger's stack trace (EXT STACK), in the thread's stream among its events.  0, -EBUSY
+ * (re-entered from a signal handler on this thread), -ENOSPC (no free block: counted
+ * lost).
  */
-int ft_ev_marker(struct ft_thread *t, uint64_t ts, const char *text, size_t len)
+/* An EXT record of n words (payload: u64 time, then data of len bytes) in the stream. */
+static int ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, const void *data,
+		  size_t len)
 {
 	uint32_t n, *p;
 	int saved_errno, err = 0;
 
-	if (len > FT_MARKER_MAX)
-		len = FT_MARKER_MAX;
-	n = 3 + (uint32_t)(len + 3) / 4;	/* EXT word, u64 time, text words */
+	n = 3 + (uint32_t)(len + 3) / 4;	/* EXT word, u64 time, data words */
 	if (t->busy || t->state != FT_THREAD_LIVE)
 		return -EBUSY;
 	t->busy = 1;
@@ -1620,17 +1621,31 @@ int ft_ev_marker(struct ft_thread *t, uint64_t ts, const char *text, size_t len)
 	p = t->wp;
 	t->wp = p + n;
 	barrier();
-	p[0] = ftkit_ext(FTKIT_EXT_MARKER, n - 1, (uint32_t)len);
+	p[0] = ftkit_ext(sub, n - 1, arg);
 	p[1] = (uint32_t)ts;
 	p[2] = (uint32_t)(ts >> 32);
-	p[n - 1] = 0;		/* the text's padding */
-	memcpy(p + 3, text, len);
+	p[n - 1] = 0;		/* the data's padding */
+	memcpy(p + 3, data, len);
 	ft_ev_publish(t, p + n);
 out:
 	errno = saved_errno;
 	barrier();
 	t->busy = 0;
 	return err;
+}
+
+int ft_ev_marker(struct ft_thread *t, uint64_t ts, const char *text, size_t len)
+{
+	if (len > FT_MARKER_MAX)
+		len = FT_MARKER_MAX;
+	return ev_ext(t, FTKIT_EXT_MARKER, (uint32_t)len, ts, text, len);
+}
+
+int ft_ev_stack(struct ft_thread *t, uint64_t ts, const uint64_t *pcs, unsigned n)
+{
+	if (n > 32)
+		n = 32;
+	return ev_ext(t, FTKIT_EXT_STACK, n, ts, pcs, n * sizeof(*pcs));
 }
 
 void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, uint64_t ts)

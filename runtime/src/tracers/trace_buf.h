@@ -251,5 +251,7 @@ int ft_parse_duration(const char *str, uint64_t *ns);
 
 #define FT_MARKER_MAX	1000	/* bytes of a marker's text (EXT payload: at most 255 words) */
 int ft_ev_marker(struct ft_thread *t, uint64_t ts, const char *text, size_t len);
+/* EXT STACK: n (at most 32) code addresses, innermost first */
+int ft_ev_stack(struct ft_thread *t, uint64_t ts, const uint64_t *pcs, unsigned n);
 
 #endif

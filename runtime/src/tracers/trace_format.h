@@ -175,6 +175,7 @@ enum {
 	FTKIT_EXT_DEPTH = 3,
 	FTKIT_EXT_LOST = 4,
 	FTKIT_EXT_MARKER = 5,
+	FTKIT_EXT_STACK = 6,
 };
 
 #define FTKIT_DELTA_MAX		(1U << 29)	/* deltas below this fit */

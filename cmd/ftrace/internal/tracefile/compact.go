@@ -42,6 +42,7 @@ const (
 	extDepth    = 3
 	extLost     = 4
 	extMarker   = 5
+	extStack    = 6
 
 	deltaBits     = 29
 	nearDeltaBits = 13
@@ -268,7 +269,7 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
 		}
 		evs = evs[:0]
-		evs, open, err = decodeBlock(raw, b, th, evs, open, s.conv, s.addMarker)
+		evs, open, err = decodeBlock(raw, b, th, evs, open, s.conv, s.addMarker, s.stackText)
 		if err != nil {
 			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
 		}
@@ -320,7 +321,7 @@ func (s *Stream) readBlock(raw []byte, b block) ([]byte, error) {
 // next entry at their depth closes them, as the depth rule of the format says), and
 // frames the header lists that the stream has not entered (a ring that starts in the
 // middle of calls, a dropped block) are entered here with their recorded time.
-func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, conv func(uint64) uint64, mark func(string) uint64) ([]Event, []frame, error) {
+func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, conv func(uint64) uint64, mark func(string) uint64, stack func([]uint64) string) ([]Event, []frame, error) {
 	depth := int(le.Uint32(raw[52:]))
 	dataLen := int(le.Uint32(raw[56:]))
 	ipHi := uint64(le.Uint32(raw[60:])) << 32
@@ -382,6 +383,14 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 					text := p[8:]
 					text = text[:min(int(arg), len(text))]
 					evs = append(evs, Event{Kind: Marker, TS: conv(le.Uint64(p)), IP: mark(string(text)), Depth: -1})
+				}
+			case extStack: // a trigger's stack trace: u64 ticks, arg code addresses
+				if nw >= 2 && 2+2*int(arg) <= nw {
+					pcs := make([]uint64, arg)
+					for k := range pcs {
+						pcs[k] = le.Uint64(p[8+8*k:])
+					}
+					evs = append(evs, Event{Kind: Marker, TS: conv(le.Uint64(p)), IP: mark(stack(pcs)), Depth: -1})
 				}
 			}
 			i += 1 + nw

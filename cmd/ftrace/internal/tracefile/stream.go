@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -23,6 +24,9 @@ type Stream struct {
 	seen  map[string]bool
 	// the texts of the markers decoded so far (Marker events number them)
 	markers []string
+	// Name, if set, names a code address in a trigger's stack trace (ret: it is a
+	// return address, its call is the byte before); else addresses are shown in hex.
+	Name func(addr uint64, ret bool) string
 }
 
 // source says where one thread's events are.
@@ -101,6 +105,24 @@ func (s *Stream) addMarker(text string) uint64 {
 	defer s.mu.Unlock()
 	s.markers = append(s.markers, text)
 	return uint64(len(s.markers) - 1)
+}
+
+// stackText is a trigger's stack trace as a marker's text: the function hit first, then
+// its callers.
+func (s *Stream) stackText(pcs []uint64) string {
+	var b strings.Builder
+	b.WriteString("stacktrace:")
+	for i, pc := range pcs {
+		if i > 0 {
+			b.WriteString(" <-")
+		}
+		if s.Name != nil {
+			b.WriteString(" " + s.Name(pc, i > 0))
+		} else {
+			fmt.Fprintf(&b, " %#x", pc)
+		}
+	}
+	return b.String()
 }
 
 // MarkerText is the text of a Marker event this stream decoded (ev.IP numbers it).

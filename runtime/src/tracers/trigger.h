@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Triggers on function hits (trigger.c): what the control socket and the start-up
+ * controls call; the public API is ftrace_trace_set_triggers() (ftrace_trace.h).
+ */
+#ifndef FTKIT_TRIGGER_H
+#define FTKIT_TRIGGER_H
+
+#include <stddef.h>
+
+/* Replace the triggers, all or nothing; bad gets the item refused. */
+int ft_set_triggers(const char *spec, char *bad, size_t badlen);
+
+#endif
