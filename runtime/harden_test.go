@@ -257,6 +257,37 @@ func TestTracerMemDescriptorReplaced(t *testing.T) {
 	}
 }
 
+// When /proc/self/mem cannot be opened again (the program closed every descriptor, then
+// lowered RLIMIT_NOFILE so that none can be opened), the runtime says so once and falls
+// back to mprotect; the program computes the same and its file is never touched.  What
+// needs a descriptor besides (listing the threads to wait for their callbacks) fails
+// with -EMFILE and changes nothing: registrations stay as they were.
+func TestTracerMemFallback(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_memfd.c")
+	cmd := exec.Command(prog, filepath.Join(dir, "mine"), "limit")
+	cmd.Dir = dir
+	cmd.Env = trCleanEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	last := string(out)
+	if i := strings.LastIndex(last[:max(len(last)-1, 0)], "\n"); i >= 0 {
+		last = last[i+1:]
+	}
+	if err != nil || !strings.HasPrefix(last, "sum 175 hits 10 ") || !strings.HasSuffix(last, ", file intact\n") {
+		t.Fatalf("output %q (%v), stderr %q", out, err, stderr.String())
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(out), last), "\n") {
+		if line != "" && !strings.HasSuffix(line, fmt.Sprintf(": %d", -int(syscall.EMFILE))) && !strings.HasSuffix(line, fmt.Sprintf(": %d", -int(syscall.EINVAL))) {
+			t.Errorf("an API call failed otherwise than for want of a descriptor: %q", line)
+		}
+	}
+	if n := strings.Count(stderr.String(), "code is written through mprotect from now on"); n != 1 {
+		t.Errorf("the fallback said %d times (want once):\n%s", n, stderr.String())
+	}
+}
+
 // trEntries counts the records of type typ (graph: 2 entry) of function fn.
 func trEntries(t *testing.T, tr *trTrace, prog, fn string, typ uint16) (n int) {
 	s := trSymbols(t, tr, prog)

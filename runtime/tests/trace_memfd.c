@@ -6,11 +6,14 @@
  * the filter while registered, unregister).  The runtime must neither read nor write code
  * through the program's file, and the patching must still work.  Prints the callback
  * counts and whether FILE (argv[1]) still holds only what the program wrote; exits 0.
+ * With argv[2] "limit", RLIMIT_NOFILE is then lowered so that no descriptor can be opened:
+ * the runtime cannot have /proc/self/mem again and must patch another way.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +90,15 @@ int main(int argc, char **argv)
 	if (fd != n && (dup2(fd, n) != n || close(fd)))
 		return 2;
 	fd = n;
+	if (argc > 2 && !strcmp(argv[2], "limit")) {
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl))
+			return 2;
+		rl.rlim_cur = 3;	/* 0, 1, 2 are open: no new descriptor */
+		if (setrlimit(RLIMIT_NOFILE, &rl) || open("/dev/null", O_RDONLY) >= 0)
+			return 2;
+	}
 
 	hits = 0;
 	if ((err = unregister_ftrace_function(&a)))
