@@ -167,6 +167,49 @@ func (a *asm) leanCaller(name, callLabel string) {
 	a.epilogue(name)
 }
 
+// callopsCaller emits the shared caller of CALL_OPS sites (sites with an 8-byte slot
+// right before their function, docs/runtime.md "Per-call-site ops"): ftrace_caller's frame
+// and registers, but the ops comes from the site itself. The slot is 8-byte aligned and
+// ends at the function's entry, which is the site or the site - 4 (after endbr64), so it
+// lies at (site - 8) & ~7 either way; it holds the address of the site's cell (written once
+// by the runtime, before the site first calls here), and the cell the ops, which the runtime
+// switches with one aligned store. The callback is ops->func, called indirectly. Nothing
+// in it is patched: the runtime copies it whole into each arena.
+func (a *asm) callopsCaller(name string) {
+	a.fn(name)
+	a.l("subq $%d, %%rsp", FrameSize)
+	a.saveXMM()
+	for _, r := range callerSaved {
+		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
+	}
+	a.l("movq %d(%%rsp), %%rdi", FrameSize) // return address = site + 5
+	a.l("movq %%rdi, %d(%%rsp)", RegOff("ip"))
+	a.l("leaq %d(%%rsp), %%rsi", FrameSize+8) // stack pointer at function entry
+	a.l("movq %%rsi, %d(%%rsp)", RegOff("sp"))
+	a.l("movq $0, %d(%%rsp)", RegOff("full"))
+	a.l("movq (%%rsi), %%rsi") // parent ip
+	a.l("subq $5, %%rdi")      // ip of the site
+	// the counter first: a thread that read the old ops from the cell is waited for
+	a.enterDepth()
+	a.label(name + "_op_ptr")
+	a.l("leaq -8(%%rdi), %%rdx")
+	a.l("andq $-8, %%rdx")     // the slot
+	a.l("movq (%%rdx), %%rdx") // the cell
+	a.l("movq (%%rdx), %%rdx") // the ops (the runtime's release store)
+	a.l("movq %%rsp, %%rcx")   // struct ftrace_regs *
+	a.l("testq %%rdx, %%rdx")
+	a.l("jz 1f")
+	a.label(name + "_call")
+	a.l("call *(%%rdx)") // ops->func (offset 0 of struct ftrace_ops)
+	a.raw("1:\n")
+	a.leaveDepth()
+	a.restoreXMM()
+	for _, r := range callerSaved {
+		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
+	}
+	a.epilogue(name)
+}
+
 // saveRegsFrame emits the regs caller's prologue: every general register, the flags and
 // the vector argument registers; orig_ax (the direct trampoline to divert to) cleared.
 func (a *asm) saveRegsFrame() {
@@ -350,6 +393,8 @@ func Assembly() string {
 		a.global(n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end",
 			n+"_fallback", n+"_fallback_end")
 	}
+	a.global("ftrace_callops_caller", "ftrace_callops_caller_op_ptr", "ftrace_callops_caller_call",
+		"ftrace_callops_caller_end")
 	a.global("ftrace_direct_count", "ftrace_direct_count_end", "ftrace_direct_fexit",
 		"ftrace_direct_fexit_data", "ftrace_direct_fexit_end")
 
@@ -369,6 +414,9 @@ func Assembly() string {
 	a.multiCaller("ftrace_multi_caller", multiPlain)
 	a.multiCaller("ftrace_multi_caller_novec", multiNovec)
 	a.multiCaller("ftrace_regs_multi_caller", multiRegs)
+
+	// ftrace_callops_caller: CALL_OPS sites, the ops read from the site's cell.
+	a.callopsCaller("ftrace_callops_caller")
 
 	// Ready direct trampolines (register_ftrace_direct): see direct.go.
 	a.directTrampolines()

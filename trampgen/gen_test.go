@@ -451,3 +451,56 @@ func TestDirectTemplates(t *testing.T) {
 		t.Errorf("ftrace_direct_fexit: %d calls (want entry, the function, exit), data marker on a boundary: %v", calls, boundary)
 	}
 }
+
+// The CALL_OPS caller is ftrace_caller with another ops load: the same bytes before the
+// op_ptr marker (frame, saved registers, counter raised) and after the callback call
+// (counter lowered, restore, return); between them the slot at (site - 8) & ~7, the cell,
+// the ops and an indirect call of ops->func, skipped when the ops is NULL. Copied whole into
+// each arena, so nothing in it may be RIP-relative or leave it.
+func TestCallopsTemplate(t *testing.T) {
+	text, syms := assemble(t)
+	const n = "ftrace_callops_caller"
+	start, op, call, end := syms[n], syms[n+"_op_ptr"], syms[n+"_call"], syms[n+"_end"]
+	cs, cop, ccall := syms["ftrace_caller"], syms["ftrace_caller_op_ptr"], syms["ftrace_call"]
+	if !bytes.Equal(text[start:op], text[cs:cop]) {
+		t.Errorf("prologue differs from ftrace_caller's")
+	}
+	if !bytes.Equal(text[call:call+2], []byte{0xff, 0x12}) {
+		t.Errorf("call marker is % x, want ff 12 (call *(%%rdx))", text[call:call+2])
+	}
+	if !bytes.Equal(text[call+2:end+1], text[ccall+5:syms["ftrace_caller_end"]+1]) {
+		t.Errorf("epilogue differs from ftrace_caller's")
+	}
+	want := []string{"LEA RDX, [RDI-0x8]", "AND RDX, -0x8", "MOV RDX, [RDX]",
+		"MOV RDX, [RDX]", "MOV RCX, RSP", "TEST RDX, RDX"}
+	pc := op
+	for i, w := range want {
+		in, err := x86asm.Decode(text[pc:], 64)
+		if err != nil {
+			t.Fatalf("decode at %#x: %v", pc, err)
+		}
+		if got := in.String(); got != w {
+			t.Errorf("op load instruction %d is %q, want %q", i, got, w)
+		}
+		pc += uint64(in.Len)
+	}
+	in, err := x86asm.Decode(text[pc:], 64)
+	if err != nil || in.Op != x86asm.JE || pc+uint64(in.Len)+uint64(int64(in.Args[0].(x86asm.Rel))) != call+2 {
+		t.Errorf("no jz over the call after the op load: %v", in)
+	}
+	if pc+uint64(in.Len) != call {
+		t.Errorf("the call does not follow the jz")
+	}
+	for pc := start; pc < end; {
+		in, err := x86asm.Decode(text[pc:], 64)
+		if err != nil {
+			t.Fatalf("decode at %#x: %v", pc, err)
+		}
+		for _, a := range in.Args {
+			if m, ok := a.(x86asm.Mem); ok && m.Base == x86asm.RIP {
+				t.Errorf("RIP-relative operand at %#x: %v", pc, in)
+			}
+		}
+		pc += uint64(in.Len)
+	}
+}
