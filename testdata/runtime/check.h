@@ -125,8 +125,11 @@ static CB int is_nop(void *fn)
 
 /* ---- CALL_OPS (programs built with -fpatchable-function-entry=8,8) --------------------- */
 
-extern const unsigned char ftrace_callops_caller[], ftrace_callops_caller_end[];
+extern const unsigned char ftrace_callops_caller[], ftrace_callops_caller_end[],
+	ftrace_callops_caller_novec[], ftrace_callops_caller_novec_end[];
 void ftrt_callops_func(unsigned long, unsigned long, struct ftrace_ops *, struct ftrace_regs *);
+void ftrace_callops_set_novec(unsigned long, unsigned long, struct ftrace_ops *,
+			      struct ftrace_regs *);
 extern struct ftrace_ops ftrt_callops_stub;
 int ftrt_debug_callops_set(unsigned long ip, struct ftrace_ops *ops);
 /* the runtime's set of ops in a cell (ftrace_core.c, struct ftrt_callops) */
@@ -135,6 +138,7 @@ struct callops_set {
 	void *next;
 	unsigned long refs;
 	unsigned n;
+	int lean;
 	struct ftrace_ops *vec[];
 };
 
@@ -145,9 +149,12 @@ static CB struct ftrace_ops *callops_cell(void *fn)
 	struct decoded d = decode(fn);
 	uintptr_t *cell;
 
-	/* copied whole (its first bytes are ftrace_caller's) */
-	if (!d.target || memcmp((const void *)d.target, ftrace_callops_caller,
-				(size_t)(ftrace_callops_caller_end - ftrace_callops_caller)))
+	/* copied whole (their first bytes are ftrace_caller's / ftrace_caller_novec's) */
+	if (!d.target || (memcmp((const void *)d.target, ftrace_callops_caller,
+				 (size_t)(ftrace_callops_caller_end - ftrace_callops_caller)) &&
+			  memcmp((const void *)d.target, ftrace_callops_caller_novec,
+				 (size_t)(ftrace_callops_caller_novec_end -
+					  ftrace_callops_caller_novec))))
 		return NULL;
 	memcpy(&cell, (const void *)((d.site - 8) & ~(uintptr_t)7), sizeof(cell));
 	return (struct ftrace_ops *)__atomic_load_n(cell, __ATOMIC_ACQUIRE);
@@ -164,12 +171,13 @@ static CB int calls_callops(void *fn, int n, struct ftrace_ops **want)
 		return 0;
 	if (n == 1 && !(want[0]->flags & FTRACE_OPS_FL_RECURSION))
 		return v == want[0];
-	if (v->func != ftrt_callops_func || c->n != (unsigned)n)
+	if ((v->func != ftrt_callops_func && v->func != ftrace_callops_set_novec) ||
+	    c->n != (unsigned)n || v->private != c->vec)
 		return 0;
 	for (i = 0; i < n; i++)
 		if (c->vec[i] != want[i])
 			return 0;
-	return 1;
+	return !c->vec[n];
 }
 
 /* Built for CALL_OPS and not turned off with FTRT_CALLOPS=0. */

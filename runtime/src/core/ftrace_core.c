@@ -836,11 +836,12 @@ static struct ftrt_tramp *multi_tramp(struct ftrt_arena *a, struct ftrace_ops **
  * period (the caller raises ftrt_cb_depth before it reads the slot).
  */
 struct ftrt_callops {
-	struct ftrace_ops	ops;		/* what a cell points at: ops.func = ftrt_callops_func */
+	struct ftrace_ops	ops;		/* what a cell points at: ops.func runs the set */
 	struct ftrt_callops	*next;		/* in callops_sets */
 	unsigned long		refs;		/* cells holding it */
 	unsigned		n;
-	struct ftrace_ops	*vec[];		/* in list order */
+	int			lean;		/* run by ftrace_callops_set_novec */
+	struct ftrace_ops	*vec[];		/* in list order, NULL-terminated (ops.private) */
 };
 
 static struct ftrt_callops *callops_sets;
@@ -929,7 +930,8 @@ static struct ftrt_callops *as_set(uintptr_t v)
 {
 	const struct ftrace_ops *op = (const struct ftrace_ops *)v;
 
-	return op && op->func == ftrt_callops_func ? (struct ftrt_callops *)v : NULL;
+	return op && (op->func == ftrt_callops_func || op->func == ftrace_callops_set_novec) ?
+		(struct ftrt_callops *)v : NULL;
 }
 
 /* Switch a cell (the one store a CALL_OPS site's callers see), counting the sets' users. */
@@ -968,23 +970,31 @@ static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, unsigne
 /*
  * What the cell of a site served by the n ops of vec holds: the ops itself when alone and
  * not RECURSION, else the set (made on first use, shared by every site with it); 0 when out
- * of memory.
+ * of memory.  *lean: the lean CALL_OPS caller may run it (every callback proven to need no
+ * vector register, %rcx or frame, as for ftrace_caller_novec; no RECURSION ops).
  */
-static uintptr_t callops_value(struct ftrace_ops **vec, unsigned n)
+static uintptr_t callops_value(struct ftrace_ops **vec, unsigned n, int *lean)
 {
 	struct ftrt_callops *c;
+	unsigned i;
 
+	*lean = 1;
+	for (i = 0; i < n && *lean; i++)
+		if ((vec[i]->flags & FTRACE_OPS_FL_RECURSION) || !ftrt_tramp_novec_ok(vec[i]->func))
+			*lean = 0;
 	if (n == 1 && !(vec[0]->flags & FTRACE_OPS_FL_RECURSION))
 		return (uintptr_t)vec[0];
 	for (c = callops_sets; c; c = c->next)
-		if (c->n == n && !memcmp(c->vec, vec, n * sizeof(*vec)))
+		if (c->n == n && c->lean == *lean && !memcmp(c->vec, vec, n * sizeof(*vec)))
 			return (uintptr_t)c;
-	c = calloc(1, sizeof(*c) + n * sizeof(*vec));
+	c = calloc(1, sizeof(*c) + (n + 1) * sizeof(*vec));
 	if (!c)
 		return 0;
-	c->ops.func = ftrt_callops_func;
+	c->ops.func = *lean ? ftrace_callops_set_novec : ftrt_callops_func;
 	c->ops.flags = FTRACE_OPS_FL_RECURSION;	/* recursion is decided per ops inside */
+	c->ops.private = c->vec;
 	c->n = n;
+	c->lean = *lean;
 	memcpy(c->vec, vec, n * sizeof(*vec));
 	c->next = callops_sets;
 	callops_sets = c;
@@ -1008,17 +1018,28 @@ static void callops_sweep(void)
 	}
 }
 
-static struct ftrt_tramp *callops_caller(struct ftrt_arena *a)
+static struct ftrt_tramp *callops_caller(struct ftrt_arena *a, int lean)
 {
-	if (!a->callops)
-		a->callops = ftrt_tramp_create_callops(a);
-	return a->callops;
+	if (!a->callops[lean])
+		a->callops[lean] = ftrt_tramp_create_callops(a, lean);
+	return a->callops[lean];
 }
 
+/* Which CALL_OPS caller does target name in o's arena: 1 the full one, 2 the lean one, or 0. */
+static int callops_kind(const struct ftrt_object *o, uintptr_t target)
+{
+	int lean;
+
+	for (lean = 0; o->arena && lean < 2; lean++)
+		if (o->arena->callops[lean] && target == (uintptr_t)o->arena->callops[lean]->code)
+			return 1 + lean;
+	return 0;
+}
+
+/* Does r call a CALL_OPS caller now (as its record says)?  1 the full one, 2 the lean one. */
 static int rec_calls_callops(const struct ftrt_object *o, const struct ftrt_rec *r)
 {
-	return (r->flags & REC_CALL) && o->arena && o->arena->callops &&
-	       ftrt_arch_call_target(r->ip, r->rel) == (uintptr_t)o->arena->callops->code;
+	return (r->flags & REC_CALL) ? callops_kind(o, ftrt_arch_call_target(r->ip, r->rel)) : 0;
 }
 
 /*
@@ -1057,9 +1078,10 @@ static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *tar
 	/* CALL_OPS: the ops the plain caller serves (no registers, no IPMODIFY, no direct) */
 	if ((r->flags & REC_CALLOPS) && n == cnt && n <= FTRT_MULTI_MAX && !regs && !excl &&
 	    callops_enabled()) {
-		uintptr_t v = callops_value(vec, n);
+		int lean;
+		uintptr_t v = callops_value(vec, n, &lean);
 
-		if (v && (t = callops_caller(o->arena))) {
+		if (v && (t = callops_caller(o->arena, lean))) {
 			*target = (uintptr_t)t->code;
 			*cellv = v;
 			return 0;
@@ -1357,9 +1379,19 @@ static int write_slots(size_t n)
 }
 
 /*
+ * A site moving from the lean CALL_OPS caller to the full one: its new ops may need what
+ * the lean caller does not save, so its cell changes only once the site calls the full one.
+ */
+static int cell_after_patch(const struct ftrt_object *o, const struct ftrt_rec *r, uintptr_t t)
+{
+	return rec_calls_callops(o, r) == 2 && callops_kind(o, t) == 1;
+}
+
+/*
  * The cells of the dirty CALL_OPS sites get their new ops before the sites are patched (a
- * site already calling the CALL_OPS caller switches right here); undo puts the old values
- * back.  After the patch, the sites that no longer call it get the stub (done: a thread
+ * site already calling a CALL_OPS caller switches right here), except those moving to the
+ * full caller from the lean one (after the patch, in patch_dirty); undo puts the old values
+ * back.  After the patch, the sites that no longer call one get the stub (done: a thread
  * that called before the patch then runs nothing or the old ops, whose callbacks the
  * unregister's grace period waits for).
  */
@@ -1374,7 +1406,8 @@ static void cells_switch(int undo)
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
-			if (batch_cell[k] && (r->flags & REC_SLOT) && !(r->flags & REC_REFUSED)) {
+			if (batch_cell[k] && (r->flags & REC_SLOT) && !(r->flags & REC_REFUSED) &&
+			    !cell_after_patch(o, r, batch_tgt[k])) {
 				uintptr_t *cell = rec_cell(r);
 
 				if (!undo)
@@ -1443,10 +1476,12 @@ static int patch_dirty(void)
 				continue;
 			cv = batch_cell[k];
 			t = batch_tgt[k++];
-			/* a site leaving the CALL_OPS caller (or refused): its cell gets the stub */
+			/* a site leaving the CALL_OPS callers (or refused): its cell gets the stub */
 			if ((r->flags & REC_SLOT) && (!cv || (r->flags & REC_REFUSED)) &&
 			    (rec_calls_callops(o, r) || (r->flags & REC_REFUSED)))
 				cell_put(rec_cell(r), (uintptr_t)&ftrt_callops_stub);
+			else if (cv && (r->flags & REC_SLOT) && cell_after_patch(o, r, t))
+				cell_put(rec_cell(r), cv);	/* now calling the full caller */
 			if ((r->flags & REC_REFUSED) || !rec_poke(r, t, 0, &batch_pk[0]))
 				continue;
 			multi_ref(r, -1);
@@ -2821,7 +2856,9 @@ int ftrt_debug_callops_set(unsigned long ip, struct ftrace_ops *ops)
 	if (ret)
 		return ret;
 	r = rec_find(ip, &o);
-	if (!r || !(r->flags & REC_SLOT) || !rec_calls_callops(o, r))
+	if (!r || !(r->flags & REC_SLOT) || !rec_calls_callops(o, r) ||
+	    (ops->flags & (FTRACE_OPS_FL_RECURSION | FL_REGS | FL_EXCL)) ||
+	    (rec_calls_callops(o, r) == 2 && !ftrt_tramp_novec_ok(ops->func)))
 		ret = -EINVAL;
 	else
 		cell_put(rec_cell(r), (uintptr_t)ops);

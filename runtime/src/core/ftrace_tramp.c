@@ -353,13 +353,16 @@ struct ftrt_tramp *ftrt_tramp_at(struct ftrt_arena *a, uintptr_t addr)
 }
 
 /*
- * The arena's copy of ftrace_callops_caller, the caller of CALL_OPS sites: the template is
+ * The arena's copy of ftrace_callops_caller (lean: ftrace_callops_caller_novec), the caller
+ * of CALL_OPS sites: the template is
  * position-independent (the ops comes from the site's cell), so it is copied whole, with
  * the ret at its end marker; its op slot is unused.  Never retired (as the shared callers).
  */
-struct ftrt_tramp *ftrt_tramp_create_callops(struct ftrt_arena *a)
+struct ftrt_tramp *ftrt_tramp_create_callops(struct ftrt_arena *a, int lean)
 {
-	size_t size = (size_t)(ftrace_callops_caller_end - ftrace_callops_caller);
+	const unsigned char *start = lean ? ftrace_callops_caller_novec : ftrace_callops_caller;
+	const unsigned char *end = lean ? ftrace_callops_caller_novec_end : ftrace_callops_caller_end;
+	size_t size = (size_t)(end - start);
 	struct ftrt_tramp *t;
 	unsigned char *code;
 
@@ -376,7 +379,7 @@ struct ftrt_tramp *ftrt_tramp_create_callops(struct ftrt_arena *a)
 		return NULL;
 	}
 	memset(code, 0xcc, PAGE);
-	memcpy(code, ftrace_callops_caller, size);
+	memcpy(code, start, size);
 	code[size] = 0xc3;
 	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
 		ftrt_warn("ftrt: cannot make a trampoline page executable (%s)", strerror(errno));

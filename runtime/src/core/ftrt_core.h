@@ -117,7 +117,7 @@ struct ftrt_arena {
 	size_t			npages;
 	unsigned char		*used;		/* one byte per page */
 	struct ftrt_tramp	*caller, *regs_caller;	/* shared callers (list function) */
-	struct ftrt_tramp	*callops;	/* the CALL_OPS caller (ftrace_callops_caller) */
+	struct ftrt_tramp	*callops[2];	/* the CALL_OPS callers: full, lean (_novec) */
 	struct ftrt_tramp	*multis;	/* multi-ops trampolines, by ops set */
 	unsigned		nmultis;
 	struct ftrt_tramp	**page_tramp;	/* trampoline on each page (NULL: none) */
@@ -139,7 +139,7 @@ int ftrt_tramp_novec_ok(ftrace_func_t func);
 struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_ops **vec,
 					   const ftrace_func_t *funcs, unsigned n, int kind,
 					   uintptr_t fallback);
-struct ftrt_tramp *ftrt_tramp_create_callops(struct ftrt_arena *a);
+struct ftrt_tramp *ftrt_tramp_create_callops(struct ftrt_arena *a, int lean);
 struct ftrt_tramp *ftrt_fexit_create(struct ftrt_arena *a, ftrace_direct_entry_t entry,
 				     ftrace_direct_exit_t exit, void *data);
 struct ftrt_tramp *ftrt_fexit_find(uintptr_t addr);
@@ -188,7 +188,12 @@ extern const unsigned char ftrace_multi_caller[], ftrace_multi_caller_op_ptr[],
 	ftrace_multi_caller_novec_fallback_end[], ftrace_regs_multi_caller_fallback[],
 	ftrace_regs_multi_caller_fallback_end[],
 	ftrace_direct_fexit[], ftrace_direct_fexit_data[], ftrace_direct_fexit_end[],
-	ftrace_callops_caller[], ftrace_callops_caller_end[];
+	ftrace_callops_caller[], ftrace_callops_caller_end[],
+	ftrace_callops_caller_novec[], ftrace_callops_caller_novec_end[];
+/* the callback of a set in a cell served by the lean CALL_OPS caller (ops.private: its
+ * NULL-terminated array of ops) */
+void ftrace_callops_set_novec(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			      struct ftrace_regs *fregs);
 
 void ftrt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

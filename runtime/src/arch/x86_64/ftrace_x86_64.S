@@ -47,6 +47,12 @@
 	.globl ftrace_callops_caller_op_ptr
 	.globl ftrace_callops_caller_call
 	.globl ftrace_callops_caller_end
+	.globl ftrace_callops_caller_novec
+	.globl ftrace_callops_caller_novec_op_ptr
+	.globl ftrace_callops_caller_novec_call
+	.globl ftrace_callops_caller_novec_end
+	.globl ftrace_callops_set_novec
+	.globl ftrace_callops_set_novec_end
 	.globl ftrace_direct_count
 	.globl ftrace_direct_count_end
 	.globl ftrace_direct_fexit
@@ -578,6 +584,67 @@ ftrace_callops_caller_call:
 ftrace_callops_caller_end:
 	ret
 	.size ftrace_callops_caller, .-ftrace_callops_caller
+	.p2align 4
+	.type ftrace_callops_caller_novec, @function
+ftrace_callops_caller_novec:
+	subq $288, %rsp
+	movq %rdi, 112(%rsp)
+	movq %rsi, 104(%rsp)
+	movq %rdx, 96(%rsp)
+	movq %r8, 72(%rsp)
+	movq %r9, 64(%rsp)
+	movq %rax, 80(%rsp)
+	movq %r10, 56(%rsp)
+	movq 288(%rsp), %rdi
+	movq 296(%rsp), %rsi
+	subq $5, %rdi
+	incl %fs:ftrt_cb_depth@tpoff
+ftrace_callops_caller_novec_op_ptr:
+	leaq -8(%rdi), %rdx
+	andq $-8, %rdx
+	movq (%rdx), %rdx
+	movq (%rdx), %rdx
+	testq %rdx, %rdx
+	jz 1f
+ftrace_callops_caller_novec_call:
+	call *(%rdx)
+1:
+	decl %fs:ftrt_cb_depth@tpoff
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+ftrace_callops_caller_novec_end:
+	ret
+	.size ftrace_callops_caller_novec, .-ftrace_callops_caller_novec
+	.p2align 4
+	.type ftrace_callops_set_novec, @function
+ftrace_callops_set_novec:
+	pushq %rbx
+	pushq %r12
+	pushq %r13
+	movq %rdi, %r12
+	movq %rsi, %r13
+	movq 16(%rdx), %rbx
+	movq (%rbx), %rdx
+1:
+	movq %r12, %rdi
+	movq %r13, %rsi
+	call *(%rdx)
+	addq $8, %rbx
+	movq (%rbx), %rdx
+	testq %rdx, %rdx
+	jnz 1b
+	popq %r13
+	popq %r12
+	popq %rbx
+ftrace_callops_set_novec_end:
+	ret
+	.size ftrace_callops_set_novec, .-ftrace_callops_set_novec
 	.p2align 4
 	.type ftrace_direct_count, @function
 ftrace_direct_count:
