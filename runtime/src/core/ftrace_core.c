@@ -1379,6 +1379,41 @@ static int write_slots(size_t n)
 }
 
 /*
+ * What the cell of a CALL_OPS site holds while the site calls something else (or nothing).
+ * A thread may have entered the CALL_OPS caller just before the site moved and read the
+ * cell later: it must still run the ops that stay registered on the site (as a thread in an
+ * ops' own trampoline does) and no ops being unregistered.  So the cell follows the site's
+ * ops: those the caller it last called can run (not SAVE_REGS, IPMODIFY or direct ones, as
+ * the list function skips a SAVE_REGS ops without a frame; only lean ones after the lean
+ * caller), the list function beyond FTRT_MULTI_MAX of them (full caller), the stub when none.
+ */
+static uintptr_t callops_fallback(const struct ftrt_rec *r)
+{
+	struct ftrace_ops *op, *vec[FTRT_MULTI_MAX];
+	int lean_only = !!(r->flags & REC_CO_LEAN), lean;
+	unsigned n = 0;
+	uintptr_t v;
+
+	for (op = atomic_load(&ops_list); op; op = op->next) {
+		if ((op->flags & (FL_REMOVING | FL_REGS | FL_EXCL)) || !ops_match(op, r->ip))
+			continue;
+		if (lean_only && ((op->flags & FTRACE_OPS_FL_RECURSION) ||
+				  !ftrt_tramp_novec_ok(op->func)))
+			continue;
+		if (n == FTRT_MULTI_MAX) {
+			if (!lean_only)
+				return (uintptr_t)&ftrt_list_ops;
+			break;	/* the lean caller: the first FTRT_MULTI_MAX */
+		}
+		vec[n++] = op;
+	}
+	if (!n)
+		return (uintptr_t)&ftrt_callops_stub;
+	v = callops_value(vec, n, &lean);
+	return v ? v : (uintptr_t)&ftrt_callops_stub;
+}
+
+/*
  * A site moving from the lean CALL_OPS caller to the full one: its new ops may need what
  * the lean caller does not save, so its cell changes only once the site calls the full one.
  */
@@ -1476,10 +1511,11 @@ static int patch_dirty(void)
 				continue;
 			cv = batch_cell[k];
 			t = batch_tgt[k++];
-			/* a site leaving the CALL_OPS callers (or refused): its cell gets the stub */
-			if ((r->flags & REC_SLOT) && (!cv || (r->flags & REC_REFUSED)) &&
-			    (rec_calls_callops(o, r) || (r->flags & REC_REFUSED)))
+			/* a CALL_OPS site not calling a CALL_OPS caller: the cell follows its ops */
+			if ((r->flags & REC_SLOT) && (r->flags & REC_REFUSED))
 				cell_put(rec_cell(r), (uintptr_t)&ftrt_callops_stub);
+			else if ((r->flags & REC_SLOT) && !cv)
+				cell_put(rec_cell(r), callops_fallback(r));
 			else if (cv && (r->flags & REC_SLOT) && cell_after_patch(o, r, t))
 				cell_put(rec_cell(r), cv);	/* now calling the full caller */
 			if ((r->flags & REC_REFUSED) || !rec_poke(r, t, 0, &batch_pk[0]))
@@ -1489,6 +1525,10 @@ static int patch_dirty(void)
 			if (t) {
 				r->flags |= REC_CALL;
 				r->rel = ftrt_arch_call_rel(r->ip, t);
+				if (cv && callops_kind(o, t) == 2)
+					r->flags |= REC_CO_LEAN;
+				else if (cv)
+					r->flags &= ~REC_CO_LEAN;
 			} else {
 				r->flags &= ~REC_CALL;
 				r->rel = 0;

@@ -46,6 +46,7 @@ struct ftrt_rec {
  */
 #define REC_CALLOPS	(1u << 25)
 #define REC_SLOT	(1u << 26)
+#define REC_CO_LEAN	(1u << 27)	/* the last CALL_OPS caller it called was the lean one */
 
 /* A sorted symbol table of one object (loaded on first use). */
 struct ftrt_sym {
