@@ -172,7 +172,7 @@ static CB int calls_callops(void *fn, int n, struct ftrace_ops **want)
 	if (n == 1 && !(want[0]->flags & FTRACE_OPS_FL_RECURSION))
 		return v == want[0];
 	if ((v->func != ftrt_callops_func && v->func != ftrace_callops_set_novec) ||
-	    c->n != (unsigned)n || v->private != c->vec)
+	    c->n != (unsigned)n || v->FTRACE_PRIVATE != (void *)c->vec)
 		return 0;
 	for (i = 0; i < n; i++)
 		if (c->vec[i] != want[i])
