@@ -135,14 +135,14 @@ func (o *Ops) Free() error {
 type Function struct {
 	IP, Func, Target uintptr
 	Name, Object     string
-	State            string // nop, tramp, caller, regs_caller, refused, multi, direct
+	State            string // nop, tramp, caller, regs_caller, refused, multi, direct, callops
 	NrOps            int
 }
 
 var states = map[C.enum_ftrace_site_state]string{
 	C.FTRACE_SITE_NOP: "nop", C.FTRACE_SITE_TRAMP: "tramp", C.FTRACE_SITE_CALLER: "caller",
 	C.FTRACE_SITE_REGS_CALLER: "regs_caller", C.FTRACE_SITE_REFUSED: "refused",
-	C.FTRACE_SITE_MULTI: "multi", C.FTRACE_SITE_DIRECT: "direct",
+	C.FTRACE_SITE_MULTI: "multi", C.FTRACE_SITE_DIRECT: "direct", C.FTRACE_SITE_CALLOPS: "callops",
 }
 
 // Lookup describes the function whose site (or entry) is at ip.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,12 @@ type prog struct {
 	gccTable bool     // gcc -mrecord-mcount tables instead of recordmcount (non-PIE only)
 	san      bool     // ASan + UBSan, runtime included
 	extraLD  []string // extra link arguments
+	callops  bool     // CALL_OPS build: an 8-byte slot before each function (docs/runtime.md)
+	plain    []string // with callops: sources built the usual way (-pg -mfentry only)
 }
+
+// The flags of a CALL_OPS build (docs/runtime.md, "Per-call-site ops").
+var callopsFlags = []string{"-fpatchable-function-entry=8,8", "-falign-functions=16", "-DFTRT_TEST_CALLOPS"}
 
 func srcDir() string { return filepath.Join(testenv.Root(), "testdata", "runtime") }
 
@@ -86,9 +92,13 @@ func build(t *testing.T, dir, name string, p prog) string {
 		lib = sanitizedRuntime(t)
 	}
 	var objs []string
-	for _, s := range p.srcs {
+	for _, s := range append(append([]string{}, p.srcs...), p.plain...) {
 		obj := filepath.Join(dir, name+"-"+strings.TrimSuffix(s, filepath.Ext(s))+".o")
-		args := append(append([]string{}, cflags...), "-c", filepath.Join(srcDir(), s), "-o", obj)
+		args := append([]string{}, cflags...)
+		if p.callops && !slices.Contains(p.plain, s) {
+			args = append(args, callopsFlags...)
+		}
+		args = append(args, "-c", filepath.Join(srcDir(), s), "-o", obj)
 		testenv.Run(t, dir, cc, args...)
 		if !p.gccTable {
 			testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)

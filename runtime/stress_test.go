@@ -3,6 +3,7 @@ package ftrt_test
 import (
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -19,7 +20,11 @@ func buildStress(t *testing.T, dir, name string, flags ...string) string {
 	lib, inc := testenv.Runtime(t)
 	src := filepath.Join(testenv.Root(), "runtime", "tests")
 	obj := filepath.Join(dir, name+"_funcs.o")
-	testenv.Run(t, dir, "gcc", "-c", "-o", obj, filepath.Join(src, "stress_funcs.S"))
+	var asFlags []string
+	if slices.Contains(flags, "-DCALLOPS") {
+		asFlags = []string{"-DCALLOPS"} // an 8-byte area before each function
+	}
+	testenv.Run(t, dir, "gcc", append(asFlags, "-c", "-o", obj, filepath.Join(src, "stress_funcs.S"))...)
 	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
 	out := filepath.Join(dir, name)
 	args := append([]string{"-std=c11", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-I" + inc, "-o", out}, flags...)
@@ -120,4 +125,42 @@ func TestStressSanitizers(t *testing.T) {
 	wantLines(t, out, "ok park")
 	out = runC(t, 2*time.Minute, env, prog, "nested", "park")
 	wantLines(t, out, "ok nested park")
+}
+
+// TestStressCallops: the stress program with an 8-byte area before every traced function
+// (stress_funcs.S -DCALLOPS): half the sites (8-byte aligned areas) are CALL_OPS sites, the
+// others (unaligned) are served as usual, in the same process. The same checks of every
+// call's callbacks while 4 ops (one SAVE_REGS, one RECURSION) switch; the program also
+// requires that sites were seen calling the CALL_OPS callers.
+func TestStressCallops(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildStress(t, dir, "stress_callops", "-O2", "-DCALLOPS")
+	callops := regexp.MustCompile(`ok stress: up to [1-9]\d* CALL_OPS sites`)
+	for _, c := range []struct {
+		name    string
+		args    []string
+		minSwit int
+	}{
+		{"8-threads", []string{"stress", "8", "10000", "100"}, 10000},
+		{"signals", []string{"signals", "4", "10000", "3"}, 50},
+		{"fork", []string{"fork", "4", "10000", "3"}, 10},
+		{"api", []string{"api", "4", "10000", "3"}, 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := runC(t, 3*time.Minute, nil, prog, c.args...)
+			t.Log(out)
+			m := stressLine.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("no result line:\n%s", out)
+			}
+			sw, _ := strconv.Atoi(m[2])
+			calls, _ := strconv.ParseInt(m[3], 10, 64)
+			if sw < c.minSwit || calls == 0 {
+				t.Errorf("only %d switches (want >= %d), %d calls", sw, c.minSwit, calls)
+			}
+			if c.args[0] != "api" && !callops.MatchString(out) {
+				t.Errorf("no CALL_OPS site seen:\n%s", out)
+			}
+		})
+	}
 }

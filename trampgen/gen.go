@@ -167,6 +167,102 @@ func (a *asm) leanCaller(name, callLabel string) {
 	a.epilogue(name)
 }
 
+// callopsCaller emits the shared caller of CALL_OPS sites (sites with an 8-byte slot
+// right before their function, docs/runtime.md "Per-call-site ops"): ftrace_caller's frame
+// and registers, but the ops comes from the site itself. The slot is 8-byte aligned and
+// ends at the function's entry, which is the site or the site - 4 (after endbr64), so it
+// lies at (site - 8) & ~7 either way; it holds the address of the site's cell (written once
+// by the runtime, before the site first calls here), and the cell the ops, which the runtime
+// switches with one aligned store. The callback is ops->func, called indirectly. Nothing
+// in it is patched: the runtime copies it whole into each arena.
+//
+// lean: the registers and frame of ftrace_caller_novec (leanCaller), for cells whose
+// callbacks the runtime proved to be integer-only leaves that never refer to %rcx (and sets
+// of them, run by ftrace_callops_set_novec).
+func (a *asm) callopsCaller(name string, lean bool) {
+	a.fn(name)
+	a.l("subq $%d, %%rsp", FrameSize)
+	if lean {
+		for _, r := range callerSaved {
+			if r != "rcx" {
+				a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
+			}
+		}
+		a.l("movq %d(%%rsp), %%rdi", FrameSize)   // return address = site + 5
+		a.l("movq %d(%%rsp), %%rsi", FrameSize+8) // parent ip
+		a.l("subq $5, %%rdi")                     // ip of the site
+	} else {
+		a.saveXMM()
+		for _, r := range callerSaved {
+			a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
+		}
+		a.l("movq %d(%%rsp), %%rdi", FrameSize) // return address = site + 5
+		a.l("movq %%rdi, %d(%%rsp)", RegOff("ip"))
+		a.l("leaq %d(%%rsp), %%rsi", FrameSize+8) // stack pointer at function entry
+		a.l("movq %%rsi, %d(%%rsp)", RegOff("sp"))
+		a.l("movq $0, %d(%%rsp)", RegOff("full"))
+		a.l("movq (%%rsi), %%rsi") // parent ip
+		a.l("subq $5, %%rdi")      // ip of the site
+	}
+	// the counter first: a thread that read the old ops from the cell is waited for
+	a.enterDepth()
+	a.label(name + "_op_ptr")
+	a.l("leaq -8(%%rdi), %%rdx")
+	a.l("andq $-8, %%rdx")     // the slot
+	a.l("movq (%%rdx), %%rdx") // the cell
+	a.l("movq (%%rdx), %%rdx") // the ops (the runtime's release store)
+	if !lean {
+		a.l("movq %%rsp, %%rcx") // struct ftrace_regs *
+	}
+	a.l("testq %%rdx, %%rdx")
+	a.l("jz 1f")
+	a.label(name + "_call")
+	a.l("call *(%%rdx)") // ops->func (offset 0 of struct ftrace_ops)
+	a.raw("1:\n")
+	a.leaveDepth()
+	if !lean {
+		a.restoreXMM()
+	}
+	for _, r := range callerSaved {
+		if r != "rcx" || !lean {
+			a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
+		}
+	}
+	a.epilogue(name)
+}
+
+// callopsSetNovec emits ftrace_callops_set_novec, the callback of a set of ops in a cell
+// served by the lean CALL_OPS caller: called with ip, parent ip and the set (a struct
+// ftrace_ops whose private field points at a NULL-terminated array of the set's ops), it
+// calls each ops' func(ip, parent ip, ops). Only %rbx, %r12 and %r13 (saved) hold its state:
+// like its callbacks, it never touches %rcx or a vector register. Three pushes keep the
+// stack as it was at the caller's call.
+func (a *asm) callopsSetNovec() {
+	const name = "ftrace_callops_set_novec"
+	a.fn(name)
+	a.l("pushq %%rbx")
+	a.l("pushq %%r12")
+	a.l("pushq %%r13")
+	a.l("movq %%rdi, %%r12")
+	a.l("movq %%rsi, %%r13")
+	a.l("movq 16(%%rdx), %%rbx") // ops.private: the array
+	a.l("movq (%%rbx), %%rdx")
+	a.raw("1:\n")
+	a.l("movq %%r12, %%rdi")
+	a.l("movq %%r13, %%rsi")
+	a.l("call *(%%rdx)")
+	a.l("addq $8, %%rbx")
+	a.l("movq (%%rbx), %%rdx")
+	a.l("testq %%rdx, %%rdx")
+	a.l("jnz 1b")
+	a.l("popq %%r13")
+	a.l("popq %%r12")
+	a.l("popq %%rbx")
+	a.label(name + "_end")
+	a.l("ret")
+	a.l(".size %s, .-%s", name, name)
+}
+
 // saveRegsFrame emits the regs caller's prologue: every general register, the flags and
 // the vector argument registers; orig_ax (the direct trampoline to divert to) cleared.
 func (a *asm) saveRegsFrame() {
@@ -350,6 +446,10 @@ func Assembly() string {
 		a.global(n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end",
 			n+"_fallback", n+"_fallback_end")
 	}
+	for _, n := range []string{"ftrace_callops_caller", "ftrace_callops_caller_novec"} {
+		a.global(n, n+"_op_ptr", n+"_call", n+"_end")
+	}
+	a.global("ftrace_callops_set_novec", "ftrace_callops_set_novec_end")
 	a.global("ftrace_direct_count", "ftrace_direct_count_end", "ftrace_direct_fexit",
 		"ftrace_direct_fexit_data", "ftrace_direct_fexit_end")
 
@@ -369,6 +469,12 @@ func Assembly() string {
 	a.multiCaller("ftrace_multi_caller", multiPlain)
 	a.multiCaller("ftrace_multi_caller_novec", multiNovec)
 	a.multiCaller("ftrace_regs_multi_caller", multiRegs)
+
+	// ftrace_callops_caller: CALL_OPS sites, the ops read from the site's cell.
+	// ftrace_callops_caller_novec: the same for callbacks the lean caller may run.
+	a.callopsCaller("ftrace_callops_caller", false)
+	a.callopsCaller("ftrace_callops_caller_novec", true)
+	a.callopsSetNovec()
 
 	// Ready direct trampolines (register_ftrace_direct): see direct.go.
 	a.directTrampolines()

@@ -451,3 +451,101 @@ func TestDirectTemplates(t *testing.T) {
 		t.Errorf("ftrace_direct_fexit: %d calls (want entry, the function, exit), data marker on a boundary: %v", calls, boundary)
 	}
 }
+
+// The CALL_OPS caller is ftrace_caller with another ops load: the same bytes before the
+// op_ptr marker (frame, saved registers, counter raised) and after the callback call
+// (counter lowered, restore, return); between them the slot at (site - 8) & ~7, the cell,
+// the ops and an indirect call of ops->func, skipped when the ops is NULL. Copied whole into
+// each arena, so nothing in it may be RIP-relative or leave it.
+func TestCallopsTemplate(t *testing.T) {
+	text, syms := assemble(t)
+	for _, c := range []struct{ n, base, baseCall string }{
+		{"ftrace_callops_caller", "ftrace_caller", "ftrace_call"},
+		{"ftrace_callops_caller_novec", "ftrace_caller_novec", "ftrace_novec_call"},
+	} {
+		n := c.n
+		start, op, call, end := syms[n], syms[n+"_op_ptr"], syms[n+"_call"], syms[n+"_end"]
+		cs, cop, ccall := syms[c.base], syms[c.base+"_op_ptr"], syms[c.baseCall]
+		if !bytes.Equal(text[start:op], text[cs:cop]) {
+			t.Errorf("%s: prologue differs from %s's", n, c.base)
+		}
+		if !bytes.Equal(text[call:call+2], []byte{0xff, 0x12}) {
+			t.Errorf("%s: call marker is % x, want ff 12 (call *(%%rdx))", n, text[call:call+2])
+		}
+		if !bytes.Equal(text[call+2:end+1], text[ccall+5:syms[c.base+"_end"]+1]) {
+			t.Errorf("%s: epilogue differs from %s's", n, c.base)
+		}
+		want := []string{"LEA RDX, [RDI-0x8]", "AND RDX, -0x8", "MOV RDX, [RDX]", "MOV RDX, [RDX]"}
+		if c.base == "ftrace_caller" {
+			want = append(want, "MOV RCX, RSP") // the frame, as ftrace_caller passes it
+		}
+		want = append(want, "TEST RDX, RDX")
+		pc := op
+		for i, w := range want {
+			in, err := x86asm.Decode(text[pc:], 64)
+			if err != nil {
+				t.Fatalf("decode at %#x: %v", pc, err)
+			}
+			if got := in.String(); got != w {
+				t.Errorf("%s: op load instruction %d is %q, want %q", n, i, got, w)
+			}
+			pc += uint64(in.Len)
+		}
+		in, err := x86asm.Decode(text[pc:], 64)
+		if err != nil || in.Op != x86asm.JE || pc+uint64(in.Len)+uint64(int64(in.Args[0].(x86asm.Rel))) != call+2 {
+			t.Errorf("%s: no jz over the call after the op load: %v", n, in)
+		}
+		if pc+uint64(in.Len) != call {
+			t.Errorf("%s: the call does not follow the jz", n)
+		}
+		for pc := start; pc < end; {
+			in, err := x86asm.Decode(text[pc:], 64)
+			if err != nil {
+				t.Fatalf("decode at %#x: %v", pc, err)
+			}
+			for _, a := range in.Args {
+				if m, ok := a.(x86asm.Mem); ok && m.Base == x86asm.RIP {
+					t.Errorf("%s: RIP-relative operand at %#x: %v", n, pc, in)
+				}
+			}
+			pc += uint64(in.Len)
+		}
+	}
+	// ftrace_callops_set_novec: what the lean caller runs for a set: it may use only
+	// %rbx, %r12, %r13 (saved and restored) and the argument registers its callbacks
+	// clobber anyway, never %rcx or a vector register; the stack as at entry + 24 at the
+	// callback call (entered at 8 mod 16: aligned there); one indirect call.
+	start, end := syms["ftrace_callops_set_novec"], syms["ftrace_callops_set_novec_end"]
+	depth, calls := 0, 0
+	for pc := start; pc < end; {
+		in, err := x86asm.Decode(text[pc:], 64)
+		if err != nil {
+			t.Fatalf("decode at %#x: %v", pc, err)
+		}
+		for _, a := range in.Args {
+			r, isReg := a.(x86asm.Reg)
+			m, isMem := a.(x86asm.Mem)
+			bad := func(r x86asm.Reg) bool {
+				return r == x86asm.RCX || r == x86asm.ECX || r == x86asm.CL || (r >= x86asm.X0 && r <= x86asm.X15)
+			}
+			if (isReg && bad(r)) || (isMem && (bad(m.Base) || bad(m.Index))) {
+				t.Errorf("set_novec: %v refers to %%rcx or a vector register", in)
+			}
+			if isReg && r != x86asm.RBX && r != x86asm.R12 && r != x86asm.R13 && r != x86asm.RDI &&
+				r != x86asm.RSI && r != x86asm.RDX {
+				t.Errorf("set_novec: %v uses %v", in, r)
+			}
+		}
+		if in.Op == x86asm.CALL {
+			calls++
+			if depth != 24 {
+				t.Errorf("set_novec: %d bytes pushed at the call, want 24", depth)
+			}
+		}
+		depth -= stackDelta(t, in)
+		pc += uint64(in.Len)
+	}
+	if depth != 0 || calls != 1 || text[end] != 0xc3 {
+		t.Errorf("set_novec: %d bytes left on the stack, %d calls, end % x", depth, calls, text[end])
+	}
+}

@@ -190,6 +190,21 @@ func TestCommands(t *testing.T) {
 		t.Errorf("clang: ran %q, want -pg -mfentry alone", b)
 	}
 	os.Unsetenv("FAKECC_CLANG")
+	// --ftrace-callops and FTCC_CALLOPS=1: the area before each function
+	for _, c := range []struct {
+		args []string
+		env  string
+	}{{[]string{cc, "--ftrace-callops", "-c", "a.c"}, ""}, {[]string{cc, "-c", "a.c"}, "1"}} {
+		os.Remove(log)
+		t.Setenv("FTCC_CALLOPS", c.env)
+		if code := run(c.args, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+			t.Errorf("%q: exit %d", c.args, code)
+		}
+		if b, _ := os.ReadFile(log); !strings.Contains(string(b), "cc -c a.c -pg -mfentry -fno-ipa-ra -fpatchable-function-entry=8,8 -falign-functions=16\n") {
+			t.Errorf("%q FTCC_CALLOPS=%s: ran %q", c.args, c.env, b)
+		}
+	}
+	os.Unsetenv("FTCC_CALLOPS")
 	// a missing runtime is named
 	os.Remove(lib)
 	var stderr bytes.Buffer

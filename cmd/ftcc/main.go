@@ -48,6 +48,7 @@ type wrapper struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	verbose        bool
+	callops        bool     // --ftrace-callops: an 8-byte slot before each function
 	off            []string // --ftrace-off globs
 	prefix         string   // where lib/libftrt.a and the tools are
 	toolDir        string
@@ -81,12 +82,15 @@ func (w *wrapper) main(argv []string) (int, error) {
 			w.off = append(w.off, splitGlobs(strings.TrimPrefix(a, "--ftrace-off="))...)
 		case a == "--ftrace-verbose":
 			w.verbose = true
+		case a == "--ftrace-callops":
+			w.callops = true
 		default:
 			args = append(args, a)
 		}
 	}
 	w.off = append(w.off, splitGlobs(os.Getenv("FTCC_OFF"))...)
 	w.verbose = w.verbose || os.Getenv("FTCC_VERBOSE") == "1"
+	w.callops = w.callops || os.Getenv("FTCC_CALLOPS") == "1"
 	w.locate()
 
 	inv, err := parse(args)
@@ -112,6 +116,8 @@ else passes through to COMPILER unchanged.
 
   --ftrace-off=GLOB[,GLOB]  leave matching sources uninstrumented (also FTCC_OFF)
   --ftrace-verbose          say each ftkit step on stderr (also FTCC_VERBOSE=1)
+  --ftrace-callops          per-call-site ops: also -fpatchable-function-entry=8,8
+                            -falign-functions=16 (also FTCC_CALLOPS=1; docs/runtime.md)
   FTCC_PREFIX               where lib/libftrt.a, include/ and bin/ are (default: the
                             directory above ftcc's own)
 `
@@ -223,17 +229,27 @@ var instrumentFlags = []string{"-pg", "-mfentry"}
 // interprocedural register allocation back on for functions with an optimize attribute
 // even under -pg, and its callers then rely on registers the tracers' code may use.
 // (clang has no such option and no such allocation across -pg functions.)
+//
+// With callops, the 8-byte area before each function that CALL_OPS sites use.
 func (w *wrapper) instrumentFor(cc string) []string {
 	if w.gcc == nil {
 		out, err := exec.Command(cc, "--version").Output()
 		gcc := err == nil && !strings.Contains(strings.ToLower(string(out)), "clang")
 		w.gcc = &gcc
 	}
+	flags := append([]string{}, instrumentFlags...)
 	if *w.gcc {
-		return append(append([]string{}, instrumentFlags...), "-fno-ipa-ra")
+		flags = append(flags, "-fno-ipa-ra")
 	}
-	return instrumentFlags
+	if w.callops {
+		flags = append(flags, callopsFlags...)
+	}
+	return flags
 }
+
+// callopsFlags: an 8-byte nop area right before each function, 8-byte aligned, for
+// CALL_OPS sites (docs/runtime.md, "Per-call-site ops").
+var callopsFlags = []string{"-fpatchable-function-entry=8,8", "-falign-functions=16"}
 
 // compile handles -c: instrumented sources get the flags and their objects are recorded;
 // a command mixing instrumented and --ftrace-off sources is run once for each kind.

@@ -203,6 +203,8 @@ enum ftrace_site_state {
 	FTRACE_SITE_REFUSED,		/* unexpected bytes: never patched */
 	FTRACE_SITE_MULTI,		/* a trampoline running exactly the site's ops (nr_ops) */
 	FTRACE_SITE_DIRECT,		/* calls a direct trampoline (owner: its direct ops) */
+	FTRACE_SITE_CALLOPS,		/* calls the CALL_OPS caller; its cell names the ops
+					 * (owner: the ops when it is the only one) */
 };
 
 struct ftrace_func_info {

@@ -276,6 +276,16 @@ static int not_nop(const struct ftrace_func_info *info, void *data)
 	return info->state != FTRACE_SITE_NOP;
 }
 
+/* Built with -DCALLOPS (stress_funcs.S too): how many sites called a CALL_OPS caller at most. */
+static unsigned long callops_seen;
+
+static int count_callops(const struct ftrace_func_info *info, void *data)
+{
+	if (info->state == FTRACE_SITE_CALLOPS)
+		++*(unsigned long *)data;
+	return 0;
+}
+
 /* In a child forked while the parent's threads run and switch: one thread, stable config c. */
 static void fork_child(unsigned c)
 {
@@ -430,6 +440,13 @@ static void run_stress(int nthreads, long max_switches, double seconds, int with
 			t_prev = t;
 		}
 		c = nc;
+		if (n % 64 == 0) {
+			unsigned long nco = 0;
+
+			ftrace_for_each_function(count_callops, &nco);
+			if (nco > callops_seen)
+				callops_seen = nco;
+		}
 	}
 	if (with_signals) {
 		atomic_store(&sig_stop, 1);
@@ -459,8 +476,13 @@ static void run_stress(int nthreads, long max_switches, double seconds, int with
 		struct ftrace_stats st;
 
 		ftrace_get_stats(&st);
-		/* what may stay: the shared caller and regs caller cloned near the code */
+		/* what may stay: the shared caller and regs caller cloned near the code (and
+		 * the CALL_OPS callers) */
+#ifdef CALLOPS
+		if (st.nr_trampolines > 4)
+#else
 		if (st.nr_trampolines > 2)
+#endif
 			FAIL("%lu trampolines left after unregistering everything",
 			     st.nr_trampolines);
 		if (ftrace_for_each_function(not_nop, NULL))
@@ -473,6 +495,13 @@ static void run_stress(int nthreads, long max_switches, double seconds, int with
 	if (with_signals && !sig_calls)
 		FAIL("no call from a signal handler");
 	printf("ok stress: %lu calls from signal handlers, %ld forks\n", sig_calls, forks);
+#ifdef CALLOPS
+	if (!concurrent) {
+		if (!callops_seen && n >= 64)
+			FAIL("no site called a CALL_OPS caller");
+		printf("ok stress: up to %lu CALL_OPS sites\n", callops_seen);
+	}
+#endif
 	printf("ok stress: mean ms per register %.2f, unregister %.2f, filter change %.2f\n",
 	       sw_count[0] ? 1e3 * sw_time[0] / sw_count[0] : 0,
 	       sw_count[1] ? 1e3 * sw_time[1] / sw_count[1] : 0,

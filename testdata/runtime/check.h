@@ -123,10 +123,86 @@ static CB int is_nop(void *fn)
 	return !memcmp(s, "\x66\x0f\x1f\x44\x00\x00", 6) || !memcmp(s, "\x0f\x1f\x44\x00\x00\x90", 6);
 }
 
-/* fn's site calls ops' own trampoline, which passes ops and calls its callback. */
+/* ---- CALL_OPS (programs built with -fpatchable-function-entry=8,8) --------------------- */
+
+extern const unsigned char ftrace_callops_caller[], ftrace_callops_caller_end[],
+	ftrace_callops_caller_novec[], ftrace_callops_caller_novec_end[];
+void ftrt_callops_func(unsigned long, unsigned long, struct ftrace_ops *, struct ftrace_regs *);
+void ftrace_callops_set_novec(unsigned long, unsigned long, struct ftrace_ops *,
+			      struct ftrace_regs *);
+extern struct ftrace_ops ftrt_callops_stub;
+int ftrt_debug_callops_set(unsigned long ip, struct ftrace_ops *ops);
+/* the runtime's set of ops in a cell (ftrace_core.c, struct ftrt_callops) */
+struct callops_set {
+	struct ftrace_ops ops;
+	void *next;
+	unsigned long refs;
+	unsigned n;
+	int lean;
+	struct ftrace_ops *vec[];
+};
+
+/* What the cell of fn's CALL_OPS site holds, read through the slot before fn; 0 if fn's
+ * site does not call the CALL_OPS caller. */
+static CB struct ftrace_ops *callops_cell(void *fn)
+{
+	struct decoded d = decode(fn);
+	uintptr_t *cell;
+
+	/* copied whole (their first bytes are ftrace_caller's / ftrace_caller_novec's) */
+	if (!d.target || (memcmp((const void *)d.target, ftrace_callops_caller,
+				 (size_t)(ftrace_callops_caller_end - ftrace_callops_caller)) &&
+			  memcmp((const void *)d.target, ftrace_callops_caller_novec,
+				 (size_t)(ftrace_callops_caller_novec_end -
+					  ftrace_callops_caller_novec))))
+		return NULL;
+	memcpy(&cell, (const void *)((d.site - 8) & ~(uintptr_t)7), sizeof(cell));
+	return (struct ftrace_ops *)__atomic_load_n(cell, __ATOMIC_ACQUIRE);
+}
+
+/* fn's site calls the CALL_OPS caller and its cell runs exactly the n ops of want. */
+static CB int calls_callops(void *fn, int n, struct ftrace_ops **want)
+{
+	struct ftrace_ops *v = callops_cell(fn);
+	const struct callops_set *c = (const struct callops_set *)v;
+	int i;
+
+	if (!v)
+		return 0;
+	if (n == 1 && !(want[0]->flags & FTRACE_OPS_FL_RECURSION))
+		return v == want[0];
+	if ((v->func != ftrt_callops_func && v->func != ftrace_callops_set_novec) ||
+	    c->n != (unsigned)n || v->FTRACE_PRIVATE != (void *)c->vec)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (c->vec[i] != want[i])
+			return 0;
+	return !c->vec[n];
+}
+
+/* Built for CALL_OPS and not turned off with FTRT_CALLOPS=0. */
+static CB int callops_on(void)
+{
+#ifdef FTRT_TEST_CALLOPS
+	const char *e = getenv("FTRT_CALLOPS");
+
+	return !(e && !strcmp(e, "0"));
+#else
+	return 0;
+#endif
+}
+
+#define CALLOPS_NOT (FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_SAVE_REGS_IF_SUPPORTED | \
+		     FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_DIRECT)
+
+/* fn's site calls ops' own trampoline, which passes ops and calls its callback (a CALL_OPS
+ * site: the CALL_OPS caller with ops in its cell). */
 static CB int calls_tramp_of(void *fn, struct ftrace_ops *ops)
 {
 	struct decoded d = decode(fn);
+
+	if (callops_on() && !(ops->flags & CALLOPS_NOT))
+		return calls_callops(fn, 1, &ops);
 	uintptr_t want = (ops->flags & FTRACE_OPS_FL_RECURSION) ?
 		(uintptr_t)ftrt_recursion_assist : (uintptr_t)ops->func;
 
@@ -210,7 +286,11 @@ static CB int multi_off(void)
 }
 
 /* fn's site runs exactly the ops listed (in the runtime's list order: latest first). */
-#define CALLS_SET(fn, regs, ...) (multi_off() ? calls_list((void *)(fn), regs) : \
+#define CALLS_SET(fn, regs, ...) ( \
+	callops_on() && !(regs) ? calls_callops((void *)(fn), \
+		(int)(sizeof((struct ftrace_ops *[]){ __VA_ARGS__ }) / sizeof(struct ftrace_ops *)), \
+		(struct ftrace_ops *[]){ __VA_ARGS__ }) : \
+	multi_off() ? calls_list((void *)(fn), regs) : \
 	calls_multi((void *)(fn), regs, (int)(sizeof((struct ftrace_ops *[]){ __VA_ARGS__ }) / \
 		sizeof(struct ftrace_ops *)), (struct ftrace_ops *[]){ __VA_ARGS__ }))
 

@@ -21,6 +21,8 @@
  *   ftrt_arch_call_reaches(ip, target)
  *				a site's call as the record keeps it: its displacement
  *				(struct ftrt_rec.rel), and whether target is in reach
+ *   ftrt_arch_callops_slot(ip)	the CALL_OPS slot of the site at ip (the 8 bytes
+ *				before its function), as the CALL_OPS caller finds it
  *
  *   Live patching (core/poke.c, core/sync.c):
  *   FTRT_ARCH_BREAKPOINT	the one-byte trap written on a site's first byte

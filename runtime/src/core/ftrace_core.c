@@ -526,6 +526,8 @@ static const char *site_not_at_entry(const struct ftrt_object *o, uintptr_t ip)
  * absolute addresses): the sites may still be calls to __fentry__; check each and turn the
  * calls into nops of the same length, then sort.
  */
+static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, unsigned kind);
+
 static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t n)
 {
 	struct ftrt_poke *pk;
@@ -586,6 +588,8 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		r->ip = ip;
 		r->rel = 0;
 		r->flags = len == 6 ? REC_LEN6 | REC_NOP6 : 0;
+		if (kind & 0xf0)
+			rec_callops(o, r, kind);
 		if (isnop)
 			continue;
 		pk[np].addr = (void *)ip;
@@ -706,6 +710,8 @@ static int load_table(struct ftrt_object *o)
 			r->ip = ip;
 			r->rel = 0;
 			r->flags = len == 6 ? REC_LEN6 | REC_NOP6 : 0;
+			if ((v >> 44) & 0xf)
+				rec_callops(o, r, (unsigned)(v >> 40) & 0xff);
 		}
 	}
 	o->nrecs = nr;
@@ -815,15 +821,241 @@ static struct ftrt_tramp *multi_tramp(struct ftrt_arena *a, struct ftrace_ops **
 	return t;
 }
 
-/* Where a record should point now (0: nop), or -errno. */
-static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *target)
+/* ---- per-call-site ops (CALL_OPS) -------------------------------------------------------- */
+
+/*
+ * A CALL_OPS site calls the arena's ftrace_callops_caller, which finds the 8-byte slot
+ * before the site's function, reads the address of the site's *cell* from it and the ops
+ * from the cell, and calls ops->func.  The slot is in the text: it is written once (through
+ * ftrt_text_write_data), while no thread can read it (the site has never called the CALL_OPS
+ * caller); from then on the site's ops changes with one aligned 8-byte store to its cell,
+ * in writable memory, which the caller reads with one load: old or new, never torn.  A cell
+ * holds a registered ops (the site's only one), a set (struct ftrt_callops: several ops, or
+ * one RECURSION ops) or the stub (no ops: a thread that called just before the site became a
+ * nop runs nothing).  What a cell held is freed as other callback memory: after a grace
+ * period (the caller raises ftrt_cb_depth before it reads the slot).
+ */
+struct ftrt_callops {
+	struct ftrace_ops	ops;		/* what a cell points at: ops.func runs the set */
+	struct ftrt_callops	*next;		/* in callops_sets */
+	unsigned long		refs;		/* cells holding it */
+	unsigned		n;
+	int			lean;		/* run by ftrace_callops_set_novec */
+	struct ftrace_ops	*vec[];		/* in list order, NULL-terminated (ops.private) */
+};
+
+static struct ftrt_callops *callops_sets;
+
+/* The ops of a set, in list order; a RECURSION ops is left out of nested calls. */
+void ftrt_callops_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+		       struct ftrace_regs *fregs)
+{
+	const struct ftrt_callops *c = (const struct ftrt_callops *)op;
+	int nested = ftrt_cb_depth > 1;
+	unsigned i;
+
+	for (i = 0; i < c->n; i++) {
+		struct ftrace_ops *x = c->vec[i];
+
+		if (!((x->flags & FTRACE_OPS_FL_RECURSION) && nested))
+			x->func(ip, parent_ip, x, fregs);
+	}
+}
+
+static void callops_nothing(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			    struct ftrace_regs *fregs)
+{
+	(void)ip;
+	(void)parent_ip;
+	(void)op;
+	(void)fregs;
+}
+
+struct ftrace_ops ftrt_callops_stub = { .func = callops_nothing };
+
+/* FTRT_CALLOPS=0: CALL_OPS sites are served as the others (to compare; ignored setuid). */
+static int callops_enabled(void)
+{
+	static int enabled = -1;
+
+	if (enabled < 0) {
+		const char *e = secure_getenv("FTRT_CALLOPS");
+
+		enabled = !(e && !strcmp(e, "0"));
+	}
+	return enabled;
+}
+
+/* Cells: 8-byte words in chunks that are never freed (one per CALL_OPS site used). */
+#define CELLS_PER_CHUNK	510
+struct cell_chunk {
+	struct cell_chunk	*next;
+	size_t			used;
+	uintptr_t		cell[CELLS_PER_CHUNK];
+};
+static struct cell_chunk *cell_chunks;
+
+static uintptr_t *cell_alloc(void)
+{
+	struct cell_chunk *c = cell_chunks;
+
+	if (!c || c->used == CELLS_PER_CHUNK) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return NULL;
+		c->next = cell_chunks;
+		cell_chunks = c;
+	}
+	c->cell[c->used] = (uintptr_t)&ftrt_callops_stub;
+	return &c->cell[c->used++];
+}
+
+/* Is p one of our cells (a slot written before a reload of the tables)? */
+static int cell_owned(uintptr_t p)
+{
+	struct cell_chunk *c;
+
+	for (c = cell_chunks; c; c = c->next)
+		if (p >= (uintptr_t)c->cell && p < (uintptr_t)(c->cell + c->used) && !(p & 7))
+			return 1;
+	return 0;
+}
+
+static uintptr_t *rec_cell(const struct ftrt_rec *r)
+{
+	return *(uintptr_t *const *)ftrt_arch_callops_slot(r->ip);
+}
+
+static struct ftrt_callops *as_set(uintptr_t v)
+{
+	const struct ftrace_ops *op = (const struct ftrace_ops *)v;
+
+	return op && (op->func == ftrt_callops_func || op->func == ftrace_callops_set_novec) ?
+		(struct ftrt_callops *)v : NULL;
+}
+
+/* Switch a cell (the one store a CALL_OPS site's callers see), counting the sets' users. */
+static void cell_put(uintptr_t *cell, uintptr_t v)
+{
+	struct ftrt_callops *old = as_set(*cell), *new = as_set(v);
+
+	if (new)
+		new->refs++;
+	if (old)
+		old->refs--;
+	__atomic_store_n(cell, v, __ATOMIC_RELEASE);
+}
+
+/*
+ * The table says the site's function has 8 bytes of nops right before it (-pg -mfentry
+ * -fpatchable-function-entry=8,8, kind's pre and pad): mark the site CALL_OPS if they lie
+ * where the CALL_OPS caller looks, or REC_SLOT too if they already point at a cell of ours.
+ */
+static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, unsigned kind)
+{
+	static const unsigned char nops[8] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90 };
+	uintptr_t entry = r->ip - ((kind & 8) ? 4 : 0), slot = entry - 8, v;
+
+	if ((kind >> 4) * 4 < 8 || slot != ftrt_arch_callops_slot(r->ip) || !in_exec(o, slot, 8))
+		return;
+	if (!memcmp((const void *)slot, nops, 8)) {
+		r->flags |= REC_CALLOPS;
+		return;
+	}
+	memcpy(&v, (const void *)slot, 8);
+	if (cell_owned(v))
+		r->flags |= REC_CALLOPS | REC_SLOT;
+}
+
+/*
+ * What the cell of a site served by the n ops of vec holds: the ops itself when alone and
+ * not RECURSION, else the set (made on first use, shared by every site with it); 0 when out
+ * of memory.  *lean: the lean CALL_OPS caller may run it (every callback proven to need no
+ * vector register, %rcx or frame, as for ftrace_caller_novec; no RECURSION ops).
+ */
+static uintptr_t callops_value(struct ftrace_ops **vec, unsigned n, int *lean)
+{
+	struct ftrt_callops *c;
+	unsigned i;
+
+	*lean = 1;
+	for (i = 0; i < n && *lean; i++)
+		if ((vec[i]->flags & FTRACE_OPS_FL_RECURSION) || !ftrt_tramp_novec_ok(vec[i]->func))
+			*lean = 0;
+	if (n == 1 && !(vec[0]->flags & FTRACE_OPS_FL_RECURSION))
+		return (uintptr_t)vec[0];
+	for (c = callops_sets; c; c = c->next)
+		if (c->n == n && c->lean == *lean && !memcmp(c->vec, vec, n * sizeof(*vec)))
+			return (uintptr_t)c;
+	c = calloc(1, sizeof(*c) + (n + 1) * sizeof(*vec));
+	if (!c)
+		return 0;
+	c->ops.func = *lean ? ftrace_callops_set_novec : ftrt_callops_func;
+	c->ops.flags = FTRACE_OPS_FL_RECURSION;	/* recursion is decided per ops inside */
+	c->ops.private = c->vec;
+	c->n = n;
+	c->lean = *lean;
+	memcpy(c->vec, vec, n * sizeof(*vec));
+	c->next = callops_sets;
+	callops_sets = c;
+	return (uintptr_t)c;
+}
+
+static void defer_free(void *p);
+
+/* Sets no cell holds any more: freed after a grace period (a thread may be running one). */
+static void callops_sweep(void)
+{
+	struct ftrt_callops **pp = &callops_sets, *c;
+
+	while ((c = *pp)) {
+		if (c->refs) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		defer_free(c);
+	}
+}
+
+static struct ftrt_tramp *callops_caller(struct ftrt_arena *a, int lean)
+{
+	if (!a->callops[lean])
+		a->callops[lean] = ftrt_tramp_create_callops(a, lean);
+	return a->callops[lean];
+}
+
+/* Which CALL_OPS caller does target name in o's arena: 1 the full one, 2 the lean one, or 0. */
+static int callops_kind(const struct ftrt_object *o, uintptr_t target)
+{
+	int lean;
+
+	for (lean = 0; o->arena && lean < 2; lean++)
+		if (o->arena->callops[lean] && target == (uintptr_t)o->arena->callops[lean]->code)
+			return 1 + lean;
+	return 0;
+}
+
+/* Does r call a CALL_OPS caller now (as its record says)?  1 the full one, 2 the lean one. */
+static int rec_calls_callops(const struct ftrt_object *o, const struct ftrt_rec *r)
+{
+	return (r->flags & REC_CALL) ? callops_kind(o, ftrt_arch_call_target(r->ip, r->rel)) : 0;
+}
+
+/*
+ * Where a record should point now (0: nop), or -errno; *cellv: for a CALL_OPS site, what
+ * its cell must hold (0: the site does not call the CALL_OPS caller).
+ */
+static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *target,
+		       uintptr_t *cellv)
 {
 	unsigned cnt = r->flags & REC_COUNT_MASK, n = 0;
 	struct ftrace_ops *op, *one = NULL, *vec[FTRT_MULTI_MAX];
 	struct ftrt_tramp *t = NULL;
-	int regs = 0;
+	int regs = 0, excl = 0;
 
 	*target = 0;
+	*cellv = 0;
 	if (!cnt)
 		return 0;
 	if (!o->arena) {
@@ -840,6 +1072,21 @@ static long rec_target(struct ftrt_object *o, struct ftrt_rec *r, uintptr_t *tar
 		one = op;
 		if (op->flags & FL_REGS)
 			regs = 1;
+		if (op->flags & FL_EXCL)
+			excl = 1;
+	}
+	/* CALL_OPS: the ops the plain caller serves (no registers, no IPMODIFY, no direct) */
+	if ((r->flags & REC_CALLOPS) && n == cnt && n <= FTRT_MULTI_MAX && !regs && !excl &&
+	    callops_enabled()) {
+		int lean;
+		uintptr_t v = callops_value(vec, n, &lean);
+
+		if (v && (t = callops_caller(o->arena, lean))) {
+			*target = (uintptr_t)t->code;
+			*cellv = v;
+			return 0;
+		}
+		t = NULL;
 	}
 	if (cnt == 1 && one && (one->flags & FTRACE_OPS_FL_DIRECT)) {
 		/* the site calls the direct trampoline itself, when in reach */
@@ -941,10 +1188,10 @@ static void multi_ref(const struct ftrt_rec *r, int d)
  * VM cost more than the patching itself (bench/RESULTS.md, "Cold enable").
  */
 #define PATCH_CHUNK	32768
-static uintptr_t *batch_tgt;
+static uintptr_t *batch_tgt, *batch_cell, *batch_old;
 static struct ftrt_poke *batch_pk;
 static struct ftrt_rec **batch_pr;
-static size_t cap_tgt, cap_pk, cap_pr;
+static size_t cap_tgt, cap_cell, cap_old, cap_pk, cap_pr;
 
 /* Make *p hold n elements of size (capacity *cap, in elements). */
 static int batch_grow(void **p, size_t *cap, size_t n, size_t size)
@@ -1053,6 +1300,160 @@ static int patch_chunks(size_t upto, int back, size_t *done)
 	return 0;
 }
 
+/*
+ * Write one chunk of slots; a slot found not to hold the nops any more is dropped and its
+ * site is no CALL_OPS site from now on (retargeted by write_slots).
+ */
+static int slots_chunk(size_t np)
+{
+	size_t bad, j;
+	int ret = 0;
+
+	while (np) {
+		ret = ftrt_text_write_data(batch_pk, np, &bad);
+		if (ret != -EINVAL || bad >= np)
+			break;
+		batch_pr[bad]->flags &= ~REC_CALLOPS;
+		memmove(batch_pk + bad, batch_pk + bad + 1, (np - bad - 1) * sizeof(*batch_pk));
+		memmove(batch_pr + bad, batch_pr + bad + 1, (np - bad - 1) * sizeof(*batch_pr));
+		np--;
+	}
+	if (ret)
+		return ret;
+	for (j = 0; j < np; j++)
+		batch_pr[j]->flags |= REC_SLOT;
+	return 0;
+}
+
+/*
+ * CALL_OPS sites an update sends to the CALL_OPS caller for the first time: point their
+ * slots at new cells (holding the stub), in chunks, before any of them can call it.
+ */
+static int write_slots(size_t n)
+{
+	static const unsigned char nops[8] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90 };
+	struct ftrt_object *o;
+	size_t k = 0, np = 0, i;
+	int ret;
+
+	for (o = objects; o; o = o->next) {
+		for (i = o->dirty_lo; i < o->dirty_end && k < n; i++) {
+			struct ftrt_rec *r = &o->recs[i];
+			uintptr_t *cell;
+
+			if (!(r->flags & REC_DIRTY))
+				continue;
+			if (!batch_cell[k++] || (r->flags & (REC_SLOT | REC_REFUSED)))
+				continue;
+			cell = cell_alloc();
+			if (!cell)
+				return -ENOMEM;
+			batch_pk[np].addr = (void *)ftrt_arch_callops_slot(r->ip);
+			batch_pk[np].len = 8;
+			memcpy(batch_pk[np].old, nops, 8);
+			memcpy(batch_pk[np].new, &cell, 8);
+			batch_pr[np++] = r;
+			if (np == PATCH_CHUNK) {
+				if ((ret = slots_chunk(np)))
+					return ret;
+				np = 0;
+			}
+		}
+	}
+	if (np && (ret = slots_chunk(np)))
+		return ret;
+	/* sites that lost CALL_OPS get the target the other sites get */
+	for (k = 0, o = objects; o; o = o->next) {
+		for (i = o->dirty_lo; i < o->dirty_end; i++) {
+			struct ftrt_rec *r = &o->recs[i];
+
+			if (!(r->flags & REC_DIRTY))
+				continue;
+			if (batch_cell[k] && !(r->flags & REC_CALLOPS) &&
+			    (ret = (int)rec_target(o, r, &batch_tgt[k], &batch_cell[k])))
+				return ret;
+			k++;
+		}
+	}
+	return 0;
+}
+
+/*
+ * What the cell of a CALL_OPS site holds while the site calls something else (or nothing).
+ * A thread may have entered the CALL_OPS caller just before the site moved and read the
+ * cell later: it must still run the ops that stay registered on the site (as a thread in an
+ * ops' own trampoline does) and no ops being unregistered.  So the cell follows the site's
+ * ops: those the caller it last called can run (not SAVE_REGS, IPMODIFY or direct ones, as
+ * the list function skips a SAVE_REGS ops without a frame; only lean ones after the lean
+ * caller), the list function beyond FTRT_MULTI_MAX of them (full caller), the stub when none.
+ */
+static uintptr_t callops_fallback(const struct ftrt_rec *r)
+{
+	struct ftrace_ops *op, *vec[FTRT_MULTI_MAX];
+	int lean_only = !!(r->flags & REC_CO_LEAN), lean;
+	unsigned n = 0;
+	uintptr_t v;
+
+	for (op = atomic_load(&ops_list); op; op = op->next) {
+		if ((op->flags & (FL_REMOVING | FL_REGS | FL_EXCL)) || !ops_match(op, r->ip))
+			continue;
+		if (lean_only && ((op->flags & FTRACE_OPS_FL_RECURSION) ||
+				  !ftrt_tramp_novec_ok(op->func)))
+			continue;
+		if (n == FTRT_MULTI_MAX) {
+			if (!lean_only)
+				return (uintptr_t)&ftrt_list_ops;
+			break;	/* the lean caller: the first FTRT_MULTI_MAX */
+		}
+		vec[n++] = op;
+	}
+	if (!n)
+		return (uintptr_t)&ftrt_callops_stub;
+	v = callops_value(vec, n, &lean);
+	return v ? v : (uintptr_t)&ftrt_callops_stub;
+}
+
+/*
+ * A site moving from the lean CALL_OPS caller to the full one: its new ops may need what
+ * the lean caller does not save, so its cell changes only once the site calls the full one.
+ */
+static int cell_after_patch(const struct ftrt_object *o, const struct ftrt_rec *r, uintptr_t t)
+{
+	return rec_calls_callops(o, r) == 2 && callops_kind(o, t) == 1;
+}
+
+/*
+ * The cells of the dirty CALL_OPS sites get their new ops before the sites are patched (a
+ * site already calling a CALL_OPS caller switches right here), except those moving to the
+ * full caller from the lean one (after the patch, in patch_dirty); undo puts the old values
+ * back.  After the patch, the sites that no longer call one get the stub (done: a thread
+ * that called before the patch then runs nothing or the old ops, whose callbacks the
+ * unregister's grace period waits for).
+ */
+static void cells_switch(int undo)
+{
+	struct ftrt_object *o;
+	size_t k = 0, i;
+
+	for (o = objects; o; o = o->next) {
+		for (i = o->dirty_lo; i < o->dirty_end; i++) {
+			struct ftrt_rec *r = &o->recs[i];
+
+			if (!(r->flags & REC_DIRTY))
+				continue;
+			if (batch_cell[k] && (r->flags & REC_SLOT) && !(r->flags & REC_REFUSED) &&
+			    !cell_after_patch(o, r, batch_tgt[k])) {
+				uintptr_t *cell = rec_cell(r);
+
+				if (!undo)
+					batch_old[k] = *cell;
+				cell_put(cell, undo ? batch_old[k] : batch_cell[k]);
+			}
+			k++;
+		}
+	}
+}
+
 /* Patch every dirty record to its target (targets first, so a failure leaves nothing half done). */
 static int patch_dirty(void)
 {
@@ -1063,6 +1464,8 @@ static int patch_dirty(void)
 	if (!n)
 		return 0;
 	if (batch_grow((void **)&batch_tgt, &cap_tgt, n, sizeof(*batch_tgt)) ||
+	    batch_grow((void **)&batch_cell, &cap_cell, n, sizeof(*batch_cell)) ||
+	    batch_grow((void **)&batch_old, &cap_old, n, sizeof(*batch_old)) ||
 	    batch_grow((void **)&batch_pk, &cap_pk, n < PATCH_CHUNK ? n : PATCH_CHUNK,
 		       sizeof(*batch_pk)) ||
 	    batch_grow((void **)&batch_pr, &cap_pr, n < PATCH_CHUNK ? n : PATCH_CHUNK,
@@ -1076,7 +1479,7 @@ static int patch_dirty(void)
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
-			ret = (int)rec_target(o, r, &batch_tgt[k]);
+			ret = (int)rec_target(o, r, &batch_tgt[k], &batch_cell[k]);
 			if (ret)
 				goto out;
 			if (batch_tgt[k] && !ftrt_arch_call_reaches(r->ip, batch_tgt[k])) {
@@ -1086,23 +1489,35 @@ static int patch_dirty(void)
 			k++;
 		}
 	}
+	if ((ret = write_slots(n)))
+		goto out;
+	cells_switch(0);
 	ret = patch_chunks(n, 0, &done);
 	if (ret) {
 		/* put the chunks already written back as the records say */
 		if (done && patch_chunks(done, 1, &undone))
 			ftrt_warn("ftrt: undoing a failed update failed: some sites are left "
 				  "calling what the update wanted");
+		cells_switch(1);
 		goto out;
 	}
 	/* the records follow the bytes */
 	for (k = 0, o = objects; o; o = o->next) {
 		for (i = o->dirty_lo; i < o->dirty_end; i++) {
 			struct ftrt_rec *r = &o->recs[i];
-			uintptr_t t;
+			uintptr_t t, cv;
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
+			cv = batch_cell[k];
 			t = batch_tgt[k++];
+			/* a CALL_OPS site not calling a CALL_OPS caller: the cell follows its ops */
+			if ((r->flags & REC_SLOT) && (r->flags & REC_REFUSED))
+				cell_put(rec_cell(r), (uintptr_t)&ftrt_callops_stub);
+			else if ((r->flags & REC_SLOT) && !cv)
+				cell_put(rec_cell(r), callops_fallback(r));
+			else if (cv && (r->flags & REC_SLOT) && cell_after_patch(o, r, t))
+				cell_put(rec_cell(r), cv);	/* now calling the full caller */
 			if ((r->flags & REC_REFUSED) || !rec_poke(r, t, 0, &batch_pk[0]))
 				continue;
 			multi_ref(r, -1);
@@ -1110,6 +1525,10 @@ static int patch_dirty(void)
 			if (t) {
 				r->flags |= REC_CALL;
 				r->rel = ftrt_arch_call_rel(r->ip, t);
+				if (cv && callops_kind(o, t) == 2)
+					r->flags |= REC_CO_LEAN;
+				else if (cv)
+					r->flags &= ~REC_CO_LEAN;
 			} else {
 				r->flags &= ~REC_CALL;
 				r->rel = 0;
@@ -1123,6 +1542,7 @@ out:
 			o->recs[i].flags &= ~REC_DIRTY;
 		o->dirty_lo = o->dirty_end = 0;
 	}
+	callops_sweep();
 	return ret;
 }
 
@@ -2204,6 +2624,14 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 		fi->state = FTRACE_SITE_REGS_CALLER;
 		return;
 	}
+	if (rec_calls_callops(o, r)) {
+		uintptr_t v = *rec_cell(r);
+
+		fi->state = FTRACE_SITE_CALLOPS;
+		if (!as_set(v) && v != (uintptr_t)&ftrt_callops_stub)
+			fi->owner = (struct ftrace_ops *)v;
+		return;
+	}
 	for (op = atomic_load(&ops_list); op; op = op->next)
 		if ((op->flags & FTRACE_OPS_FL_DIRECT) && op->direct_call == fi->target &&
 		    ops_match(op, r->ip)) {
@@ -2259,9 +2687,9 @@ int ftrace_lookup_function(unsigned long ip, struct ftrace_func_info *info)
 static const char *state_name(enum ftrace_site_state s)
 {
 	static const char *const n[] = { "nop", "tramp", "caller", "regs_caller", "refused",
-					  "multi", "direct" };
+					  "multi", "direct", "callops" };
 
-	return (unsigned)s < 7 ? n[s] : "?";
+	return (unsigned)s < 8 ? n[s] : "?";
 }
 
 static int print_one(const struct ftrace_func_info *fi, void *data)
@@ -2451,4 +2879,29 @@ long ftrt_debug_reload(void)
 		sites += (long)o->nrecs;
 	ftrt_unlock();
 	return ret ? ret : sites;
+}
+
+/*
+ * Tests only: make the CALL_OPS site at ip (calling the CALL_OPS caller) call ops instead
+ * of its own ops, with the one store a real switch does; ops must be a registered ops with
+ * neither RECURSION nor SAVE_REGS, and stay so while the site can call it.  The next update
+ * of the site puts its own ops back.  0, -EINVAL (no such site), -EBUSY (in a callback).
+ */
+int ftrt_debug_callops_set(unsigned long ip, struct ftrace_ops *ops)
+{
+	struct ftrt_object *o;
+	struct ftrt_rec *r;
+	int ret = api_enter();
+
+	if (ret)
+		return ret;
+	r = rec_find(ip, &o);
+	if (!r || !(r->flags & REC_SLOT) || !rec_calls_callops(o, r) ||
+	    (ops->flags & (FTRACE_OPS_FL_RECURSION | FL_REGS | FL_EXCL)) ||
+	    (rec_calls_callops(o, r) == 2 && !ftrt_tramp_novec_ok(ops->func)))
+		ret = -EINVAL;
+	else
+		cell_put(rec_cell(r), (uintptr_t)ops);
+	ftrt_unlock();
+	return ret;
 }

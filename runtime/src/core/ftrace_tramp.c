@@ -352,6 +352,55 @@ struct ftrt_tramp *ftrt_tramp_at(struct ftrt_arena *a, uintptr_t addr)
 	return t && (uintptr_t)t->code == addr ? t : NULL;
 }
 
+/*
+ * The arena's copy of ftrace_callops_caller (lean: ftrace_callops_caller_novec), the caller
+ * of CALL_OPS sites: the template is
+ * position-independent (the ops comes from the site's cell), so it is copied whole, with
+ * the ret at its end marker; its op slot is unused.  Never retired (as the shared callers).
+ */
+struct ftrt_tramp *ftrt_tramp_create_callops(struct ftrt_arena *a, int lean)
+{
+	const unsigned char *start = lean ? ftrace_callops_caller_novec : ftrace_callops_caller;
+	const unsigned char *end = lean ? ftrace_callops_caller_novec_end : ftrace_callops_caller_end;
+	size_t size = (size_t)(end - start);
+	struct ftrt_tramp *t;
+	unsigned char *code;
+
+	if (size + 1 > PAGE)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	code = page_alloc(a);
+	if (!code && quarantine && !ftrt_tramp_release(0))
+		code = page_alloc(a);
+	if (!code) {
+		free(t);
+		return NULL;
+	}
+	memset(code, 0xcc, PAGE);
+	memcpy(code, start, size);
+	code[size] = 0xc3;
+	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
+		ftrt_warn("ftrt: cannot make a trampoline page executable (%s)", strerror(errno));
+		page_free(a, code);
+		free(t);
+		return NULL;
+	}
+	if (ftrt_sync_range_add(code, size + 1)) {
+		page_free(a, code);
+		free(t);
+		return NULL;
+	}
+	t->arena = a;
+	t->slot = page_slot(a, code);
+	t->code = code;
+	t->size = size + 1;
+	a->page_tramp[((uintptr_t)code - a->base) / PAGE] = t;
+	ftrt_nr_trampolines++;
+	return t;
+}
+
 static const struct {
 	const unsigned char *start, *op_ptr, *seg, *seg_op, *call, *done, *end, *fb, *fb_end;
 } multi_templates[] = {

@@ -892,7 +892,23 @@ undo:
 	return err;
 }
 
+static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data);
+
 int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad)
+{
+	return poke_batch(p, n, bad, 0);
+}
+
+int ftrt_text_write_data(struct ftrt_poke *p, size_t n, size_t *bad)
+{
+	return poke_batch(p, n, bad, 1);
+}
+
+/*
+ * data: the bytes are no instruction and no thread reads them while they change (the
+ * CALL_OPS slots before functions): no instruction rules, no breakpoint, one write.
+ */
+static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 {
 	size_t i, nchange = 0, dummy;
 	int err, sorted = 1;
@@ -919,7 +935,12 @@ int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad)
 		w->idx = i;
 		if (p[i].len >= 1 && p[i].len <= 8)
 			memcpy(w->s.new, p[i].new, p[i].len);
-		if (ftrt_arch_check(p[i].old, p[i].new, p[i].len, &early, &why)) {
+		if (data && (p[i].len < 1 || p[i].len > 8))
+			why = "bad length";
+		else if (!data && ftrt_arch_check(p[i].old, p[i].new, p[i].len, &early, &why) &&
+			 !why)
+			why = "not a supported transition";
+		if (why) {
 			*bad = i;
 			refuse(w, why, NULL);
 			err = -EINVAL;
@@ -959,6 +980,20 @@ int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad)
 	}
 	if (!nchange)
 		goto out;
+	if (data) {
+		/* nobody reads them: no breakpoint, no trap handler, no serialisation */
+		if (method == M_MPROTECT)
+			err = protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC);
+		if (!err) {
+			err = phase(n, PH_WHOLE);
+			if (method == M_MPROTECT && protect_runs(PROT_READ | PROT_EXEC)) {
+				report("ftrt: cannot make code read-only again: %s; aborting",
+				       strerror(errno));
+				abort();
+			}
+		}
+		goto out;
+	}
 
 	/* Publish the changing sites for the trap handler, sorted by address. */
 	if ((err = grow((void **)&sites, &capsites, nchange, sizeof(*sites))))

@@ -75,6 +75,15 @@ struct ftrt_poke {
 int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad);
 
 /*
+ * Write bytes inside code mappings that are no instruction and that no thread executes or
+ * reads while the call runs (the CALL_OPS slots before functions, written while their site
+ * is still a nop): old is compared as above (-EINVAL, *bad), then the bytes are written in
+ * one pass (W^X kept as for code), without breakpoints or serialisation.  A reader that
+ * comes later through a site patched afterwards sees them (that patch serialises).
+ */
+int ftrt_text_write_data(struct ftrt_poke *p, size_t n, size_t *bad);
+
+/*
  * Return once no thread can still be executing code reached through sites or trampolines
  * that were unpatched before this call: every other thread of the process has been seen
  * outside every registered range and outside callbacks (ftrt_cb_depth == 0).  Threads are

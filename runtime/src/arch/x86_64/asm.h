@@ -41,6 +41,16 @@ static inline uintptr_t ftrt_arch_call_target(uintptr_t ip, int32_t rel)
 	return ip + FTRT_ARCH_CALL_SIZE + (long)rel;
 }
 
+/*
+ * CALL_OPS: the 8-byte slot before the function of the site at ip.  The function's entry is
+ * the site or, after endbr64, the site - 4; the slot ends at the entry and is 8-byte
+ * aligned, so it is (ip - 8) & ~7 in both cases (what ftrace_callops_caller computes).
+ */
+static inline uintptr_t ftrt_arch_callops_slot(uintptr_t ip)
+{
+	return (ip - 8) & ~(uintptr_t)7;
+}
+
 static inline int32_t ftrt_arch_call_rel(uintptr_t ip, uintptr_t target)
 {
 	return (int32_t)(target - (ip + FTRT_ARCH_CALL_SIZE));

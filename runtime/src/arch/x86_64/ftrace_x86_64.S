@@ -43,6 +43,16 @@
 	.globl ftrace_regs_multi_caller_end
 	.globl ftrace_regs_multi_caller_fallback
 	.globl ftrace_regs_multi_caller_fallback_end
+	.globl ftrace_callops_caller
+	.globl ftrace_callops_caller_op_ptr
+	.globl ftrace_callops_caller_call
+	.globl ftrace_callops_caller_end
+	.globl ftrace_callops_caller_novec
+	.globl ftrace_callops_caller_novec_op_ptr
+	.globl ftrace_callops_caller_novec_call
+	.globl ftrace_callops_caller_novec_end
+	.globl ftrace_callops_set_novec
+	.globl ftrace_callops_set_novec_end
 	.globl ftrace_direct_count
 	.globl ftrace_direct_count_end
 	.globl ftrace_direct_fexit
@@ -514,6 +524,127 @@ ftrace_regs_multi_caller_fallback:
 	.long 0
 ftrace_regs_multi_caller_fallback_end:
 	.size ftrace_regs_multi_caller, .-ftrace_regs_multi_caller
+	.p2align 4
+	.type ftrace_callops_caller, @function
+ftrace_callops_caller:
+	subq $288, %rsp
+	movups %xmm0, 160(%rsp)
+	movups %xmm1, 176(%rsp)
+	movups %xmm2, 192(%rsp)
+	movups %xmm3, 208(%rsp)
+	movups %xmm4, 224(%rsp)
+	movups %xmm5, 240(%rsp)
+	movups %xmm6, 256(%rsp)
+	movups %xmm7, 272(%rsp)
+	movq %rdi, 112(%rsp)
+	movq %rsi, 104(%rsp)
+	movq %rdx, 96(%rsp)
+	movq %rcx, 88(%rsp)
+	movq %r8, 72(%rsp)
+	movq %r9, 64(%rsp)
+	movq %rax, 80(%rsp)
+	movq %r10, 56(%rsp)
+	movq 288(%rsp), %rdi
+	movq %rdi, 120(%rsp)
+	leaq 296(%rsp), %rsi
+	movq %rsi, 128(%rsp)
+	movq $0, 136(%rsp)
+	movq (%rsi), %rsi
+	subq $5, %rdi
+	incl %fs:ftrt_cb_depth@tpoff
+ftrace_callops_caller_op_ptr:
+	leaq -8(%rdi), %rdx
+	andq $-8, %rdx
+	movq (%rdx), %rdx
+	movq (%rdx), %rdx
+	movq %rsp, %rcx
+	testq %rdx, %rdx
+	jz 1f
+ftrace_callops_caller_call:
+	call *(%rdx)
+1:
+	decl %fs:ftrt_cb_depth@tpoff
+	movups 160(%rsp), %xmm0
+	movups 176(%rsp), %xmm1
+	movups 192(%rsp), %xmm2
+	movups 208(%rsp), %xmm3
+	movups 224(%rsp), %xmm4
+	movups 240(%rsp), %xmm5
+	movups 256(%rsp), %xmm6
+	movups 272(%rsp), %xmm7
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+ftrace_callops_caller_end:
+	ret
+	.size ftrace_callops_caller, .-ftrace_callops_caller
+	.p2align 4
+	.type ftrace_callops_caller_novec, @function
+ftrace_callops_caller_novec:
+	subq $288, %rsp
+	movq %rdi, 112(%rsp)
+	movq %rsi, 104(%rsp)
+	movq %rdx, 96(%rsp)
+	movq %r8, 72(%rsp)
+	movq %r9, 64(%rsp)
+	movq %rax, 80(%rsp)
+	movq %r10, 56(%rsp)
+	movq 288(%rsp), %rdi
+	movq 296(%rsp), %rsi
+	subq $5, %rdi
+	incl %fs:ftrt_cb_depth@tpoff
+ftrace_callops_caller_novec_op_ptr:
+	leaq -8(%rdi), %rdx
+	andq $-8, %rdx
+	movq (%rdx), %rdx
+	movq (%rdx), %rdx
+	testq %rdx, %rdx
+	jz 1f
+ftrace_callops_caller_novec_call:
+	call *(%rdx)
+1:
+	decl %fs:ftrt_cb_depth@tpoff
+	movq 112(%rsp), %rdi
+	movq 104(%rsp), %rsi
+	movq 96(%rsp), %rdx
+	movq 72(%rsp), %r8
+	movq 64(%rsp), %r9
+	movq 80(%rsp), %rax
+	movq 56(%rsp), %r10
+	addq $288, %rsp
+ftrace_callops_caller_novec_end:
+	ret
+	.size ftrace_callops_caller_novec, .-ftrace_callops_caller_novec
+	.p2align 4
+	.type ftrace_callops_set_novec, @function
+ftrace_callops_set_novec:
+	pushq %rbx
+	pushq %r12
+	pushq %r13
+	movq %rdi, %r12
+	movq %rsi, %r13
+	movq 16(%rdx), %rbx
+	movq (%rbx), %rdx
+1:
+	movq %r12, %rdi
+	movq %r13, %rsi
+	call *(%rdx)
+	addq $8, %rbx
+	movq (%rbx), %rdx
+	testq %rdx, %rdx
+	jnz 1b
+	popq %r13
+	popq %r12
+	popq %rbx
+ftrace_callops_set_novec_end:
+	ret
+	.size ftrace_callops_set_novec, .-ftrace_callops_set_novec
 	.p2align 4
 	.type ftrace_direct_count, @function
 ftrace_direct_count:
