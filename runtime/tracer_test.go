@@ -1278,32 +1278,38 @@ func TestTracerFlushTail(t *testing.T) {
 	}
 }
 
-// Live `ring SIZE` and `ring off`: a streaming thread moves to a flight-recorder ring at
-// its next block and back.  The file keeps every event streamed before and after, of the
-// ring period its newest blocks, and numbers the thread's blocks on across the changes
-// (the gap is the ring's overwritten blocks); nothing counts as lost.
-func TestTracerRingSwitch(t *testing.T) {
-	dir := t.TempDir()
-	prog := trBuild(t, dir, "trace_live.c")
+// liveProc is trace_live.c running with the control socket: its stdin, what it says,
+// and requests to the socket.
+type liveProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	expect func(want string)
+	ask    func(req string) string
+}
+
+// trLive starts prog (trace_live.c) with env and connects to its control socket.
+func trLive(t *testing.T, dir, prog string, env ...string) *liveProc {
+	t.Helper()
 	run := t.TempDir()
-	os.Chmod(run, 0o700)
+	os.Chmod(run, 0o700) // an XDG_RUNTIME_DIR is the user's alone, or the runtime does not use it
 	cmd := exec.Command(prog)
 	cmd.Dir = dir
-	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "XDG_RUNTIME_DIR="+run)
+	cmd.Env = append(append(trCleanEnv(), env...), "XDG_RUNTIME_DIR="+run)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	rd := bufio.NewReader(stdout)
-	expect := func(want string) {
+	p := &liveProc{cmd: cmd, stdin: stdin}
+	p.expect = func(want string) {
 		t.Helper()
 		if line, err := rd.ReadString('\n'); err != nil || line != want+"\n" {
 			t.Fatalf("program said %q (%v), want %q", line, err, want)
 		}
 	}
-	expect("ready")
+	p.expect("ready")
 	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", cmd.Process.Pid))
 	var conn net.Conn
 	for i := 0; ; i++ {
@@ -1316,18 +1322,52 @@ func TestTracerRingSwitch(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	cr := bufio.NewReader(conn)
-	ask := func(req string) string {
+	p.ask = func(req string) string {
 		t.Helper()
 		fmt.Fprintf(conn, "%s\n", req)
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 		line, err := cr.ReadString('\n')
 		if err != nil {
 			t.Fatalf("%s: %v", req, err)
 		}
 		return strings.TrimSuffix(line, "\n")
 	}
+	return p
+}
+
+// Live dumps of a flight recorder while its thread records flat out: a block the thread
+// reuses while the dump copies it is marked skipped, never torn; every dump reads, and
+// its blocks follow on from one another but where the ring overwrote.
+func TestTracerRingDumpTorn(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	p := trLive(t, dir, prog, "FTRACE_TRACER=function", "FTRACE_RING=1M")
+	fmt.Fprintf(p.stdin, "call 40000000\n") // a second or more of ticks
+	for i := 0; i < 12; i++ {
+		path := filepath.Join(dir, fmt.Sprintf("d%d.dat", i))
+		if r := p.ask("dump " + path); r != "ok "+path {
+			t.Fatalf("dump: %q", r)
+		}
+		tr := trRead(t, path) // fails on a block that does not decode
+		if len(tr.Threads) != 1 {
+			t.Fatalf("dump %d: %d threads", i, len(tr.Threads))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.expect("done")
+}
+
+// Live `ring SIZE` and `ring off`: a streaming thread moves to a flight-recorder ring at
+// its next block and back.  The file keeps every event streamed before and after, of the
+// ring period its newest blocks, and numbers the thread's blocks on across the changes
+// (the gap is the ring's overwritten blocks); nothing counts as lost.
+func TestTracerRingSwitch(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	p := trLive(t, dir, prog, "FTRACE_TRACER=function")
+	stdin, expect, ask, cmd := p.stdin, p.expect, p.ask, p.cmd
 	for _, bad := range []string{"ring", "ring 0", "ring -1", "ring 12Q", "ring 99999999999999999999"} {
 		if r := ask(bad); !strings.HasPrefix(r, "error ring needs a size") {
 			t.Errorf("%q: %q", bad, r)
@@ -2703,49 +2743,8 @@ func TestTracerSnapshotRace(t *testing.T) {
 func TestTracerRingLive(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_live.c")
-	run := t.TempDir()
-	os.Chmod(run, 0o700) // an XDG_RUNTIME_DIR is the user's alone, or the runtime does not use it
-	cmd := exec.Command(prog)
-	cmd.Dir = dir
-	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_RING=256k", "XDG_RUNTIME_DIR="+run)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	rd := bufio.NewReader(stdout)
-	expect := func(want string) {
-		t.Helper()
-		if line, err := rd.ReadString('\n'); err != nil || line != want+"\n" {
-			t.Fatalf("program said %q (%v), want %q", line, err, want)
-		}
-	}
-	expect("ready")
-	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", cmd.Process.Pid))
-	var conn net.Conn
-	for i := 0; ; i++ {
-		var err error
-		if conn, err = net.Dial("unix", sock); err == nil {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("control socket: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	defer conn.Close()
-	cr := bufio.NewReader(conn)
-	ask := func(req string) string {
-		t.Helper()
-		fmt.Fprintf(conn, "%s\n", req)
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		line, err := cr.ReadString('\n')
-		if err != nil {
-			t.Fatalf("%s: %v", req, err)
-		}
-		return strings.TrimSuffix(line, "\n")
-	}
+	p := trLive(t, dir, prog, "FTRACE_TRACER=function", "FTRACE_RING=256k")
+	stdin, expect, ask := p.stdin, p.expect, p.ask
 	ticks := func(name string) (int, uint64) {
 		t.Helper()
 		p := filepath.Join(dir, name)

@@ -701,18 +701,43 @@ struct ft_batch {
 		struct ftkit_thread_chunk th;
 		struct ftkit_more_chunk more;
 	} hdr[FT_BATCH];
+	uint64_t bytes;				/* of the chunks in the batch so far */
 	struct {
 		struct ft_tbuf *tb;
 		struct ft_blk *b;
 		int done;
 		uint32_t pub;
 		uint32_t nev;
+		uint64_t at;			/* where its chunk starts in the batch */
+		uint64_t seq;			/* b's seq when the chunk was made */
 	} ent[FT_BATCH];
 };
 
 static const char zero8[8];
 
 static void batch_done(struct ft_batch *bt);
+
+/*
+ * After a batch was written at base: a block its owner began to reuse while the batch
+ * was being copied (a ring's, in a snapshot or a live dump: its seq changed) may be torn
+ * in the file.  Its chunk becomes a SKIP chunk, which readers pass over (the block is
+ * then missing, as one the ring overwrote).  Only rings reuse blocks unwritten; the
+ * owner sets a reused block's seq before its data, so a block whose seq is unchanged
+ * after the copy was copied whole.
+ */
+static void batch_torn(struct ft_batch *bt, uint64_t base)
+{
+	static const uint32_t skip = FTKIT_CHUNK_SKIP;
+
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	for (int i = 0; i < bt->n; i++) {
+		struct ft_blk *b = bt->ent[i].b;
+
+		if (b && bt->ent[i].done == FT_DONE_NONE &&
+		    __atomic_load_n(&b->hdr.seq, __ATOMIC_ACQUIRE) != bt->ent[i].seq)
+			write_all(bt->fd, &skip, sizeof(skip), (off_t)(base + bt->ent[i].at));
+	}
+}
 
 static void batch_flush(struct ft_batch *bt)
 {
@@ -739,6 +764,7 @@ static void batch_flush(struct ft_batch *bt)
 		}
 	}
 	if (!err) {
+		batch_torn(bt, *bt->off);
 		*bt->off += bytes;
 	} else {
 		bt->err = err;
@@ -747,6 +773,7 @@ static void batch_flush(struct ft_batch *bt)
 	}
 	batch_done(bt);
 	bt->n = bt->niov = 0;
+	bt->bytes = 0;
 }
 
 static void batch_iov(struct ft_batch *bt, const void *p, size_t len)
@@ -755,7 +782,25 @@ static void batch_iov(struct ft_batch *bt, const void *p, size_t len)
 		bt->iov[bt->niov].iov_base = (void *)p;
 		bt->iov[bt->niov].iov_len = len;
 		bt->niov++;
+		bt->bytes += len;
 	}
+}
+
+/*
+ * The batch's next chunk, which began at byte `at` of the batch, is of block b (NULL:
+ * none) of tb, whose seq was `seq`: what to do once it is written.
+ */
+static void batch_ent(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *b, int done,
+		      uint32_t pub, uint32_t nev, uint64_t at, uint64_t seq)
+{
+	bt->ent[bt->n].at = at;
+	bt->ent[bt->n].seq = seq;
+	bt->ent[bt->n].tb = tb;
+	bt->ent[bt->n].b = b;
+	bt->ent[bt->n].done = done;
+	bt->ent[bt->n].pub = pub;
+	bt->ent[bt->n].nev = nev;
+	bt->n++;
 }
 
 /* Add block b of tb, pub bytes of data, as an EVENTS chunk. */
@@ -764,9 +809,11 @@ static void batch_block(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *
 {
 	struct ftkit_events_chunk *h = &bt->hdr[bt->n].ev;
 	const uint32_t *data;
+	uint64_t at;
 
 	if (bt->n == FT_BATCH)
 		batch_flush(bt);
+	at = bt->bytes;
 	h = &bt->hdr[bt->n].ev;
 	*h = b->hdr;
 	if (h->depth > FT_MAXOPEN)
@@ -781,12 +828,7 @@ static void batch_block(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *
 	batch_iov(bt, h, sizeof(*h));
 	batch_iov(bt, b->frames, h->depth * sizeof(struct ftkit_frame) + pub);
 	batch_iov(bt, zero8, (size_t)(h->c.size - h->c.hdr_size - pub));
-	bt->ent[bt->n].tb = tb;
-	bt->ent[bt->n].b = b;
-	bt->ent[bt->n].done = done;
-	bt->ent[bt->n].pub = pub;
-	bt->ent[bt->n].nev = h->nev;
-	bt->n++;
+	batch_ent(bt, tb, b, done, pub, h->nev, at, h->seq);
 }
 
 /*
@@ -798,9 +840,11 @@ static void batch_more(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *b
 {
 	struct ftkit_more_chunk *h;
 	const uint32_t *data;
+	uint64_t at;
 
 	if (bt->n == FT_BATCH)
 		batch_flush(bt);
+	at = bt->bytes;
 	h = &bt->hdr[bt->n].more;
 	memset(h, 0, sizeof(*h));
 	data = (const uint32_t *)&b->frames[b->hdr.depth > FT_MAXOPEN ? 0 : b->hdr.depth];
@@ -816,12 +860,7 @@ static void batch_more(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *b
 	batch_iov(bt, h, sizeof(*h));
 	batch_iov(bt, (const char *)data + from, pub - from);
 	batch_iov(bt, zero8, (size_t)(h->c.size - sizeof(*h) - (pub - from)));
-	bt->ent[bt->n].tb = tb;
-	bt->ent[bt->n].b = b;
-	bt->ent[bt->n].done = done;
-	bt->ent[bt->n].pub = pub;
-	bt->ent[bt->n].nev = h->nev;
-	bt->n++;
+	batch_ent(bt, tb, b, done, pub, h->nev, at, h->seq);
 }
 
 static void batch_thread(struct ft_batch *bt, struct ft_tbuf *tb, int exited, int done)
@@ -843,11 +882,7 @@ static void batch_thread(struct ft_batch *bt, struct ft_tbuf *tb, int exited, in
 	h->blocks = tb->blocks;
 	memcpy(h->name, tb->name, 16);
 	batch_iov(bt, h, sizeof(*h));
-	bt->ent[bt->n].tb = tb;
-	bt->ent[bt->n].b = NULL;
-	bt->ent[bt->n].done = done;
-	bt->ent[bt->n].nev = 0;
-	bt->n++;
+	batch_ent(bt, tb, NULL, done, 0, 0, 0, 0);
 }
 
 static void batch_raw(struct ft_batch *bt, const void *p, size_t len)
@@ -855,10 +890,7 @@ static void batch_raw(struct ft_batch *bt, const void *p, size_t len)
 	if (bt->n == FT_BATCH)
 		batch_flush(bt);
 	batch_iov(bt, p, len);
-	bt->ent[bt->n].tb = NULL;
-	bt->ent[bt->n].b = NULL;
-	bt->ent[bt->n].done = FT_DONE_NONE;
-	bt->n++;
+	batch_ent(bt, NULL, NULL, FT_DONE_NONE, 0, 0, 0, 0);
 }
 
 /*
@@ -1863,6 +1895,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	bt->off = &s->end;
 	bt->err = 0;
 	bt->n = bt->niov = 0;
+	bt->bytes = 0;
 	batch_all(bt, 1, locked);
 	{
 		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
@@ -1966,6 +1999,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		bt->off = &o;
 		bt->err = 0;
 		bt->n = bt->niov = 0;
+		bt->bytes = 0;
 		batch_all(bt, 0, 0);
 		if (m && ml)
 			batch_raw(bt, m, ml);

@@ -69,6 +69,7 @@ enum {
 	FTKIT_CHUNK_EVENTS = 4,
 	FTKIT_CHUNK_THREAD = 5,
 	FTKIT_CHUNK_MORE = 6,
+	FTKIT_CHUNK_SKIP = 7,		/* to be passed over (a block torn while copied) */
 };
 
 enum { FTKIT_MODE_STREAM = 0, FTKIT_MODE_RING = 1 };

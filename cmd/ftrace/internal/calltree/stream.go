@@ -344,6 +344,46 @@ func (w *Walker) match(ev *tracefile.Event) int {
 	return -1
 }
 
+var errStop = errors.New("calltree: stopped")
+
+// Follow walks thread i of a stream into obs, with its markers, and ends the calls left
+// open, unless stop (checked after each batch of events) says enough was seen first.
+func Follow(st *tracefile.Stream, i int, lookup Lookup, obs Observer, stop func() bool) error {
+	w := NewWalker(st.Trace.Threads[i], lookup, obs)
+	w.Text = st.MarkerText
+	err := st.Events(i, func(evs []tracefile.Event) error {
+		if err := w.Events(evs); err != nil {
+			return err
+		}
+		if stop() {
+			return errStop
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		w.End()
+	case errors.Is(err, errStop):
+		err = nil
+	}
+	return err
+}
+
+// ReadThread reads thread i of a stream whole and builds its tree (for the rare thread
+// a stream cannot follow alone), its markers tallied.
+func ReadThread(st *tracefile.Stream, i int, lookup Lookup) (*Thread, error) {
+	var evs []tracefile.Event
+	if err := st.Events(i, func(b []tracefile.Event) error {
+		evs = append(evs, b...)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	whole := *st.Trace.Threads[i]
+	whole.Events = evs
+	return buildThread(&whole, lookup, st.MarkerText, func(int) {}), nil
+}
+
 // BuildThread builds one thread's tree (as Build does for each thread).
 func BuildThread(th *tracefile.Thread, lookup Lookup) *Thread {
 	return buildThread(th, lookup, nil, func(int) {})

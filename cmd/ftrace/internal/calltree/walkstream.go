@@ -130,16 +130,10 @@ func walkThread(st *tracefile.Stream, i int, lookup Lookup, newObs func(*tracefi
 	var t *Thread
 	if walkErr != nil {
 		// the rare stream that needs its tree: read it again, whole
-		var evs []tracefile.Event
-		if err := st.Events(i, func(b []tracefile.Event) error {
-			evs = append(evs, b...)
-			return nil
-		}); err != nil {
+		var err error
+		if t, err = ReadThread(st, i, lookup); err != nil {
 			return nil, nil, err
 		}
-		whole := *th
-		whole.Events = evs
-		t = BuildThread(&whole, lookup)
 		a = newObs(th)
 		t.Frames(a)
 		t.Tree = true

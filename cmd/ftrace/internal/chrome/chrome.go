@@ -12,7 +12,6 @@ package chrome
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -209,7 +208,7 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids
 			if err := treeThread(st, i, lookup, wrap(p)); err != nil {
 				return err
 			}
-		} else if err := follow(st, i, lookup, wrap(p), p); err != nil {
+		} else if err := calltree.Follow(st, i, lookup, wrap(p), func() bool { return cw.err != nil }); err != nil {
 			return err
 		}
 		if cw.err != nil {
@@ -221,40 +220,10 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids
 
 // treeThread writes thread i from its call tree (read whole).
 func treeThread(st *tracefile.Stream, i int, lookup calltree.Lookup, p calltree.Observer) error {
-	var evs []tracefile.Event
-	if err := st.Events(i, func(b []tracefile.Event) error {
-		evs = append(evs, b...)
-		return nil
-	}); err != nil {
+	t, err := calltree.ReadThread(st, i, lookup)
+	if err != nil {
 		return err
 	}
-	whole := *st.Trace.Threads[i]
-	whole.Events = evs
-	calltree.BuildThread(&whole, lookup).Frames(p)
+	t.Frames(p)
 	return nil
-}
-
-var errWrite = errors.New("chrome: write failed")
-
-// follow walks thread i's stream into obs (p, or filters in front of it), stopping at
-// the first write error. A filter that cannot follow the stream makes it build the tree.
-func follow(st *tracefile.Stream, i int, lookup calltree.Lookup, obs calltree.Observer, p *printer) error {
-	w := calltree.NewWalker(st.Trace.Threads[i], lookup, obs)
-	w.Text = st.MarkerText
-	err := st.Events(i, func(evs []tracefile.Event) error {
-		if err := w.Events(evs); err != nil {
-			return err
-		}
-		if p.cw.err != nil {
-			return errWrite
-		}
-		return nil
-	})
-	if errors.Is(err, errWrite) {
-		return p.cw.err
-	}
-	if err == nil {
-		w.End()
-	}
-	return err
 }

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -107,16 +106,10 @@ func threadHeader(ew *errWriter, t *calltree.Thread) {
 
 // treeThread prints thread i from its call tree (read whole).
 func treeThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, c *counter, o Options) error {
-	var evs []tracefile.Event
-	if err := st.Events(i, func(b []tracefile.Event) error {
-		evs = append(evs, b...)
-		return nil
-	}); err != nil {
+	t, err := calltree.ReadThread(st, i, lookup)
+	if err != nil {
 		return err
 	}
-	whole := *st.Trace.Threads[i]
-	whole.Events = evs
-	t := calltree.BuildThread(&whole, lookup)
 	// with a filter, what the first pass saw kept (it followed this tree too)
 	if len(t.Calls) > 0 && (o.Filter == nil || c.calls > 0) {
 		writeCalls(ew, f, t, o)
@@ -125,30 +118,6 @@ func treeThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Look
 		writeGraph(ew, f, t, o)
 	}
 	return nil
-}
-
-var errEnough = errors.New("graph: enough lines")
-
-// follow walks thread i's stream telling obs, until done says it has printed enough.
-func follow(st *tracefile.Stream, i int, lookup calltree.Lookup, obs calltree.Observer, done func() bool) error {
-	w := calltree.NewWalker(st.Trace.Threads[i], lookup, obs)
-	w.Text = st.MarkerText
-	err := st.Events(i, func(evs []tracefile.Event) error {
-		if err := w.Events(evs); err != nil {
-			return err
-		}
-		if done() {
-			return errEnough
-		}
-		return nil
-	})
-	if err == nil {
-		w.End()
-	}
-	if errors.Is(err, errEnough) {
-		return nil
-	}
-	return err
 }
 
 // callPrinter prints function-tracer calls (and the program's markers, when the
@@ -188,7 +157,7 @@ func (p *callPrinter) Call(c *calltree.Call, _ int) {
 func streamCalls(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, calls uint64, o Options) error {
 	ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
 	p := &callPrinter{ew: ew, f: f, limit: o.Limit, markers: t.Nodes == 0}
-	if err := follow(st, i, lookup, o.wrap(p), func() bool { return p.limit > 0 && p.n >= p.limit }); err != nil {
+	if err := calltree.Follow(st, i, lookup, o.wrap(p), func() bool { return p.limit > 0 && p.n >= p.limit }); err != nil {
 		return err
 	}
 	if o.Limit > 0 && uint64(p.n) < calls {
@@ -305,7 +274,7 @@ func (p *graphPrinter) Close(f *calltree.Frame) {
 func streamGraph(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, o Options) error {
 	graphHeader(ew, o)
 	p := newGraphPrinter(ew, f, o, t.TID)
-	if err := follow(st, i, lookup, o.wrap(p), func() bool { return p.full }); err != nil {
+	if err := calltree.Follow(st, i, lookup, o.wrap(p), func() bool { return p.full }); err != nil {
 		return err
 	}
 	if p.full {

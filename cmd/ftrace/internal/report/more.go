@@ -311,18 +311,12 @@ func CallersStream(st *tracefile.Stream, lookup calltree.Lookup, name string, ti
 	for k, t := range threads {
 		o := calltree.Unwrap(obs[k]).(*callersObs)
 		if o.adopted {
-			var evs []tracefile.Event
-			i := idx[t.TID]
-			if err := st.Events(i, func(b []tracefile.Event) error {
-				evs = append(evs, b...)
-				return nil
-			}); err != nil {
+			tree, err := calltree.ReadThread(st, idx[t.TID], lookup)
+			if err != nil {
 				return nil, err
 			}
-			whole := *st.Trace.Threads[i]
-			whole.Events = evs
 			o = newCallersObs(name)
-			calltree.BuildThread(&whole, lookup).Frames(fo.wrap(o))
+			tree.Frames(fo.wrap(o))
 		}
 		o.add(r, callers, callees)
 	}

@@ -17,6 +17,7 @@ const (
 	ChunkEvents    = 4
 	ChunkThreadV2  = 5
 	ChunkMore      = 6
+	ChunkSkip      = 7 // passed over: a block torn while a snapshot copied it
 	mapsHdrSizeV2  = 32
 	eventsHdrFixed = 72
 	moreHdrSize    = 48

@@ -211,6 +211,8 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 			err = v2.readEventsHeader(r, off, chHdr, end)
 		case typ == ChunkMore && v2 != nil && hd.Version >= Version3:
 			err = v2.readMore(r, off, chHdr, end, func(w string) { hd.Warnings = append(hd.Warnings, w) })
+		case typ == ChunkSkip:
+			// a block its ring reused while it was copied: missing, as one overwritten
 		case typ == ChunkThreadV2 && v2 != nil:
 			err = v2.readThreadInfo(r, off, end)
 		default:
