@@ -1373,7 +1373,7 @@ func TestTracerRingSwitch(t *testing.T) {
 			t.Errorf("%q: %q", bad, r)
 		}
 	}
-	for _, bad := range []string{"time_filter", "time_filter 10xs", "time_filter -1us", "time_filter us"} {
+	for _, bad := range []string{"time_filter", "time_filter 10", "time_filter 10xs", "time_filter -1us", "time_filter us"} {
 		if r := ask(bad); !strings.HasPrefix(r, "error time_filter needs a duration") {
 			t.Errorf("%q: %q", bad, r)
 		}
@@ -1385,8 +1385,10 @@ func TestTracerRingSwitch(t *testing.T) {
 		t.Errorf("status %q, want time_filter=1500ns", r)
 	}
 	ask("time_filter 0")
-	if r := ask("threads a,,b"); !strings.HasPrefix(r, "error threads:") {
-		t.Errorf("threads a,,b: %q", r)
+	for _, bad := range []string{"threads a,,b", "threads [ab", "threads 0", "threads x,-5"} {
+		if r := ask(bad); !strings.HasPrefix(r, "error threads:") {
+			t.Errorf("%s: %q", bad, r)
+		}
 	}
 	if r := ask("threads 1,x*"); r != "ok" {
 		t.Errorf("threads 1,x*: %q", r)
@@ -1503,6 +1505,26 @@ func TestTracerTimeFilter(t *testing.T) {
 		if open != 0 {
 			t.Errorf("%q: %d frames left open", tf, open)
 		}
+		// each marker inside the nap that made it (the filter writes the waiting
+		// entries first)
+		var stack []string
+		markers := 0
+		for _, r := range tr.Threads[0].Recs {
+			switch r.Type {
+			case 2:
+				stack = append(stack, s.name(r.IP))
+			case 3:
+				stack = stack[:len(stack)-1]
+			case 5:
+				markers++
+				if len(stack) == 0 || stack[len(stack)-1] != "nap" || r.Text != "nap 3" {
+					t.Errorf("%q: marker %q in %v", tf, r.Text, stack)
+				}
+			}
+		}
+		if markers != naps {
+			t.Errorf("%q: %d markers, want %d", tf, markers, naps)
+		}
 		if tf == "" {
 			want := map[string]int{"main": 1, "mid": rounds, "nap": naps, "leaf": 50*rounds + 2*naps}
 			if fmt.Sprint(ent) != fmt.Sprint(want) {
@@ -1610,6 +1632,8 @@ func TestTracerThreadFilter(t *testing.T) {
 		{"$$", map[string]int{"trace_thrfilter": 10}}, // main: its tid is the pid
 		{"nothing", map[string]int{}},
 		{"a,,b", map[string]int{"trace_thrfilter": 10, "alpha": 20, "beta": 30, "trace_thrfilt-c": 40}},
+		{"[abc", map[string]int{"trace_thrfilter": 10, "alpha": 20, "beta": 30, "trace_thrfilt-c": 40}},
+		{"-1", map[string]int{"trace_thrfilter": 10, "alpha": 20, "beta": 30, "trace_thrfilt-c": 40}},
 	} {
 		os.Remove(filepath.Join(dir, "ftrace.dat"))
 		cmd := exec.Command("sh", "-c", "FTRACE_THREADS="+tc.spec+" exec "+prog)
@@ -1620,25 +1644,31 @@ func TestTracerThreadFilter(t *testing.T) {
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("%q: %v\n%s", tc.spec, err, stderr.String())
 		}
-		if bad := strings.Contains(stderr.String(), "ignoring FTRACE_THREADS"); bad != (tc.spec == "a,,b") {
+		if bad := strings.Contains(stderr.String(), "ignoring FTRACE_THREADS"); bad != (tc.spec == "a,,b" || tc.spec == "[abc" || tc.spec == "-1") {
 			t.Errorf("%q: stderr %q", tc.spec, stderr.String())
 		}
 		tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
 		s := trSymbols(t, tr, prog)
-		got := map[string]int{}
+		got, marks, wantMarks := map[string]int{}, map[string]int{}, map[string]int{}
 		for _, th := range tr.Threads {
 			name := th.Name
 			if name != "alpha" && name != "beta" && th.TID != tr.PID {
 				name = "trace_thrfilt-c" // the unnamed thread
 			}
 			for _, r := range th.Recs {
-				if s.name(r.IP) == "leaf" {
+				switch {
+				case r.Type == 5:
+					marks[name]++
+				case s.name(r.IP) == "leaf":
 					got[name]++
 				}
 			}
 		}
-		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("%q: leaf calls %v, want %v", tc.spec, got, tc.want)
+		for name := range tc.want {
+			wantMarks[name] = 1
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) || fmt.Sprint(marks) != fmt.Sprint(wantMarks) {
+			t.Errorf("%q: leaf calls %v, markers %v; want %v, one marker each", tc.spec, got, marks, tc.want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/filter"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/mcountloc"
 	"github.com/urfave/cli/v2"
@@ -42,7 +43,7 @@ func recordCommand() *cli.Command {
 			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "maximum graph depth (0: unlimited)"},
 			&cli.GenericFlag{Name: "trigger", Aliases: []string{"T"}, Value: &specList{}, Usage: "act on hits of functions: `SPEC` is GLOB@ACTION[:COUNT] with actions (comma-separated) traceon, traceoff, snapshot, stacktrace, depth=N, finish (repeatable; FTRACE_TRIGGER)"},
 			&cli.StringFlag{Name: "threads", Usage: "record only these threads: thread ids and thread-name globs, comma-separated (`LIST`; FTRACE_THREADS)"},
-			&cli.DurationFlag{Name: "time-filter", Usage: "function_graph: record only calls lasting at least `DUR` (e.g. 10us, 1.5ms) and those of their callees that do (FTRACE_TIME_FILTER)"},
+			&cli.StringFlag{Name: "time-filter", Usage: "function_graph: record only calls lasting at least `DUR` (e.g. 10us, 1.5ms) and those of their callees that do (FTRACE_TIME_FILTER)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: defaultTrace, Usage: "trace file (%p: pid)"},
 			&cli.IntFlag{Name: "buffer-kb", Aliases: []string{"b"}, Usage: "per-thread buffer size in KiB while the writer catches up (0: runtime default; 256 to 4096 used)"},
 			&cli.BoolFlag{Name: "no-loss", Usage: "threads wait for the writer instead of dropping events (FTRACE_NO_LOSS=1)"},
@@ -111,10 +112,14 @@ func doRecord(c *cli.Context) error {
 	if th := c.String("threads"); th != "" {
 		env = append(env, "FTRACE_THREADS="+th)
 	}
-	if d := c.Duration("time-filter"); d < 0 {
-		return errors.New("record: --time-filter must not be negative")
-	} else if d > 0 {
-		env = append(env, fmt.Sprintf("FTRACE_TIME_FILTER=%dns", d.Nanoseconds()))
+	if tf := c.String("time-filter"); tf != "" {
+		d, err := filter.ParseDuration(tf)
+		if err != nil {
+			return fmt.Errorf("record: --time-filter: %w", err)
+		}
+		if d > 0 {
+			env = append(env, fmt.Sprintf("FTRACE_TIME_FILTER=%dns", d.Nanoseconds()))
+		}
 	}
 	if b := c.Int("buffer-kb"); b > 0 {
 		env = append(env, "FTRACE_BUFFER_KB="+strconv.Itoa(b))

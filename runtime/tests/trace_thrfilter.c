@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/prctl.h>
+#include <ftrace_trace.h>
 
 volatile long sink;
 
@@ -11,6 +12,7 @@ __attribute__((noinline)) void leaf(long i) { sink += i; }
 
 static void calls(int n)
 {
+	ftrace_trace_marker("calls %d", n);	/* only in the threads recorded */
 	for (int i = 0; i < n; i++)
 		leaf(i);
 }

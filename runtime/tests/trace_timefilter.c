@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <ftrace_trace.h>
 
 volatile long sink;
 
@@ -13,6 +14,7 @@ __attribute__((noinline)) void nap(int ms)
 	struct timespec d = { 0, ms * 1000000L };
 
 	leaf(1);
+	ftrace_trace_marker("nap %d", ms);	/* inside nap, whatever the filter */
 	nanosleep(&d, NULL);
 	leaf(2);
 }

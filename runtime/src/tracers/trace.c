@@ -127,6 +127,23 @@ static int name_match(const char *p, const char *s)
 	return !*s;
 }
 
+/* A glob's brackets are closed (name_match would read a [ without its ] as a set to
+   the end). */
+static int glob_ok(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != '[')
+			continue;
+		i += 1 + (i + 1 < n && (p[i + 1] == '!' || p[i + 1] == '^'));
+		i++;	/* a set's first character may be ] */
+		while (i < n && p[i] != ']')
+			i++;
+		if (i >= n)
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * Slow path of the thread filter: the selection changed since the thread was judged (or
  * a thread was renamed), or the thread is left out (then its name is read again every
@@ -194,10 +211,14 @@ int ftrace_trace_set_threads(const char *spec)
 				return -EINVAL;
 			}
 			tid = strtol(p, &end, 10);
-			if (end == p + n && tid > 0)
+			if (end == p + n && tid > 0) {
 				sp->item[sp->n].tid = tid;
-			else
+			} else if (end == p + n || !glob_ok(p, n)) {
+				free(sp);	/* a thread id below 1, a [ without its ] */
+				return -EINVAL;
+			} else {
 				memcpy(sp->item[sp->n].glob, p, n);
+			}
 			sp->n++;
 			p += n;
 			if (*p == ',')
@@ -1169,17 +1190,31 @@ static int start_globs(const struct ftrace_trace_config *cfg)
 	return err;
 }
 
+/*
+ * The calling thread's buffer for a record that is not a call (a marker, a trigger's
+ * stack trace), or NULL when the thread does not record now (not started, disabled,
+ * paused, left out by the thread filter).  The time filter's waiting entries are written
+ * first: the record is made inside those calls, and so they are kept.
+ */
+struct ft_thread *ft_trace_ext_thread(void)
+{
+	struct ft_thread *t;
+
+	if (!__atomic_load_n(&tr.started, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&tr.enabled, __ATOMIC_RELAXED) || thr_left_out())
+		return NULL;
+	t = thread_buf();
+	if (t && unlikely(t->npend))
+		pend_flush(t);
+	return t;
+}
+
 int ftrace_trace_marker_write(const char *text, size_t len)
 {
 	uint64_t ts = ft_clock_read();
-	struct ft_thread *t;
+	struct ft_thread *t = ft_trace_ext_thread();
 
-	if (!__atomic_load_n(&tr.started, __ATOMIC_RELAXED) || !__atomic_load_n(&tr.enabled, __ATOMIC_RELAXED))
-		return -ENODEV;
-	t = thread_buf();
-	if (!t)
-		return -ENODEV;
-	return ft_ev_marker(t, ts, text, len);
+	return t ? ft_ev_marker(t, ts, text, len) : -ENODEV;
 }
 
 int ftrace_trace_marker(const char *fmt, ...)

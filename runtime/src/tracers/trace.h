@@ -13,6 +13,11 @@ void ft_trace_atfork_prepare(void);
 void ft_trace_atfork_parent(void);
 void ft_trace_atfork_child(void);
 
+struct ft_thread;
+
+/* The calling thread's buffer for a marker or stack trace, NULL if it does not record. */
+struct ft_thread *ft_trace_ext_thread(void);
+
 /* Recording on/off for every thread (triggers' traceon/traceoff, finish). */
 void ft_trace_pause(int off);
 int ft_trace_paused(void);

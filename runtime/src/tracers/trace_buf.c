@@ -1141,11 +1141,15 @@ int ft_parse_size(const char *str, uint64_t *v)
 	return 0;
 }
 
-/* A duration: a number with ns, us, ms or s (no unit: ns), fractions allowed. */
+/*
+ * A duration: a number (fractions allowed) with ns, us (µs), ms, s, m or h, as ftrace's
+ * own flags take it (Go's time.ParseDuration, one unit); 0 needs none.
+ */
 int ft_parse_duration(const char *str, uint64_t *ns)
 {
 	static const struct { const char *unit; double ns; } units[] = {
-		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1 },
+		{ "ns", 1 }, { "us", 1e3 }, { "\u00b5s", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+		{ "m", 60e9 }, { "h", 3600e9 },
 	};
 	char *end;
 	double v;
@@ -1154,8 +1158,12 @@ int ft_parse_duration(const char *str, uint64_t *ns)
 		return -EINVAL;
 	errno = 0;
 	v = strtod(str, &end);
-	if (errno)
+	if (errno || end == str)
 		return -EINVAL;
+	if (!*end && v == 0) {
+		*ns = 0;
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (!strcmp(end, units[i].unit)) {
 			v *= units[i].ns;

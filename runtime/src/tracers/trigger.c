@@ -128,11 +128,11 @@ static int walk(unsigned long ip, unsigned long parent, unsigned long fp, uint64
 
 static void act_stack(unsigned long ip, unsigned long parent, struct ftrace_regs *fregs)
 {
-	struct ft_thread *t = ft_thread_buf();
+	struct ft_thread *t = ft_trace_ext_thread();
 	uint64_t pcs[STACK_MAX];
 	int n;
 
-	if (!t || ft_trace_paused())
+	if (!t)
 		return;
 	n = walk(ip, parent, fregs && fregs->regs.full ? fregs->regs.rbp : 0, pcs);
 	ft_ev_stack(t, ft_clock_read(), pcs, (unsigned)n);
