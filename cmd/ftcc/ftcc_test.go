@@ -122,6 +122,23 @@ exit 0
 	return prefix, cc, log
 }
 
+// With the runtime's headers installed, instrumented sources find ftrace_trace.h
+// (markers) after the program's own include directories.
+func TestIncludeDir(t *testing.T) {
+	prefix, cc, log := fakePrefix(t)
+	t.Chdir(t.TempDir())
+	inc := filepath.Join(prefix, "include")
+	os.MkdirAll(inc, 0o755)
+	os.WriteFile(filepath.Join(inc, "ftrace_trace.h"), nil, 0o644)
+	if code := run([]string{cc, "-I", "mine", "-c", "a.c"}, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	b, _ := os.ReadFile(log)
+	if !strings.Contains(string(b), "cc -I mine -c a.c -pg -mfentry -fno-ipa-ra -idirafter "+inc+"\n") {
+		t.Errorf("log:\n%s", b)
+	}
+}
+
 func TestCommands(t *testing.T) {
 	prefix, cc, log := fakePrefix(t)
 	dir := t.TempDir()

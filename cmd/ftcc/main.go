@@ -244,7 +244,17 @@ func (w *wrapper) instrumentFor(cc string) []string {
 	if w.callops {
 		flags = append(flags, callopsFlags...)
 	}
+	// the runtime's headers (ftrace_trace.h: markers, live control from the program),
+	// searched after the program's own
+	if inc := filepath.Join(w.prefix, "include"); fileExists(filepath.Join(inc, "ftrace_trace.h")) {
+		flags = append(flags, "-idirafter", inc)
+	}
 	return flags
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // callopsFlags: an 8-byte nop area right before each function, 8-byte aligned, for

@@ -287,7 +287,8 @@ func liveCommand() *cli.Command {
 			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, threads LIST, trigger SPEC,\n" +
 			"time_filter DUR, " +
 			"ring SIZE|off, snapshot [PATH], dump [PATH], clear, finish.\n" +
-			"The process must run with FTRACE_TRACER or FTRACE_CONTROL=1 set (ftrace record --control).",
+			"The process must run with FTRACE_TRACER or FTRACE_CONTROL=1 set (ftrace record --control).\n" +
+			"An argument that begins with - needs -- before it: ftrace live PID -- depth -3.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "control socket path (default: found from the pid)"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long (snapshot and finish: 10m unless set: they copy the whole trace)"},
@@ -309,6 +310,9 @@ func doLive(c *cli.Context) error {
 	pid, err := strconv.Atoi(args[0])
 	if err != nil || pid <= 0 {
 		return fmt.Errorf("live: bad pid %q", args[0])
+	}
+	if len(args) > 2 && args[1] == "--" { // ftrace live PID -- depth -3
+		args = append(args[:1], args[2:]...)
 	}
 	cmd, rest := args[1], args[2:]
 	maxArgs, ok := liveCommands[cmd]

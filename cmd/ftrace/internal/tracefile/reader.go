@@ -186,13 +186,19 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 		if typ == 0 && csize == 0 {
 			break
 		}
-		if csize%8 != 0 || csize < ChunkHdrSize || csize > uint64(size-off) || chHdr < ChunkHdrSize || uint64(chHdr) > csize {
-			// A live file's last chunk may not be complete yet: keep what was read.
-			if hd.Flags&FlagComplete == 0 {
+		sane := csize%8 == 0 && csize >= ChunkHdrSize && chHdr >= ChunkHdrSize && uint64(chHdr) <= csize
+		if !sane || csize > uint64(size-off) {
+			switch {
+			case hd.Flags&FlagComplete == 0:
+				// A live file's last chunk may not be complete yet: keep what was read.
 				hd.Warnings = append(hd.Warnings, fmt.Sprintf("chunk at offset %d: bad size %d (header %d); trace not finalised, ignoring the rest", off, csize, chHdr))
-				break
+			case sane:
+				// a finalised trace cut short (a copy of part of it): what precedes reads
+				hd.Warnings = append(hd.Warnings, fmt.Sprintf("trace truncated: the chunk at offset %d claims %d bytes, %d are left; ignoring the rest", off, csize, size-off))
+			default:
+				return nil, fmt.Errorf("chunk at offset %d: bad size %d (header size %d, %d bytes left)", off, csize, chHdr, size-off)
 			}
-			return nil, fmt.Errorf("chunk at offset %d: bad size %d (header size %d, %d bytes left)", off, csize, chHdr, size-off)
+			break
 		}
 		end := off + int64(csize)
 		var err error

@@ -166,8 +166,6 @@ func TestBadInput(t *testing.T) {
 		{"ns_per_tick", func(b []byte) []byte { le.PutUint64(b[32:], math.Float64bits(math.NaN())); return b }, "bad ns_per_tick"},
 		{"record size", func(b []byte) []byte { le.PutUint32(b[88:], 24); return b }, "record_size 24"},
 		{"chunk size", func(b []byte) []byte { le.PutUint64(b[firstChunk+8:], 12); return b }, "bad size 12"},
-		{"chunk past end", func(b []byte) []byte { le.PutUint64(b[firstChunk+8:], 1<<40); return b }, "bad size"},
-		{"truncated", func(b []byte) []byte { return b[:len(b)-8] }, "bad size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,6 +175,24 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A finalised trace cut short (or whose chunk claims more than the file holds) reads up
+// to the chunk that does not fit, with a warning saying so.
+func TestTruncatedWarns(t *testing.T) {
+	good := encode(t, sample())
+	for name, data := range map[string][]byte{
+		"truncated":      good[:len(good)-8],
+		"chunk past end": func() []byte { b := append([]byte(nil), good...); le.PutUint64(b[HeaderSize+8:], 1<<40); return b }(),
+	} {
+		tr, err := Read(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if w := strings.Join(tr.Header.Warnings, "\n"); !strings.Contains(w, "trace truncated: the chunk at offset") {
+			t.Errorf("%s: warnings %q", name, w)
+		}
 	}
 }
 
