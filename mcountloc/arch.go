@@ -25,6 +25,15 @@ type Arch struct {
 	Decode func(code []byte) (Kind, int, error)
 	// McountErr refuses an object calling mcount/_mcount (wraps ErrMcountSite).
 	McountErr error
+	// CheckEntry, when set, checks the code between a function's first byte and a hook
+	// call found after it (the call must be the first instruction, after a landing pad).
+	CheckEntry func(before []byte) error
+	// PrologueBefore, when set, classifies the bytes just before a hook call of a linked
+	// file whose function start is unknown (stripped): see X86PrologueBefore.
+	PrologueBefore func(b []byte) error
+	// LinkedSite, when set, verifies a call-site entry (not KindNops) of a linked file;
+	// else the x86 rules apply (x86-64, i386) or the entry is refused.
+	LinkedSite func(l *Linked, s *LinkedSite, e Entry, code []byte)
 
 	// -fpatchable-function-entry: PatchReloc is the 64-bit absolute relocation type of the
 	// __patchable_function_entries entries; NopLen the length of the nop starting code (0:
@@ -50,10 +59,12 @@ var Arches = []*Arch{
 			uint32(elf.R_X86_64_GOTPCREL):  KindCallGOT,
 			uint32(elf.R_X86_64_GOTPCRELX): KindCallGOT,
 		},
-		SiteAddend: -4,
-		TableReloc: uint32(elf.R_X86_64_PC32),
-		Decode:     DecodeX86Site,
-		McountErr:  ErrMcountSite,
+		SiteAddend:     -4,
+		TableReloc:     uint32(elf.R_X86_64_PC32),
+		Decode:         DecodeX86Site,
+		McountErr:      ErrMcountSite,
+		CheckEntry:     X86CheckEntry,
+		PrologueBefore: X86PrologueBefore,
 
 		PatchReloc:    uint32(elf.R_X86_64_64),
 		NopLen:        X86NopLen,
@@ -77,6 +88,46 @@ var Arches = []*Arch{
 		IsPad:         A64IsPad,
 		BranchTargets: A64BranchTargets,
 	},
+	{
+		Name:    "i386",
+		Machine: elf.EM_386,
+		Class:   elf.ELFCLASS32,
+		Rela:    false,
+		// gcc -pg -mfentry -fno-pie: call __fentry__ (R_386_PC32; R_386_PLT32 from gcc 12's
+		// assembler for a call to an undefined function). SiteAddend is the addend in place.
+		SiteRelocs: map[uint32]Kind{
+			uint32(elf.R_386_PC32):  KindCallRel,
+			uint32(elf.R_386_PLT32): KindCallRel,
+		},
+		SiteAddend:     -4,
+		TableReloc:     uint32(elf.R_386_PC32),
+		Decode:         Decode386Site,
+		McountErr:      ErrMcount386,
+		CheckEntry:     I386CheckEntry,
+		PrologueBefore: I386PrologueBefore,
+
+		PatchReloc:    uint32(elf.R_386_32),
+		NopLen:        I386NopLen,
+		IsPad:         HasEndbr32,
+		BranchTargets: I386BranchTargets,
+	},
+}
+
+// ptrSize is the size of an address: of a __patchable_function_entries entry.
+func (a *Arch) ptrSize() uint64 {
+	if a.Class == elf.ELFCLASS32 {
+		return 4
+	}
+	return 8
+}
+
+// archNames lists the supported architectures, for messages.
+func archNames() string {
+	var n []string
+	for _, a := range Arches {
+		n = append(n, a.Name)
+	}
+	return strings.Join(n, ", ")
 }
 
 // ArchFor returns the rules for a machine and class, or nil.

@@ -178,7 +178,7 @@ func OpenLinked(data []byte, progress func(done, total int)) (l *Linked, err err
 	}
 	arch := ArchFor(f.Machine, f.Class)
 	if arch == nil || f.Data != elf.ELFDATA2LSB {
-		return nil, fmt.Errorf("%w: %v %v %v (ftlink supports x86-64 and aarch64, little-endian)", ErrMachine, f.Machine, f.Class, f.Data)
+		return nil, fmt.Errorf("%w: %v %v %v (ftlink supports %s)", ErrMachine, f.Machine, f.Class, f.Data, archNames())
 	}
 	l = &Linked{data: data, f: f, bo: binary.LittleEndian, Type: f.Type, plt: map[uint64]int8{}, arch: arch}
 	tab := f.Section(TableSection)
@@ -290,6 +290,34 @@ func (l *Linked) readDynamic() error {
 	if dynOff > uint64(len(l.data)) || dynSize > uint64(len(l.data))-dynOff {
 		return fmt.Errorf("%w: PT_DYNAMIC outside the file", ErrBadFile)
 	}
+	if l.f.Class == elf.ELFCLASS32 {
+		for o := dynOff; o+8 <= dynOff+dynSize; o += 8 {
+			tag := elf.DynTag(int32(l.bo.Uint32(l.data[o:])))
+			if tag == elf.DT_NULL {
+				break
+			}
+			l.dyn = append(l.dyn, dynEntry{tag: tag, val: uint64(l.bo.Uint32(l.data[o+4:])), off: o})
+		}
+		if syms, err := l.f.DynamicSymbols(); err == nil {
+			l.dynsyms = syms
+		}
+		// REL tables: only read (names of the GOT slots); ftkit tables need no dynamic
+		// relocation, and a slot that has one is reported (readSlot). No RELR on 32-bit.
+		for _, t := range [][2]elf.DynTag{{elf.DT_REL, elf.DT_RELSZ}, {elf.DT_JMPREL, elf.DT_PLTRELSZ}} {
+			a, ok := l.dynVal(t[0])
+			if !ok {
+				continue
+			}
+			if k, _ := l.dynVal(elf.DT_PLTREL); t[0] == elf.DT_JMPREL && elf.DynTag(k) != elf.DT_REL {
+				continue
+			}
+			sz, _ := l.dynVal(t[1])
+			if err := l.addRel32(a, sz); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for o := dynOff; o+16 <= dynOff+dynSize; o += 16 {
 		tag := elf.DynTag(l.bo.Uint64(l.data[o:]))
 		if tag == elf.DT_NULL {
@@ -314,7 +342,7 @@ func (l *Linked) readDynamic() error {
 			}
 		}
 	}
-	if a, ok := l.dynVal(dtRELR); ok {
+	if a, ok := l.dynVal(dtRELR); ok && l.f.Class == elf.ELFCLASS64 {
 		sz, _ := l.dynVal(dtRELRSZ)
 		off, ok := l.fileOff(a, sz)
 		if !ok || sz%8 != 0 {
@@ -355,6 +383,26 @@ func (l *Linked) addRela(addr, size uint64, counted bool) error {
 			continue
 		}
 		l.relaAt[l.bo.Uint64(r[0:])] = ri
+	}
+	return nil
+}
+
+// addRel32 reads an ELF32 SHT_REL dynamic relocation table (addend in place).
+func (l *Linked) addRel32(addr, size uint64) error {
+	off, ok := l.fileOff(addr, size)
+	if !ok || size%8 != 0 {
+		return fmt.Errorf("%w: dynamic relocation table at %#x outside the file", ErrBadFile, addr)
+	}
+	for o := off; o < off+size; o += 8 {
+		info := l.bo.Uint32(l.data[o+4:])
+		ri := relaInfo{typ: info & 0xff, fileAt: o}
+		if si := info >> 8; si > 0 && int(si) <= len(l.dynsyms) {
+			ri.sym = l.dynsyms[si-1].Name
+		}
+		if ri.typ == 0 {
+			continue
+		}
+		l.relaAt[uint64(l.bo.Uint32(l.data[o:]))] = ri
 	}
 	return nil
 }
@@ -623,6 +671,10 @@ func (l *Linked) readSlot(i int, slotAddr uint64, raw []byte) LinkedSite {
 	case hasRela:
 		s.Format = FormatGCC
 		if l.arch.Machine != elf.EM_X86_64 || elf.R_X86_64(r.typ) != elf.R_X86_64_RELATIVE {
+			if l.arch.Class == elf.ELFCLASS32 {
+				s.Err = fmt.Errorf("slot has a dynamic relocation %s against %q (gcc's 4-byte -mrecord-mcount table? ftkit reads only its own entries on %s)", l.relocName(r.typ), r.sym, l.arch.Name)
+				return s
+			}
 			s.Err = fmt.Errorf("slot has a dynamic relocation %s against %q", l.relocName(r.typ), r.sym)
 			return s
 		}
@@ -640,6 +692,10 @@ func (l *Linked) readSlot(i int, slotAddr uint64, raw []byte) LinkedSite {
 			return s
 		}
 		s.checkSite(l, e)
+		return s
+	case l.arch.Class == elf.ELFCLASS32:
+		s.Format, s.Addr = FormatGCC, val
+		s.Err = fmt.Errorf("slot % x is not an ftkit entry (gcc's 4-byte -mrecord-mcount table is not read on %s: record the objects with recordmcount)", raw, l.arch.Name)
 		return s
 	default:
 		s.Format, s.Addr = FormatGCC, val
@@ -676,7 +732,11 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 		s.checkNops(l, e, code)
 		return
 	}
-	if l.arch.Machine != elf.EM_X86_64 {
+	if l.arch.LinkedSite != nil {
+		l.arch.LinkedSite(l, s, e, code)
+		return
+	}
+	if l.arch.Machine != elf.EM_X86_64 && l.arch.Machine != elf.EM_386 {
 		if e.Magic == 0 {
 			s.Err = fmt.Errorf("slot %#x is not an ftkit entry (there is no gcc -mrecord-mcount table on %s)", l.bo.Uint64(l.data[l.TableOff+uint64(s.Slot)*EntrySize:]), l.arch.Name)
 		} else {
@@ -687,7 +747,7 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 	if e.Pad || e.Pre > 0 {
 		entry := s.Addr
 		if e.Pad {
-			if c, ok := l.code(s.Addr - 4); !ok || !HasEndbr64(c) {
+			if c, ok := l.code(s.Addr - 4); !ok || !l.arch.IsPad(c) {
 				s.Err = fmt.Errorf("site %#x: the entry records a landing pad, the code has none", s.Addr)
 				return
 			}
@@ -710,6 +770,9 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 		return
 	}
 	k, n, target, err := X86SiteTarget(s.Addr, code)
+	if err == nil && l.arch.Machine == elf.EM_386 {
+		k, n, err = Decode386Site(code)
+	}
 	if err != nil {
 		if e.Magic == MagicLinked && (X86IsNopSite(code, 5) || X86IsNopSite(code, 6)) {
 			s.Err = fmt.Errorf("nop at site %#x does not match the entry's length %d", s.Addr, e.Len)
@@ -765,13 +828,19 @@ func (l *Linked) isHook(target uint64) bool {
 	res := int8(-1)
 	if c, ok := l.code(target); ok {
 		pc := target
-		if HasEndbr64(c) {
+		if HasEndbr64(c) || (l.arch.Machine == elf.EM_386 && HasEndbr32(c)) {
 			c, pc = c[4:], pc+4
 		}
 		if len(c) > 0 && c[0] == 0xf2 { // bnd prefix (MPX-era PLTs)
 			c, pc = c[1:], pc+1
 		}
-		if len(c) >= 6 && c[0] == 0xff && c[1] == 0x25 {
+		if l.arch.Machine == elf.EM_386 {
+			// jmp *abs32 (non-PIC PLT) or jmp *disp32(%ebx) (PIC PLT; %ebx = the GOT's base,
+			// _GLOBAL_OFFSET_TABLE_, the start of .got.plt).
+			if slot, ok := l.plt386Slot(c); ok && l.isHookSlot(slot) {
+				res = 1
+			}
+		} else if len(c) >= 6 && c[0] == 0xff && c[1] == 0x25 {
 			slot := pc + 6 + uint64(int64(int32(l.bo.Uint32(c[2:6]))))
 			if l.isHookSlot(slot) {
 				res = 1
@@ -782,10 +851,40 @@ func (l *Linked) isHook(target uint64) bool {
 	return res > 0
 }
 
+// plt386Slot returns the GOT slot an i386 PLT stub's first jump goes through.
+func (l *Linked) plt386Slot(c []byte) (uint64, bool) {
+	if len(c) < 6 || c[0] != 0xff {
+		return 0, false
+	}
+	disp := uint64(l.bo.Uint32(c[2:6]))
+	switch c[1] {
+	case 0x25:
+		return disp, true
+	case 0xa3:
+		got := l.f.Section(".got.plt")
+		if got == nil {
+			return 0, false
+		}
+		return uint64(uint32(got.Addr + disp)), true
+	}
+	return 0, false
+}
+
 // isHookSlot reports whether a GOT slot holds the address of __fentry__/mcount: a
 // GLOB_DAT/JUMP_SLOT/64 relocation against the hook, or the address of a local definition
 // (RELATIVE addend, RELR or static contents).
 func (l *Linked) isHookSlot(slot uint64) bool {
+	if l.arch.Machine == elf.EM_386 {
+		if r, ok := l.relaAt[slot]; ok {
+			switch elf.R_386(r.typ) {
+			case elf.R_386_GLOB_DAT, elf.R_386_JMP_SLOT, elf.R_386_32:
+				return fentryNames[r.sym]
+			}
+			return false
+		}
+		off, ok := l.fileOff(slot, 4)
+		return ok && l.fentry[uint64(l.bo.Uint32(l.data[off:]))]
+	}
 	if r, ok := l.relaAt[slot]; ok {
 		switch elf.R_X86_64(r.typ) {
 		case elf.R_X86_64_GLOB_DAT, elf.R_X86_64_JMP_SLOT, elf.R_X86_64_64:
@@ -1042,8 +1141,11 @@ func (l *Linked) dropRelr(p *patcher) error {
 
 // relocName names a dynamic relocation type of the file's machine.
 func (l *Linked) relocName(t uint32) string {
-	if l.arch.Machine == elf.EM_AARCH64 {
+	switch l.arch.Machine {
+	case elf.EM_AARCH64:
 		return elf.R_AARCH64(t).String()
+	case elf.EM_386:
+		return elf.R_386(t).String()
 	}
 	return elf.R_X86_64(t).String()
 }
@@ -1059,7 +1161,8 @@ func (s *LinkedSite) checkNops(l *Linked, e Entry, code []byte) {
 		return
 	}
 	s.Len, s.Kind = n, KindNops
-	s.Nop = l.arch.Machine != elf.EM_X86_64 || X86Nop(n) == nil || X86IsNopSite(code, n)
+	x86 := l.arch.Machine == elf.EM_X86_64 || l.arch.Machine == elf.EM_386
+	s.Nop = !x86 || X86Nop(n) == nil || X86IsNopSite(code, n)
 	entry := s.Addr
 	if e.Pad {
 		if c, ok := l.code(s.Addr - 4); !ok || !l.arch.IsPad(c) {

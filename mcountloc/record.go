@@ -159,6 +159,11 @@ func findSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.Sy
 			}
 			where := fmt.Sprintf("%s+%#x", text.Name, r.Off)
 			want, ok := arch.SiteRelocs[r.Type]
+			if !ok && IsMcountName(callee) {
+				// gcc -pg's call through the GOT (i386 PIC) or a long-call sequence: the
+				// object is refused like any mcount object.
+				return nil, fmt.Errorf("%s (relocation type %d): %w", where, r.Type, arch.McountErr)
+			}
 			if !ok {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation type %d against %s is not a call site relocation", where, r.Type, callee))
 				continue
@@ -169,6 +174,14 @@ func findSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.Sy
 			}
 			back := uint64(want.Len() - 4)
 			if r.Off < back || r.Off > uint64(len(code)) {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation against %s outside a possible call instruction", where, callee))
+				continue
+			}
+			if rs.Type == elf.SHT_REL && r.Off+4 <= uint64(len(code)) && int64(int32(f.ByteOrder.Uint32(code[r.Off:]))) != arch.SiteAddend {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation against %s has addend %d in place, not %d: not a call", where, callee, int32(f.ByteOrder.Uint32(code[r.Off:])), arch.SiteAddend))
+				continue
+			}
+			if r.Off+4 > uint64(len(code)) {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation against %s outside a possible call instruction", where, callee))
 				continue
 			}
