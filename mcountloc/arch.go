@@ -3,6 +3,8 @@ package mcountloc
 import (
 	"debug/elf"
 	"strings"
+
+	"github.com/ftkit/ftkit/elfrw"
 )
 
 // Arch holds the per-architecture rules of the recorder: which relocations mark a call to
@@ -34,6 +36,9 @@ type Arch struct {
 	// LinkedSite, when set, verifies a call-site entry (not KindNops) of a linked file;
 	// else the x86 rules apply (x86-64, i386) or the entry is refused.
 	LinkedSite func(l *Linked, s *LinkedSite, e Entry, code []byte)
+	// FuncSyms, when set, turns the symbol table into the addresses of the code (arm:
+	// clears the Thumb bit of function symbols) for every lookup of functions.
+	FuncSyms func([]elfrw.Symbol) []elfrw.Symbol
 
 	// -fpatchable-function-entry: PatchReloc is the 64-bit absolute relocation type of the
 	// __patchable_function_entries entries; NopLen the length of the nop starting code (0:
@@ -111,6 +116,24 @@ var Arches = []*Arch{
 		IsPad:         HasEndbr32,
 		BranchTargets: I386BranchTargets,
 	},
+	{
+		Name:    "arm",
+		Machine: elf.EM_ARM,
+		Class:   elf.ELFCLASS32,
+		Rela:    false,
+		// No call form is recorded: a relocation against __gnu_mcount_nc refuses the object.
+		SiteRelocs: map[uint32]Kind{},
+		TableReloc: uint32(elf.R_ARM_REL32),
+		Decode:     func([]byte) (Kind, int, error) { return KindNone, 0, errNotE8 },
+		McountErr:  ErrMcountARM,
+		FuncSyms:   armSyms,
+
+		PatchReloc: uint32(elf.R_ARM_ABS32),
+		NopLen:     ArmNopLen,
+		IsPad:      noPad,
+		// BranchTargets nil: Thumb-2 branches are not decoded; nop runs longer than the
+		// object's shortest are cut to it (capAtBranches).
+	},
 }
 
 // ptrSize is the size of an address: of a __patchable_function_entries entry.
@@ -141,7 +164,7 @@ func ArchFor(m elf.Machine, c elf.Class) *Arch {
 }
 
 // Callees are the names of the profiling hooks gcc calls from function entries.
-var Callees = map[string]bool{"__fentry__": true, "mcount": true, "_mcount": true}
+var Callees = map[string]bool{"__fentry__": true, "mcount": true, "_mcount": true, "__gnu_mcount_nc": true}
 
 // kernelTextSections are the executable sections recorded besides the .text* ones (the
 // Linux kernel's list).

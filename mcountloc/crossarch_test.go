@@ -46,6 +46,13 @@ var crossArches = []crossArch{
 		{flags: "-pg", oracle: "refuse"},
 		{flags: "-pg -fno-pie", oracle: "refuse"},
 	}},
+	{name: "arm", triplet: "arm-linux-gnueabihf", qemu: "qemu-arm", modes: []crossMode{
+		{flags: "-fpatchable-function-entry=2", oracle: "patchable", link: "-pie"},
+		{flags: "-fpatchable-function-entry=4,2 -ffunction-sections", oracle: "patchable", link: "-pie"},
+		{flags: "-fpatchable-function-entry=2,1 -marm", oracle: "patchable", link: "-no-pie"},
+		{flags: "-pg", oracle: "refuse"},
+		{flags: "-pg -marm", oracle: "refuse"},
+	}},
 }
 
 // absList reads a list of absolute addresses (gcc's __mcount_loc, or

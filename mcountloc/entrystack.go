@@ -33,7 +33,9 @@ var (
 )
 
 // IsMcountName reports whether name is gcc's non-fentry profiling hook.
-func IsMcountName(name string) bool { return name == "mcount" || name == "_mcount" }
+func IsMcountName(name string) bool {
+	return name == "mcount" || name == "_mcount" || name == "__gnu_mcount_nc"
+}
 
 // X86CheckEntry checks the code between a function's first byte and its call site: the
 // call must come first (after an optional endbr64). It returns nil, or an error wrapping

@@ -147,7 +147,7 @@ const (
 var recoverPanics = true
 
 // fentryNames are the profiling hooks a recorded site may call.
-var fentryNames = map[string]bool{"__fentry__": true, "mcount": true, "_mcount": true}
+var fentryNames = Callees
 
 // OpenLinked parses data (a whole ELF file), finds and decodes its table and checks every
 // site. Errors are about the file as a whole; per-entry problems are in Sites[i].Err.
@@ -469,7 +469,11 @@ func (l *Linked) readSymbols() {
 		}
 		t := elf.ST_TYPE(s.Info)
 		if t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC {
-			l.funcs = append(l.funcs, funcSym{addr: s.Value, size: s.Size, name: s.Name})
+			addr := s.Value
+			if l.arch.Machine == elf.EM_ARM {
+				addr &^= 1 // the Thumb bit
+			}
+			l.funcs = append(l.funcs, funcSym{addr: addr, size: s.Size, name: s.Name})
 		}
 	}
 	l.funcs = make([]funcSym, 0, len(syms))
@@ -1146,6 +1150,8 @@ func (l *Linked) relocName(t uint32) string {
 		return elf.R_AARCH64(t).String()
 	case elf.EM_386:
 		return elf.R_386(t).String()
+	case elf.EM_ARM:
+		return elf.R_ARM(t).String()
 	}
 	return elf.R_X86_64(t).String()
 }

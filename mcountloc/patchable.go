@@ -204,6 +204,10 @@ func capAtBranches(f *elfrw.File, arch *Arch, fs funcStarts, sites []ObjSite) {
 		if s.Len <= least {
 			continue
 		}
+		if arch.BranchTargets == nil {
+			s.Len = least // no decoder: keep to the object's common N (nops left over stay nops)
+			continue
+		}
 		code := f.SectionData(f.Sections[s.SecIndex])
 		entry := s.Offset
 		if s.Pad {

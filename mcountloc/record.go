@@ -81,6 +81,9 @@ func Record(data []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if arch.FuncSyms != nil {
+		syms = arch.FuncSyms(syms)
+	}
 	sites, err := findSites(f, arch, symtab, syms, res)
 	if err != nil {
 		return nil, err
