@@ -39,6 +39,9 @@ type Arch struct {
 	// FuncSyms, when set, turns the symbol table into the addresses of the code (arm:
 	// clears the Thumb bit of function symbols) for every lookup of functions.
 	FuncSyms func([]elfrw.Symbol) []elfrw.Symbol
+	// SiteSymbols: table relocations refer to a local symbol added at each site, not to
+	// the section symbol (RISC-V: linker relaxation moves symbols, not addends).
+	SiteSymbols bool
 
 	// -fpatchable-function-entry: PatchReloc is the 64-bit absolute relocation type of the
 	// __patchable_function_entries entries; NopLen the length of the nop starting code (0:
@@ -133,6 +136,22 @@ var Arches = []*Arch{
 		IsPad:      noPad,
 		// BranchTargets nil: Thumb-2 branches are not decoded; nop runs longer than the
 		// object's shortest are cut to it (capAtBranches).
+	},
+	{
+		Name:    "riscv64",
+		Machine: elf.EM_RISCV,
+		Class:   elf.ELFCLASS64,
+		Rela:    true,
+		// gcc -pg calls _mcount (auipc/jalr, R_RISCV_CALL_PLT) after the prologue: refused.
+		SiteRelocs:  map[uint32]Kind{},
+		TableReloc:  uint32(elf.R_RISCV_32_PCREL),
+		Decode:      func([]byte) (Kind, int, error) { return KindNone, 0, errNotE8 },
+		McountErr:   ErrMcountRISCV,
+		SiteSymbols: true,
+
+		PatchReloc: uint32(elf.R_RISCV_64),
+		NopLen:     RISCVNopLen,
+		IsPad:      noPad,
 	},
 }
 

@@ -53,6 +53,12 @@ var crossArches = []crossArch{
 		{flags: "-pg", oracle: "refuse"},
 		{flags: "-pg -marm", oracle: "refuse"},
 	}},
+	{name: "riscv64", triplet: "riscv64-linux-gnu", qemu: "qemu-riscv64", modes: []crossMode{
+		{flags: "-fpatchable-function-entry=4", oracle: "patchable", link: "-pie"},
+		{flags: "-fpatchable-function-entry=4,2 -ffunction-sections", oracle: "patchable", link: "-pie"},
+		{flags: "-fpatchable-function-entry=2 -march=rv64g", oracle: "patchable", link: "-no-pie"},
+		{flags: "-pg", oracle: "refuse"},
+	}},
 }
 
 // absList reads a list of absolute addresses (gcc's __mcount_loc, or
@@ -173,14 +179,19 @@ func crossOurSites(t testing.TB, data []byte) (sites, areas siteMap) {
 			if uint64(i*mcountloc.EntrySize) != r.Off {
 				t.Fatalf("relocation %d at %#x", i, r.Off)
 			}
-			if sym := syms[r.Sym]; sym.Type() != elf.STT_SECTION || int(sym.Shndx) != text.Index {
-				t.Fatalf("relocation %d against %q, not the section symbol of %s", i, sym.Name, text.Name)
+			sym := syms[r.Sym]
+			if int(sym.Shndx) != text.Index || sym.Bind() != elf.STB_LOCAL {
+				t.Fatalf("relocation %d against %q, not a local symbol of %s", i, sym.Name, text.Name)
+			}
+			// RISC-V: a local symbol at each site (linker relaxation); else the section symbol.
+			if siteSyms := f.Machine == elf.EM_RISCV; siteSyms != (sym.Type() == elf.STT_NOTYPE) || !siteSyms && sym.Type() != elf.STT_SECTION {
+				t.Fatalf("relocation %d against %q of type %v", i, sym.Name, sym.Type())
 			}
 			e := mcountloc.DecodeEntry(d[r.Off:], f.ByteOrder)
 			if err := e.Check(); err != nil || e.Magic != mcountloc.MagicRecorded {
 				t.Fatalf("entry %d: %+v: %v", i, e, err)
 			}
-			off := r.Addend
+			off := int64(sym.Value) + r.Addend
 			if rs.Type == elf.SHT_REL {
 				off = int64(e.Rel)
 			}

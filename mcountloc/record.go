@@ -329,6 +329,22 @@ func writeTables(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.
 			secSym[t] = idx[i]
 		}
 	}
+	// RISC-V linker relaxation moves code and the symbols in it, but not a section
+	// symbol's addend: there each entry refers to a local symbol of its own at the site.
+	siteSym := map[[2]uint64]uint32{}
+	if arch.SiteSymbols {
+		var at []elfrw.Symbol
+		for _, s := range sites {
+			at = append(at, elfrw.Symbol{Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_NOTYPE), Shndx: uint32(s.SecIndex), Value: s.Offset})
+		}
+		idx, err := f.AddLocalSymbols(at)
+		if err != nil {
+			return fmt.Errorf("adding site symbols: %w", err)
+		}
+		for i, s := range sites {
+			siteSym[[2]uint64{uint64(s.SecIndex), s.Offset}] = idx[i]
+		}
+	}
 	// Group membership of each text section.
 	groupOf := map[int]*elfrw.Section{}
 	members := map[*elfrw.Section][]uint32{}
@@ -361,6 +377,9 @@ func writeTables(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.
 			relocs[i] = elfrw.Reloc{Off: uint64(i * EntrySize), Sym: secSym[t], Type: arch.TableReloc}
 			if arch.Rela {
 				relocs[i].Addend = int64(s.Offset)
+			}
+			if arch.SiteSymbols {
+				relocs[i].Sym, relocs[i].Addend = siteSym[[2]uint64{uint64(t), s.Offset}], 0
 			}
 		}
 		gflag := elf.SectionFlag(0)
