@@ -36,6 +36,9 @@ type Arch struct {
 	// LinkedSite, when set, verifies a call-site entry (not KindNops) of a linked file;
 	// else the x86 rules apply (x86-64, i386) or the entry is refused.
 	LinkedSite func(l *Linked, s *LinkedSite, e Entry, code []byte)
+	// SiteNop returns the nop ftlink writes over a verified call site of length n (nil:
+	// X86Nop).
+	SiteNop func(n int) []byte
 	// FuncSyms, when set, turns the symbol table into the addresses of the code (arm:
 	// clears the Thumb bit of function symbols) for every lookup of functions.
 	FuncSyms func([]elfrw.Symbol) []elfrw.Symbol
@@ -151,6 +154,27 @@ var Arches = []*Arch{
 
 		PatchReloc: uint32(elf.R_RISCV_64),
 		NopLen:     RISCVNopLen,
+		IsPad:      noPad,
+	},
+	{
+		Name:    "s390x",
+		Machine: elf.EM_S390,
+		Class:   elf.ELFCLASS64,
+		Rela:    true,
+		SiteRelocs: map[uint32]Kind{
+			uint32(elf.R_390_PC32DBL):  KindBrasl,
+			uint32(elf.R_390_PLT32DBL): KindBrasl,
+		},
+		SiteAddend: 2,
+		TableReloc: uint32(elf.R_390_PC32),
+		Decode:     DecodeS390Site,
+		McountErr:  ErrMcountS390,
+		CheckEntry: entryOnly,
+		LinkedSite: s390LinkedSite,
+		SiteNop:    func(int) []byte { return S390Nop6 },
+
+		PatchReloc: uint32(elf.R_390_64),
+		NopLen:     S390NopLen,
 		IsPad:      noPad,
 	},
 }

@@ -33,6 +33,7 @@ type crossMode struct {
 type crossArch struct {
 	name, triplet string
 	qemu          string // qemu-user binary to run the linked programs, "" for none
+	stub          string // the hooks linked with the programs (default hookStub)
 	modes         []crossMode
 }
 
@@ -57,6 +58,16 @@ var crossArches = []crossArch{
 		{flags: "-fpatchable-function-entry=4", oracle: "patchable", link: "-pie"},
 		{flags: "-fpatchable-function-entry=4,2 -ffunction-sections", oracle: "patchable", link: "-pie"},
 		{flags: "-fpatchable-function-entry=2 -march=rv64g", oracle: "patchable", link: "-no-pie"},
+		{flags: "-pg", oracle: "refuse"},
+	}},
+	{name: "s390x", triplet: "s390x-linux-gnu", qemu: "qemu-s390x",
+		// brasl %r0, __fentry__ returns through %r0 (br %r0 would not branch: via %r1).
+		stub: "__asm__(\".globl __fentry__\\n.type __fentry__, @function\\n__fentry__: lgr %r1, %r0\\nbr %r1\\n.size __fentry__, .-__fentry__\");\n", modes: []crossMode{
+		{flags: "-pg -mfentry", oracle: "record", link: "-pie"},
+		{flags: "-pg -mfentry -ffunction-sections -fno-pie", oracle: "record", link: "-no-pie"},
+		{flags: "-pg -mfentry", oracle: "relocs", relocBack: 2},
+		{flags: "-fpatchable-function-entry=2", oracle: "patchable", link: "-pie"},
+		{flags: "-fpatchable-function-entry=4,2 -ffunction-sections", oracle: "patchable", link: "-pie"},
 		{flags: "-pg", oracle: "refuse"},
 	}},
 }
@@ -228,7 +239,11 @@ func TestCrossOracle(t *testing.T) {
 			testenv.Need(t, a.triplet+"-gcc", a.triplet+"-g++")
 			dir := t.TempDir()
 			writeFiles(t, dir, cxxFiles)
-			writeFiles(t, dir, map[string]string{"t.c": oracleC, "stub.c": hookStub + "void _mcount(void) {}\n"})
+			stub := a.stub
+			if stub == "" {
+				stub = hookStub
+			}
+			writeFiles(t, dir, map[string]string{"t.c": oracleC, "stub.c": stub})
 			crossCompile(t, a, dir, "gcc", "stub.c", "stub.o", "-O2", "-fPIC")
 			for i, m := range a.modes {
 				for _, opt := range []string{"-O0", "-O2"} {

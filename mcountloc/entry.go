@@ -33,6 +33,9 @@ const (
 	KindNops Kind = 4
 	// KindBL: aarch64 `bl _mcount` of gcc -pg. Found and refused; never in a table.
 	KindBL Kind = 5
+	// KindBrasl: s390x `brasl %r0, __fentry__` (c0 05 + rel32 in halfwords, 6 bytes) of
+	// gcc -pg -mfentry; ftlink writes `brcl 0, 0` (c0 04 00 00 00 00) over it.
+	KindBrasl Kind = 6
 )
 
 // The kind byte of an entry holds the form in its low 3 bits, the landing-pad bit and the
@@ -57,6 +60,8 @@ func (k Kind) String() string {
 		return "nops"
 	case KindBL:
 		return "bl"
+	case KindBrasl:
+		return "brasl"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -70,6 +75,8 @@ func (k Kind) Len() int {
 		return 6
 	case KindBL:
 		return 4
+	case KindBrasl:
+		return 6
 	}
 	return 0
 }

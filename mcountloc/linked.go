@@ -177,10 +177,10 @@ func OpenLinked(data []byte, progress func(done, total int)) (l *Linked, err err
 		return nil, fmt.Errorf("%w: ELF type %v", ErrBadFile, f.Type)
 	}
 	arch := ArchFor(f.Machine, f.Class)
-	if arch == nil || f.Data != elf.ELFDATA2LSB {
+	if arch == nil {
 		return nil, fmt.Errorf("%w: %v %v %v (ftlink supports %s)", ErrMachine, f.Machine, f.Class, f.Data, archNames())
 	}
-	l = &Linked{data: data, f: f, bo: binary.LittleEndian, Type: f.Type, plt: map[uint64]int8{}, arch: arch}
+	l = &Linked{data: data, f: f, bo: f.ByteOrder, Type: f.Type, plt: map[uint64]int8{}, arch: arch}
 	tab := f.Section(TableSection)
 	if tab == nil {
 		return nil, ErrNoTable
@@ -687,7 +687,7 @@ func (l *Linked) readSlot(i int, slotAddr uint64, raw []byte) LinkedSite {
 		s.Format, s.Addr = FormatGCC, val
 	case val == 0:
 		return s
-	case uint16(val>>48) == MagicRecorded || uint16(val>>48) == MagicLinked:
+	case DecodeEntry(raw, l.bo).Magic == MagicRecorded || DecodeEntry(raw, l.bo).Magic == MagicLinked:
 		s.Format = FormatFtkit
 		e := DecodeEntry(raw, l.bo)
 		s.Addr = slotAddr + uint64(int64(e.Rel))
@@ -878,6 +878,17 @@ func (l *Linked) plt386Slot(c []byte) (uint64, bool) {
 // GLOB_DAT/JUMP_SLOT/64 relocation against the hook, or the address of a local definition
 // (RELATIVE addend, RELR or static contents).
 func (l *Linked) isHookSlot(slot uint64) bool {
+	if l.arch.Machine == elf.EM_S390 {
+		if r, ok := l.relaAt[slot]; ok {
+			switch elf.R_390(r.typ) {
+			case elf.R_390_GLOB_DAT, elf.R_390_JMP_SLOT, elf.R_390_64:
+				return fentryNames[r.sym] && r.addend == 0
+			}
+			return false
+		}
+		off, ok := l.fileOff(slot, 8)
+		return ok && l.fentry[l.bo.Uint64(l.data[off:])]
+	}
 	if l.arch.Machine == elf.EM_386 {
 		if r, ok := l.relaAt[slot]; ok {
 			switch elf.R_386(r.typ) {
@@ -988,9 +999,9 @@ func (p *patcher) put(off uint64, b []byte) {
 	}
 }
 
-func (p *patcher) put64(off, v uint64) {
+func (p *patcher) put64(bo binary.ByteOrder, off, v uint64) {
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], v)
+	bo.PutUint64(b[:], v)
 	p.put(off, b[:])
 }
 
@@ -1034,6 +1045,10 @@ func (l *Linked) rewrite(p *patcher) (bool, error) {
 		off, ok := l.fileOff(s.Addr, uint64(s.Len))
 		if !ok {
 			return false, fmt.Errorf("site %#x: not in the file image", s.Addr)
+		}
+		if l.arch.SiteNop != nil {
+			p.put(off, l.arch.SiteNop(s.Len))
+			continue
 		}
 		p.put(off, X86Nop(s.Len))
 	}
@@ -1085,7 +1100,7 @@ func (l *Linked) dropRela(p *patcher) error {
 		if dropped > 0 {
 			for _, d := range l.dyn {
 				if d.tag == elf.DT_RELACOUNT {
-					p.put64(d.off+8, count-dropped)
+					p.put64(l.bo, d.off+8, count-dropped)
 				}
 			}
 		}
@@ -1126,7 +1141,7 @@ func (l *Linked) dropRelr(p *patcher) error {
 	p.put(l.relrOff, dst)
 	for _, d := range l.dyn {
 		if d.tag == dtRELRSZ {
-			p.put64(d.off+8, newSize)
+			p.put64(l.bo, d.off+8, newSize)
 		}
 	}
 	// Keep the section header consistent for readelf & co.
@@ -1136,7 +1151,7 @@ func (l *Linked) dropRelr(p *patcher) error {
 			shentsize := uint64(l.bo.Uint16(l.data[0x3a:]))
 			at := shoff + uint64(i)*shentsize + 32 // sh_size in Elf64_Shdr
 			if shentsize >= 64 && at+8 <= uint64(len(p.buf)) {
-				p.put64(at, newSize)
+				p.put64(l.bo, at, newSize)
 			}
 		}
 	}
@@ -1152,6 +1167,8 @@ func (l *Linked) relocName(t uint32) string {
 		return elf.R_386(t).String()
 	case elf.EM_ARM:
 		return elf.R_ARM(t).String()
+	case elf.EM_S390:
+		return elf.R_390(t).String()
 	}
 	return elf.R_X86_64(t).String()
 }

@@ -190,6 +190,10 @@ func findSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.Sy
 			}
 			site := r.Off - back
 			k, n, err := arch.Decode(code[site:])
+			if err != nil && IsMcountName(callee) {
+				// an mcount call of another form (s390x brasl %r14): refused as well
+				return nil, fmt.Errorf("%s+%#x: %w", text.Name, site, arch.McountErr)
+			}
 			if err != nil || k != want {
 				if err == nil {
 					err = fmt.Errorf("found %v, relocation type expects %v", k, want)
