@@ -63,13 +63,13 @@ var crossArches = []crossArch{
 	{name: "s390x", triplet: "s390x-linux-gnu", qemu: "qemu-s390x",
 		// brasl %r0, __fentry__ returns through %r0 (br %r0 would not branch: via %r1).
 		stub: "__asm__(\".globl __fentry__\\n.type __fentry__, @function\\n__fentry__: lgr %r1, %r0\\nbr %r1\\n.size __fentry__, .-__fentry__\");\n", modes: []crossMode{
-		{flags: "-pg -mfentry", oracle: "record", link: "-pie"},
-		{flags: "-pg -mfentry -ffunction-sections -fno-pie", oracle: "record", link: "-no-pie"},
-		{flags: "-pg -mfentry", oracle: "relocs", relocBack: 2},
-		{flags: "-fpatchable-function-entry=2", oracle: "patchable", link: "-pie"},
-		{flags: "-fpatchable-function-entry=4,2 -ffunction-sections", oracle: "patchable", link: "-pie"},
-		{flags: "-pg", oracle: "refuse"},
-	}},
+			{flags: "-pg -mfentry", oracle: "record", link: "-pie"},
+			{flags: "-pg -mfentry -ffunction-sections -fno-pie", oracle: "record", link: "-no-pie"},
+			{flags: "-pg -mfentry", oracle: "relocs", relocBack: 2},
+			{flags: "-fpatchable-function-entry=2", oracle: "patchable", link: "-pie"},
+			{flags: "-fpatchable-function-entry=4,2 -ffunction-sections", oracle: "patchable", link: "-pie"},
+			{flags: "-pg", oracle: "refuse"},
+		}},
 }
 
 // absList reads a list of absolute addresses (gcc's __mcount_loc, or
