@@ -36,6 +36,11 @@ type Arch struct {
 	// LinkedSite, when set, verifies a call-site entry (not KindNops) of a linked file;
 	// else the x86 rules apply (x86-64, i386) or the entry is refused.
 	LinkedSite func(l *Linked, s *LinkedSite, e Entry, code []byte)
+	// McountAtEntry: a call to mcount/_mcount is recorded when CheckEntry accepts it
+	// (ppc64le -mprofile-kernel), and refuses the object (McountErr) when not.
+	McountAtEntry bool
+	// PatchCheck, when set, checks the code right after a patchable nop run at an entry.
+	PatchCheck func(after []byte) error
 	// SiteNop returns the nop ftlink writes over a verified call site of length n (nil:
 	// X86Nop).
 	SiteNop func(n int) []byte
@@ -176,6 +181,26 @@ var Arches = []*Arch{
 		PatchReloc: uint32(elf.R_390_64),
 		NopLen:     S390NopLen,
 		IsPad:      noPad,
+	},
+	{
+		Name:    "ppc64le",
+		Machine: elf.EM_PPC64,
+		Class:   elf.ELFCLASS64,
+		Rela:    true,
+		// -pg -mprofile-kernel: mflr r0; bl _mcount. The relocated field is the whole word.
+		SiteRelocs:    map[uint32]Kind{uint32(elf.R_PPC64_REL24): KindBL},
+		TableReloc:    uint32(elf.R_PPC64_REL32),
+		Decode:        DecodePPCSite,
+		McountErr:     ErrMcountPPC,
+		McountAtEntry: true,
+		CheckEntry:    PPCCheckEntry,
+		LinkedSite:    ppcLinkedSite,
+		SiteNop:       func(int) []byte { return PPCNop },
+
+		PatchReloc: uint32(elf.R_PPC64_ADDR64),
+		NopLen:     PPCNopLen,
+		IsPad:      noPad,
+		PatchCheck: ppcPatchCheck,
 	},
 }
 

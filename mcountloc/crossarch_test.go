@@ -70,6 +70,40 @@ var crossArches = []crossArch{
 			{flags: "-fpatchable-function-entry=4,2 -ffunction-sections", oracle: "patchable", link: "-pie"},
 			{flags: "-pg", oracle: "refuse"},
 		}},
+	{name: "ppc64le", triplet: "powerpc64le-linux-gnu", qemu: "qemu-ppc64le",
+		// -mprofile-kernel: _mcount returns to its caller's call site with the traced
+		// function's return address (r0, saved by mflr r0) back in lr.
+		stub: "__asm__(\".globl _mcount\\n.type _mcount, @function\\n_mcount: mflr 12\\nmtctr 12\\nmtlr 0\\nbctr\\n.size _mcount, .-_mcount\");\n", modes: []crossMode{
+			{flags: "-pg -mprofile-kernel", oracle: "relocs", link: "-pie"},
+			{flags: "-pg -mprofile-kernel -ffunction-sections -fno-pie", oracle: "relocs", link: "-no-pie"},
+			{flags: "-pg", oracle: "refuse"},
+		}},
+}
+
+// TestCrossPPCPatchable: gcc 12 puts ppc64le's patchable nops before the global entry
+// point's TOC set-up, where calls through the local entry point skip them; recordmcount
+// records the functions without a TOC set-up and reports the others.
+func TestCrossPPCPatchable(t *testing.T) {
+	testenv.Need(t, "powerpc64le-linux-gnu-gcc")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"t.c": oracleC})
+	testenv.Run(t, dir, "powerpc64le-linux-gnu-gcc", "-O2", "-fpatchable-function-entry=2", "-c", "t.c", "-o", "t.o")
+	data := mustRead(t, filepath.Join(dir, "t.o"))
+	listed := absList(t, data, mcountloc.PatchableSection).onlyRecorded()
+	res, err := mcountloc.Record(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toc := 0
+	for _, p := range res.Problems {
+		if !strings.Contains(p, "TOC set-up") {
+			t.Errorf("problem %q", p)
+		}
+		toc++
+	}
+	if toc == 0 || len(res.Sites) == 0 || len(res.Sites)+toc != listed.count() {
+		t.Errorf("%d listed, %d recorded, %d reported: %v", listed.count(), len(res.Sites), toc, res.Problems)
+	}
 }
 
 // absList reads a list of absolute addresses (gcc's __mcount_loc, or
@@ -372,7 +406,7 @@ func crossLinked(t *testing.T, a crossArch, prog string) {
 	}
 	var outs []string
 	for _, p := range []string{prog, prog + ".ft"} {
-		r := testenv.Exec(t, "", a.qemu, "-L", "/usr/"+a.triplet, p)
+		r := testenv.Exec(t, "", "timeout", "120", a.qemu, "-L", "/usr/"+a.triplet, p)
 		if r.Stderr != "" || strings.TrimSpace(r.Stdout) == "" {
 			t.Errorf("%s %s: exit %d\n%s%s", a.qemu, p, r.Code, r.Stdout, r.Stderr)
 		}

@@ -183,10 +183,18 @@ func checkObjEntries(f *elfrw.File, arch *Arch, syms []elfrw.Symbol, sites []Obj
 	fs := newFuncStarts(syms)
 	out := sites[:0]
 	for _, s := range sites {
-		if IsMcountName(s.Callee) {
-			return nil, fmt.Errorf("%s+%#x (%s): %w", s.Section, s.Offset, s.Func, arch.McountErr)
-		}
 		start, ok := fs.start(s.SecIndex, s.Offset)
+		if IsMcountName(s.Callee) {
+			if !arch.McountAtEntry || !ok || start >= s.Offset {
+				return nil, fmt.Errorf("%s+%#x (%s): %w", s.Section, s.Offset, s.Func, arch.McountErr)
+			}
+			code := f.SectionData(f.Sections[s.SecIndex])
+			if err := arch.CheckEntry(code[start:s.Offset]); err != nil {
+				return nil, fmt.Errorf("%s+%#x (%s): %w", s.Section, s.Offset, s.Func, arch.McountErr)
+			}
+			out = append(out, s)
+			continue
+		}
 		if ok && start < s.Offset && arch.CheckEntry != nil {
 			code := f.SectionData(f.Sections[s.SecIndex])
 			if err := arch.CheckEntry(code[start:s.Offset]); err != nil {

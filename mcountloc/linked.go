@@ -1169,6 +1169,8 @@ func (l *Linked) relocName(t uint32) string {
 		return elf.R_ARM(t).String()
 	case elf.EM_S390:
 		return elf.R_390(t).String()
+	case elf.EM_PPC64:
+		return elf.R_PPC64(t).String()
 	}
 	return elf.R_X86_64(t).String()
 }

@@ -167,6 +167,11 @@ func resolvePatchable(f *elfrw.File, arch *Arch, fs funcStarts, text *elfrw.Sect
 	}
 	s := ObjSite{Section: text.Name, SecIndex: text.Index, Offset: site, Kind: KindNops, Pad: pad}
 	s.Len = nopRun(arch, code[site:end])
+	if arch.PatchCheck != nil && s.Len > 0 {
+		if err := arch.PatchCheck(code[site+uint64(s.Len) : end]); err != nil {
+			return ObjSite{}, err
+		}
+	}
 	if s.Len > 255 {
 		s.Len = 255 // a run this long is not an entry area; the table's byte holds no more
 	}
