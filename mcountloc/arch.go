@@ -2,6 +2,7 @@ package mcountloc
 
 import (
 	"debug/elf"
+	"fmt"
 	"strings"
 
 	"github.com/ftkit/ftkit/elfrw"
@@ -210,6 +211,21 @@ func (a *Arch) ptrSize() uint64 {
 		return 4
 	}
 	return 8
+}
+
+// refusedArches explains the machines ftkit knows and does not support.
+var refusedArches = map[elf.Machine]string{
+	elf.EM_MIPS: "mips is not supported: gcc -pg calls _mcount through the GOT (R_MIPS_CALL16, jalr) after the " +
+		"prologue has set up the frame and gp, gcc 12's -fpatchable-function-entry puts every nop before the function's " +
+		"symbol (none at its entry), and MIPS64 relocations pack three types in r_info, which ftkit does not write",
+}
+
+// unsupported describes why a machine has no rules.
+func unsupported(m elf.Machine, c elf.Class) string {
+	if why, ok := refusedArches[m]; ok {
+		return why
+	}
+	return fmt.Sprintf("unsupported machine %v (%v): ftkit supports %s", m, c, archNames())
 }
 
 // archNames lists the supported architectures, for messages.

@@ -80,6 +80,31 @@ var crossArches = []crossArch{
 		}},
 }
 
+// TestCrossMIPSRefused: mips64el objects and programs are refused with the reason, the
+// object unchanged.
+func TestCrossMIPSRefused(t *testing.T) {
+	testenv.Need(t, "mips64el-linux-gnuabi64-gcc")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"t.c": oracleC})
+	for i, flags := range [][]string{{"-pg"}, {"-fpatchable-function-entry=2"}} {
+		obj := filepath.Join(dir, fmt.Sprintf("t%d.o", i))
+		testenv.Run(t, dir, "mips64el-linux-gnuabi64-gcc", append(flags, "-O2", "-c", "t.c", "-o", obj)...)
+		before := mustRead(t, obj)
+		if _, err := mcountloc.Record(before); err == nil || !strings.Contains(err.Error(), "mips is not supported") {
+			t.Errorf("%v: Record error %v", flags, err)
+		}
+		r := testenv.Exec(t, dir, testenv.Tool(t, "recordmcount"), obj)
+		if r.Code == 0 || !strings.Contains(r.Stderr, "mips is not supported") || !bytes.Equal(mustRead(t, obj), before) {
+			t.Errorf("%v: recordmcount exit %d: %s", flags, r.Code, r.Stderr)
+		}
+		prog := filepath.Join(dir, fmt.Sprintf("p%d", i))
+		testenv.Run(t, dir, "mips64el-linux-gnuabi64-gcc", obj, "-o", prog)
+		if _, err := mcountloc.OpenLinked(mustRead(t, prog), nil); !errors.Is(err, mcountloc.ErrMachine) || !strings.Contains(err.Error(), "mips is not supported") {
+			t.Errorf("%v: OpenLinked error %v", flags, err)
+		}
+	}
+}
+
 // TestCrossPPCPatchable: gcc 12 puts ppc64le's patchable nops before the global entry
 // point's TOC set-up, where calls through the local entry point skip them; recordmcount
 // records the functions without a TOC set-up and reports the others.

@@ -178,7 +178,7 @@ func OpenLinked(data []byte, progress func(done, total int)) (l *Linked, err err
 	}
 	arch := ArchFor(f.Machine, f.Class)
 	if arch == nil {
-		return nil, fmt.Errorf("%w: %v %v %v (ftlink supports %s)", ErrMachine, f.Machine, f.Class, f.Data, archNames())
+		return nil, fmt.Errorf("%w: %v %v %v: %s", ErrMachine, f.Machine, f.Class, f.Data, unsupported(f.Machine, f.Class))
 	}
 	l = &Linked{data: data, f: f, bo: f.ByteOrder, Type: f.Type, plt: map[uint64]int8{}, arch: arch}
 	tab := f.Section(TableSection)

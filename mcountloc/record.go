@@ -2,6 +2,7 @@ package mcountloc
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -56,7 +57,7 @@ func Record(data []byte) (*Result, error) {
 	}
 	arch := ArchFor(f.Machine, f.Class)
 	if arch == nil {
-		return nil, fmt.Errorf("unsupported machine %v (%v)", f.Machine, f.Class)
+		return nil, errors.New(unsupported(f.Machine, f.Class))
 	}
 	if len(f.Sections) == 0 {
 		return nil, fmt.Errorf("%w: no section header table", elfrw.ErrFormat)
