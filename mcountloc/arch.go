@@ -2,7 +2,10 @@ package mcountloc
 
 import (
 	"debug/elf"
+	"fmt"
 	"strings"
+
+	"github.com/ftkit/ftkit/elfrw"
 )
 
 // Arch holds the per-architecture rules of the recorder: which relocations mark a call to
@@ -25,6 +28,29 @@ type Arch struct {
 	Decode func(code []byte) (Kind, int, error)
 	// McountErr refuses an object calling mcount/_mcount (wraps ErrMcountSite).
 	McountErr error
+	// CheckEntry, when set, checks the code between a function's first byte and a hook
+	// call found after it (the call must be the first instruction, after a landing pad).
+	CheckEntry func(before []byte) error
+	// PrologueBefore, when set, classifies the bytes just before a hook call of a linked
+	// file whose function start is unknown (stripped): see X86PrologueBefore.
+	PrologueBefore func(b []byte) error
+	// LinkedSite, when set, verifies a call-site entry (not KindNops) of a linked file;
+	// else the x86 rules apply (x86-64, i386) or the entry is refused.
+	LinkedSite func(l *Linked, s *LinkedSite, e Entry, code []byte)
+	// McountAtEntry: a call to mcount/_mcount is recorded when CheckEntry accepts it
+	// (ppc64le -mprofile-kernel), and refuses the object (McountErr) when not.
+	McountAtEntry bool
+	// PatchCheck, when set, checks the code right after a patchable nop run at an entry.
+	PatchCheck func(after []byte) error
+	// SiteNop returns the nop ftlink writes over a verified call site of length n (nil:
+	// X86Nop).
+	SiteNop func(n int) []byte
+	// FuncSyms, when set, turns the symbol table into the addresses of the code (arm:
+	// clears the Thumb bit of function symbols) for every lookup of functions.
+	FuncSyms func([]elfrw.Symbol) []elfrw.Symbol
+	// SiteSymbols: table relocations refer to a local symbol added at each site, not to
+	// the section symbol (RISC-V: linker relaxation moves symbols, not addends).
+	SiteSymbols bool
 
 	// -fpatchable-function-entry: PatchReloc is the 64-bit absolute relocation type of the
 	// __patchable_function_entries entries; NopLen the length of the nop starting code (0:
@@ -50,10 +76,12 @@ var Arches = []*Arch{
 			uint32(elf.R_X86_64_GOTPCREL):  KindCallGOT,
 			uint32(elf.R_X86_64_GOTPCRELX): KindCallGOT,
 		},
-		SiteAddend: -4,
-		TableReloc: uint32(elf.R_X86_64_PC32),
-		Decode:     DecodeX86Site,
-		McountErr:  ErrMcountSite,
+		SiteAddend:     -4,
+		TableReloc:     uint32(elf.R_X86_64_PC32),
+		Decode:         DecodeX86Site,
+		McountErr:      ErrMcountSite,
+		CheckEntry:     X86CheckEntry,
+		PrologueBefore: X86PrologueBefore,
 
 		PatchReloc:    uint32(elf.R_X86_64_64),
 		NopLen:        X86NopLen,
@@ -77,6 +105,136 @@ var Arches = []*Arch{
 		IsPad:         A64IsPad,
 		BranchTargets: A64BranchTargets,
 	},
+	{
+		Name:    "i386",
+		Machine: elf.EM_386,
+		Class:   elf.ELFCLASS32,
+		Rela:    false,
+		// gcc -pg -mfentry -fno-pie: call __fentry__ (R_386_PC32; R_386_PLT32 from gcc 12's
+		// assembler for a call to an undefined function). SiteAddend is the addend in place.
+		SiteRelocs: map[uint32]Kind{
+			uint32(elf.R_386_PC32):  KindCallRel,
+			uint32(elf.R_386_PLT32): KindCallRel,
+		},
+		SiteAddend:     -4,
+		TableReloc:     uint32(elf.R_386_PC32),
+		Decode:         Decode386Site,
+		McountErr:      ErrMcount386,
+		CheckEntry:     I386CheckEntry,
+		PrologueBefore: I386PrologueBefore,
+
+		PatchReloc:    uint32(elf.R_386_32),
+		NopLen:        I386NopLen,
+		IsPad:         HasEndbr32,
+		BranchTargets: I386BranchTargets,
+	},
+	{
+		Name:    "arm",
+		Machine: elf.EM_ARM,
+		Class:   elf.ELFCLASS32,
+		Rela:    false,
+		// No call form is recorded: a relocation against __gnu_mcount_nc refuses the object.
+		SiteRelocs: map[uint32]Kind{},
+		TableReloc: uint32(elf.R_ARM_REL32),
+		Decode:     func([]byte) (Kind, int, error) { return KindNone, 0, errNotE8 },
+		McountErr:  ErrMcountARM,
+		FuncSyms:   armSyms,
+
+		PatchReloc: uint32(elf.R_ARM_ABS32),
+		NopLen:     ArmNopLen,
+		IsPad:      noPad,
+		// BranchTargets nil: Thumb-2 branches are not decoded; nop runs longer than the
+		// object's shortest are cut to it (capAtBranches).
+	},
+	{
+		Name:    "riscv64",
+		Machine: elf.EM_RISCV,
+		Class:   elf.ELFCLASS64,
+		Rela:    true,
+		// gcc -pg calls _mcount (auipc/jalr, R_RISCV_CALL_PLT) after the prologue: refused.
+		SiteRelocs:  map[uint32]Kind{},
+		TableReloc:  uint32(elf.R_RISCV_32_PCREL),
+		Decode:      func([]byte) (Kind, int, error) { return KindNone, 0, errNotE8 },
+		McountErr:   ErrMcountRISCV,
+		SiteSymbols: true,
+
+		PatchReloc: uint32(elf.R_RISCV_64),
+		NopLen:     RISCVNopLen,
+		IsPad:      noPad,
+	},
+	{
+		Name:    "s390x",
+		Machine: elf.EM_S390,
+		Class:   elf.ELFCLASS64,
+		Rela:    true,
+		SiteRelocs: map[uint32]Kind{
+			uint32(elf.R_390_PC32DBL):  KindBrasl,
+			uint32(elf.R_390_PLT32DBL): KindBrasl,
+		},
+		SiteAddend: 2,
+		TableReloc: uint32(elf.R_390_PC32),
+		Decode:     DecodeS390Site,
+		McountErr:  ErrMcountS390,
+		CheckEntry: entryOnly,
+		LinkedSite: s390LinkedSite,
+		SiteNop:    func(int) []byte { return S390Nop6 },
+
+		PatchReloc: uint32(elf.R_390_64),
+		NopLen:     S390NopLen,
+		IsPad:      noPad,
+	},
+	{
+		Name:    "ppc64le",
+		Machine: elf.EM_PPC64,
+		Class:   elf.ELFCLASS64,
+		Rela:    true,
+		// -pg -mprofile-kernel: mflr r0; bl _mcount. The relocated field is the whole word.
+		SiteRelocs:    map[uint32]Kind{uint32(elf.R_PPC64_REL24): KindBL},
+		TableReloc:    uint32(elf.R_PPC64_REL32),
+		Decode:        DecodePPCSite,
+		McountErr:     ErrMcountPPC,
+		McountAtEntry: true,
+		CheckEntry:    PPCCheckEntry,
+		LinkedSite:    ppcLinkedSite,
+		SiteNop:       func(int) []byte { return PPCNop },
+
+		PatchReloc: uint32(elf.R_PPC64_ADDR64),
+		NopLen:     PPCNopLen,
+		IsPad:      noPad,
+		PatchCheck: ppcPatchCheck,
+	},
+}
+
+// ptrSize is the size of an address: of a __patchable_function_entries entry.
+func (a *Arch) ptrSize() uint64 {
+	if a.Class == elf.ELFCLASS32 {
+		return 4
+	}
+	return 8
+}
+
+// refusedArches explains the machines ftkit knows and does not support.
+var refusedArches = map[elf.Machine]string{
+	elf.EM_MIPS: "mips is not supported: gcc -pg calls _mcount through the GOT (R_MIPS_CALL16, jalr) after the " +
+		"prologue has set up the frame and gp, gcc 12's -fpatchable-function-entry puts every nop before the function's " +
+		"symbol (none at its entry), and MIPS64 relocations pack three types in r_info, which ftkit does not write",
+}
+
+// unsupported describes why a machine has no rules.
+func unsupported(m elf.Machine, c elf.Class) string {
+	if why, ok := refusedArches[m]; ok {
+		return why
+	}
+	return fmt.Sprintf("unsupported machine %v (%v): ftkit supports %s", m, c, archNames())
+}
+
+// archNames lists the supported architectures, for messages.
+func archNames() string {
+	var n []string
+	for _, a := range Arches {
+		n = append(n, a.Name)
+	}
+	return strings.Join(n, ", ")
 }
 
 // ArchFor returns the rules for a machine and class, or nil.
@@ -90,7 +248,7 @@ func ArchFor(m elf.Machine, c elf.Class) *Arch {
 }
 
 // Callees are the names of the profiling hooks gcc calls from function entries.
-var Callees = map[string]bool{"__fentry__": true, "mcount": true, "_mcount": true}
+var Callees = map[string]bool{"__fentry__": true, "mcount": true, "_mcount": true, "__gnu_mcount_nc": true}
 
 // kernelTextSections are the executable sections recorded besides the .text* ones (the
 // Linux kernel's list).

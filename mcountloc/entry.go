@@ -31,8 +31,13 @@ const (
 	// KindNops: Len bytes of nops at the function's entry (after its landing pad), listed
 	// in __patchable_function_entries: x86-64 nops of any length, aarch64 `nop` words.
 	KindNops Kind = 4
-	// KindBL: aarch64 `bl _mcount` of gcc -pg. Found and refused; never in a table.
+	// KindBL: a 4-byte `bl` to the hook: ppc64le `bl _mcount` after `mflr r0` at the local
+	// entry point (gcc -pg -mprofile-kernel), recorded; aarch64's `bl _mcount` of gcc -pg
+	// is found and refused (never in an aarch64 table).
 	KindBL Kind = 5
+	// KindBrasl: s390x `brasl %r0, __fentry__` (c0 05 + rel32 in halfwords, 6 bytes) of
+	// gcc -pg -mfentry; ftlink writes `brcl 0, 0` (c0 04 00 00 00 00) over it.
+	KindBrasl Kind = 6
 )
 
 // The kind byte of an entry holds the form in its low 3 bits, the landing-pad bit and the
@@ -57,6 +62,8 @@ func (k Kind) String() string {
 		return "nops"
 	case KindBL:
 		return "bl"
+	case KindBrasl:
+		return "brasl"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -70,6 +77,8 @@ func (k Kind) Len() int {
 		return 6
 	case KindBL:
 		return 4
+	case KindBrasl:
+		return 6
 	}
 	return 0
 }
@@ -128,7 +137,7 @@ func (e Entry) Check() error {
 		}
 		return nil
 	}
-	if e.Kind.Len() == 0 || e.Kind == KindBL {
+	if e.Kind.Len() == 0 {
 		return fmt.Errorf("unknown call kind %d", uint8(e.Kind))
 	}
 	if int(e.Len) != e.Kind.Len() {

@@ -33,14 +33,18 @@ var (
 )
 
 // IsMcountName reports whether name is gcc's non-fentry profiling hook.
-func IsMcountName(name string) bool { return name == "mcount" || name == "_mcount" }
+func IsMcountName(name string) bool {
+	return name == "mcount" || name == "_mcount" || name == "__gnu_mcount_nc"
+}
 
 // X86CheckEntry checks the code between a function's first byte and its call site: the
 // call must come first (after an optional endbr64). It returns nil, or an error wrapping
 // ErrMcountSite (the frame-setup prologue of gcc -pg) or ErrNotAtEntry that shows the
 // instructions found before the call.
-func X86CheckEntry(before []byte) error {
-	if HasEndbr64(before) {
+func X86CheckEntry(before []byte) error { return x86CheckEntry(before, 64) }
+
+func x86CheckEntry(before []byte, mode int) error {
+	if HasEndbr64(before) || (mode == 32 && HasEndbr32(before)) {
 		before = before[4:]
 	}
 	if len(before) == 0 {
@@ -52,7 +56,7 @@ func X86CheckEntry(before []byte) error {
 			insns = append(insns, fmt.Sprintf("... (%d bytes in all)", len(before)))
 			break
 		}
-		inst, err := x86asm.Decode(b, 64)
+		inst, err := x86asm.Decode(b, mode)
 		if err != nil || inst.Len == 0 || inst.Op == 0 {
 			insns = append(insns, fmt.Sprintf(".byte % x", b))
 			break
@@ -63,6 +67,10 @@ func X86CheckEntry(before []byte) error {
 	what := ErrNotAtEntry
 	// gcc -pg forces a frame pointer and sets it up first: push %rbp; mov %rsp,%rbp.
 	if len(before) >= 4 && before[0] == 0x55 && before[1] == 0x48 && before[2] == 0x89 && before[3] == 0xe5 {
+		what = ErrMcountSite
+	}
+	// i386: push %ebp; mov %esp,%ebp.
+	if mode == 32 && len(before) >= 3 && before[0] == 0x55 && before[1] == 0x89 && before[2] == 0xe5 {
 		what = ErrMcountSite
 	}
 	return fmt.Errorf("%w (before the call: %s)", what, strings.Join(insns, "; "))
@@ -175,13 +183,21 @@ func checkObjEntries(f *elfrw.File, arch *Arch, syms []elfrw.Symbol, sites []Obj
 	fs := newFuncStarts(syms)
 	out := sites[:0]
 	for _, s := range sites {
-		if IsMcountName(s.Callee) {
-			return nil, fmt.Errorf("%s+%#x (%s): %w", s.Section, s.Offset, s.Func, arch.McountErr)
-		}
 		start, ok := fs.start(s.SecIndex, s.Offset)
-		if ok && start < s.Offset && arch.Machine == elf.EM_X86_64 {
+		if IsMcountName(s.Callee) {
+			if !arch.McountAtEntry || !ok || start >= s.Offset {
+				return nil, fmt.Errorf("%s+%#x (%s): %w", s.Section, s.Offset, s.Func, arch.McountErr)
+			}
 			code := f.SectionData(f.Sections[s.SecIndex])
-			if err := X86CheckEntry(code[start:s.Offset]); err != nil {
+			if err := arch.CheckEntry(code[start:s.Offset]); err != nil {
+				return nil, fmt.Errorf("%s+%#x (%s): %w", s.Section, s.Offset, s.Func, arch.McountErr)
+			}
+			out = append(out, s)
+			continue
+		}
+		if ok && start < s.Offset && arch.CheckEntry != nil {
+			code := f.SectionData(f.Sections[s.SecIndex])
+			if err := arch.CheckEntry(code[start:s.Offset]); err != nil {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s+%#x (%s): %v", s.Section, s.Offset, s.Func, err))
 				continue
 			}
@@ -204,18 +220,21 @@ func (s *LinkedSite) checkEntry(l *Linked) {
 func (s *LinkedSite) checkLinkedEntry(l *Linked) error {
 	if s.Func != "" && s.FuncAt < s.Addr {
 		if code, ok := l.code(s.FuncAt); ok && uint64(len(code)) >= s.Addr-s.FuncAt {
-			return X86CheckEntry(code[:s.Addr-s.FuncAt])
+			if l.arch.CheckEntry == nil {
+				return nil
+			}
+			return l.arch.CheckEntry(code[:s.Addr-s.FuncAt])
 		}
 		return nil
 	}
-	if s.Func == "" {
+	if s.Func == "" && l.arch.PrologueBefore != nil {
 		// Up to 7 bytes before the site, within its section.
 		for back := uint64(7); back > 0; back-- {
 			if s.Addr < back {
 				continue
 			}
 			if code, ok := l.code(s.Addr - back); ok && uint64(len(code)) >= back {
-				return X86PrologueBefore(code[:back])
+				return l.arch.PrologueBefore(code[:back])
 			}
 		}
 	}

@@ -147,7 +147,7 @@ const (
 var recoverPanics = true
 
 // fentryNames are the profiling hooks a recorded site may call.
-var fentryNames = map[string]bool{"__fentry__": true, "mcount": true, "_mcount": true}
+var fentryNames = Callees
 
 // OpenLinked parses data (a whole ELF file), finds and decodes its table and checks every
 // site. Errors are about the file as a whole; per-entry problems are in Sites[i].Err.
@@ -177,10 +177,10 @@ func OpenLinked(data []byte, progress func(done, total int)) (l *Linked, err err
 		return nil, fmt.Errorf("%w: ELF type %v", ErrBadFile, f.Type)
 	}
 	arch := ArchFor(f.Machine, f.Class)
-	if arch == nil || f.Data != elf.ELFDATA2LSB {
-		return nil, fmt.Errorf("%w: %v %v %v (ftlink supports x86-64 and aarch64, little-endian)", ErrMachine, f.Machine, f.Class, f.Data)
+	if arch == nil {
+		return nil, fmt.Errorf("%w: %v %v %v: %s", ErrMachine, f.Machine, f.Class, f.Data, unsupported(f.Machine, f.Class))
 	}
-	l = &Linked{data: data, f: f, bo: binary.LittleEndian, Type: f.Type, plt: map[uint64]int8{}, arch: arch}
+	l = &Linked{data: data, f: f, bo: f.ByteOrder, Type: f.Type, plt: map[uint64]int8{}, arch: arch}
 	tab := f.Section(TableSection)
 	if tab == nil {
 		return nil, ErrNoTable
@@ -290,6 +290,34 @@ func (l *Linked) readDynamic() error {
 	if dynOff > uint64(len(l.data)) || dynSize > uint64(len(l.data))-dynOff {
 		return fmt.Errorf("%w: PT_DYNAMIC outside the file", ErrBadFile)
 	}
+	if l.f.Class == elf.ELFCLASS32 {
+		for o := dynOff; o+8 <= dynOff+dynSize; o += 8 {
+			tag := elf.DynTag(int32(l.bo.Uint32(l.data[o:])))
+			if tag == elf.DT_NULL {
+				break
+			}
+			l.dyn = append(l.dyn, dynEntry{tag: tag, val: uint64(l.bo.Uint32(l.data[o+4:])), off: o})
+		}
+		if syms, err := l.f.DynamicSymbols(); err == nil {
+			l.dynsyms = syms
+		}
+		// REL tables: only read (names of the GOT slots); ftkit tables need no dynamic
+		// relocation, and a slot that has one is reported (readSlot). No RELR on 32-bit.
+		for _, t := range [][2]elf.DynTag{{elf.DT_REL, elf.DT_RELSZ}, {elf.DT_JMPREL, elf.DT_PLTRELSZ}} {
+			a, ok := l.dynVal(t[0])
+			if !ok {
+				continue
+			}
+			if k, _ := l.dynVal(elf.DT_PLTREL); t[0] == elf.DT_JMPREL && elf.DynTag(k) != elf.DT_REL {
+				continue
+			}
+			sz, _ := l.dynVal(t[1])
+			if err := l.addRel32(a, sz); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for o := dynOff; o+16 <= dynOff+dynSize; o += 16 {
 		tag := elf.DynTag(l.bo.Uint64(l.data[o:]))
 		if tag == elf.DT_NULL {
@@ -314,7 +342,7 @@ func (l *Linked) readDynamic() error {
 			}
 		}
 	}
-	if a, ok := l.dynVal(dtRELR); ok {
+	if a, ok := l.dynVal(dtRELR); ok && l.f.Class == elf.ELFCLASS64 {
 		sz, _ := l.dynVal(dtRELRSZ)
 		off, ok := l.fileOff(a, sz)
 		if !ok || sz%8 != 0 {
@@ -355,6 +383,26 @@ func (l *Linked) addRela(addr, size uint64, counted bool) error {
 			continue
 		}
 		l.relaAt[l.bo.Uint64(r[0:])] = ri
+	}
+	return nil
+}
+
+// addRel32 reads an ELF32 SHT_REL dynamic relocation table (addend in place).
+func (l *Linked) addRel32(addr, size uint64) error {
+	off, ok := l.fileOff(addr, size)
+	if !ok || size%8 != 0 {
+		return fmt.Errorf("%w: dynamic relocation table at %#x outside the file", ErrBadFile, addr)
+	}
+	for o := off; o < off+size; o += 8 {
+		info := l.bo.Uint32(l.data[o+4:])
+		ri := relaInfo{typ: info & 0xff, fileAt: o}
+		if si := info >> 8; si > 0 && int(si) <= len(l.dynsyms) {
+			ri.sym = l.dynsyms[si-1].Name
+		}
+		if ri.typ == 0 {
+			continue
+		}
+		l.relaAt[uint64(l.bo.Uint32(l.data[o:]))] = ri
 	}
 	return nil
 }
@@ -421,7 +469,11 @@ func (l *Linked) readSymbols() {
 		}
 		t := elf.ST_TYPE(s.Info)
 		if t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC {
-			l.funcs = append(l.funcs, funcSym{addr: s.Value, size: s.Size, name: s.Name})
+			addr := s.Value
+			if l.arch.Machine == elf.EM_ARM {
+				addr &^= 1 // the Thumb bit
+			}
+			l.funcs = append(l.funcs, funcSym{addr: addr, size: s.Size, name: s.Name})
 		}
 	}
 	l.funcs = make([]funcSym, 0, len(syms))
@@ -623,6 +675,10 @@ func (l *Linked) readSlot(i int, slotAddr uint64, raw []byte) LinkedSite {
 	case hasRela:
 		s.Format = FormatGCC
 		if l.arch.Machine != elf.EM_X86_64 || elf.R_X86_64(r.typ) != elf.R_X86_64_RELATIVE {
+			if l.arch.Class == elf.ELFCLASS32 {
+				s.Err = fmt.Errorf("slot has a dynamic relocation %s against %q (gcc's 4-byte -mrecord-mcount table? ftkit reads only its own entries on %s)", l.relocName(r.typ), r.sym, l.arch.Name)
+				return s
+			}
 			s.Err = fmt.Errorf("slot has a dynamic relocation %s against %q", l.relocName(r.typ), r.sym)
 			return s
 		}
@@ -631,7 +687,7 @@ func (l *Linked) readSlot(i int, slotAddr uint64, raw []byte) LinkedSite {
 		s.Format, s.Addr = FormatGCC, val
 	case val == 0:
 		return s
-	case uint16(val>>48) == MagicRecorded || uint16(val>>48) == MagicLinked:
+	case DecodeEntry(raw, l.bo).Magic == MagicRecorded || DecodeEntry(raw, l.bo).Magic == MagicLinked:
 		s.Format = FormatFtkit
 		e := DecodeEntry(raw, l.bo)
 		s.Addr = slotAddr + uint64(int64(e.Rel))
@@ -640,6 +696,10 @@ func (l *Linked) readSlot(i int, slotAddr uint64, raw []byte) LinkedSite {
 			return s
 		}
 		s.checkSite(l, e)
+		return s
+	case l.arch.Class == elf.ELFCLASS32:
+		s.Format, s.Addr = FormatGCC, val
+		s.Err = fmt.Errorf("slot % x is not an ftkit entry (gcc's 4-byte -mrecord-mcount table is not read on %s: record the objects with recordmcount)", raw, l.arch.Name)
 		return s
 	default:
 		s.Format, s.Addr = FormatGCC, val
@@ -676,7 +736,11 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 		s.checkNops(l, e, code)
 		return
 	}
-	if l.arch.Machine != elf.EM_X86_64 {
+	if l.arch.LinkedSite != nil {
+		l.arch.LinkedSite(l, s, e, code)
+		return
+	}
+	if l.arch.Machine != elf.EM_X86_64 && l.arch.Machine != elf.EM_386 {
 		if e.Magic == 0 {
 			s.Err = fmt.Errorf("slot %#x is not an ftkit entry (there is no gcc -mrecord-mcount table on %s)", l.bo.Uint64(l.data[l.TableOff+uint64(s.Slot)*EntrySize:]), l.arch.Name)
 		} else {
@@ -687,7 +751,7 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 	if e.Pad || e.Pre > 0 {
 		entry := s.Addr
 		if e.Pad {
-			if c, ok := l.code(s.Addr - 4); !ok || !HasEndbr64(c) {
+			if c, ok := l.code(s.Addr - 4); !ok || !l.arch.IsPad(c) {
 				s.Err = fmt.Errorf("site %#x: the entry records a landing pad, the code has none", s.Addr)
 				return
 			}
@@ -710,6 +774,9 @@ func (s *LinkedSite) checkSite(l *Linked, e Entry) {
 		return
 	}
 	k, n, target, err := X86SiteTarget(s.Addr, code)
+	if err == nil && l.arch.Machine == elf.EM_386 {
+		k, n, err = Decode386Site(code)
+	}
 	if err != nil {
 		if e.Magic == MagicLinked && (X86IsNopSite(code, 5) || X86IsNopSite(code, 6)) {
 			s.Err = fmt.Errorf("nop at site %#x does not match the entry's length %d", s.Addr, e.Len)
@@ -765,13 +832,19 @@ func (l *Linked) isHook(target uint64) bool {
 	res := int8(-1)
 	if c, ok := l.code(target); ok {
 		pc := target
-		if HasEndbr64(c) {
+		if HasEndbr64(c) || (l.arch.Machine == elf.EM_386 && HasEndbr32(c)) {
 			c, pc = c[4:], pc+4
 		}
 		if len(c) > 0 && c[0] == 0xf2 { // bnd prefix (MPX-era PLTs)
 			c, pc = c[1:], pc+1
 		}
-		if len(c) >= 6 && c[0] == 0xff && c[1] == 0x25 {
+		if l.arch.Machine == elf.EM_386 {
+			// jmp *abs32 (non-PIC PLT) or jmp *disp32(%ebx) (PIC PLT; %ebx = the GOT's base,
+			// _GLOBAL_OFFSET_TABLE_, the start of .got.plt).
+			if slot, ok := l.plt386Slot(c); ok && l.isHookSlot(slot) {
+				res = 1
+			}
+		} else if len(c) >= 6 && c[0] == 0xff && c[1] == 0x25 {
 			slot := pc + 6 + uint64(int64(int32(l.bo.Uint32(c[2:6]))))
 			if l.isHookSlot(slot) {
 				res = 1
@@ -782,10 +855,51 @@ func (l *Linked) isHook(target uint64) bool {
 	return res > 0
 }
 
+// plt386Slot returns the GOT slot an i386 PLT stub's first jump goes through.
+func (l *Linked) plt386Slot(c []byte) (uint64, bool) {
+	if len(c) < 6 || c[0] != 0xff {
+		return 0, false
+	}
+	disp := uint64(l.bo.Uint32(c[2:6]))
+	switch c[1] {
+	case 0x25:
+		return disp, true
+	case 0xa3:
+		got := l.f.Section(".got.plt")
+		if got == nil {
+			return 0, false
+		}
+		return uint64(uint32(got.Addr + disp)), true
+	}
+	return 0, false
+}
+
 // isHookSlot reports whether a GOT slot holds the address of __fentry__/mcount: a
 // GLOB_DAT/JUMP_SLOT/64 relocation against the hook, or the address of a local definition
 // (RELATIVE addend, RELR or static contents).
 func (l *Linked) isHookSlot(slot uint64) bool {
+	if l.arch.Machine == elf.EM_S390 {
+		if r, ok := l.relaAt[slot]; ok {
+			switch elf.R_390(r.typ) {
+			case elf.R_390_GLOB_DAT, elf.R_390_JMP_SLOT, elf.R_390_64:
+				return fentryNames[r.sym] && r.addend == 0
+			}
+			return false
+		}
+		off, ok := l.fileOff(slot, 8)
+		return ok && l.fentry[l.bo.Uint64(l.data[off:])]
+	}
+	if l.arch.Machine == elf.EM_386 {
+		if r, ok := l.relaAt[slot]; ok {
+			switch elf.R_386(r.typ) {
+			case elf.R_386_GLOB_DAT, elf.R_386_JMP_SLOT, elf.R_386_32:
+				return fentryNames[r.sym]
+			}
+			return false
+		}
+		off, ok := l.fileOff(slot, 4)
+		return ok && l.fentry[uint64(l.bo.Uint32(l.data[off:]))]
+	}
 	if r, ok := l.relaAt[slot]; ok {
 		switch elf.R_X86_64(r.typ) {
 		case elf.R_X86_64_GLOB_DAT, elf.R_X86_64_JMP_SLOT, elf.R_X86_64_64:
@@ -885,9 +999,9 @@ func (p *patcher) put(off uint64, b []byte) {
 	}
 }
 
-func (p *patcher) put64(off, v uint64) {
+func (p *patcher) put64(bo binary.ByteOrder, off, v uint64) {
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], v)
+	bo.PutUint64(b[:], v)
 	p.put(off, b[:])
 }
 
@@ -931,6 +1045,10 @@ func (l *Linked) rewrite(p *patcher) (bool, error) {
 		off, ok := l.fileOff(s.Addr, uint64(s.Len))
 		if !ok {
 			return false, fmt.Errorf("site %#x: not in the file image", s.Addr)
+		}
+		if l.arch.SiteNop != nil {
+			p.put(off, l.arch.SiteNop(s.Len))
+			continue
 		}
 		p.put(off, X86Nop(s.Len))
 	}
@@ -982,7 +1100,7 @@ func (l *Linked) dropRela(p *patcher) error {
 		if dropped > 0 {
 			for _, d := range l.dyn {
 				if d.tag == elf.DT_RELACOUNT {
-					p.put64(d.off+8, count-dropped)
+					p.put64(l.bo, d.off+8, count-dropped)
 				}
 			}
 		}
@@ -1023,7 +1141,7 @@ func (l *Linked) dropRelr(p *patcher) error {
 	p.put(l.relrOff, dst)
 	for _, d := range l.dyn {
 		if d.tag == dtRELRSZ {
-			p.put64(d.off+8, newSize)
+			p.put64(l.bo, d.off+8, newSize)
 		}
 	}
 	// Keep the section header consistent for readelf & co.
@@ -1033,7 +1151,7 @@ func (l *Linked) dropRelr(p *patcher) error {
 			shentsize := uint64(l.bo.Uint16(l.data[0x3a:]))
 			at := shoff + uint64(i)*shentsize + 32 // sh_size in Elf64_Shdr
 			if shentsize >= 64 && at+8 <= uint64(len(p.buf)) {
-				p.put64(at, newSize)
+				p.put64(l.bo, at, newSize)
 			}
 		}
 	}
@@ -1042,8 +1160,17 @@ func (l *Linked) dropRelr(p *patcher) error {
 
 // relocName names a dynamic relocation type of the file's machine.
 func (l *Linked) relocName(t uint32) string {
-	if l.arch.Machine == elf.EM_AARCH64 {
+	switch l.arch.Machine {
+	case elf.EM_AARCH64:
 		return elf.R_AARCH64(t).String()
+	case elf.EM_386:
+		return elf.R_386(t).String()
+	case elf.EM_ARM:
+		return elf.R_ARM(t).String()
+	case elf.EM_S390:
+		return elf.R_390(t).String()
+	case elf.EM_PPC64:
+		return elf.R_PPC64(t).String()
 	}
 	return elf.R_X86_64(t).String()
 }
@@ -1059,7 +1186,8 @@ func (s *LinkedSite) checkNops(l *Linked, e Entry, code []byte) {
 		return
 	}
 	s.Len, s.Kind = n, KindNops
-	s.Nop = l.arch.Machine != elf.EM_X86_64 || X86Nop(n) == nil || X86IsNopSite(code, n)
+	x86 := l.arch.Machine == elf.EM_X86_64 || l.arch.Machine == elf.EM_386
+	s.Nop = !x86 || X86Nop(n) == nil || X86IsNopSite(code, n)
 	entry := s.Addr
 	if e.Pad {
 		if c, ok := l.code(s.Addr - 4); !ok || !l.arch.IsPad(c) {

@@ -101,22 +101,42 @@ func FuzzLinked(f *testing.F) {
 	})
 }
 
+// crossHooks defines the hooks of the call-site modes of issue 17's machines.
+const crossHooks = `
+#if defined(__s390x__)
+__asm__(".globl __fentry__\n.type __fentry__, @function\n__fentry__: lgr %r1, %r0\nbr %r1\n");
+#elif defined(__powerpc64__)
+__asm__(".globl _mcount\n.type _mcount, @function\n_mcount: mflr 12\nmtctr 12\nmtlr 0\nbctr\n");
+#elif defined(__i386__)
+__attribute__((no_instrument_function)) void __fentry__(void) {}
+#endif
+`
+
 // patchableLinkedSeeds builds -fpatchable-function-entry programs through recordmcount:
 // aarch64 PIE with BTI and an area before each function (as linked and as ftlink leaves
 // it) and an x86-64 one. A missing compiler leaves its seeds out.
 func patchableLinkedSeeds(f *testing.F) [][]byte {
 	dir := f.TempDir()
 	c := filepath.Join(dir, "p.c")
-	if err := os.WriteFile(c, []byte(fuzzC+"\nint main(void) { return 0; }\n"), 0o644); err != nil {
+	if err := os.WriteFile(c, []byte(fuzzC+"\nint main(void) { return 0; }\n"+crossHooks), 0o644); err != nil {
 		f.Fatal(err)
 	}
 	var out [][]byte
 	for i, b := range []struct {
 		cc    string
 		flags []string
+		link  string
 	}{
-		{"aarch64-linux-gnu-gcc", []string{"-O2", "-fPIE", "-fpatchable-function-entry=4,2", "-mbranch-protection=standard"}},
-		{"gcc", []string{"-O2", "-fPIE", "-fpatchable-function-entry=5", "-fcf-protection"}},
+		{"aarch64-linux-gnu-gcc", []string{"-O2", "-fPIE", "-fpatchable-function-entry=4,2", "-mbranch-protection=standard"}, ""},
+		{"gcc", []string{"-O2", "-fPIE", "-fpatchable-function-entry=5", "-fcf-protection"}, ""},
+		// issue 17's machines
+		{"i686-linux-gnu-gcc", []string{"-O2", "-pg", "-mfentry", "-fno-pie", "-fcf-protection"}, "-no-pie"},
+		{"i686-linux-gnu-gcc", []string{"-O2", "-fPIE", "-fpatchable-function-entry=8,4"}, ""},
+		{"arm-linux-gnueabihf-gcc", []string{"-O2", "-fPIE", "-fpatchable-function-entry=4,2"}, ""},
+		{"riscv64-linux-gnu-gcc", []string{"-O2", "-fPIE", "-fpatchable-function-entry=4"}, ""},
+		{"s390x-linux-gnu-gcc", []string{"-O2", "-fPIE", "-pg", "-mfentry"}, ""},
+		{"s390x-linux-gnu-gcc", []string{"-O2", "-fPIE", "-fpatchable-function-entry=2"}, ""},
+		{"powerpc64le-linux-gnu-gcc", []string{"-O2", "-fPIE", "-pg", "-mprofile-kernel"}, ""},
 	} {
 		if _, err := exec.LookPath(b.cc); err != nil {
 			f.Logf("%s not installed: seed left out", b.cc)
@@ -137,7 +157,11 @@ func patchableLinkedSeeds(f *testing.F) [][]byte {
 		if err := os.WriteFile(obj, res.Out, 0o644); err != nil {
 			f.Fatal(err)
 		}
-		if msg, err := exec.Command(b.cc, "-pie", "-o", prog, obj).CombinedOutput(); err != nil {
+		link := b.link
+		if link == "" {
+			link = "-pie"
+		}
+		if msg, err := exec.Command(b.cc, link, "-o", prog, obj).CombinedOutput(); err != nil {
 			f.Fatalf("%s: %v\n%s", b.cc, err, msg)
 		}
 		linked, err := os.ReadFile(prog)

@@ -46,6 +46,7 @@ func patchableSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elf
 	var sites []ObjSite
 	var fixes []listFix
 	fs := newFuncStarts(syms)
+	psz := arch.ptrSize()
 	for _, rs := range f.Sections {
 		if rs.Type != elf.SHT_REL && rs.Type != elf.SHT_RELA || rs.Flags&elf.SHF_ALLOC != 0 {
 			continue
@@ -68,8 +69,8 @@ func patchableSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elf
 			if int(r.Sym) >= len(syms) {
 				return nil, nil, fmt.Errorf("%w: %s: relocation at %#x refers to symbol %d of %d", elfrw.ErrFormat, rs.Name, r.Off, r.Sym, len(syms))
 			}
-			if r.Type != arch.PatchReloc || r.Off%8 != 0 || r.Off+8 > uint64(len(tabData)) {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation type %d at %#x is not a 64-bit entry", where, r.Type, r.Off))
+			if r.Type != arch.PatchReloc || r.Off%psz != 0 || r.Off+psz > uint64(len(tabData)) {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation type %d at %#x is not a %d-bit entry", where, r.Type, r.Off, psz*8))
 				continue
 			}
 			sym := syms[r.Sym]
@@ -90,7 +91,11 @@ func patchableSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elf
 			}
 			addend := r.Addend
 			if rs.Type == elf.SHT_REL {
-				addend = int64(f.ByteOrder.Uint64(tabData[r.Off:]))
+				if psz == 4 {
+					addend = int64(int32(f.ByteOrder.Uint32(tabData[r.Off:])))
+				} else {
+					addend = int64(f.ByteOrder.Uint64(tabData[r.Off:]))
+				}
 			}
 			at := sym.Value + uint64(addend)
 			s, err := resolvePatchable(f, arch, fs, text, at)
@@ -162,6 +167,11 @@ func resolvePatchable(f *elfrw.File, arch *Arch, fs funcStarts, text *elfrw.Sect
 	}
 	s := ObjSite{Section: text.Name, SecIndex: text.Index, Offset: site, Kind: KindNops, Pad: pad}
 	s.Len = nopRun(arch, code[site:end])
+	if arch.PatchCheck != nil && s.Len > 0 {
+		if err := arch.PatchCheck(code[site+uint64(s.Len) : end]); err != nil {
+			return ObjSite{}, err
+		}
+	}
 	if s.Len > 255 {
 		s.Len = 255 // a run this long is not an entry area; the table's byte holds no more
 	}
@@ -197,6 +207,10 @@ func capAtBranches(f *elfrw.File, arch *Arch, fs funcStarts, sites []ObjSite) {
 	for i := range sites {
 		s := &sites[i]
 		if s.Len <= least {
+			continue
+		}
+		if arch.BranchTargets == nil {
+			s.Len = least // no decoder: keep to the object's common N (nops left over stay nops)
 			continue
 		}
 		code := f.SectionData(f.Sections[s.SecIndex])

@@ -22,6 +22,8 @@ func TestEntryPadPre(t *testing.T) {
 		{Rel: 12, Len: 8, Kind: mcountloc.KindNops, Magic: mcountloc.MagicLinked},
 		{Rel: 12, Len: 8, Kind: mcountloc.KindNops, Pad: true, Pre: 8, Magic: mcountloc.MagicLinked},
 		{Rel: 1 << 30, Len: 6, Kind: mcountloc.KindCallGOT, Pad: true, Pre: mcountloc.MaxPre, Magic: mcountloc.MagicRecorded},
+		{Rel: -4, Len: 4, Kind: mcountloc.KindBL, Magic: mcountloc.MagicLinked},      // ppc64le bl _mcount
+		{Rel: 16, Len: 6, Kind: mcountloc.KindBrasl, Magic: mcountloc.MagicRecorded}, // s390x brasl
 	} {
 		var b [8]byte
 		e.Put(b[:], binary.LittleEndian)
@@ -37,7 +39,8 @@ func TestEntryPadPre(t *testing.T) {
 	}
 	for _, e := range []mcountloc.Entry{
 		{Len: 0, Kind: mcountloc.KindNops, Magic: mcountloc.MagicRecorded},
-		{Len: 4, Kind: mcountloc.KindBL, Magic: mcountloc.MagicRecorded},
+		{Len: 5, Kind: mcountloc.KindBL, Magic: mcountloc.MagicRecorded},
+		{Len: 5, Kind: mcountloc.KindBrasl, Magic: mcountloc.MagicRecorded},
 		{Len: 5, Kind: 7, Magic: mcountloc.MagicRecorded},
 	} {
 		if e.Check() == nil {

@@ -2,6 +2,7 @@ package mcountloc
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -56,7 +57,7 @@ func Record(data []byte) (*Result, error) {
 	}
 	arch := ArchFor(f.Machine, f.Class)
 	if arch == nil {
-		return nil, fmt.Errorf("unsupported machine %v (%v)", f.Machine, f.Class)
+		return nil, errors.New(unsupported(f.Machine, f.Class))
 	}
 	if len(f.Sections) == 0 {
 		return nil, fmt.Errorf("%w: no section header table", elfrw.ErrFormat)
@@ -80,6 +81,9 @@ func Record(data []byte) (*Result, error) {
 	syms, err := f.Symbols(symtab)
 	if err != nil {
 		return nil, err
+	}
+	if arch.FuncSyms != nil {
+		syms = arch.FuncSyms(syms)
 	}
 	sites, err := findSites(f, arch, symtab, syms, res)
 	if err != nil {
@@ -159,6 +163,11 @@ func findSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.Sy
 			}
 			where := fmt.Sprintf("%s+%#x", text.Name, r.Off)
 			want, ok := arch.SiteRelocs[r.Type]
+			if !ok && IsMcountName(callee) {
+				// gcc -pg's call through the GOT (i386 PIC) or a long-call sequence: the
+				// object is refused like any mcount object.
+				return nil, fmt.Errorf("%s (relocation type %d): %w", where, r.Type, arch.McountErr)
+			}
 			if !ok {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation type %d against %s is not a call site relocation", where, r.Type, callee))
 				continue
@@ -172,8 +181,20 @@ func findSites(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.Sy
 				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation against %s outside a possible call instruction", where, callee))
 				continue
 			}
+			if rs.Type == elf.SHT_REL && r.Off+4 <= uint64(len(code)) && int64(int32(f.ByteOrder.Uint32(code[r.Off:]))) != arch.SiteAddend {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation against %s has addend %d in place, not %d: not a call", where, callee, int32(f.ByteOrder.Uint32(code[r.Off:])), arch.SiteAddend))
+				continue
+			}
+			if r.Off+4 > uint64(len(code)) {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: relocation against %s outside a possible call instruction", where, callee))
+				continue
+			}
 			site := r.Off - back
 			k, n, err := arch.Decode(code[site:])
+			if err != nil && IsMcountName(callee) {
+				// an mcount call of another form (s390x brasl %r14): refused as well
+				return nil, fmt.Errorf("%s+%#x: %w", text.Name, site, arch.McountErr)
+			}
 			if err != nil || k != want {
 				if err == nil {
 					err = fmt.Errorf("found %v, relocation type expects %v", k, want)
@@ -313,6 +334,22 @@ func writeTables(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.
 			secSym[t] = idx[i]
 		}
 	}
+	// RISC-V linker relaxation moves code and the symbols in it, but not a section
+	// symbol's addend: there each entry refers to a local symbol of its own at the site.
+	siteSym := map[[2]uint64]uint32{}
+	if arch.SiteSymbols {
+		var at []elfrw.Symbol
+		for _, s := range sites {
+			at = append(at, elfrw.Symbol{Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_NOTYPE), Shndx: uint32(s.SecIndex), Value: s.Offset})
+		}
+		idx, err := f.AddLocalSymbols(at)
+		if err != nil {
+			return fmt.Errorf("adding site symbols: %w", err)
+		}
+		for i, s := range sites {
+			siteSym[[2]uint64{uint64(s.SecIndex), s.Offset}] = idx[i]
+		}
+	}
 	// Group membership of each text section.
 	groupOf := map[int]*elfrw.Section{}
 	members := map[*elfrw.Section][]uint32{}
@@ -345,6 +382,9 @@ func writeTables(f *elfrw.File, arch *Arch, symtab *elfrw.Section, syms []elfrw.
 			relocs[i] = elfrw.Reloc{Off: uint64(i * EntrySize), Sym: secSym[t], Type: arch.TableReloc}
 			if arch.Rela {
 				relocs[i].Addend = int64(s.Offset)
+			}
+			if arch.SiteSymbols {
+				relocs[i].Sym, relocs[i].Addend = siteSym[[2]uint64{uint64(t), s.Offset}], 0
 			}
 		}
 		gflag := elf.SectionFlag(0)

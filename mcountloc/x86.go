@@ -117,14 +117,16 @@ func head(b []byte, n int) []byte {
 
 // X86NopLen returns the length of the nop instruction (any encoding x86asm decodes as NOP:
 // 0x90, 66 90, 0f 1f /0 with prefixes) at the start of code, or 0.
-func X86NopLen(code []byte) int {
+func X86NopLen(code []byte) int { return x86NopLen(code, 64) }
+
+func x86NopLen(code []byte, mode int) int {
 	if len(code) == 0 {
 		return 0
 	}
 	if code[0] == 0x90 {
 		return 1
 	}
-	inst, err := x86asm.Decode(code, 64)
+	inst, err := x86asm.Decode(code, mode)
 	if err != nil || inst.Op != x86asm.NOP {
 		return 0
 	}
@@ -134,8 +136,12 @@ func X86NopLen(code []byte) int {
 // X86BranchTargets decodes code (at address base) from its start and calls fn with the
 // target of every relative jump or call. It stops at the first byte it cannot decode.
 func X86BranchTargets(code []byte, base uint64, fn func(uint64)) {
+	x86BranchTargets(code, base, 64, fn)
+}
+
+func x86BranchTargets(code []byte, base uint64, mode int, fn func(uint64)) {
 	for off := 0; off < len(code); {
-		inst, err := x86asm.Decode(code[off:], 64)
+		inst, err := x86asm.Decode(code[off:], mode)
 		if err != nil || inst.Len == 0 {
 			return
 		}

@@ -127,9 +127,9 @@ func explain(err error) error {
 		return errors.New("relocatable object (ET_REL): ftlink works on linked programs and shared libraries; " +
 			"run recordmcount on object files, then link, then run ftlink")
 	case errors.Is(err, mcountloc.ErrNoTable):
-		return errors.New("no __mcount_loc section: compile with gcc -pg -mfentry (x86-64; link without -pg) or " +
-			"-fpatchable-function-entry=2 (aarch64, x86-64: -fpatchable-function-entry=5) and run recordmcount on " +
-			"the objects before linking (or, x86-64, compile with -mrecord-mcount)")
+		return errors.New("no __mcount_loc section: compile with gcc -pg -mfentry (x86-64, i386 with -fno-pie, s390x; " +
+			"link without -pg), -pg -mprofile-kernel (ppc64le) or -fpatchable-function-entry=2 (aarch64, arm, riscv64: =4; " +
+			"x86-64, i386: =5) and run recordmcount on the objects before linking (or, x86-64, compile with -mrecord-mcount)")
 	}
 	return err
 }
