@@ -36,6 +36,13 @@ func Validate(data []byte) (map[string]int, error) {
 		}
 		return n.Float64()
 	}
+	eventTS := func(e map[string]any) (float64, error) {
+		ts, err := num(e, "ts")
+		if err == nil && ts < 0 {
+			err = fmt.Errorf("negative ts: %v", e)
+		}
+		return ts, err
+	}
 	counts := map[string]int{}
 	named := map[float64]bool{}
 	used := map[float64]bool{}
@@ -94,12 +101,9 @@ func Validate(data []byte) (map[string]int, error) {
 			}
 			open[tid] = append(st, span{ts, ts + dur})
 		case "B", "E":
-			ts, err := num(e, "ts")
+			ts, err := eventTS(e)
 			if err != nil {
 				return nil, err
-			}
-			if ts < 0 {
-				return nil, fmt.Errorf("negative ts: %v", e)
 			}
 			used[tid] = true
 			st := begun[tid]
@@ -118,12 +122,8 @@ func Validate(data []byte) (map[string]int, error) {
 			}
 			begun[tid] = st[:len(st)-1]
 		case "i", "I":
-			ts, err := num(e, "ts")
-			if err != nil {
+			if _, err := eventTS(e); err != nil {
 				return nil, err
-			}
-			if ts < 0 {
-				return nil, fmt.Errorf("negative ts: %v", e)
 			}
 			used[tid] = true
 			if s, _ := e["s"].(string); s != "" && s != "t" && s != "p" && s != "g" {
