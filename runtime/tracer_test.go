@@ -1287,6 +1287,21 @@ type liveProc struct {
 	ask    func(req string) string
 }
 
+// trDial connects to a control socket, waiting up to 2 s for it to appear.
+func trDial(t *testing.T, sock string) net.Conn {
+	t.Helper()
+	for i := 0; ; i++ {
+		conn, err := net.Dial("unix", sock)
+		if err == nil {
+			return conn
+		}
+		if i == 100 {
+			t.Fatalf("control socket: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // trLive starts prog (trace_live.c) with env and connects to its control socket.
 func trLive(t *testing.T, dir, prog string, env ...string) *liveProc {
 	t.Helper()
@@ -1311,17 +1326,7 @@ func trLive(t *testing.T, dir, prog string, env ...string) *liveProc {
 	}
 	p.expect("ready")
 	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", cmd.Process.Pid))
-	var conn net.Conn
-	for i := 0; ; i++ {
-		var err error
-		if conn, err = net.Dial("unix", sock); err == nil {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("control socket: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	conn := trDial(t, sock)
 	t.Cleanup(func() { conn.Close() })
 	cr := bufio.NewReader(conn)
 	p.ask = func(req string) string {
@@ -1843,17 +1848,7 @@ func TestTracerLiveControl(t *testing.T) {
 	}
 	expect("ready")
 	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", cmd.Process.Pid))
-	var conn net.Conn
-	for i := 0; ; i++ {
-		var err error
-		if conn, err = net.Dial("unix", sock); err == nil {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("control socket: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	conn := trDial(t, sock)
 	defer conn.Close()
 	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0600 {
 		t.Errorf("socket mode: %v %v", st.Mode(), err)
