@@ -148,7 +148,7 @@ func resolvePatchable(f *elfrw.File, arch *Arch, fs funcStarts, text *elfrw.Sect
 		entry, pad = at-4, true // M = 0 behind a landing pad: gcc lists the first nop
 	default:
 		next, ok := fs.next(text.Index, at)
-		if !ok || next-at > maxPreScan {
+		if !ok || next-at > maxPreScan || next > uint64(len(code)) {
 			return ObjSite{}, fmt.Errorf("no function starts there or after it behind nops")
 		}
 		if n := nopRun(arch, code[at:next]); n != int(next-at) {
@@ -160,6 +160,9 @@ func resolvePatchable(f *elfrw.File, arch *Arch, fs funcStarts, text *elfrw.Sect
 	site := entry
 	if pad {
 		site += 4
+	}
+	if site > uint64(len(code)) {
+		return ObjSite{}, fmt.Errorf("the function at %#x starts past its section's %d bytes", entry, len(code))
 	}
 	end := fs.end(text.Index, entry)
 	if end > uint64(len(code)) || end < site {
