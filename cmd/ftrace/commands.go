@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/hex"
 	"fmt"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"io"
 	"path/filepath"
 	"slices"
@@ -86,6 +87,7 @@ func graphCommand() *cli.Command {
 			inputFlag(),
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "at most this many lines per thread (0: all)"},
 			&cli.BoolFlag{Name: "time", Usage: "show each line's time (µs since the trace start)"},
+			&cli.BoolFlag{Name: "args", Value: true, Usage: "show the arguments and return values the trace recorded (--args=false: names only; not shown under -F/-N/-D/-t/--since/--until)"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Int("limit") < 0 {
@@ -101,6 +103,9 @@ func graphCommand() *cli.Command {
 			// --depth is a filter: it counts from the outermost call shown
 			o := graph.Options{TIDs: c.IntSlice("tid"), Limit: c.Int("limit"), Time: c.Bool("time"), Filter: in.wrap}
 			o.Counted = func() { in.warn(c) }
+			if c.Bool("args") {
+				o.Values = &argfmt.Formatter{}
+			}
 			if err := graph.WriteStream(w, in.st, in.sym.LockedLookup(), o, in.progress(c, nil)); err != nil {
 				return fmt.Errorf("%s: %w", in.path, err)
 			}

@@ -42,6 +42,9 @@ func recordCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions (`GLOBS`) and what they call"},
 			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "maximum graph depth (0: unlimited)"},
 			&cli.GenericFlag{Name: "trigger", Aliases: []string{"T"}, Value: &specList{}, Usage: "act on hits of functions: `SPEC` is GLOB@ACTION[:COUNT] with actions (comma-separated) traceon, traceoff, snapshot, stacktrace, depth=N, finish (repeatable; FTRACE_TRIGGER)"},
+			&cli.GenericFlag{Name: "argument", Aliases: []string{"A"}, Value: &specList{}, Usage: "record arguments: `SPEC` is FUNC@arg1,arg2/s,fparg1 (uftrace syntax; repeatable; FTRACE_ARGS)"},
+			&cli.GenericFlag{Name: "retval", Aliases: []string{"R"}, Value: &specList{}, Usage: "record return values: `SPEC` is FUNC@retval[/FMT] (repeatable; FTRACE_RETVAL)"},
+			&cli.BoolFlag{Name: "auto-args", Aliases: []string{"a"}, Usage: "record every function's arguments and return value as the program's DWARF describes them (needs -g)"},
 			&cli.StringFlag{Name: "threads", Usage: "record only these threads: thread ids and thread-name globs, comma-separated (`LIST`; FTRACE_THREADS)"},
 			&cli.StringFlag{Name: "time-filter", Usage: "function_graph: record only calls lasting at least `DUR` (e.g. 10us, 1.5ms) and those of their callees that do (FTRACE_TIME_FILTER)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: defaultTrace, Usage: "trace file (%p: pid)"},
@@ -112,6 +115,12 @@ func doRecord(c *cli.Context) error {
 	if th := c.String("threads"); th != "" {
 		env = append(env, "FTRACE_THREADS="+th)
 	}
+	argEnv, cleanup, err := argsEnv(c, args[0])
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	env = append(env, argEnv...)
 	if tf := c.String("time-filter"); tf != "" {
 		d, err := filter.ParseDuration(tf)
 		if err != nil {

@@ -217,6 +217,7 @@ struct ftrace_func_info {
 	enum ftrace_site_state	state;
 	unsigned long		target;		/* address the site calls (0 for NOP) */
 	struct ftrace_ops	*owner;		/* ops of the trampoline (TRAMP) */
+	const char		*symbol;	/* the symbol's name as in the file (mangled) */
 };
 
 /*
@@ -355,6 +356,17 @@ struct ftrace_graph_ent {
 	int depth;			/* frames below on this thread's shadow stack */
 	unsigned long long calltime;	/* trace clock at entry */
 	unsigned long retaddr;		/* real return address (into the caller) */
+	struct ftrace_regs *fregs;	/* the registers at entry (arguments: ftrace_regs_get_argument) */
+};
+
+/*
+ * What a function may return in (x86-64 System V): rax, rdx (integers, pointers, small
+ * structs), xmm0, xmm1 (float, double, vectors); x87 st(0) is not kept.
+ */
+struct ftrace_ret_regs {
+	unsigned long rax, rdx;
+	unsigned char xmm0[16] __attribute__((aligned(16)));
+	unsigned char xmm1[16];
 };
 
 struct ftrace_graph_ret {
@@ -364,6 +376,9 @@ struct ftrace_graph_ret {
 	unsigned long long calltime;
 	unsigned long long rettime;
 	unsigned long retaddr;
+	/* a return (not FGRAPH_RET_UNWOUND): the registers it returned in, else NULL */
+	const struct ftrace_ret_regs *ret_regs;
+	unsigned long retval;		/* the integer return register (0 when unwound) */
 };
 
 typedef int (*trace_func_graph_ent_t)(struct ftrace_graph_ent *trace,

@@ -76,6 +76,18 @@ int ftrace_trace_set_threads(const char *spec);
  */
 int ftrace_trace_set_triggers(const char *spec);
 /*
+ * Arguments and return values (uftrace's -A / -R): "GLOB@ITEM[,ITEM...][;GLOB@...]",
+ * ITEM argN, fpargN (set_args) or retval (set_retval), each with an optional /FMT[BITS]
+ * (d i u x s c f p) and %REG or %stack+N; "@FILE" reads the list from a file of the
+ * caller's that no one else may write.  The function tracer records arguments with its
+ * FUNC events, function_graph arguments with ENTRY and return values with EXIT.  Strings
+ * (/s) are copied, at most 64 bytes, with a read that cannot fault.  NULL or "" stops.
+ * All or nothing: -EINVAL for a malformed list (nothing changes).  The globs are matched
+ * against the functions loaded when called.
+ */
+int ftrace_trace_set_args(const char *spec);
+int ftrace_trace_set_retval(const char *spec);
+/*
  * A marker in the calling thread's trace (the kernel's trace_marker): a timestamped
  * message, at most 1000 bytes (longer is cut), shown by ftrace graph as a comment among
  * the calls, by dump --chrome as an instant event and listed by report.  0, or -ENODEV

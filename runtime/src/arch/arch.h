@@ -42,6 +42,7 @@
 #ifndef FTRT_ARCH_H
 #define FTRT_ARCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "asm.h"		/* src/arch/<arch>/asm.h */
@@ -108,10 +109,35 @@ uintptr_t ftrt_arch_pc(const void *uc);
 void ftrt_arch_set_pc(void *uc, uintptr_t pc);
 uintptr_t ftrt_arch_sp(const void *uc);
 
+/* ---- arguments and return values (args_<arch>.c) --------------------------------------- */
+
+struct ftrace_regs;
+struct ftrace_ret_regs;
+
+/*
+ * Locations of the argument recorder (tracers/args.c): small integers the arch defines.
+ * ftrt_arch_arg_reg(): the location of a register named as specs write it ("rdi",
+ * "xmm1"; ret: one a value is returned in), or -1.
+ * ftrt_arch_arg_int(): the N-th (from 1) integer argument's register, or -1 with
+ * *stack_off set to its stack word's offset from the entry stack pointer.
+ * ftrt_arch_arg_fp(): the N-th floating argument's register, or -2 (none).
+ * ftrt_arch_ret_loc(): where an integer (fp = 0) or floating (fp = 1) result is.
+ * ftrt_arch_arg_get(), ftrt_arch_ret_get(): a location's 8 bytes (the low 8 of a vector
+ * register) in the trampoline's frame at entry, in return_to_handler's at exit.
+ * ftrt_arch_arg_sp(): the stack pointer at entry (stack-passed arguments are above it).
+ */
+int ftrt_arch_arg_reg(const char *name, size_t len, int ret);
+int ftrt_arch_arg_int(unsigned n, unsigned *stack_off);
+int ftrt_arch_arg_fp(unsigned n);
+int ftrt_arch_ret_loc(int fp);
+unsigned long ftrt_arch_arg_get(const struct ftrace_regs *fregs, int loc);
+unsigned long ftrt_arch_ret_get(const struct ftrace_ret_regs *rr, int loc);
+unsigned long ftrt_arch_arg_sp(const struct ftrace_regs *fregs);
+
 /*
  * Assembly entry points (<arch>'s .S files):
  *   __fentry__, ftrace_stub, the trampoline templates	(ftrace_<arch>.S, by trampgen)
- *   return_to_handler: where a hooked return lands; calls fgraph_return() (fgraph.c) and
+ *   return_to_handler: where a hooked return lands; calls fgraph_return(sp, regs) (fgraph.c) and
  *	returns to what it answers, the return value registers kept	(fgraph_<arch>.S)
  *   dlopen, dlclose: the runtime's, calling ftrt_dlopen_hooked / ftrt_dlclose_hooked
  *	(ftrace_core.c) around the C library's			(ftrace_dl_<arch>.S)

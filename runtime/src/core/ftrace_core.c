@@ -2603,6 +2603,7 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 	fi->ip = r->ip;
 	fi->func = y ? y->addr : 0;
 	fi->name = y ? (y->demangled ? y->shortname : y->name) : "";
+	fi->symbol = y ? y->name : "";
 	fi->object = o->path;
 	fi->len = (r->flags & REC_LEN6) ? 6 : FTRT_ARCH_CALL_SIZE;
 	fi->nr_ops = r->flags & REC_COUNT_MASK;

@@ -30,6 +30,7 @@
 #include "control.h"
 #include "trace.h"
 #include "trace_buf.h"
+#include "args.h"
 #include "trigger.h"
 #include "trace_util.h"
 
@@ -197,6 +198,18 @@ static void handle(int fd, char *line)
 			reply(fd, out);
 		else
 			result(fd, err, NULL);
+	} else if (!strcmp(line, "args") || !strcmp(line, "retval")) {
+		char bad[160] = "";
+		int ret = line[0] == 'r';
+		int err = ft_args_set(ret, strcmp(arg, "off") ? arg : NULL, bad, sizeof(bad));
+
+		if (err == -EINVAL) {
+			snprintf(out, sizeof(out), "error %s '%s': not FUNC@%s (nothing changed)\n", line, bad,
+				 ret ? "retval[/FMT][%REG]" : "ARG[/FMT][%LOC],...");
+			reply(fd, out);
+		} else {
+			result(fd, err, NULL);
+		}
 	} else if (!strcmp(line, "threads")) {
 		int err = ftrace_trace_set_threads(arg);
 
@@ -216,7 +229,7 @@ static void handle(int fd, char *line)
 	} else if (!strcmp(line, "finish")) {
 		result(fd, ftrace_trace_finish(), NULL);
 	} else {
-		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, trigger, time_filter, ring, snapshot, dump, clear, finish)\n");
+		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, trigger, time_filter, args, retval, ring, snapshot, dump, clear, finish)\n");
 	}
 }
 

@@ -99,7 +99,8 @@ static struct fgraph_frame *shadow_get(struct ft_thread *t)
 }
 
 /* Run the return callbacks of frame f (already popped; depth = its index). */
-static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, uint64_t now)
+static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, uint64_t now,
+			const struct ftrace_ret_regs *rr)
 {
 	struct ftrace_graph_ret r = {
 		.func = f->ip,
@@ -108,6 +109,8 @@ static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, u
 		.calltime = f->calltime,
 		.rettime = now,
 		.retaddr = f->ret,
+		.ret_regs = rr,
+		.retval = rr ? rr->rax : 0,
 	};
 	uint32_t users = f->users;
 	struct ft_thread *t = &ft_cur;
@@ -289,7 +292,7 @@ static void pop_unwound(struct ft_thread *t, int keep, int how)
 			*f.slot = f.ret;
 		t->depth = d;
 		barrier();
-		frame_close(&f, d, FGRAPH_RET_UNWOUND, now);
+		frame_close(&f, d, FGRAPH_RET_UNWOUND, now, NULL);
 	}
 	t->last_slot = NULL;
 }
@@ -357,7 +360,7 @@ static inline int call_entryfunc(struct ft_thread *t, struct fgraph_ops *gops,
  * the frames over depth. A handler that runs anywhere else nests normally.
  */
 static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, int idx,
-				 unsigned long ip, unsigned long *slot)
+				 unsigned long ip, unsigned long *slot, struct ftrace_regs *fregs)
 {
 	struct ftrace_graph_ent e;
 	struct fgraph_frame *f;
@@ -376,6 +379,7 @@ static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, i
 		e.depth = t->depth - 1;
 		e.calltime = f->calltime;
 		e.retaddr = f->ret;
+		e.fregs = fregs;
 		if (call_entryfunc(t, gops, &e))
 			f->users |= 1u << idx;
 		return;
@@ -391,6 +395,7 @@ static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, i
 	e.depth = d;
 	e.calltime = ft_clock_read();
 	e.retaddr = *slot;
+	e.fregs = fregs;
 	if (!call_entryfunc(t, gops, &e))
 		return;
 	f = &t->shadow[d];
@@ -428,7 +433,7 @@ static FT_CALLBACK void fgraph_entry(unsigned long ip, unsigned long parent_ip, 
 		return;
 	t->in_ret++;
 	barrier();
-	fgraph_entry_guarded(t, gops, idx, ip, slot);
+	fgraph_entry_guarded(t, gops, idx, ip, slot, fregs);
 	barrier();
 	t->in_ret--;
 }
@@ -461,9 +466,10 @@ static __attribute__((noinline)) unsigned long orphan_return(struct ft_thread *t
 
 /*
  * Called by return_to_handler with the stack pointer after the traced
- * function's `ret`: its slot is sp - 8. Returns where to continue.
+ * function's `ret` (its slot is sp - 8) and the registers it returned in.
+ * Returns where to continue.
  */
-unsigned long fgraph_return(unsigned long sp)
+unsigned long fgraph_return(unsigned long sp, const struct ftrace_ret_regs *rr)
 {
 	struct ft_thread *t = &ft_cur;
 	unsigned long *slot = (unsigned long *)sp - 1;
@@ -491,7 +497,7 @@ unsigned long fgraph_return(unsigned long sp)
 	t->depth = d;
 	t->last_slot = NULL;
 	barrier();
-	frame_close(&f, d, 0, now);
+	frame_close(&f, d, 0, now, rr);
 	barrier();
 	t->in_ret--;
 	return f.ret;

@@ -29,6 +29,7 @@
 #include <ftrace_trace.h>
 
 #include "core/ftrt_core.h"
+#include "args.h"
 #include "control.h"
 #include "fgraph.h"
 #include "trace.h"
@@ -307,19 +308,41 @@ static inline struct ft_thread *thread_buf(void)
 	return ft_thread_buf();
 }
 
+/* The arguments of the call of ip at ts, if it has a plan (before its event). */
+static __attribute__((noinline)) void args_entry(struct ft_thread *t, unsigned long ip, uint64_t ts,
+						 const struct ftrace_regs *fregs)
+{
+	const struct ft_argplan *p = ft_args_find(ip);
+
+	if (p)
+		ft_args_entry(t, p, ts, fregs);
+}
+
+static __attribute__((noinline)) void args_exit(struct ft_thread *t, unsigned long ip, uint64_t ts,
+						const struct ftrace_ret_regs *rr)
+{
+	const struct ft_argplan *p = ft_args_find(ip);
+
+	if (p)
+		ft_args_exit(t, p, ts, rr);
+}
+
 static FT_CALLBACK void trace_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 		       struct ftrace_regs *fregs)
 {
 	struct ft_thread *t;
+	uint64_t ts;
 
 	(void)op;
-	(void)fregs;
 	if (thr_left_out())
 		return;
 	t = thread_buf();
 	if (unlikely(!t))
 		return;
-	ft_ev_func(t, ip, parent_ip, ft_clock_read());
+	ts = ft_clock_read();
+	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
+		args_entry(t, ip, ts, fregs);
+	ft_ev_func(t, ip, parent_ip, ts);
 }
 
 static struct ftrace_ops trace_fops = { .func = trace_func };
@@ -436,6 +459,8 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 		graph_close_stale(t, e->depth);
 	if (unlikely(t->open + t->npend >= FGRAPH_SHADOW_DEPTH))
 		return 0;
+	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
+		args_entry(t, e->func, e->calltime, e->fregs);
 	if (unlikely(__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED))) {
 		struct ft_rframe *f = &t->rs[t->open + t->npend++];
 
@@ -493,6 +518,8 @@ static void trace_graph_ret(struct ftrace_graph_ret *e, struct fgraph_ops *gops)
 		if (!t->open || t->rs[t->open - 1].depth != e->depth)
 			return;
 	}
+	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)) && e->ret_regs)
+		args_exit(t, e->func, e->rettime, e->ret_regs);
 	/* popped after: a block started by this exit has the frame in its header */
 	if (unlikely(t->need_depth))
 		ft_ev_slow(t, (e->flags & FGRAPH_RET_UNWOUND) ? FTKIT_EV_EXIT_UNWOUND : FTKIT_EV_EXIT,
@@ -1407,17 +1434,18 @@ void ft_trace_status(char *buf, size_t len)
 {
 	static const char *const names[] = { "nop", "function", "function_graph" };
 	uint64_t lost, depth, threads;
-	char mode[32];
+	char mode[32], args[48];
 
 	ft_session_counts(&lost, &depth, &threads);
 	ft_session_mode(mode, sizeof(mode));
+	ft_args_status(args, sizeof(args));
 	pthread_mutex_lock(&trace_mu);
 	struct thr_spec *sp = __atomic_load_n(&thr_spec, __ATOMIC_ACQUIRE);
 
-	snprintf(buf, len, "tracer=%s enabled=%d recording=%d pid=%d output=%s mode=%s time_filter=%lluns thread_filter=%s threads=%llu lost=%llu lost_depth=%llu",
+	snprintf(buf, len, "tracer=%s enabled=%d recording=%d pid=%d output=%s mode=%s time_filter=%lluns thread_filter=%s threads=%llu lost=%llu lost_depth=%llu%s",
 		 names[tr.tracer], tr.enabled, tr.registered != FTRACE_TRACER_NOP, (int)getpid(),
 		 ft_sess.final, mode, (unsigned long long)tr.thresh_ns, sp ? sp->text : "*",
-		 (unsigned long long)threads, (unsigned long long)lost, (unsigned long long)depth);
+		 (unsigned long long)threads, (unsigned long long)lost, (unsigned long long)depth, args);
 	pthread_mutex_unlock(&trace_mu);
 }
 
@@ -1490,7 +1518,7 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 {
 	const char *tracer = secure_getenv("FTRACE_TRACER");
 	const char *control = secure_getenv("FTRACE_CONTROL");
-	const char *tf, *trig;
+	const char *tf, *trig, *argspec, *retspec;
 	struct ftrace_trace_config cfg = { 0 };
 	unsigned long v;
 
@@ -1528,6 +1556,8 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 		fprintf(stderr, "ftkit: ignoring FTRACE_THREADS=%s (thread ids and name globs, comma-separated, at most 64)\n", tf);
 	tf = secure_getenv("FTRACE_TRIGGER");
 	trig = tf && *tf ? tf : NULL;
+	argspec = secure_getenv("FTRACE_ARGS");
+	retspec = secure_getenv("FTRACE_RETVAL");
 	tf = secure_getenv("FTRACE_TIME_FILTER");
 	if (tf && *tf) {
 		uint64_t ns;
@@ -1540,6 +1570,19 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	ftrace_trace_start(&cfg);
 	if (cfg.tracer != FTRACE_TRACER_NOP)
 		warn_no_tables();
+	for (int ret = 0; ret < 2; ret++) {
+		const char *sp = ret ? retspec : argspec;
+		char bad[160] = "";
+		int err;
+
+		if (!sp || !*sp)
+			continue;
+		err = ft_args_set(ret, sp, bad, sizeof(bad));
+		if (err)
+			fprintf(stderr, "ftkit: ignoring FTRACE_%s=%.200s: %s%s%s\n", ret ? "RETVAL" : "ARGS", sp,
+				err == -EINVAL ? "'" : "", err == -EINVAL ? bad : strerror(-err),
+				err == -EINVAL ? "': not FUNC@ARG[/FMT][%LOC],... (see docs/ftrace-cli.md)" : "");
+	}
 	if (trig) {
 		char bad[160] = "";
 		int err = ft_set_triggers(trig, bad, sizeof(bad));

@@ -1636,8 +1636,8 @@ static void ev_lost(struct ft_thread *t)
  * lost).
  */
 /* An EXT record of n words (payload: u64 time, then data of len bytes) in the stream. */
-static int ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, const void *data,
-		  size_t len)
+int ft_ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, const void *data,
+	      size_t len)
 {
 	uint32_t n, *p;
 	int saved_errno, err = 0;
@@ -1678,14 +1678,14 @@ int ft_ev_marker(struct ft_thread *t, uint64_t ts, const char *text, size_t len)
 {
 	if (len > FT_MARKER_MAX)
 		len = FT_MARKER_MAX;
-	return ev_ext(t, FTKIT_EXT_MARKER, (uint32_t)len, ts, text, len);
+	return ft_ev_ext(t, FTKIT_EXT_MARKER, (uint32_t)len, ts, text, len);
 }
 
 int ft_ev_stack(struct ft_thread *t, uint64_t ts, const uint64_t *pcs, unsigned n)
 {
 	if (n > 32)
 		n = 32;
-	return ev_ext(t, FTKIT_EXT_STACK, n, ts, pcs, n * sizeof(*pcs));
+	return ft_ev_ext(t, FTKIT_EXT_STACK, n, ts, pcs, n * sizeof(*pcs));
 }
 
 void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, uint64_t ts)

@@ -177,7 +177,27 @@ enum {
 	FTKIT_EXT_LOST = 4,
 	FTKIT_EXT_MARKER = 5,
 	FTKIT_EXT_STACK = 6,
+	FTKIT_EXT_ARGS = 7,
+	FTKIT_EXT_RETVAL = 8,
 };
+
+/*
+ * ARGS / RETVAL payload (after the u64 time): u32 low half of the function's address,
+ * one descriptor byte per value (padded to a word), then each value: u64 word, and for
+ * FTKIT_ARG_STR a u32 string header (length | FTKIT_STR_*) and the bytes, padded.
+ */
+enum {
+	FTKIT_ARG_AUTO = 0,	/* formatted from the program's DWARF by readers */
+	FTKIT_ARG_INT = 1, FTKIT_ARG_UINT = 2, FTKIT_ARG_HEX = 3, FTKIT_ARG_STRING = 4,
+	FTKIT_ARG_CHAR = 5, FTKIT_ARG_FLOAT = 6, FTKIT_ARG_PTR = 7,
+};
+#define FTKIT_ARG_FMT_MASK	0x0f
+#define FTKIT_ARG_SIZE_SHIFT	4	/* bits 4-5: log2 of the value's size in bytes */
+#define FTKIT_ARG_STR		0x40	/* a string header and bytes follow the word */
+#define FTKIT_STR_LEN_MASK	0xffff
+#define FTKIT_STR_BAD		0x10000	/* the pointer could not be read */
+#define FTKIT_STR_TRUNC		0x20000	/* no NUL within the bytes copied */
+#define FTKIT_STR_UNREAD	0x40000	/* not read: no fault-safe read here (seccomp) */
 
 #define FTKIT_DELTA_MAX		(1U << 29)	/* deltas below this fit */
 #define FTKIT_NEAR_DELTA_MAX	(1U << 13)

@@ -113,6 +113,16 @@ type Walker struct {
 	// are not passed on.
 	Text func(uint64) string
 	mark MarkerObserver // obs, if it is one
+	// Vals takes a ValuesKind event's record (tracefile.Stream.TakeValues); nil: they
+	// are dropped.
+	Vals func(*tracefile.Event) *tracefile.Values
+	vobs ValueObserver // obs, if it is one
+}
+
+// ValueObserver is an Observer that is also told of the arguments (before the Enter or
+// Call they belong to) and return values (before the Close) the trace recorded.
+type ValueObserver interface {
+	Values(v *tracefile.Values)
 }
 
 // MarkerObserver is an Observer that is also told of the program's markers
@@ -143,8 +153,9 @@ func NewWalker(th *tracefile.Thread, lookup Lookup, obs Observer) *Walker {
 	en, _ := obs.(Enterer)
 	_, nest := obs.(Nester)
 	mk, _ := obs.(MarkerObserver)
+	vo, _ := obs.(ValueObserver)
 	return &Walker{
-		lookup: lookup, obs: obs, enter: en, noAdopt: nest, mark: mk,
+		lookup: lookup, obs: obs, enter: en, noAdopt: nest, mark: mk, vobs: vo,
 		ids:    map[uint64]int32{},
 		funcID: map[*symbolize.Func]int32{},
 		T:      Thread{TID: th.TID, Name: th.Name},
@@ -188,6 +199,14 @@ func (w *Walker) Events(evs []tracefile.Event) error {
 				}
 			}
 			continue // a message, not a call: not counted
+		}
+		if ev.Kind == tracefile.ValuesKind {
+			if w.Vals != nil {
+				if v := w.Vals(ev); v != nil && w.vobs != nil {
+					w.vobs.Values(v)
+				}
+			}
+			continue
 		}
 		if !w.seen || ev.TS < t.First {
 			t.First = ev.TS
@@ -351,6 +370,7 @@ var errStop = errors.New("calltree: stopped")
 func Follow(st *tracefile.Stream, i int, lookup Lookup, obs Observer, stop func() bool) error {
 	w := NewWalker(st.Trace.Threads[i], lookup, obs)
 	w.Text = st.MarkerText
+	w.Vals = st.TakeValues
 	err := st.Events(i, func(evs []tracefile.Event) error {
 		if err := w.Events(evs); err != nil {
 			return err
@@ -374,7 +394,13 @@ func Follow(st *tracefile.Stream, i int, lookup Lookup, obs Observer, stop func(
 func ReadThread(st *tracefile.Stream, i int, lookup Lookup) (*Thread, error) {
 	var evs []tracefile.Event
 	if err := st.Events(i, func(b []tracefile.Event) error {
-		evs = append(evs, b...)
+		for k := range b {
+			if b[k].Kind == tracefile.ValuesKind {
+				st.TakeValues(&b[k]) // a tree shows no values
+				continue
+			}
+			evs = append(evs, b[k])
+		}
 		return nil
 	}); err != nil {
 		return nil, err

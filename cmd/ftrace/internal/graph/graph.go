@@ -6,6 +6,7 @@ package graph
 
 import (
 	"fmt"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"io"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
@@ -24,6 +25,9 @@ type Options struct {
 	// Counted is called by WriteStream once it has read the whole trace, before printing
 	// (for warnings; may be nil).
 	Counted func()
+	// Values prints the arguments and return values the trace recorded (nil: not shown;
+	// not shown either under a Filter, or for a thread printed from its whole tree).
+	Values *argfmt.Formatter
 }
 
 // Marker returns the kernel-style duration marker: ' ', '+' (>10 µs), '!' (>100 µs),

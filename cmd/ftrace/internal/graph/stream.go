@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"io"
 	"strings"
 
@@ -129,6 +130,14 @@ type callPrinter struct {
 	n       int
 	told    int // calls told, printed or not
 	markers bool
+	vals    *argfmt.Formatter
+	args    *tracefile.Values // of the next call
+}
+
+func (p *callPrinter) Values(v *tracefile.Values) {
+	if !v.Ret {
+		p.args = v
+	}
 }
 
 // Marker prints a program's marker (ftrace_trace_marker) as the kernel's trace does
@@ -151,12 +160,18 @@ func (p *callPrinter) Call(c *calltree.Call, _ int) {
 	if c.Caller != nil {
 		caller = c.Caller.Name
 	}
-	p.ew.printf("%13.3f   %s <- %s\n", float64(c.TS-p.f.Start)/1e3, c.Func.Name, caller)
+	name := c.Func.Name
+	if p.args != nil {
+		name = withArgs(c.Func, p.vals.Args(c.Func, p.args))
+	}
+	p.args = nil
+	p.ew.printf("%13.3f   %s <- %s\n", float64(c.TS-p.f.Start)/1e3, name, caller)
 }
 
 func streamCalls(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, calls uint64, o Options) error {
 	ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
-	p := &callPrinter{ew: ew, f: f, limit: o.Limit, markers: t.Nodes == 0}
+	p := &callPrinter{ew: ew, f: f, limit: o.Limit, markers: t.Nodes == 0, vals: o.Values}
+	st.Values = o.Values != nil && o.Filter == nil
 	if err := calltree.Follow(st, i, lookup, o.wrap(p), func() bool { return p.limit > 0 && p.n >= p.limit }); err != nil {
 		return err
 	}
@@ -177,12 +192,24 @@ type graphPrinter struct {
 	lines int
 	full  bool
 	stack []gframe
+	// the values recorded with the next entry and the next return
+	args, ret *tracefile.Values
 }
 
 type gframe struct {
 	fn     *symbolize.Func
 	start  uint64
 	opened bool
+	args   string
+	valued bool // args were recorded
+}
+
+func (p *graphPrinter) Values(v *tracefile.Values) {
+	if v.Ret {
+		p.ret = v
+	} else {
+		p.args = v
+	}
 }
 
 func newGraphPrinter(ew *errWriter, f *calltree.Forest, o Options, tid int) *graphPrinter {
@@ -222,16 +249,37 @@ func callText(fn *symbolize.Func) string {
 	return fn.Name + "()"
 }
 
+// withArgs is fn's name with the recorded arguments in place of its parameter list.
+func withArgs(fn *symbolize.Func, args string) string {
+	name := fn.Name
+	if i := strings.LastIndexByte(name, '('); i > 0 && strings.HasSuffix(strings.TrimSuffix(name, " const"), ")") && !strings.HasSuffix(name, "operator()") {
+		name = name[:i]
+	}
+	return name + "(" + args + ")"
+}
+
+func (g *gframe) text() string {
+	if g.valued {
+		return withArgs(g.fn, g.args)
+	}
+	return callText(g.fn)
+}
+
 func (p *graphPrinter) Call(*calltree.Call, int) {}
 
 func (p *graphPrinter) Enter(fn *symbolize.Func, _ int, start uint64) {
 	if d := len(p.stack) - 1; d >= 0 {
 		if top := &p.stack[d]; !top.opened && p.shown(d) && !p.folds(d) {
 			top.opened = true
-			p.line(top.start, blank, strings.Repeat("  ", d)+callText(top.fn)+" {")
+			p.line(top.start, blank, strings.Repeat("  ", d)+top.text()+" {")
 		}
 	}
-	p.stack = append(p.stack, gframe{fn: fn, start: start})
+	g := gframe{fn: fn, start: start}
+	if p.args != nil {
+		g.args, g.valued = p.o.Values.Args(fn, p.args), true
+		p.args = nil
+	}
+	p.stack = append(p.stack, g)
 }
 
 // Marker prints a program's marker (ftrace_trace_marker) where it came among the calls,
@@ -244,7 +292,7 @@ func (p *graphPrinter) Marker(ts uint64, text string) {
 	if d > 0 {
 		if top := &p.stack[d-1]; !top.opened {
 			top.opened = true
-			p.line(top.start, blank, strings.Repeat("  ", d-1)+callText(top.fn)+" {")
+			p.line(top.start, blank, strings.Repeat("  ", d-1)+top.text()+" {")
 		}
 	}
 	p.line(ts, blank, strings.Repeat("  ", d)+"/* "+text+" */")
@@ -254,6 +302,8 @@ func (p *graphPrinter) Close(f *calltree.Frame) {
 	d := len(p.stack) - 1
 	s := p.stack[d]
 	p.stack = p.stack[:d]
+	rv := p.ret
+	p.ret = nil
 	if !p.shown(d) {
 		return
 	}
@@ -264,16 +314,21 @@ func (p *graphPrinter) Close(f *calltree.Frame) {
 		note = " /* unwound */"
 	}
 	indent := strings.Repeat("  ", d)
+	ret := ""
+	if rv != nil && !f.Partial && !f.Unwound {
+		ret = " = " + p.o.Values.Ret(f.Func, rv)
+	}
 	if !s.opened {
-		p.line(f.Start, duration(f.Duration()), indent+callText(f.Func)+";"+note)
+		p.line(f.Start, duration(f.Duration()), indent+s.text()+ret+";"+note)
 		return
 	}
-	p.line(f.End, duration(f.Duration()), indent+"} /* "+f.Func.Name+" */"+note)
+	p.line(f.End, duration(f.Duration()), indent+"}"+ret+" /* "+f.Func.Name+" */"+note)
 }
 
 func streamGraph(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, o Options) error {
 	graphHeader(ew, o)
 	p := newGraphPrinter(ew, f, o, t.TID)
+	st.Values = o.Values != nil && o.Filter == nil
 	if err := calltree.Follow(st, i, lookup, o.wrap(p), func() bool { return p.full }); err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ const (
 	extLost     = 4
 	extMarker   = 5
 	extStack    = 6
+	// extArgs, extRetval: values.go
 
 	deltaBits     = 29
 	nearDeltaBits = 13
@@ -264,13 +265,17 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 	var open []frame
 	var evs []Event
 	var raw []byte
+	var vs *valState
+	if s.Values {
+		vs = &valState{add: s.vals.add}
+	}
 	for _, b := range blocks {
 		var err error
 		if raw, err = s.readBlock(raw, b); err != nil {
 			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
 		}
 		evs = evs[:0]
-		evs, open, err = decodeBlock(raw, b, th, evs, open, s.conv, s.addMarker, s.stackText)
+		evs, open, err = decodeBlock(raw, b, th, evs, open, s.conv, s.addMarker, s.stackText, vs)
 		if err != nil {
 			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
 		}
@@ -322,7 +327,7 @@ func (s *Stream) readBlock(raw []byte, b block) ([]byte, error) {
 // next entry at their depth closes them, as the depth rule of the format says), and
 // frames the header lists that the stream has not entered (a ring that starts in the
 // middle of calls, a dropped block) are entered here with their recorded time.
-func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, conv func(uint64) uint64, mark func(string) uint64, stack func([]uint64) string) ([]Event, []frame, error) {
+func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, conv func(uint64) uint64, mark func(string) uint64, stack func([]uint64) string, vs *valState) ([]Event, []frame, error) {
 	depth := int(le.Uint32(raw[52:]))
 	dataLen := int(le.Uint32(raw[56:]))
 	ipHi := uint64(le.Uint32(raw[60:])) << 32
@@ -393,6 +398,12 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 					}
 					evs = append(evs, Event{Kind: Marker, TS: conv(le.Uint64(p)), IP: mark(stack(pcs)), Depth: -1})
 				}
+			case extArgs, extRetval: // u64 ticks, then the values (values.go)
+				if vs != nil && nw >= 2 {
+					if ip32, v := parseValues(p[8:], int(arg&31), sub == extRetval); v != nil {
+						vs.record(ip32, le.Uint64(p), v)
+					}
+				}
 			}
 			i += 1 + nw
 			continue
@@ -410,6 +421,11 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 				ev.Depth = -1
 			} else {
 				f := open[len(open)-1]
+				if vs != nil && len(vs.pend) > 0 {
+					if v, ok := vs.take(f.ip, ts, true, conv); ok {
+						evs = append(evs, v)
+					}
+				}
 				open = open[:len(open)-1]
 				ev.IP, ev.Parent, ev.Depth = f.ip, conv(f.ts), int32(len(open))
 			}
@@ -422,6 +438,11 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			ts += uint64(w0 >> 3)
 			ip := ipHi | uint64(w1)
+			if vs != nil && len(vs.pend) > 0 {
+				if v, ok := vs.take(ip, ts, false, conv); ok {
+					evs = append(evs, v)
+				}
+			}
 			evs = append(evs, Event{Kind: Entry, TS: conv(ts), IP: ip, Depth: int32(len(open))})
 			open = append(open, frame{ip: ip, ts: ts})
 			i += 2
@@ -432,6 +453,11 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			w1, _ := word(i + 1)
 			ts += uint64(w0 >> 3)
+			if vs != nil && len(vs.pend) > 0 {
+				if v, ok := vs.take(ipHi|uint64(w1), ts, false, conv); ok {
+					evs = append(evs, v)
+				}
+			}
 			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: ipHi | uint64(w1), Parent: parentHi | uint64(w2)})
 			i += 3
 		case evFuncNear:
@@ -441,6 +467,11 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			ts += uint64(w0 >> 3 & (1<<nearDeltaBits - 1))
 			ip := ipHi | uint64(w1)
+			if vs != nil && len(vs.pend) > 0 {
+				if v, ok := vs.take(ip, ts, false, conv); ok {
+					evs = append(evs, v)
+				}
+			}
 			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: ip, Parent: ip + uint64(int64(int16(w0>>16)))})
 			i += 2
 		default:

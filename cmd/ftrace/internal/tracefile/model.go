@@ -28,6 +28,10 @@ const (
 	// in the Stream that decoded it (Stream.MarkerText). Not a call: readers that count
 	// events skip it.
 	Marker
+	// ValuesKind carries the arguments or return value recorded with the next Call, Entry
+	// or Exit: IP numbers the record in the Stream (Stream.TakeValues). Only a Stream with
+	// Values set decodes them; readers that count events skip them.
+	ValuesKind
 )
 
 func (k Kind) String() string {
@@ -40,6 +44,8 @@ func (k Kind) String() string {
 		return "exit"
 	case Marker:
 		return "marker"
+	case ValuesKind:
+		return "values"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

@@ -27,6 +27,10 @@ type Stream struct {
 	// Name, if set, names a code address in a trigger's stack trace (ret: it is a
 	// return address, its call is the byte before); else addresses are shown in hex.
 	Name func(addr uint64, ret bool) string
+	// Values: decode argument and return-value records into ValuesKind events (set
+	// before reading; off, they are skipped).
+	Values bool
+	vals   valueTable
 }
 
 // source says where one thread's events are.

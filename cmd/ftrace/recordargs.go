@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/ftkit/ftkit/internal/fnargs"
+	"github.com/ftkit/ftkit/mcountloc"
+	"github.com/urfave/cli/v2"
+)
+
+// maxEnvSpec is the longest spec list passed in the environment itself; a longer one
+// (--auto-args on a big program) goes through a private file named as @FILE (one
+// environment string may not exceed 128 KiB).
+const maxEnvSpec = 32 << 10
+
+// argsEnv is FTRACE_ARGS / FTRACE_RETVAL for record's -A, -R and --auto-args, checked
+// here so that a bad spec is an error before the program runs; cleanup removes the
+// files it wrote.
+func argsEnv(c *cli.Context, prog string) (env []string, cleanup func(), err error) {
+	var args, rets []string
+	var files []string
+	cleanup = func() {
+		for _, f := range files {
+			os.Remove(f)
+		}
+	}
+	if c.Bool("auto-args") {
+		path, err := exec.LookPath(prog)
+		if err != nil {
+			return nil, cleanup, fmt.Errorf("record: --auto-args: %w", err)
+		}
+		tab, err := fnargs.Load(path)
+		if err != nil {
+			return nil, cleanup, fmt.Errorf("record: --auto-args: %w", err)
+		}
+		a, r, _ := tab.RuntimeSpecs(tracedEntries(path))
+		if a == "" && r == "" {
+			return nil, cleanup, fmt.Errorf("record: --auto-args: %s: no function with arguments or a return value in its DWARF", path)
+		}
+		args = append(args, strings.TrimSuffix(a, "\n"))
+		rets = append(rets, strings.TrimSuffix(r, "\n"))
+	}
+	for _, s := range c.Generic("argument").(*specList).v {
+		if _, err := fnargs.ParseArgSpec(s); err != nil {
+			return nil, cleanup, fmt.Errorf("record: -A: %w", err)
+		}
+		args = append(args, s)
+	}
+	for _, s := range c.Generic("retval").(*specList).v {
+		if _, err := fnargs.ParseRetSpec(s); err != nil {
+			return nil, cleanup, fmt.Errorf("record: -R: %w", err)
+		}
+		rets = append(rets, s)
+	}
+	for _, l := range []struct {
+		name  string
+		specs []string
+	}{{"FTRACE_ARGS", args}, {"FTRACE_RETVAL", rets}} {
+		text := strings.Join(nonEmpty(l.specs), "\n")
+		if text == "" {
+			continue
+		}
+		if len(text) <= maxEnvSpec {
+			env = append(env, l.name+"="+strings.ReplaceAll(text, "\n", ";"))
+			continue
+		}
+		f, err := os.CreateTemp("", "ftrace-args-*")
+		if err != nil {
+			return nil, cleanup, fmt.Errorf("record: %w", err)
+		}
+		files = append(files, f.Name())
+		_, err = f.WriteString(text + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, cleanup, fmt.Errorf("record: writing %s: %w", f.Name(), err)
+		}
+		env = append(env, l.name+"=@"+f.Name())
+	}
+	return env, cleanup, nil
+}
+
+// tracedEntries says which function entries of the program at path have a call site in
+// its table (nil: all may, when the table cannot be read): a static function of the
+// runtime's or of an uninstrumented file does not take a traced function's name.
+func tracedEntries(path string) func(uint64) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	l, err := mcountloc.OpenLinked(data, nil)
+	if err != nil {
+		return nil
+	}
+	at := map[uint64]bool{}
+	for _, s := range l.Sites {
+		if s.FuncAt != 0 {
+			at[s.FuncAt] = true
+		}
+	}
+	return func(entry uint64) bool { return at[entry] }
+}
+
+func nonEmpty(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}

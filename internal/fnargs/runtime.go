@@ -1,0 +1,102 @@
+package fnargs
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The runtime caps (tracers/args.h): values recorded at entry, words of a return value.
+const (
+	runtimeMaxArgs = 16
+	runtimeMaxRet  = 4
+)
+
+// RuntimeSpecs writes the table's plans in the runtime's spec syntax (FTRACE_ARGS and
+// FTRACE_RETVAL, one `SYMBOL@ITEM,...` per line) for `ftrace record --auto-args`: each
+// word of each argument at its location, formatted by readers from the DWARF (letter a,
+// A for a string to copy). Functions are named by their symbol (the C++ linkage name);
+// a name that several functions with different plans share is left out, and so are the
+// arguments past the runtime's 16 words (readers show them as ?). keep, when not nil,
+// says which functions may be traced (by entry address): the others are left out before
+// names are compared. skipped counts the functions left out by name.
+func (t *Table) RuntimeSpecs(keep func(entry uint64) bool) (args, rets string, skipped int) {
+	type pair struct{ a, r string }
+	byName := map[string]*pair{}
+	var order []string
+	bad := map[string]bool{}
+	for _, f := range t.Funcs {
+		if keep != nil && !keep(f.Entry) {
+			continue
+		}
+		name := f.Linkage
+		if name == "" {
+			name = f.Name
+		}
+		if name == "" || strings.ContainsAny(name, "*?[@;,\n ") {
+			skipped++
+			continue
+		}
+		a, r := runtimeItems(f)
+		if p, ok := byName[name]; ok {
+			if p.a != a || p.r != r {
+				bad[name] = true
+			}
+			continue
+		}
+		byName[name] = &pair{a, r}
+		order = append(order, name)
+	}
+	var ab, rb strings.Builder
+	for _, name := range order {
+		if bad[name] {
+			skipped++
+			continue
+		}
+		p := byName[name]
+		if p.a != "" {
+			fmt.Fprintf(&ab, "%s@%s\n", name, p.a)
+		}
+		if p.r != "" {
+			fmt.Fprintf(&rb, "%s@%s\n", name, p.r)
+		}
+	}
+	return ab.String(), rb.String(), skipped
+}
+
+// runtimeItems is one plan's argument and return-value items.
+func runtimeItems(f *Func) (args, ret string) {
+	var items []string
+	for i, a := range f.Args {
+		if len(items)+len(a.Parts) > runtimeMaxArgs {
+			break
+		}
+		for k, p := range a.Parts {
+			items = append(items, fmt.Sprintf("arg%d/%s%s", i+1, autoLetter(a, k), runtimeLoc(p)))
+		}
+	}
+	args = strings.Join(items, ",")
+	items = items[:0]
+	if r := f.Ret; r != nil && len(r.Parts) <= runtimeMaxRet {
+		for k, p := range r.Parts {
+			if p.Stack {
+				return args, ""
+			}
+			items = append(items, "retval/"+autoLetter(r, k)+runtimeLoc(p))
+		}
+	}
+	return args, strings.Join(items, ",")
+}
+
+func autoLetter(a *Arg, part int) string {
+	if part == 0 && a.isString() {
+		return "A"
+	}
+	return "a"
+}
+
+func runtimeLoc(l Loc) string {
+	if l.Stack {
+		return fmt.Sprintf("%%stack+%d", l.Off/8)
+	}
+	return "%" + l.Reg.String()
+}

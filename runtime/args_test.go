@@ -1,0 +1,141 @@
+package ftrt_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+// The calls ftrace graph printed (graph tracer: the text after "|  ", function tracer:
+// the call before " <- "), main's and closing lines left out.
+func argsCalls(t *testing.T, g, tracer string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(g, "\n") {
+		var c string
+		if tracer == "function" {
+			f := strings.Fields(l)
+			if len(f) < 2 || strings.HasPrefix(l, "#") {
+				continue
+			}
+			c, _, _ = strings.Cut(strings.Join(f[1:], " "), " <- ")
+		} else {
+			_, after, ok := strings.Cut(l, "|  ")
+			if !ok || strings.HasPrefix(l, "#") {
+				continue
+			}
+			c = strings.TrimSuffix(strings.TrimSpace(after), ";")
+		}
+		if c == "" || strings.HasPrefix(c, "main") || strings.HasPrefix(c, "}") {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// --auto-args: every call's arguments and return value as ftrace graph prints them are
+// what the program says it was called with and returned (each function prints itself in
+// the same form), for C and C++ (templates, classes by reference and by value, members,
+// enums, strings near unmapped memory and bad pointers), with both tracers; the program's
+// output is the same traced and untraced.
+func TestTracerArgsAuto(t *testing.T) {
+	dir := t.TempDir()
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, src := range []string{"trace_args.c", "trace_args_cxx.cc"} {
+		prog := trBuild(t, dir, src)
+		plain, _ := trRun(t, dir, prog, nil)
+		for _, tracer := range []string{"function_graph", "function"} {
+			dat := filepath.Join(dir, src+"."+tracer+".dat")
+			out := testenv.Run(t, dir, ftrace, "record", "-q", "-a", "-t", tracer, "-o", dat, "--", prog)
+			// the values of this run (stack addresses differ from run to run)
+			want := strings.Split(strings.TrimSpace(out), "\n")
+			if hexAddr.ReplaceAllString(out, "0x?") != hexAddr.ReplaceAllString(plain, "0x?") {
+				t.Errorf("%s %s: output traced\n%s\nuntraced\n%s", src, tracer, out, plain)
+			}
+			got := argsCalls(t, testenv.Run(t, dir, ftrace, "graph", dat), tracer)
+			if len(got) != len(want) {
+				t.Errorf("%s %s: %d calls shown, the program made %d:\n%s", src, tracer, len(got), len(want), strings.Join(got, "\n"))
+				continue
+			}
+			for i, w := range want {
+				if tracer == "function" { // no return values
+					w = w[:strings.LastIndex(w, " = ")]
+				}
+				// a template instance's name starts with its return type
+				if !strings.HasSuffix(got[i], w) || len(got[i]) > len(w) && got[i][len(got[i])-len(w)-1] != ' ' {
+					t.Errorf("%s %s: call %d shown as %q, the program says %q", src, tracer, i, got[i], w)
+				}
+			}
+			if t.Failed() {
+				return
+			}
+		}
+	}
+}
+
+var (
+	argName = regexp.MustCompile(`\b[a-z_]+=`)
+	hexAddr = regexp.MustCompile(`0x[0-9a-f]+`)
+)
+
+// -A / -R specs (FTRACE_ARGS, FTRACE_RETVAL): only the functions and values asked for,
+// formatted as asked, no names; a malformed list is refused with a message and the
+// program runs as it would.
+func TestTracerArgsSpecs(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_args.c")
+	plain, _ := trRun(t, dir, prog, nil)
+	ftrace := testenv.Tool(t, "ftrace")
+	args := "add@arg1/i32,arg2/i32;slen@arg1/s;peek@arg1/s,arg2/d32;scale@fparg1,fparg2/f32"
+	rets := "add@retval/i32;greet@retval/s;neg@retval"
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_ARGS=" + args, "FTRACE_RETVAL=" + rets})
+	if out != plain || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v, untraced %q", out, ws, plain)
+	}
+	got := argsCalls(t, testenv.Run(t, dir, ftrace, "graph", "ftrace.dat"), "function_graph")
+	want := strings.Split(strings.TrimSpace(plain), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("%d calls shown, %d made:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i, w := range want {
+		name, _, _ := strings.Cut(w, "(")
+		call, ret, _ := strings.Cut(w, ") = ")
+		call = argName.ReplaceAllString(call, "") + ")"
+		switch name {
+		case "add", "scale":
+			w = call + " = " + ret
+			if name == "scale" {
+				w = call
+			}
+		case "slen", "peek":
+			w = call
+		case "greet":
+			w = name + "() = " + ret
+		case "neg":
+			w = name + "() = " + ret
+		default:
+			w = name + "()"
+		}
+		if got[i] != w {
+			t.Errorf("call %d shown as %q, want %q", i, got[i], w)
+		}
+	}
+	for _, bad := range []string{"add@arg99", "add", "add@arg1/q", "@arg1", "add@retval"} {
+		cmd := exec.Command(prog)
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_ARGS="+bad, "FTRACE_OUTPUT=bad.dat")
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Run(); err != nil || o.String() != plain {
+			t.Errorf("FTRACE_ARGS=%s: %v, output %q", bad, err, o.String())
+		}
+		if !strings.Contains(e.String(), "ignoring FTRACE_ARGS="+bad) {
+			t.Errorf("FTRACE_ARGS=%s: no message (stderr %q)", bad, e.String())
+		}
+	}
+}

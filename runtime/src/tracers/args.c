@@ -1,0 +1,660 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Arguments and return values: FTRACE_ARGS / FTRACE_RETVAL, the live `args` and `retval`
+ * commands and ftrace_trace_set_args() / ftrace_trace_set_retval().
+ *
+ *   GLOB@ITEM[,ITEM...][;GLOB@...]     ITEM: NAME[/FMT[BITS]][%LOC]
+ *
+ * uftrace's -A / -R syntax (docs/ftrace-cli.md): NAME argN, fpargN or retval; FMT d i u
+ * x s c f p, and two letters `ftrace record --auto-args` writes: a (a word the reader
+ * formats from the program's DWARF) and A (the same, a string copied); LOC a register or
+ * stack+N.  Specs are resolved to the functions loaded now, once, into a table of plans
+ * by site address that the tracers look up on each recorded call (ft_args_find); a
+ * change builds a new table and publishes it with one store.
+ *
+ * Recorded values go into EXT ARGS (before the call's ENTRY or FUNC) and EXT RETVAL
+ * (before its EXIT) records carrying the event's time and address, so readers pair them
+ * with their event even when a signal handler's events come between.  Strings are
+ * copied with process_vm_readv on ourselves: a bad pointer gives an error, never a fault.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <ftrace.h>
+#include <ftrace_trace.h>
+
+#include "arch/arch.h"
+#include "args.h"
+#include "trace_buf.h"
+#include "trace_format.h"
+
+struct ft_argtab *ft_argtab;
+
+/* One GLOB@ITEMS entry of a spec list. */
+struct aspec {
+	const char *glob;	/* in the owning list's text */
+	int exact;		/* no glob characters */
+	int ret;
+	int order;		/* place in the lists (later merges over earlier) */
+	int n;
+	struct ft_argval v[FT_ARGS_MAX];
+	char name[FT_ARGS_MAX][8];
+};
+
+struct speclist {
+	char *text;		/* as given (NULL: none) */
+	char *buf;		/* parsed copy the globs point into */
+	struct aspec *s;
+	int n;
+};
+
+static pthread_mutex_t args_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct speclist lists[2];	/* arguments, return values */
+static size_t nplans;
+
+/* ---- parsing ------------------------------------------------------------------------- */
+
+static int fmt_code(char c, int *str, unsigned *size)
+{
+	*str = 0;
+	switch (c) {
+	case 'd': case 'i': return FTKIT_ARG_INT;
+	case 'u': return FTKIT_ARG_UINT;
+	case 'x': return FTKIT_ARG_HEX;
+	case 's': *str = 1; return FTKIT_ARG_STRING;
+	case 'c': *size = 1; return FTKIT_ARG_CHAR;
+	case 'f': return FTKIT_ARG_FLOAT;
+	case 'p': return FTKIT_ARG_PTR;
+	case 'a': return FTKIT_ARG_AUTO;
+	case 'A': *str = 1; return FTKIT_ARG_AUTO;
+	}
+	return -1;
+}
+
+static int log2_size(unsigned size)
+{
+	return size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3;
+}
+
+/* A decimal number of the whole of [p, e) in [lo, hi], or -1. */
+static long number(const char *p, const char *e, long lo, long hi)
+{
+	long v = 0;
+
+	if (p == e || e - p > 4)
+		return -1;
+	for (; p < e; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	return v >= lo && v <= hi ? v : -1;
+}
+
+/* One ITEM of [p, e) into v; 0 or -EINVAL. */
+static int parse_item(const char *p, const char *e, int ret, struct ft_argval *v, char name[8])
+{
+	const char *slash = memchr(p, '/', (size_t)(e - p)), *pct = memchr(p, '%', (size_t)(e - p));
+	const char *ne = slash ? slash : pct ? pct : e;
+	int fmt = FTKIT_ARG_INT, str = 0, fp = 0, loc = -1;
+	unsigned size = 8, off = 0;
+	long n;
+
+	if (pct && slash && slash > pct)
+		return -EINVAL;
+	if (ne - p >= 8 || ne == p)
+		return -EINVAL;
+	memcpy(name, p, (size_t)(ne - p));
+	name[ne - p] = 0;
+	if (ret) {
+		if (strcmp(name, "retval"))
+			return -EINVAL;
+	} else if (!strncmp(name, "fparg", 5)) {
+		if ((n = number(p + 5, ne, 1, 8)) < 0 || (loc = ftrt_arch_arg_fp((unsigned)n)) == -2)
+			return -EINVAL;
+		fp = 1;
+		fmt = FTKIT_ARG_FLOAT;
+	} else if (!strncmp(name, "arg", 3)) {
+		if ((n = number(p + 3, ne, 1, 64)) < 0)
+			return -EINVAL;
+		loc = ftrt_arch_arg_int((unsigned)n, &off);
+	} else {
+		return -EINVAL;
+	}
+	if (slash) {
+		const char *fe = pct ? pct : e;
+		unsigned sz = 0;
+
+		if (fe == slash + 1 || (fmt = fmt_code(slash[1], &str, &sz)) < 0)
+			return -EINVAL;
+		if (sz)
+			size = sz;
+		if (fe > slash + 2) {
+			if ((n = number(slash + 2, fe, 8, 64)) < 0 || (n != 8 && n != 16 && n != 32 && n != 64))
+				return -EINVAL;
+			if (str || slash[1] == 'p' || (slash[1] == 'c' && n != 8) ||
+			    (slash[1] == 'f' && n < 32))
+				return -EINVAL;
+			size = (unsigned)n / 8;
+		}
+		if (fp && fmt != FTKIT_ARG_FLOAT && !pct)
+			return -EINVAL;		/* fpargN takes /f only */
+	}
+	if (ret)
+		loc = ftrt_arch_ret_loc(fmt == FTKIT_ARG_FLOAT);
+	else if (fmt == FTKIT_ARG_FLOAT && !fp && !pct)
+		return -EINVAL;			/* a floating argument is fpargN or %xmmN */
+	if (pct) {
+		const char *l = pct + 1;
+
+		if (e - l > 6 && !strncmp(l, "stack+", 6)) {
+			if (ret || (n = number(l + 6, e, 1, 64)) < 0)
+				return -EINVAL;
+			loc = -1;
+			off = 8 * (unsigned)n;
+		} else if ((loc = ftrt_arch_arg_reg(l, (size_t)(e - l), ret)) < 0) {
+			return -EINVAL;
+		}
+	}
+	v->desc = (uint8_t)(fmt | log2_size(size) << FTKIT_ARG_SIZE_SHIFT | (str ? FTKIT_ARG_STR : 0));
+	v->loc = (int8_t)loc;
+	v->off = (uint16_t)off;
+	return 0;
+}
+
+static void set_bad(char *bad, size_t badlen, const char *p, size_t n)
+{
+	if (!badlen)
+		return;
+	if (n >= badlen)
+		n = badlen - 1;
+	memcpy(bad, p, n);
+	bad[n] = 0;
+}
+
+/* Parse text (entries separated by ';' or newlines) into l; 0 or -EINVAL / -ENOMEM. */
+static int parse_list(struct speclist *l, const char *text, int ret, int order0, char *bad,
+		      size_t badlen)
+{
+	size_t len = strlen(text), cap = 16;
+	char *buf = malloc(len + 1), *p, *end;
+	struct aspec *s = calloc(cap, sizeof(*s));
+	int n = 0;
+
+	if (!buf || !s) {
+		free(buf);
+		free(s);
+		return -ENOMEM;
+	}
+	memcpy(buf, text, len + 1);
+	for (p = buf; *p; p = end + (*end != 0)) {
+		char *at, *q;
+
+		end = p + strcspn(p, ";\n");
+		while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+			p++;
+		q = end;
+		while (q > p && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\r'))
+			q--;
+		if (q == p)
+			continue;
+		at = memrchr(p, '@', (size_t)(q - p));
+		if (!at || at == p || at + 1 == q)
+			goto bad;
+		if (n == (int)cap) {
+			struct aspec *ns = realloc(s, 2 * cap * sizeof(*s));
+
+			if (!ns)
+				goto nomem;
+			memset(ns + cap, 0, cap * sizeof(*s));
+			s = ns;
+			cap *= 2;
+		}
+		s[n].glob = p;
+		s[n].ret = ret;
+		s[n].order = order0 + n;
+		for (const char *i = at + 1; i < q;) {
+			const char *ie = memchr(i, ',', (size_t)(q - i));
+
+			if (!ie)
+				ie = q;
+			if (s[n].n == (ret ? FT_RET_MAX : FT_ARGS_MAX) ||
+			    parse_item(i, ie, ret, &s[n].v[s[n].n], s[n].name[s[n].n]))
+				goto bad;
+			s[n].n++;
+			i = ie + (ie < q);
+		}
+		*at = 0;
+		s[n].exact = !strpbrk(p, "*?[");
+		n++;
+		continue;
+bad:
+		set_bad(bad, badlen, p, (size_t)(q - p));
+		free(buf);
+		free(s);
+		return -EINVAL;
+	}
+	l->buf = buf;
+	l->s = s;
+	l->n = n;
+	return 0;
+nomem:
+	free(buf);
+	free(s);
+	return -ENOMEM;
+}
+
+/* ---- plans ---------------------------------------------------------------------------- */
+
+struct build {
+	struct aspec **exact;	/* exact names, sorted */
+	size_t nexact;
+	struct aspec **globs;
+	size_t nglobs;
+	struct ft_argplan *plans;
+	size_t n, cap;
+	int err;
+};
+
+static int by_glob(const void *a, const void *b)
+{
+	const struct aspec *x = *(struct aspec *const *)a, *y = *(struct aspec *const *)b;
+	int c = strcmp(x->glob, y->glob);
+
+	return c ? c : x->order - y->order;
+}
+
+static int by_order(const void *a, const void *b)
+{
+	return (*(struct aspec *const *)a)->order - (*(struct aspec *const *)b)->order;
+}
+
+/* Merge spec s into plan p: an argument named again by a later spec replaces the earlier. */
+static void merge(struct ft_argplan *p, char names[FT_ARGS_MAX][8], const struct aspec *s)
+{
+	if (s->ret) {
+		memcpy(p->r, s->v, (size_t)s->n * sizeof(s->v[0]));
+		p->nret = (uint8_t)s->n;
+		return;
+	}
+	for (int i = 0, first = p->nargs; i < s->n; i++) {
+		int j;
+
+		for (j = 0; j < first; j++)
+			if (!strcmp(names[j], s->name[i]))
+				break;
+		if (j == first) {
+			if (p->nargs == FT_ARGS_MAX)
+				continue;
+			j = p->nargs++;
+		}
+		p->a[j] = s->v[i];
+		memcpy(names[j], s->name[i], 8);
+	}
+}
+
+static int plan_one(const struct ftrace_func_info *fi, void *data)
+{
+	struct build *b = data;
+	struct aspec *hit[64];
+	char names[FT_ARGS_MAX][8];
+	struct ft_argplan p = { .ip = fi->ip };
+	/* as filters match: the symbol, or a C++ function's demangled name */
+	const char *nm[2] = { fi->name, fi->symbol && strcmp(fi->symbol, fi->name) ? fi->symbol : NULL };
+	size_t nh = 0;
+
+	if (!fi->name || !*fi->name)
+		return 0;
+	for (int k = 0; k < 2 && nm[k]; k++) {
+		size_t lo = 0, hi = b->nexact;
+
+		while (lo < hi) {	/* the first exact spec with this name */
+			size_t mid = (lo + hi) / 2;
+
+			if (strcmp(b->exact[mid]->glob, nm[k]) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < b->nexact && !strcmp(b->exact[lo]->glob, nm[k]) && nh < 64; lo++)
+			hit[nh++] = b->exact[lo];
+	}
+	for (size_t i = 0; i < b->nglobs && nh < 64; i++)
+		if (!fnmatch(b->globs[i]->glob, fi->name, 0) ||
+		    (nm[1] && !fnmatch(b->globs[i]->glob, nm[1], 0)))
+			hit[nh++] = b->globs[i];
+	if (!nh)
+		return 0;
+	qsort(hit, nh, sizeof(hit[0]), by_order);
+	for (size_t i = 0; i < nh; i++)
+		merge(&p, names, hit[i]);
+	if (!p.nargs && !p.nret)
+		return 0;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 64;
+		struct ft_argplan *np = realloc(b->plans, cap * sizeof(*np));
+
+		if (!np) {
+			b->err = -ENOMEM;
+			return 1;
+		}
+		b->plans = np;
+		b->cap = cap;
+	}
+	b->plans[b->n++] = p;
+	return 0;
+}
+
+/* A table of the plans the two lists make for the functions loaded now (NULL: none). */
+static int build_table(struct ft_argtab **out, size_t *count)
+{
+	struct build b = { 0 };
+	struct ft_argtab *t = NULL;
+	size_t total = (size_t)lists[0].n + (size_t)lists[1].n, cap = 16;
+	int err;
+
+	*out = NULL;
+	*count = 0;
+	if (!total)
+		return 0;
+	b.exact = calloc(total, sizeof(*b.exact));
+	b.globs = calloc(total, sizeof(*b.globs));
+	if (!b.exact || !b.globs) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int l = 0; l < 2; l++)
+		for (int i = 0; i < lists[l].n; i++) {
+			struct aspec *s = &lists[l].s[i];
+
+			if (s->exact)
+				b.exact[b.nexact++] = s;
+			else
+				b.globs[b.nglobs++] = s;
+		}
+	qsort(b.exact, b.nexact, sizeof(*b.exact), by_glob);
+	err = ftrace_for_each_function(plan_one, &b);
+	if (err > 0)
+		err = b.err;
+	if (err || !b.n)
+		goto out;
+	while (cap < 2 * b.n)
+		cap *= 2;
+	t = calloc(1, sizeof(*t) + cap * sizeof(t->slot[0]));
+	if (!t) {
+		err = -ENOMEM;
+		goto out;
+	}
+	t->mask = cap - 1;
+	t->count = b.n;
+	for (size_t i = 0; i < b.n; i++) {
+		size_t j = (size_t)((b.plans[i].ip * 0x9E3779B97F4A7C15ull) >> 20) & t->mask;
+
+		while (t->slot[j] && t->slot[j]->ip != b.plans[i].ip)
+			j = (j + 1) & t->mask;
+		t->slot[j] = &b.plans[i];
+	}
+	*out = t;
+	*count = b.n;
+	b.plans = NULL;		/* owned by the table now */
+out:
+	free(b.plans);
+	free(b.exact);
+	free(b.globs);
+	return err;
+}
+
+/* ---- setting ------------------------------------------------------------------------- */
+
+/* The text of @FILE: a regular file of ours that no one else may write, at most 16 MiB. */
+static char *read_spec_file(const char *path, int *err)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	char *buf = NULL;
+	size_t have = 0;
+
+	*err = 0;
+	if (fd < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size > (16 << 20)) {
+		*err = -EACCES;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		*err = -ENOMEM;
+		goto out;
+	}
+	while (have < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + have, (size_t)st.st_size - have);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+	}
+	buf[have] = 0;
+out:
+	close(fd);
+	return buf;
+}
+
+int ft_args_set(int ret, const char *spec, char *bad, size_t badlen)
+{
+	struct speclist nl = { 0 }, old;
+	struct ft_argtab *t;
+	char *file = NULL;
+	size_t count;
+	int err = 0;
+
+	if (bad && badlen)
+		bad[0] = 0;
+	if (spec && spec[0] == '@') {
+		file = read_spec_file(spec + 1, &err);
+		if (!file)
+			return err;
+		spec = file;
+	}
+	pthread_mutex_lock(&args_mu);
+	if (spec && *spec) {
+		nl.text = strdup(spec);
+		if (!nl.text)
+			err = -ENOMEM;
+		else
+			err = parse_list(&nl, spec, ret, ret ? 1 << 20 : 0, bad, badlen);
+		if (err) {
+			free(nl.text);
+			goto out;
+		}
+	}
+	old = lists[ret];
+	lists[ret] = nl;
+	err = build_table(&t, &count);
+	if (err) {
+		lists[ret] = old;	/* all or nothing */
+		free(nl.text);
+		free(nl.buf);
+		free(nl.s);
+		goto out;
+	}
+	/* the old table stays: a callback may be reading it (the plans are copies of the lists) */
+	__atomic_store_n(&ft_argtab, t, __ATOMIC_RELEASE);
+	nplans = count;
+	free(old.text);
+	free(old.buf);
+	free(old.s);
+out:
+	pthread_mutex_unlock(&args_mu);
+	free(file);
+	return err;
+}
+
+void ft_args_status(char *buf, size_t len)
+{
+	if (!len)
+		return;
+	buf[0] = 0;
+	if (__atomic_load_n(&ft_argtab, __ATOMIC_ACQUIRE))
+		snprintf(buf, len, " args=%zu", nplans);
+}
+
+int ftrace_trace_set_args(const char *spec)
+{
+	return ft_args_set(0, spec, NULL, 0);
+}
+
+int ftrace_trace_set_retval(const char *spec)
+{
+	return ft_args_set(1, spec, NULL, 0);
+}
+
+/* ---- recording ----------------------------------------------------------------------- */
+
+#define REC_WORDS	253	/* an EXT record's data: 255 payload words less the time */
+
+static unsigned long page_size(void)
+{
+	static unsigned long ps;
+
+	if (!ps)
+		ps = (unsigned long)sysconf(_SC_PAGESIZE);
+	return ps;
+}
+
+/*
+ * Copy up to max bytes of memory at addr without faulting: process_vm_readv on ourselves,
+ * split at the page boundary so the readable part of a string ending near an unmapped page
+ * still arrives.  Bytes copied, or -1 (-2: the system call is not allowed here).
+ */
+static long safe_read(void *dst, unsigned long addr, size_t max)
+{
+	unsigned long page = page_size();
+	unsigned long first = page - (addr & (page - 1));
+	struct iovec local = { dst, max };
+	struct iovec remote[2] = { { (void *)addr, max }, { NULL, 0 } };
+	int nr = 1;
+	ssize_t n;
+
+	if (first < max) {
+		remote[0].iov_len = first;
+		remote[1].iov_base = (void *)(addr + first);
+		remote[1].iov_len = max - first;
+		nr = 2;
+	}
+	n = process_vm_readv(getpid(), &local, 1, remote, (unsigned long)nr, 0);
+	if (n < 0)
+		return errno == EFAULT || errno == ESRCH ? -1 : -2;
+	return n;
+}
+
+/* A string value: its header word and bytes at buf[w...]; the new w. */
+static unsigned put_str(uint32_t *buf, unsigned w, unsigned long addr)
+{
+	unsigned room = (REC_WORDS - w - 1) * 4, max = room < FT_STR_MAX ? room : FT_STR_MAX;
+	char *s = (char *)&buf[w + 1];
+	uint32_t hdr;
+	long n;
+	size_t len;
+
+	if (!addr) {
+		buf[w] = FTKIT_STR_BAD;		/* NULL: readers show the pointer */
+		return w + 1;
+	}
+	n = max ? safe_read(s, addr, max) : 0;
+	if (n == -2) {
+		buf[w] = FTKIT_STR_UNREAD;
+		return w + 1;
+	}
+	if (n <= 0 && max) {
+		buf[w] = FTKIT_STR_BAD;
+		return w + 1;
+	}
+	len = strnlen(s, (size_t)n);
+	hdr = (uint32_t)len;
+	if (len == (size_t)n)
+		hdr |= FTKIT_STR_TRUNC;
+	buf[w] = hdr;
+	if (len & 3)
+		memset(s + len, 0, 4 - (len & 3));
+	return w + 1 + (unsigned)(len + 3) / 4;
+}
+
+/* The stack word off bytes above sp: read directly within sp's page, safely past it. */
+static unsigned long stack_word(unsigned long sp, unsigned off)
+{
+	unsigned long a = sp + off, v = 0;
+	unsigned long page = page_size();
+
+	if ((a & ~(page - 1)) == (sp & ~(page - 1)) && (a & (page - 1)) <= page - sizeof(v))
+		return *(const unsigned long *)a;
+	return safe_read(&v, a, sizeof(v)) == (long)sizeof(v) ? v : 0;
+}
+
+static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t ts,
+		   const struct ft_argval *v, unsigned n, const struct ftrace_regs *fregs,
+		   const struct ftrace_ret_regs *rr)
+{
+	uint32_t buf[REC_WORDS];
+	unsigned w = 0;
+	int saved_errno = errno;
+	uint8_t *desc;
+
+	buf[w++] = (uint32_t)ip;
+	desc = (uint8_t *)&buf[w];
+	memset(desc, 0, (n + 3) & ~3u);
+	w += (n + 3) / 4;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned long x;
+
+		if (w + 2 > REC_WORDS) {
+			n = i;	/* cannot happen with FT_ARGS_MAX values; keeps the record sound */
+			break;
+		}
+		if (rr)
+			x = ftrt_arch_ret_get(rr, v[i].loc);
+		else if (v[i].loc >= 0)
+			x = ftrt_arch_arg_get(fregs, v[i].loc);
+		else
+			x = stack_word(ftrt_arch_arg_sp(fregs), v[i].off);
+		desc[i] = v[i].desc;
+		buf[w++] = (uint32_t)x;
+		buf[w++] = (uint32_t)(x >> 32);
+		if (v[i].desc & FTKIT_ARG_STR) {
+			if (w + 1 > REC_WORDS) {
+				desc[i] &= (uint8_t)~FTKIT_ARG_STR;
+				continue;
+			}
+			w = put_str(buf, w, x);
+		}
+	}
+	ft_ev_ext(t, sub, n, ts, buf, w * 4);
+	errno = saved_errno;
+}
+
+void ft_args_entry(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
+		   const struct ftrace_regs *fregs)
+{
+	if (p->nargs && fregs)
+		record(t, FTKIT_EXT_ARGS, p->ip, ts, p->a, p->nargs, fregs, NULL);
+}
+
+void ft_args_exit(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
+		  const struct ftrace_ret_regs *rr)
+{
+	if (p->nret && rr)
+		record(t, FTKIT_EXT_RETVAL, p->ip, ts, p->r, p->nret, NULL, rr);
+}

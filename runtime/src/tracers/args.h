@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Arguments and return values (args.c): which functions record which values, and the
+ * EXT ARGS / RETVAL records the tracers write next to their events.  Includes no other
+ * tracer header.
+ */
+#ifndef FTKIT_ARGS_H
+#define FTKIT_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FT_ARGS_MAX	16	/* values recorded at a function's entry */
+#define FT_RET_MAX	4	/* words of a return value */
+#define FT_STR_MAX	64	/* bytes of a string copied */
+
+struct ft_argval {
+	uint8_t desc;		/* FTKIT_ARG_* | size | FTKIT_ARG_STR */
+	int8_t loc;		/* the arch's location, or -1: the stack word at off */
+	uint16_t off;
+};
+
+struct ft_argplan {
+	unsigned long ip;	/* the function's site */
+	uint8_t nargs, nret;
+	struct ft_argval a[FT_ARGS_MAX];
+	struct ft_argval r[FT_RET_MAX];
+};
+
+/* Plans by site address; replaced whole on each change, never freed (callbacks may run). */
+struct ft_argtab {
+	size_t mask, count;
+	const struct ft_argplan *slot[];
+};
+
+extern struct ft_argtab *ft_argtab;	/* NULL: nothing is recorded */
+
+static inline const struct ft_argplan *ft_args_find(unsigned long ip)
+{
+	const struct ft_argtab *t = __atomic_load_n(&ft_argtab, __ATOMIC_ACQUIRE);
+	size_t i;
+
+	if (!t)
+		return NULL;
+	for (i = (size_t)((ip * 0x9E3779B97F4A7C15ull) >> 20) & t->mask; t->slot[i];
+	     i = (i + 1) & t->mask)
+		if (t->slot[i]->ip == ip)
+			return t->slot[i];
+	return NULL;
+}
+
+struct ft_thread;
+struct ftrace_regs;
+struct ftrace_ret_regs;
+
+/* An EXT ARGS record for the call of p's function at ts (before its ENTRY or FUNC). */
+void ft_args_entry(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
+		   const struct ftrace_regs *fregs);
+/* An EXT RETVAL record for its return at ts (before its EXIT). */
+void ft_args_exit(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
+		  const struct ftrace_ret_regs *rr);
+
+/*
+ * Set the argument (ret = 0) or return-value (ret = 1) specs: the text (NULL or "" for
+ * none) or @FILE.  0, or -EINVAL with the offending item in bad, -ENOMEM, -EACCES (the
+ * file is not safe to read).
+ */
+int ft_args_set(int ret, const char *spec, char *bad, size_t badlen);
+/* "args N functions" for status, or "" */
+void ft_args_status(char *buf, size_t len);
+
+#endif
