@@ -29,7 +29,7 @@ func recordCommand() *cli.Command {
 		ArgsUsage: "[flags] -- PROG [ARGS...]",
 		Description: "Runs PROG (linked with libftrt) with FTRACE_TRACER, FTRACE_FILTER, FTRACE_NOTRACE,\n" +
 			"FTRACE_GRAPH_FUNCTION, FTRACE_GRAPH_NOTRACE, FTRACE_GRAPH_DEPTH, FTRACE_TIME_FILTER, FTRACE_THREADS,\n" +
-			"FTRACE_TRIGGER, " +
+			"FTRACE_TRIGGER, FTRACE_ARGS, FTRACE_RETVAL, " +
 			"FTRACE_OUTPUT, FTRACE_BUFFER_KB, FTRACE_NO_LOSS and FTRACE_RING set from the flags, and exits with the\n" +
 			"program's exit status. By default every event is streamed to the file by a writer thread\n" +
 			"of the runtime; when it falls behind, events are dropped and counted (--no-loss: the\n" +

@@ -71,7 +71,7 @@ func runtimeItems(f *Func) (args, ret string) {
 			break
 		}
 		for k, p := range a.Parts {
-			items = append(items, fmt.Sprintf("arg%d/%s%s", i+1, autoLetter(a, k), runtimeLoc(p)))
+			items = append(items, fmt.Sprintf("arg%d/%s%s%s", i+1, autoLetter(a, k), bits(a), runtimeLoc(p)))
 		}
 	}
 	args = strings.Join(items, ",")
@@ -81,10 +81,19 @@ func runtimeItems(f *Func) (args, ret string) {
 			if p.Stack {
 				return args, ""
 			}
-			items = append(items, "retval/"+autoLetter(r, k)+runtimeLoc(p))
+			items = append(items, "retval/"+autoLetter(r, k)+bits(r)+runtimeLoc(p))
 		}
 	}
 	return args, strings.Join(items, ",")
+}
+
+// bits is "32" for a value of one word of 4 bytes or less (the runtime then records one
+// 32-bit word instead of two), else "".
+func bits(a *Arg) string {
+	if len(a.Parts) == 1 && a.Size > 0 && a.Size <= 4 && !a.isString() && !a.Indirect && a.Fmt != FFloat {
+		return "32"
+	}
+	return ""
 }
 
 func autoLetter(a *Arg, part int) string {

@@ -165,6 +165,8 @@ static int parse_item(const char *p, const char *e, int ret, struct ft_argval *v
 			return -EINVAL;
 		}
 	}
+	if (str)
+		size = 8;	/* the pointer */
 	v->desc = (uint8_t)(fmt | log2_size(size) << FTKIT_ARG_SIZE_SHIFT | (str ? FTKIT_ARG_STR : 0));
 	v->loc = (int8_t)loc;
 	v->off = (uint16_t)off;
@@ -632,7 +634,8 @@ static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t
 			x = stack_word(ftrt_arch_arg_sp(fregs), v[i].off);
 		desc[i] = v[i].desc;
 		buf[w++] = (uint32_t)x;
-		buf[w++] = (uint32_t)(x >> 32);
+		if ((v[i].desc >> FTKIT_ARG_SIZE_SHIFT & 3) == 3)	/* values of 4 bytes or less: one word */
+			buf[w++] = (uint32_t)(x >> 32);
 		if (v[i].desc & FTKIT_ARG_STR) {
 			if (w + 1 > REC_WORDS) {
 				desc[i] &= (uint8_t)~FTKIT_ARG_STR;

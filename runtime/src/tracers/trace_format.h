@@ -183,8 +183,9 @@ enum {
 
 /*
  * ARGS / RETVAL payload (after the u64 time): u32 low half of the function's address,
- * one descriptor byte per value (padded to a word), then each value: u64 word, and for
- * FTKIT_ARG_STR a u32 string header (length | FTKIT_STR_*) and the bytes, padded.
+ * one descriptor byte per value (padded to a word), then each value: its low u32 word,
+ * the high one too for an 8-byte value, and for FTKIT_ARG_STR a u32 string header
+ * (length | FTKIT_STR_*) and the bytes, padded.
  */
 enum {
 	FTKIT_ARG_AUTO = 0,	/* formatted from the program's DWARF by readers */

@@ -86,11 +86,20 @@ func parseValues(p []byte, n int, ret bool) (uint32, *Values) {
 	p = p[dlen:]
 	v := &Values{Ret: ret, Items: make([]Value, n)}
 	for i := range v.Items {
-		if len(p) < 8 {
+		it := Value{Desc: desc[i]}
+		n := 4 // a value of 4 bytes or less is one word
+		if it.Size() == 8 {
+			n = 8
+		}
+		if len(p) < n {
 			return 0, nil
 		}
-		it := Value{Desc: desc[i], Word: le.Uint64(p)}
-		p = p[8:]
+		if n == 8 {
+			it.Word = le.Uint64(p)
+		} else {
+			it.Word = uint64(le.Uint32(p))
+		}
+		p = p[n:]
 		if it.Fmt() == ArgFmtAuto {
 			v.Auto = true
 		}
