@@ -1,6 +1,7 @@
 package ftrt_test
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -137,5 +138,46 @@ func TestTracerArgsSpecs(t *testing.T) {
 		if !strings.Contains(e.String(), "ignoring FTRACE_ARGS="+bad) {
 			t.Errorf("FTRACE_ARGS=%s: no message (stderr %q)", bad, e.String())
 		}
+	}
+}
+
+// The live `args` and `retval` commands: a malformed spec is refused and nothing changes;
+// values are recorded from the change on and no more after `args off`.
+func TestTracerArgsLive(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	p := trLive(t, dir, prog, "FTRACE_TRACER=function_graph")
+	for _, bad := range []string{"args tick@arg0", "args tick", "args tick@arg1/q", "retval tick@arg1", "args tick@arg1%rbx"} {
+		if r := p.ask(bad); !strings.HasPrefix(r, "error ") || !strings.Contains(r, "(nothing changed)") {
+			t.Errorf("%q: %q", bad, r)
+		}
+	}
+	if r := p.ask("status"); strings.Contains(r, " args=") {
+		t.Errorf("status %q: args after refused specs", r)
+	}
+	fmt.Fprintf(p.stdin, "call 2\n")
+	p.expect("done")
+	if r := p.ask("args tick@arg1/d;calls@arg1"); r != "ok" {
+		t.Fatalf("args: %q", r)
+	}
+	if r := p.ask("status"); !strings.Contains(r, " args=2") {
+		t.Errorf("status %q, want args=2", r)
+	}
+	fmt.Fprintf(p.stdin, "call 3\n")
+	p.expect("done")
+	if r := p.ask("args off"); r != "ok" {
+		t.Fatalf("args off: %q", r)
+	}
+	fmt.Fprintf(p.stdin, "call 2\nquit\n")
+	p.expect("done")
+	p.cmd.Wait()
+	got := argsCalls(t, testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "graph", "ftrace.dat"), "function_graph")
+	want := []string{"calls()", "tick()", "tick()", "calls(3)", "tick(0)", "tick(1)", "tick(2)", "calls()", "tick()", "tick()"}
+	var calls []string
+	for _, c := range got {
+		calls = append(calls, strings.TrimSuffix(c, " {"))
+	}
+	if strings.Join(calls, " ") != strings.Join(want, " ") {
+		t.Errorf("calls\n got %q\nwant %q", calls, want)
 	}
 }
