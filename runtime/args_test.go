@@ -1,6 +1,7 @@
 package ftrt_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +75,34 @@ func TestTracerArgsAuto(t *testing.T) {
 			}
 			if t.Failed() {
 				return
+			}
+			// dump's raw records and the Chrome JSON carry them too (the first call's)
+			name, rest, _ := strings.Cut(want[0], "(")
+			args, ret, _ := strings.Cut(rest, ") = ")
+			d := testenv.Run(t, dir, ftrace, "dump", dat)
+			withArgs, withRet := false, tracer == "function"
+			for _, l := range strings.Split(d, "\n") {
+				withArgs = withArgs || strings.Contains(l, name) && strings.Contains(l, " ("+args+")")
+				withRet = withRet || strings.Contains(l, name) && strings.HasSuffix(l, " = "+ret)
+			}
+			if !withArgs || !withRet {
+				t.Errorf("%s %s: dump shows no %s(%s) = %s:\n%s", src, tracer, name, args, ret, d)
+			}
+			var js struct {
+				TraceEvents []struct {
+					Name string
+					Args map[string]string
+				}
+			}
+			if err := json.Unmarshal([]byte(testenv.Run(t, dir, ftrace, "dump", "--chrome", dat)), &js); err != nil {
+				t.Fatalf("%s %s: chrome JSON: %v", src, tracer, err)
+			}
+			found := false
+			for _, e := range js.TraceEvents {
+				found = found || strings.Contains(e.Name, name) && e.Args["args"] == args
+			}
+			if !found {
+				t.Errorf("%s %s: no chrome event %s with args %q", src, tracer, name, args)
 			}
 		}
 	}

@@ -125,6 +125,7 @@ func dumpCommand() *cli.Command {
 			inputFlag(),
 			&cli.BoolFlag{Name: "chrome", Usage: "Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default stdout)"},
+			&cli.BoolFlag{Name: "args", Value: true, Usage: "show the arguments and return values recorded (raw records: with each; --chrome: in the B, E and call events' args, not under filters; --args=false: none)"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			if !c.Bool("chrome") {
@@ -139,7 +140,11 @@ func dumpCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = chrome.WriteStream(w, in.st, in.sym.LockedLookup(), in.flt.TIDs(), in.wrap, in.progress(c, in.flt.TIDs()))
+			var vals *argfmt.Formatter
+			if c.Bool("args") {
+				vals = &argfmt.Formatter{}
+			}
+			err = chrome.WriteStream(w, in.st, in.sym.LockedLookup(), in.flt.TIDs(), in.wrap, in.progress(c, in.flt.TIDs()), vals)
 			if cerr := done(); err == nil {
 				err = cerr
 			}
@@ -167,7 +172,11 @@ func dumpRawCommand(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	err = dumpRaw(w0, in.st, in.sym, in.flt)
+	var vals *argfmt.Formatter
+	if c.Bool("args") {
+		vals = &argfmt.Formatter{}
+	}
+	err = dumpRaw(w0, in.st, in.sym, in.flt, vals)
 	if cerr := done(); err == nil {
 		err = cerr
 	}
@@ -178,9 +187,12 @@ func dumpRawCommand(c *cli.Context) error {
 	return nil
 }
 
-// dumpRaw prints the records flt keeps (all when nil).
-func dumpRaw(w0 io.Writer, st *tracefile.Stream, sym *symbolize.Symbolizer, flt *filter.Filter) error {
+// dumpRaw prints the records flt keeps (all when nil), with the values recorded with
+// each when vals is not nil.
+func dumpRaw(w0 io.Writer, st *tracefile.Stream, sym *symbolize.Symbolizer, flt *filter.Filter, vals *argfmt.Formatter) error {
 	tr := st.Trace
+	st.Values = vals != nil
+	var pend *tracefile.Values // of the next record
 	w := bufio.NewWriterSize(w0, 1<<16)
 	fmt.Fprintf(w, "# %12s %7s %-5s %5s %18s  %s\n", "TIME(ns)", "TID", "KIND", "DEPTH", "IP", "FUNCTION")
 	tids := flt.TIDs()
@@ -190,6 +202,12 @@ func dumpRaw(w0 io.Writer, st *tracefile.Stream, sym *symbolize.Symbolizer, flt 
 		}
 		err := st.Events(i, func(evs []tracefile.Event) error {
 			for _, ev := range evs {
+				if ev.Kind == tracefile.ValuesKind {
+					pend = st.TakeValues(&ev)
+					continue
+				}
+				v := pend
+				pend = nil
 				if ev.Kind == tracefile.Marker {
 					if flt.Active() && !flt.MarkerKept(ev.TS) {
 						continue
@@ -210,6 +228,13 @@ func dumpRaw(w0 io.Writer, st *tracefile.Stream, sym *symbolize.Symbolizer, flt 
 				}
 				if ev.Flags&tracefile.FlagUnwound != 0 {
 					extra += " (unwound)"
+				}
+				if v != nil { // the arguments after the name, a return value at the end
+					if v.Ret {
+						extra += " = " + vals.Ret(sym.Lookup(ev.IP), v)
+					} else {
+						extra = " (" + vals.Args(sym.Lookup(ev.IP), v) + ")" + extra
+					}
 				}
 				if _, err := fmt.Fprintf(w, "%14d %7d %-5s %5d %#18x  %s%s\n", ev.TS-tr.Header.StartNS, th.TID, ev.Kind, ev.Depth, ev.IP, sym.Lookup(ev.IP).Name, extra); err != nil {
 					return err

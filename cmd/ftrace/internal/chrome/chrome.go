@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -114,14 +115,29 @@ func (cw *writer) end() error {
 // printer turns one thread's calls into events: it is the calltree.Observer (and
 // Enterer) of a Walker over the thread's stream or of its tree's Frames.
 type printer struct {
-	cw  *writer
-	tid int
+	cw        *writer
+	tid       int
+	vals      *argfmt.Formatter
+	args, ret *tracefile.Values // recorded with the next call / return
+}
+
+// Values keeps the arguments or return value for the event they come before.
+func (p *printer) Values(v *tracefile.Values) {
+	if v.Ret {
+		p.ret = v
+	} else {
+		p.args = v
+	}
 }
 
 func (p *printer) Call(c *calltree.Call, _ int) {
 	args := map[string]string{}
 	if c.Caller != nil {
 		args["caller"] = c.Caller.Name
+	}
+	if p.args != nil {
+		args["args"] = p.vals.Args(c.Func, p.args)
+		p.args = nil
 	}
 	p.cw.emit(Event{Name: c.Func.Name, Cat: "function", Ph: "i", S: "t", TS: p.cw.us(c.TS), PID: p.cw.pid, TID: p.tid, Args: args})
 }
@@ -136,6 +152,13 @@ func (p *printer) Enter(fn *symbolize.Func, _ int, start uint64) {
 	if fn.File != "" {
 		e.Args = map[string]string{"source": fmt.Sprintf("%s:%d", fn.File, fn.Line)}
 	}
+	if p.args != nil {
+		if e.Args == nil {
+			e.Args = map[string]string{}
+		}
+		e.Args["args"] = p.vals.Args(fn, p.args)
+		p.args = nil
+	}
 	p.cw.emit(e)
 }
 
@@ -143,6 +166,12 @@ func (p *printer) Close(f *calltree.Frame) {
 	e := Event{Name: f.Func.Name, Cat: "function", Ph: "E", TS: p.cw.us(f.End), PID: p.cw.pid, TID: p.tid}
 	if f.Partial {
 		e.Args = map[string]string{"unfinished": "true"}
+	}
+	if p.ret != nil {
+		if !f.Partial && !f.Unwound {
+			e.Args = map[string]string{"retval": p.vals.Ret(f.Func, p.ret)}
+		}
+		p.ret = nil
 	}
 	p.cw.emit(e)
 }
@@ -182,7 +211,12 @@ func (c *counter) Close(f *calltree.Frame) {
 //
 // tids selects threads (none: all); wrap, if not nil, puts the read-time filters
 // between the walk and the writer.
-func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids []int, wrap func(calltree.Observer) calltree.Observer, progress calltree.Progress) error {
+// vals, when not nil and there are no filters, adds the arguments (to B and call events)
+// and return values (to E events) the trace recorded.
+func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids []int, wrap func(calltree.Observer) calltree.Observer, progress calltree.Progress, vals *argfmt.Formatter) error {
+	if wrap != nil {
+		vals = nil // a filter decides on calls the values would have to follow
+	}
 	if wrap == nil {
 		wrap = func(o calltree.Observer) calltree.Observer { return o }
 	}
@@ -202,13 +236,21 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids
 	}
 	for k, t := range threads {
 		cw.thread(t.TID, t.Name)
-		p := &printer{cw: cw, tid: t.TID}
+		p := &printer{cw: cw, tid: t.TID, vals: vals}
 		i := idx[t.TID]
 		if obs[k].(*counter).adopted || t.Tree {
 			if err := treeThread(st, i, lookup, wrap(p)); err != nil {
 				return err
 			}
-		} else if err := calltree.Follow(st, i, lookup, wrap(p), func() bool { return cw.err != nil }); err != nil {
+			if cw.err != nil {
+				return cw.err
+			}
+			continue
+		}
+		st.Values = vals != nil
+		err := calltree.Follow(st, i, lookup, wrap(p), func() bool { return cw.err != nil })
+		st.Values = false
+		if err != nil {
 			return err
 		}
 		if cw.err != nil {

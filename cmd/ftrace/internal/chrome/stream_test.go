@@ -70,7 +70,7 @@ func TestWriteStreamMatchesTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = WriteStream(&got, st, lookup, nil, nil, nil)
+			err = WriteStream(&got, st, lookup, nil, nil, nil, nil)
 			st.Close()
 			if err != nil {
 				t.Fatalf("seed %d %s: %v", seed, format, err)

@@ -294,7 +294,7 @@ func checkPaths(t *testing.T, what string, st *tracefile.Stream, lookup calltree
 func checkChrome(t *testing.T, what string, st *tracefile.Stream, lookup calltree.Lookup, flt *filter.Filter, want *calltree.Forest, tids []int) {
 	t.Helper()
 	var got, exp bytes.Buffer
-	if err := chrome.WriteStream(&got, st, lookup, tids, flt.Wrap, nil); err != nil {
+	if err := chrome.WriteStream(&got, st, lookup, tids, flt.Wrap, nil, nil); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 	if err := chrome.Write(&exp, want); err != nil {
