@@ -1,0 +1,33 @@
+package argfmt
+
+import (
+	"testing"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+)
+
+// Values recorded by spec print by their own format and size, without names.
+func TestSpecValues(t *testing.T) {
+	d := func(fmt, log2 int) byte { return byte(fmt | log2<<4) }
+	str := d(tracefile.ArgFmtString, 3) | 0x40
+	for _, tc := range []struct {
+		items []tracefile.Value
+		want  string
+	}{
+		{[]tracefile.Value{{Desc: d(tracefile.ArgFmtInt, 2), Word: 0xfffffff9}, {Desc: d(tracefile.ArgFmtInt, 3), Word: 0xfffffff9}}, "-7, 4294967289"},
+		{[]tracefile.Value{{Desc: d(tracefile.ArgFmtHex, 3), Word: 255}, {Desc: d(tracefile.ArgFmtUint, 0), Word: 0x1ff}}, "0xff, 255"},
+		{[]tracefile.Value{{Desc: d(tracefile.ArgFmtChar, 0), Word: 'A'}, {Desc: d(tracefile.ArgFmtPtr, 3), Word: 0}}, "'A', NULL"},
+		{[]tracefile.Value{{Desc: d(tracefile.ArgFmtFloat, 3), Word: 0x4004000000000000}}, "2.5"},
+		{[]tracefile.Value{{Desc: str, Word: 0x1000, Str: []byte("GET /")}, {Desc: str, Word: 16, StrFlags: tracefile.StrBad}}, `"GET /", <bad>`},
+		{[]tracefile.Value{{Desc: str, Word: 0x1000, Str: []byte("yy"), StrFlags: tracefile.StrTrunc}, {Desc: str, StrFlags: tracefile.StrBad}}, `"yy"..., NULL`},
+		// a DWARF-formatted value without the DWARF: hex
+		{[]tracefile.Value{{Desc: d(tracefile.ArgFmtAuto, 3), Word: 42}}, "0x2a"},
+	} {
+		var f Formatter
+		fn := &symbolize.Func{Name: "f", Unknown: true}
+		if got := f.Args(fn, &tracefile.Values{Items: tc.items}); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.items, got, tc.want)
+		}
+	}
+}

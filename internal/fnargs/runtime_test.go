@@ -1,0 +1,74 @@
+package fnargs
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// RuntimeSpecs: one line per function in the runtime's syntax, strings as A, values of
+// 4 bytes or less as 32-bit words, a 16-byte struct one item per register; a name two functions with
+// different plans share is left out, unless keep leaves one of them out first.
+func TestRuntimeSpecs(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc")
+	}
+	dir := t.TempDir()
+	srcs := map[string]string{
+		"a.c": `struct two { long a, b; };
+static __attribute__((noipa)) int dup(int x) { return x + 1; }
+__attribute__((noipa)) int parse(const char *buf, unsigned long len) { return buf[0] + (int)len; }
+__attribute__((noipa)) struct two mk(long a, double d) { struct two t = { a, (long)d }; return t; }
+__attribute__((noipa)) long takes(struct two t) { return t.a + t.b; }
+int a_main(void) { struct two t = mk(1, 2.0); return dup(1) + parse("x", 1) + (int)takes(t); }`,
+		"b.c": `static __attribute__((noipa)) long dup(long x, long y) { return x * y; }
+long b_main(void) { return dup(2, 3); }`,
+		"m.c": `int a_main(void); long b_main(void); int main(void) { return a_main() + (int)b_main(); }`,
+	}
+	var files []string
+	for n, s := range srcs {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	prog := filepath.Join(dir, "prog")
+	if out, err := exec.Command("gcc", append([]string{"-O2", "-g", "-o", prog}, files...)...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	tab, err := Load(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, rets, skipped := tab.RuntimeSpecs(nil)
+	for _, want := range []string{"parse@arg1/A%rdi,arg2/a%rsi\n", "mk@arg1/a%rdi,arg2/a%xmm0\n", "takes@arg1/a%rdi,arg1/a%rsi\n"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("no %q in\n%s", want, args)
+		}
+	}
+	for _, want := range []string{"parse@retval/a32%rax\n", "mk@retval/a%rax,retval/a%rdx\n"} {
+		if !strings.Contains(rets, want) {
+			t.Errorf("no %q in\n%s", want, rets)
+		}
+	}
+	if strings.Contains(args, "dup@") || skipped != 1 {
+		t.Errorf("dup (two plans) not left out (skipped %d):\n%s", skipped, args)
+	}
+	// keep one dup only: its plan is written
+	var keepAt uint64
+	for _, f := range tab.ByName("dup") {
+		if len(f.Args) == 1 {
+			keepAt = f.Entry
+		}
+	}
+	args, _, _ = tab.RuntimeSpecs(func(e uint64) bool {
+		f := tab.ByEntry(e)
+		return f == nil || f.Name != "dup" || e == keepAt
+	})
+	if !strings.Contains(args, "dup@arg1/a32%rdi\n") {
+		t.Errorf("kept dup not written:\n%s", args)
+	}
+}
