@@ -43,7 +43,8 @@ func argsCalls(t *testing.T, g, tracer string) []string {
 // --auto-args: every call's arguments and return value as ftrace graph prints them are
 // what the program says it was called with and returned (each function prints itself in
 // the same form), for C and C++ (templates, classes by reference and by value, members,
-// enums, strings near unmapped memory and bad pointers), with both tracers; the program's
+// enums, strings near unmapped memory and bad pointers), with both tracers and under a
+// time filter; the program's
 // output is the same traced and untraced.
 func TestTracerArgsAuto(t *testing.T) {
 	dir := t.TempDir()
@@ -51,9 +52,16 @@ func TestTracerArgsAuto(t *testing.T) {
 	for _, src := range []string{"trace_args.c", "trace_args_cxx.cc"} {
 		prog := trBuild(t, dir, src)
 		plain, _ := trRun(t, dir, prog, nil)
-		for _, tracer := range []string{"function_graph", "function"} {
-			dat := filepath.Join(dir, src+"."+tracer+".dat")
-			out := testenv.Run(t, dir, ftrace, "record", "-q", "-a", "-t", tracer, "-o", dat, "--", prog)
+		// under a time filter of 1ns every call is kept, its entry written at its exit,
+		// long after its arguments
+		for _, variant := range []string{"function_graph", "function", "function_graph+time-filter"} {
+			tracer, filtered := strings.CutSuffix(variant, "+time-filter")
+			dat := filepath.Join(dir, src+"."+variant+".dat")
+			flags := []string{"record", "-q", "-a", "-t", tracer, "-o", dat}
+			if filtered {
+				flags = append(flags, "--time-filter", "1ns")
+			}
+			out := testenv.Run(t, dir, ftrace, append(flags, "--", prog)...)
 			// the values of this run (stack addresses differ from run to run)
 			want := strings.Split(strings.TrimSpace(out), "\n")
 			if hexAddr.ReplaceAllString(out, "0x?") != hexAddr.ReplaceAllString(plain, "0x?") {
