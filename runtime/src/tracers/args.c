@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <ftrace.h>
@@ -36,6 +35,7 @@
 #include "args.h"
 #include "trace_buf.h"
 #include "trace_format.h"
+#include "trace_util.h"
 
 struct ft_argtab *ft_argtab;
 
@@ -528,41 +528,6 @@ int ftrace_trace_set_retval(const char *spec)
 
 #define REC_WORDS	253	/* an EXT record's data: 255 payload words less the time */
 
-static unsigned long page_size(void)
-{
-	static unsigned long ps;
-
-	if (!ps)
-		ps = (unsigned long)sysconf(_SC_PAGESIZE);
-	return ps;
-}
-
-/*
- * Copy up to max bytes of memory at addr without faulting: process_vm_readv on ourselves,
- * split at the page boundary so the readable part of a string ending near an unmapped page
- * still arrives.  Bytes copied, or -1 (-2: the system call is not allowed here).
- */
-static long safe_read(void *dst, unsigned long addr, size_t max)
-{
-	unsigned long page = page_size();
-	unsigned long first = page - (addr & (page - 1));
-	struct iovec local = { dst, max };
-	struct iovec remote[2] = { { (void *)addr, max }, { NULL, 0 } };
-	int nr = 1;
-	ssize_t n;
-
-	if (first < max) {
-		remote[0].iov_len = first;
-		remote[1].iov_base = (void *)(addr + first);
-		remote[1].iov_len = max - first;
-		nr = 2;
-	}
-	n = process_vm_readv(getpid(), &local, 1, remote, (unsigned long)nr, 0);
-	if (n < 0)
-		return errno == EFAULT || errno == ESRCH ? -1 : -2;
-	return n;
-}
-
 /* A string value: its header word and bytes at buf[w...]; the new w. */
 static unsigned put_str(uint32_t *buf, unsigned w, unsigned long addr)
 {
@@ -576,7 +541,7 @@ static unsigned put_str(uint32_t *buf, unsigned w, unsigned long addr)
 		buf[w] = FTKIT_STR_BAD;		/* NULL: readers show the pointer */
 		return w + 1;
 	}
-	n = max ? safe_read(s, addr, max) : 0;
+	n = max ? ft_mem_read(s, addr, max) : 0;
 	if (n == -2) {
 		buf[w] = FTKIT_STR_UNREAD;
 		return w + 1;
@@ -599,11 +564,11 @@ static unsigned put_str(uint32_t *buf, unsigned w, unsigned long addr)
 static unsigned long stack_word(unsigned long sp, unsigned off)
 {
 	unsigned long a = sp + off, v = 0;
-	unsigned long page = page_size();
+	unsigned long page = 4096;	/* the smallest: a page of sp's is mapped */
 
 	if ((a & ~(page - 1)) == (sp & ~(page - 1)) && (a & (page - 1)) <= page - sizeof(v))
 		return *(const unsigned long *)a;
-	return safe_read(&v, a, sizeof(v)) == (long)sizeof(v) ? v : 0;
+	return ft_mem_read(&v, a, sizeof(v)) == (long)sizeof(v) ? v : 0;
 }
 
 static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t ts,
@@ -612,7 +577,6 @@ static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t
 {
 	uint32_t buf[REC_WORDS];
 	unsigned w = 0;
-	int saved_errno = errno;
 	uint8_t *desc;
 
 	buf[w++] = (uint32_t)ip;
@@ -645,7 +609,6 @@ static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t
 		}
 	}
 	ft_ev_ext(t, sub, n, ts, buf, w * 4);
-	errno = saved_errno;
 }
 
 void ft_args_entry(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Small async-signal-safe helpers for the tracers. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "trace_util.h"
@@ -105,4 +107,29 @@ char *ft_utoa(char *p, unsigned long v)
 		*p++ = tmp[--n];
 	*p = 0;
 	return p;
+}
+
+long ft_mem_read(void *dst, unsigned long addr, size_t n)
+{
+	static unsigned long page;
+	struct iovec local = { dst, n };
+	struct iovec remote[2] = { { (void *)addr, n }, { NULL, 0 } };
+	unsigned long first;
+	int nr = 1, saved_errno = errno;
+	ssize_t got;
+
+	if (!page)
+		page = (unsigned long)sysconf(_SC_PAGESIZE);
+	first = page - (addr & (page - 1));
+	if (first < n) {
+		remote[0].iov_len = first;
+		remote[1].iov_base = (void *)(addr + first);
+		remote[1].iov_len = n - first;
+		nr = 2;
+	}
+	got = process_vm_readv(getpid(), &local, 1, remote, (unsigned long)nr, 0);
+	if (got < 0)
+		got = errno == EFAULT || errno == ESRCH ? -1 : -2;
+	errno = saved_errno;
+	return got;
 }

@@ -24,6 +24,13 @@ void ft_msg_err(const char *a, const char *b, int err);
 const char *ft_strerror(int err);
 size_t ft_strlcpy(char *dst, const char *src, size_t size);
 char *ft_utoa(char *p, unsigned long v);
+/*
+ * Copy up to n bytes of this process's memory at addr without faulting (process_vm_readv
+ * on ourselves, split at the page boundary so that the readable start of a range running
+ * into an unmapped page still arrives): bytes copied, -1 (nothing readable) or -2 (the
+ * system call is not allowed here, e.g. seccomp).  errno is kept.
+ */
+long ft_mem_read(void *dst, unsigned long addr, size_t n);
 
 /* A glob list's error as the user reads it: -ENODEV from the core means nothing matched. */
 static inline const char *ft_glob_error(int err)

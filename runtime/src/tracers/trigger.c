@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <ftrace.h>
@@ -36,6 +35,7 @@
 #include "trace.h"
 #include "trace_buf.h"
 #include "trigger.h"
+#include "trace_util.h"
 
 #define TRIG_MAX	16	/* triggers */
 #define TRIG_ACTS	8	/* actions per trigger */
@@ -80,9 +80,8 @@ static int take(long *count)
 static unsigned long peek(unsigned long addr)
 {
 	unsigned long v = 0;
-	struct iovec l = { &v, sizeof(v) }, r = { (void *)addr, sizeof(v) };
 
-	if (!addr || addr & 7 || process_vm_readv(getpid(), &l, 1, &r, 1, 0) != sizeof(v))
+	if (!addr || addr & 7 || ft_mem_read(&v, addr, sizeof(v)) != sizeof(v))
 		return 0;
 	return v;
 }
