@@ -205,11 +205,23 @@ func TestTracerArgsLive(t *testing.T) {
 	if r := p.ask("args off"); r != "ok" {
 		t.Fatalf("args off: %q", r)
 	}
+	fmt.Fprintf(p.stdin, "call 2\n")
+	p.expect("done")
+	// ftrace live: a spec checked before it is sent; auto from the program's DWARF
+	p.conn.Close()
+	ftrace := testenv.Tool(t, "ftrace")
+	pid := fmt.Sprint(p.cmd.Process.Pid)
+	if r := testenv.Exec(t, dir, ftrace, "live", "--socket", p.sock, pid, "args", "tick@arg0"); r.Code == 0 || !strings.Contains(r.Stderr, "arg0") {
+		t.Errorf("live args tick@arg0: exit %d, %q", r.Code, r.Stderr)
+	}
+	testenv.Run(t, dir, ftrace, "live", "--socket", p.sock, pid, "args", "auto")
+	testenv.Run(t, dir, ftrace, "live", "--socket", p.sock, pid, "retval", "auto")
 	fmt.Fprintf(p.stdin, "call 2\nquit\n")
 	p.expect("done")
 	p.cmd.Wait()
-	got := argsCalls(t, testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "graph", "ftrace.dat"), "function_graph")
-	want := []string{"calls()", "tick()", "tick()", "calls(3)", "tick(0)", "tick(1)", "tick(2)", "calls()", "tick()", "tick()"}
+	got := argsCalls(t, testenv.Run(t, dir, ftrace, "graph", "ftrace.dat"), "function_graph")
+	want := []string{"calls()", "tick()", "tick()", "calls(3)", "tick(0)", "tick(1)", "tick(2)", "calls()", "tick()", "tick()",
+		"calls(n=2)", "tick(i=0)", "tick(i=1)"}
 	var calls []string
 	for _, c := range got {
 		calls = append(calls, strings.TrimSuffix(c, " {"))

@@ -1282,6 +1282,8 @@ func TestTracerFlushTail(t *testing.T) {
 // liveProc is trace_live.c running with the control socket: its stdin, what it says,
 // and requests to the socket.
 type liveProc struct {
+	sock   string   // the control socket's path
+	conn   net.Conn // ask's connection (the runtime serves one at a time)
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	expect func(want string)
@@ -1327,8 +1329,10 @@ func trLive(t *testing.T, dir, prog string, env ...string) *liveProc {
 	}
 	p.expect("ready")
 	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", cmd.Process.Pid))
+	p.sock = sock
 	conn := trDial(t, sock)
 	t.Cleanup(func() { conn.Close() })
+	p.conn = conn
 	cr := bufio.NewReader(conn)
 	p.ask = func(req string) string {
 		t.Helper()

@@ -294,7 +294,7 @@ func liveCommand() *cli.Command {
 		ArgsUsage: "PID COMMAND [ARG]",
 		Description: "Commands: status, enable, disable, tracer function|function_graph|nop, filter GLOBS,\n" +
 			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, threads LIST, trigger SPEC,\n" +
-			"time_filter DUR, " +
+			"time_filter DUR, args SPEC|auto|off, retval SPEC|auto|off, " +
 			"ring SIZE|off, snapshot [PATH], dump [PATH], clear, finish.\n" +
 			"The process must run with FTRACE_TRACER or FTRACE_CONTROL=1 set (ftrace record --control).\n" +
 			"An argument that begins with - needs -- before it: ftrace live PID -- depth -3.",
@@ -308,7 +308,7 @@ func liveCommand() *cli.Command {
 
 var liveCommands = map[string]int{ // command → max args
 	"status": 0, "enable": 0, "disable": 0, "tracer": 1, "filter": 1, "notrace": 1,
-	"graph_function": 1, "graph_notrace": 1, "depth": 1, "threads": 1, "trigger": 1, "time_filter": 1, "ring": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
+	"graph_function": 1, "graph_notrace": 1, "depth": 1, "threads": 1, "trigger": 1, "time_filter": 1, "args": 1, "retval": 1, "ring": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
 }
 
 func doLive(c *cli.Context) error {
@@ -326,7 +326,7 @@ func doLive(c *cli.Context) error {
 	cmd, rest := args[1], args[2:]
 	maxArgs, ok := liveCommands[cmd]
 	if !ok {
-		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, trigger, time_filter, ring, snapshot, dump, clear or finish)", cmd)
+		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, trigger, time_filter, args, retval, ring, snapshot, dump, clear or finish)", cmd)
 	}
 	if len(rest) > maxArgs {
 		return fmt.Errorf("live: %s takes at most %d argument(s)", cmd, maxArgs)
@@ -336,6 +336,16 @@ func doLive(c *cli.Context) error {
 		if len(rest) != 1 {
 			return fmt.Errorf("live: %s needs an argument", cmd)
 		}
+	case "args", "retval":
+		if len(rest) != 1 {
+			return fmt.Errorf("live: %s needs SPEC, auto or off", cmd)
+		}
+		spec, cleanup, err := liveArgSpec(pid, cmd, rest[0])
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		rest[0] = spec
 	case "snapshot", "dump":
 		if len(rest) == 1 {
 			if abs, err := filepath.Abs(rest[0]); err == nil {

@@ -114,3 +114,53 @@ func nonEmpty(s []string) []string {
 	}
 	return out
 }
+
+// liveArgSpec checks the spec of a live `args` or `retval` (each of its ;-separated
+// entries as -A or -R would), or for "auto" writes the plans of the process's program
+// (/proc/PID/exe) to a private file and names it (@FILE), removed by cleanup.
+func liveArgSpec(pid int, cmd, spec string) (string, func(), error) {
+	cleanup := func() {}
+	if spec == "off" {
+		return spec, cleanup, nil
+	}
+	if spec != "auto" {
+		for _, s := range strings.Split(spec, ";") {
+			var err error
+			if cmd == "args" {
+				_, err = fnargs.ParseArgSpec(s)
+			} else {
+				_, err = fnargs.ParseRetSpec(s)
+			}
+			if err != nil {
+				return "", cleanup, fmt.Errorf("live: %s: %w", cmd, err)
+			}
+		}
+		return spec, cleanup, nil
+	}
+	exe := fmt.Sprintf("/proc/%d/exe", pid)
+	tab, err := fnargs.Load(exe)
+	if err != nil {
+		return "", cleanup, fmt.Errorf("live: %s auto: %w", cmd, err)
+	}
+	a, r, _ := tab.RuntimeSpecs(tracedEntries(exe))
+	text := a
+	if cmd == "retval" {
+		text = r
+	}
+	if text == "" {
+		return "", cleanup, fmt.Errorf("live: %s auto: process %d's program has no function with one in its DWARF", cmd, pid)
+	}
+	f, err := os.CreateTemp("", "ftrace-args-*")
+	if err != nil {
+		return "", cleanup, fmt.Errorf("live: %w", err)
+	}
+	cleanup = func() { os.Remove(f.Name()) }
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", cleanup, fmt.Errorf("live: writing %s: %w", f.Name(), err)
+	}
+	return "@" + f.Name(), cleanup, nil
+}
