@@ -304,6 +304,19 @@ static void merge(struct ft_argplan *p, char names[FT_ARGS_MAX][8], const struct
 	}
 }
 
+/* The payload words after the time of a record of these values, 0 if one is a string. */
+static uint16_t fixed_words(const struct ft_argval *v, unsigned n)
+{
+	unsigned w = 1 + (n + 3) / 4;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (v[i].desc & FTKIT_ARG_STR)
+			return 0;
+		w += (v[i].desc >> FTKIT_ARG_SIZE_SHIFT & 3) == 3 ? 2 : 1;
+	}
+	return (uint16_t)w;
+}
+
 static int plan_one(const struct ftrace_func_info *fi, void *data)
 {
 	struct build *b = data;
@@ -341,6 +354,8 @@ static int plan_one(const struct ftrace_func_info *fi, void *data)
 		merge(&p, names, hit[i]);
 	if (!p.nargs && !p.nret)
 		return 0;
+	p.awords = fixed_words(p.a, p.nargs);
+	p.rwords = fixed_words(p.r, p.nret);
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 64;
 		struct ft_argplan *np = realloc(b->plans, cap * sizeof(*np));
@@ -571,6 +586,51 @@ static unsigned long stack_word(unsigned long sp, unsigned off)
 	return ft_mem_read(&v, a, sizeof(v)) == (long)sizeof(v) ? v : 0;
 }
 
+static inline unsigned long value(const struct ft_argval *v, const struct ftrace_regs *fregs,
+				  const struct ftrace_ret_regs *rr)
+{
+	if (rr)
+		return ftrt_arch_ret_get(rr, v->loc);
+	if (v->loc >= 0)
+		return ftrt_arch_arg_get(fregs, v->loc);
+	return stack_word(ftrt_arch_arg_sp(fregs), v->off);
+}
+
+/*
+ * The usual case: no string to copy and room in the thread's block.  The words are taken
+ * before they are filled, as the event encoders do (a signal handler's events go after).
+ */
+static int record_fast(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t ts,
+		       const struct ft_argval *v, unsigned n, unsigned words,
+		       const struct ftrace_regs *fregs, const struct ftrace_ret_regs *rr)
+{
+	uint32_t *p = t->wp, *q;
+	unsigned total = 3 + words;
+	uint8_t *desc;
+
+	if (unlikely(!n || !words || t->busy || t->state != FT_THREAD_LIVE || !t->blk || p + total > t->wend))
+		return 0;
+	t->wp = p + total;
+	barrier();
+	p[0] = ftkit_ext(sub, total - 1, n);
+	p[1] = (uint32_t)ts;
+	p[2] = (uint32_t)(ts >> 32);
+	p[3] = (uint32_t)ip;
+	desc = (uint8_t *)&p[4];
+	q = p + 4 + (n + 3) / 4;
+	q[-1] = 0;	/* the descriptors' padding */
+	for (unsigned i = 0; i < n; i++) {
+		unsigned long x = value(&v[i], fregs, rr);
+
+		desc[i] = v[i].desc;
+		*q++ = (uint32_t)x;
+		if ((v[i].desc >> FTKIT_ARG_SIZE_SHIFT & 3) == 3)
+			*q++ = (uint32_t)(x >> 32);
+	}
+	ft_ev_publish(t, p + total);
+	return 1;
+}
+
 static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t ts,
 		   const struct ft_argval *v, unsigned n, const struct ftrace_regs *fregs,
 		   const struct ftrace_ret_regs *rr)
@@ -590,12 +650,7 @@ static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t
 			n = i;	/* cannot happen with FT_ARGS_MAX values; keeps the record sound */
 			break;
 		}
-		if (rr)
-			x = ftrt_arch_ret_get(rr, v[i].loc);
-		else if (v[i].loc >= 0)
-			x = ftrt_arch_arg_get(fregs, v[i].loc);
-		else
-			x = stack_word(ftrt_arch_arg_sp(fregs), v[i].off);
+		x = value(&v[i], fregs, rr);
 		desc[i] = v[i].desc;
 		buf[w++] = (uint32_t)x;
 		if ((v[i].desc >> FTKIT_ARG_SIZE_SHIFT & 3) == 3)	/* values of 4 bytes or less: one word */
@@ -614,13 +669,15 @@ static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t
 void ft_args_entry(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
 		   const struct ftrace_regs *fregs)
 {
-	if (p->nargs && fregs)
+	if (p->nargs && fregs &&
+	    !record_fast(t, FTKIT_EXT_ARGS, p->ip, ts, p->a, p->nargs, p->awords, fregs, NULL))
 		record(t, FTKIT_EXT_ARGS, p->ip, ts, p->a, p->nargs, fregs, NULL);
 }
 
 void ft_args_exit(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
 		  const struct ftrace_ret_regs *rr)
 {
-	if (p->nret && rr)
+	if (p->nret && rr &&
+	    !record_fast(t, FTKIT_EXT_RETVAL, p->ip, ts, p->r, p->nret, p->rwords, NULL, rr))
 		record(t, FTKIT_EXT_RETVAL, p->ip, ts, p->r, p->nret, NULL, rr);
 }

@@ -23,6 +23,8 @@ struct ft_argval {
 struct ft_argplan {
 	unsigned long ip;	/* the function's site */
 	uint8_t nargs, nret;
+	/* a record's payload words after the time when no string is copied, else 0 */
+	uint16_t awords, rwords;
 	struct ft_argval a[FT_ARGS_MAX];
 	struct ft_argval r[FT_RET_MAX];
 };
