@@ -8,6 +8,7 @@ package bench_test
 
 import (
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -42,8 +43,17 @@ func BenchmarkTracerArgs(b *testing.B) {
 	per := func(r trResult) float64 { return (r.ns - base.ns) / r.calls }
 	m := map[string]float64{}
 	for _, tracer := range []string{"function_graph", "function"} {
-		without := per(trMedian(b, reps, trEnv(tracer), append([]string{prog}, argv...)...))
-		with := per(trMedian(b, reps, append(trEnv(tracer), specs...), append([]string{prog}, argv...)...))
+		// alternating runs (the machine's speed drifts): the medians of each
+		var wo, wi []float64
+		for i := 0; i < 2*reps+1; i++ {
+			r, _ := trBenchRun(b, trEnv(tracer), append([]string{prog}, argv...)...)
+			wo = append(wo, per(r))
+			r, _ = trBenchRun(b, append(trEnv(tracer), specs...), append([]string{prog}, argv...)...)
+			wi = append(wi, per(r))
+		}
+		sort.Float64s(wo)
+		sort.Float64s(wi)
+		without, with := wo[reps], wi[reps]
 		m[tracer+"_ns/call"] = without
 		m[tracer+"_args_ns/call"] = with
 		m[tracer+"_args/without"] = with / without
@@ -51,5 +61,5 @@ func BenchmarkTracerArgs(b *testing.B) {
 	for k, v := range m {
 		b.ReportMetric(v, k)
 	}
-	b.Logf("fib(28), %d runs each, median: %v", reps, m)
+	b.Logf("fib(28), %d alternating runs each, median: %v", 2*reps+1, m)
 }
