@@ -25,6 +25,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -2078,6 +2079,48 @@ func TestTracerTinyXML2(t *testing.T) {
 		if fg[name] != n {
 			t.Errorf("%s: %d calls traced by function, %d by function_graph", name, n, fg[name])
 		}
+	}
+
+	// --auto-args on the real C++ program: each XMLTest(const char *testString, const char
+	// *expected, const char *found, bool echo, bool extraNL) call prints
+	// "[pass] testString [expected][found]" ([fail] when it returns false); the arguments
+	// and return value the trace recorded must say the same (strings cut at 64 bytes
+	// excepted). Only XMLTest is traced (-F), every function's plan is passed.
+	args := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "record", "-q", "-a", "-F", "XMLTest*", "-o", "args.dat", "--", prog)
+	if trNoTimes(args) != trNoTimes(plain) {
+		t.Fatalf("--auto-args: output changed")
+	}
+	// how often each line is still to be matched (a line may follow other output, and a
+	// string may hold a newline)
+	printed := map[string]int{}
+	str := `"((?:[^"\\]|\\.)*)"`
+	re := regexp.MustCompile(`XMLTest\(testString=` + str + `, expected=` + str + `, found=` + str + `, echo=true, extraNL=false\) = (true|false);`)
+	matched := 0
+	for _, m := range re.FindAllStringSubmatch(testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "graph", "args.dat"), -1) {
+		var v [3]string
+		for k := range v {
+			u, err := strconv.Unquote(`"` + m[k+1] + `"`)
+			if err != nil {
+				t.Fatalf("%q: %v", m[0], err)
+			}
+			v[k] = u
+		}
+		line := fmt.Sprintf("[pass] %s [%s][%s]", v[0], v[1], v[2])
+		if m[4] == "false" {
+			line = "[fail]" + line[6:]
+		}
+		if _, ok := printed[line]; !ok {
+			printed[line] = strings.Count(args, line)
+		}
+		if printed[line] == 0 {
+			t.Errorf("graph shows %s; the program printed no %q", m[0], line)
+			continue
+		}
+		printed[line]--
+		matched++
+	}
+	if matched < 300 {
+		t.Errorf("%d XMLTest calls with their arguments shown, want 300 or more", matched)
 	}
 }
 
