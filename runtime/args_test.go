@@ -3,6 +3,7 @@ package ftrt_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -162,6 +163,30 @@ func TestTracerArgsSpecs(t *testing.T) {
 		if got[i] != w {
 			t.Errorf("call %d shown as %q, want %q", i, got[i], w)
 		}
+	}
+	// ftrace args --spec: the plans --auto-args passes, in files for FTRACE_ARGS=@FILE (a
+	// file others may write is refused)
+	for _, which := range []string{"args", "retval"} {
+		spec := testenv.Run(t, dir, ftrace, "args", "--spec", which, prog, "add")
+		if err := os.WriteFile(filepath.Join(dir, which+".spec"), []byte(spec), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, ws = trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=file.dat",
+		"FTRACE_ARGS=@" + filepath.Join(dir, "args.spec"), "FTRACE_RETVAL=@" + filepath.Join(dir, "retval.spec")})
+	if out != plain || ws.ExitStatus() != 0 {
+		t.Fatalf("@FILE: output %q status %v", out, ws)
+	}
+	got = argsCalls(t, testenv.Run(t, dir, ftrace, "graph", "file.dat"), "function_graph")
+	if len(got) != len(want) || got[0] != want[0] || !strings.HasPrefix(got[2], "neg()") {
+		t.Errorf("@FILE: calls %q, want %q first and neg() without values", got, want[0])
+	}
+	os.Chmod(filepath.Join(dir, "args.spec"), 0o620)
+	cmd := exec.Command(prog)
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=file.dat", "FTRACE_ARGS=@"+filepath.Join(dir, "args.spec"))
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "ignoring FTRACE_ARGS=@") {
+		t.Errorf("group-writable spec file: %v, %q", err, b)
 	}
 	for _, bad := range []string{"add@arg99", "add", "add@arg1/q", "@arg1", "add@retval"} {
 		cmd := exec.Command(prog)

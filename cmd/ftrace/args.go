@@ -19,12 +19,16 @@ func argsCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.GenericFlag{Name: "argument", Aliases: []string{"A"}, Value: &specList{}, Usage: "argument spec FUNC@arg1,arg2/s,fparg1 (uftrace syntax; repeatable)"},
 			&cli.GenericFlag{Name: "retval", Aliases: []string{"R"}, Value: &specList{}, Usage: "return value spec FUNC@retval[/FMT] (repeatable)"},
+			&cli.StringFlag{Name: "spec", Usage: "print the plans as the runtime takes them (`args` or `retval`): what record --auto-args passes, for FTRACE_ARGS=@FILE / FTRACE_RETVAL=@FILE, ftrace_trace_set_args(\"@FILE\") or live args @FILE"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return fmt.Errorf("args: want a program (ELF file with DWARF)")
 			}
 			prog, globs := c.Args().First(), c.Args().Tail()
+			if sp := c.String("spec"); sp != "" {
+				return printRuntimeSpecs(c, prog, sp, globs)
+			}
 			for _, g := range globs {
 				if _, err := path.Match(g, ""); err != nil {
 					return fmt.Errorf("args: bad pattern %q: %w", g, err)
@@ -70,6 +74,32 @@ func argsCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// printRuntimeSpecs writes prog's DWARF plans in the runtime's syntax, one function per
+// line (those matching a glob, if any are given).
+func printRuntimeSpecs(c *cli.Context, prog, which string, globs []string) error {
+	if which != "args" && which != "retval" {
+		return fmt.Errorf("args: --spec %q: want args or retval", which)
+	}
+	tab, err := fnargs.Load(prog)
+	if err != nil {
+		return fmt.Errorf("args: %w", err)
+	}
+	keep := tracedEntries(prog)
+	a, r, _ := tab.RuntimeSpecs(func(e uint64) bool {
+		if keep != nil && !keep(e) {
+			return false
+		}
+		f := tab.ByEntry(e)
+		return f != nil && (matchAny(f.Name, globs) || f.Linkage != "" && matchAny(f.Linkage, globs))
+	})
+	text := a
+	if which == "retval" {
+		text = r
+	}
+	_, err = fmt.Fprint(c.App.Writer, text)
+	return err
 }
 
 func matchAny(name string, globs []string) bool {
