@@ -204,8 +204,8 @@ static void handle(int fd, char *line)
 		int err = ft_args_set(ret, strcmp(arg, "off") ? arg : NULL, bad, sizeof(bad));
 
 		if (err == -EINVAL) {
-			snprintf(out, sizeof(out), "error %s '%s': not FUNC@%s (nothing changed)\n", line, bad,
-				 ret ? "retval[/FMT][%REG]" : "ARG[/FMT][%LOC],...");
+			snprintf(out, sizeof(out), "error %s '%.159s': not FUNC@%s (nothing changed)\n",
+				 ret ? "retval" : "args", bad, ret ? "retval[/FMT][%REG]" : "ARG[/FMT][%LOC],...");
 			reply(fd, out);
 		} else {
 			result(fd, err, NULL);
