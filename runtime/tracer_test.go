@@ -159,7 +159,12 @@ func trBuildMockSan(t *testing.T, dir, src string, san bool) string {
 // trRun runs prog with the environment additions; it returns stdout and the wait status.
 func trRun(t *testing.T, dir, prog string, env []string, args ...string) (string, syscall.WaitStatus) {
 	t.Helper()
-	cmd := exec.Command(prog, args...)
+	return trRunCmd(t, dir, prog, exec.Command(prog, args...), env)
+}
+
+// trRunCmd runs cmd (prog itself, or qemu-user running it) as trRun does.
+func trRunCmd(t *testing.T, dir, prog string, cmd *exec.Cmd, env []string) (string, syscall.WaitStatus) {
+	t.Helper()
 	cmd.Dir = dir
 	cmd.Env = append(trCleanEnv(), env...)
 	var out, errb strings.Builder

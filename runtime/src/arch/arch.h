@@ -11,6 +11,8 @@
  *
  * Constants and inline functions asm.h provides:
  *
+ *   FTRT_ARCH_ELF_MACHINE	the e_machine of the objects the runtime reads
+ *
  *   Call sites (what -pg -mfentry leaves at a function's entry):
  *   FTRT_ARCH_SITE_MAX		largest site, in bytes
  *   ftrt_arch_site_len_ok(len)	is len a site length the tables may record?
@@ -24,8 +26,27 @@
  *   ftrt_arch_callops_slot(ip)	the CALL_OPS slot of the site at ip (the 8 bytes
  *				before its function), as the CALL_OPS caller finds it
  *
+ *   ftrt_arch_rec_ip(site, len)	the address of the instruction the runtime switches
+ *				between nop and call, for the table's site of len bytes
+ *				(x86-64: the site; arm64: its last 4-byte nop)
+ *   FTRT_ARCH_SITE_PREPARE	1: sites need ftrt_arch_site_prepare() when loaded
+ *   FTRT_ARCH_CALLOPS		can a site use the CALL_OPS caller (1) or not (0)?
+ *   ftrt_arch_callops_nops()	the 8 bytes a CALL_OPS slot holds before it is used
+ *
+ *   Trampolines (core/ftrace_tramp.c, tramp_<arch>.c):
+ *   FTRT_ARCH_REACH		how far from a site its call reaches, less a margin
+ *   FTRT_ARCH_ARENA_HINT	distance below the objects to ask for an arena at, as a
+ *				last resort
+ *   FTRT_ARCH_FILL		the byte a trampoline page is filled with (a trap)
+ *   FTRT_ARCH_RET_LEN		length of the return ftrt_arch_put_ret() writes
+ *
  *   Live patching (core/poke.c, core/sync.c):
- *   FTRT_ARCH_BREAKPOINT	the one-byte trap written on a site's first byte
+ *   FTRT_ARCH_SITE_ATOMIC	1: every transition is one aligned store of the whole site
+ *				(a 4-byte instruction, single-copy atomic): no breakpoint,
+ *				written, cache made coherent (__builtin___clear_cache) and
+ *				all threads context-synchronised; 0: the breakpoint protocol
+ *   FTRT_ARCH_BREAKPOINT	the one-byte trap written on a site's first byte (unused
+ *				when FTRT_ARCH_SITE_ATOMIC)
  *   FTRT_ARCH_SIGFRAME_PC_OFF, FTRT_ARCH_SIGFRAME_SP_OFF
  *				where the interrupted pc and stack pointer lie in a
  *				signal frame, from the frame's start
@@ -33,6 +54,7 @@
  *   Tracers:
  *   FTRT_ARCH_CALLBACK		attribute of an ftrace_ops callback (what the entry
  *				from a trampoline needs, e.g. realigning the stack)
+ *   ftrt_arch_cpu_relax()	the spin-wait hint (pause, yield)
  *   ftrt_arch_cycles()		the cycle counter (the trace clock's fast source)
  *   ftrt_arch_cycles_constant()	does it tick at a constant rate in every power state?
  *
@@ -49,8 +71,17 @@
 
 struct ftrt_poke_site;
 struct ftrt_object;
+struct ftrace_regs;
 
 /* ---- call sites (site_<arch>.c) -------------------------------------------------------- */
+
+/*
+ * The one-time change the site whose record is at ip needs before its first enable, written
+ * when its object is loaded (arm64: the nop before it becomes mov x9, x30), as one poke:
+ * 1, or 0 when none is needed (x86-64, or already done).
+ */
+struct ftrt_poke;
+int ftrt_arch_site_prepare(uintptr_t ip, struct ftrt_poke *pk);
 
 /*
  * The length of the site at b if it holds a call that may be one to __fentry__ or the nop
@@ -89,6 +120,37 @@ const char *ftrt_arch_site_not_at_entry(const unsigned char *b, unsigned before)
  * (on x86-64: the vector registers, %rcx, the frame) and call nothing?
  */
 int ftrt_arch_scalar_leaf(const void *func);
+
+/*
+ * Clones of the templates (tramp_<arch>.c), in a page ftrace_tramp.c has filled with
+ * FTRT_ARCH_FILL:
+ * ftrt_arch_put_ret(): the return instruction (FTRT_ARCH_RET_LEN bytes) at p.
+ * ftrt_arch_tramp_size(): the bytes a per-ops clone of [start, start + size) takes (op-slot
+ * load at op_off, call at call_off), or 0 when the template is not what the code expects.
+ * ftrt_arch_tramp_fill(): write it: the load re-pointed at slot, the call aimed at func
+ * (through a stub after the code when func is out of reach), the return after the end.
+ * ftrt_arch_multi_size(), ftrt_arch_multi_fill(): the same for a multi-ops trampoline of n
+ * ops (ftrace_tramp.c); size 0: the architecture has none; *bad: the template is not what
+ * the code expects; fill: -1 when fallback is out of reach.
+ * ftrt_arch_fexit_ok(), ftrt_arch_fexit_fill(): the block load at ftrace_direct_fexit_data.
+ */
+struct ftrace_ops;
+typedef void (*ftrt_arch_func_t)(unsigned long, unsigned long, struct ftrace_ops *,
+				 struct ftrace_regs *);
+struct ftrt_multi_tmpl {
+	const unsigned char *start, *op_ptr, *seg, *seg_op, *call, *done, *end, *fb, *fb_end;
+};
+void ftrt_arch_put_ret(unsigned char *p);
+size_t ftrt_arch_tramp_size(const unsigned char *start, size_t size, size_t op_off,
+			    size_t call_off);
+void ftrt_arch_tramp_fill(unsigned char *code, const unsigned char *start, size_t size,
+			  size_t op_off, size_t call_off, uintptr_t slot, uintptr_t func);
+size_t ftrt_arch_multi_size(const struct ftrt_multi_tmpl *m, unsigned n, int *bad);
+int ftrt_arch_multi_fill(unsigned char *code, const struct ftrt_multi_tmpl *m, unsigned n,
+			 uintptr_t slot, struct ftrace_ops *const *vec,
+			 const ftrt_arch_func_t *funcs, uintptr_t fallback);
+int ftrt_arch_fexit_ok(const unsigned char *data);
+void ftrt_arch_fexit_fill(unsigned char *data, uintptr_t block);
 
 /* ---- live patching (poke_<arch>.c) ----------------------------------------------------- */
 

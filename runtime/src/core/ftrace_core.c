@@ -585,7 +585,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 			continue;
 		}
 		r = &o->recs[nr++];
-		r->ip = ip;
+		r->ip = ftrt_arch_rec_ip(ip, len);
 		r->rel = 0;
 		r->flags = len == 6 ? REC_LEN6 | REC_NOP6 : 0;
 		if (kind & 0xf0)
@@ -624,7 +624,63 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 	return 0;
 }
 
+/*
+ * The one-time preparation of the sites of a freshly loaded object (ftrt_arch_site_prepare:
+ * arm64's mov x9, x30 before each bl site), in one batch; a site whose bytes are not what
+ * the architecture expects is refused, the others prepared.
+ */
+static int prepare_sites(struct ftrt_object *o)
+{
+	struct ftrt_poke *pk;
+	struct ftrt_rec **pr;
+	size_t i, np = 0, bad;
+	int ret = 0;
+
+	if (!FTRT_ARCH_SITE_PREPARE || !o->nrecs)
+		return 0;
+	pk = malloc(o->nrecs * sizeof(*pk));
+	pr = malloc(o->nrecs * sizeof(*pr));
+	if (!pk || !pr) {
+		free(pk);
+		free(pr);
+		return -ENOMEM;
+	}
+	for (i = 0; i < o->nrecs; i++) {
+		if (o->recs[i].flags & REC_REFUSED)
+			continue;
+		if (ftrt_arch_site_prepare(o->recs[i].ip, &pk[np]))
+			pr[np++] = &o->recs[i];
+	}
+	while (np) {
+		ret = ftrt_text_poke_batch(pk, np, &bad);
+		if (ret != -EINVAL || bad >= np)
+			break;
+		pr[bad]->flags |= REC_REFUSED;
+		nr_refused++;
+		memmove(pk + bad, pk + bad + 1, (np - bad - 1) * sizeof(*pk));
+		memmove(pr + bad, pr + bad + 1, (np - bad - 1) * sizeof(*pr));
+		np--;
+	}
+	if (ret) {
+		ftrt_warn("ftrt: %s: cannot prepare the call sites (%s): tracing disabled for it",
+			  o->path, strerror(-ret));
+		o->nrecs = 0;
+	}
+	free(pk);
+	free(pr);
+	return 0;
+}
+
+static int load_table_sites(struct ftrt_object *o);
+
 static int load_table(struct ftrt_object *o)
+{
+	int ret = load_table_sites(o);
+
+	return ret ? ret : prepare_sites(o);
+}
+
+static int load_table_sites(struct ftrt_object *o)
 {
 	const ElfW(Phdr) *ph = o->phdr;
 	const unsigned char *tab;
@@ -707,7 +763,7 @@ static int load_table(struct ftrt_object *o)
 				sorted = 0;
 			prev = ip;
 			r = &o->recs[nr++];
-			r->ip = ip;
+			r->ip = ftrt_arch_rec_ip(ip, len);
 			r->rel = 0;
 			r->flags = len == 6 ? REC_LEN6 | REC_NOP6 : 0;
 			if ((v >> 44) & 0xf)
@@ -953,10 +1009,10 @@ static void cell_put(uintptr_t *cell, uintptr_t v)
  */
 static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, unsigned kind)
 {
-	static const unsigned char nops[8] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90 };
+	const unsigned char *nops = ftrt_arch_callops_nops();
 	uintptr_t entry = r->ip - ((kind & 8) ? 4 : 0), slot = entry - 8, v;
 
-	if ((kind >> 4) * 4 < 8 || slot != ftrt_arch_callops_slot(r->ip) || !in_exec(o, slot, 8))
+	if (!FTRT_ARCH_CALLOPS || (kind >> 4) * 4 < 8 || slot != ftrt_arch_callops_slot(r->ip) || !in_exec(o, slot, 8))
 		return;
 	if (!memcmp((const void *)slot, nops, 8)) {
 		r->flags |= REC_CALLOPS;
@@ -1331,7 +1387,7 @@ static int slots_chunk(size_t np)
  */
 static int write_slots(size_t n)
 {
-	static const unsigned char nops[8] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90 };
+	const unsigned char *nops = ftrt_arch_callops_nops();
 	struct ftrt_object *o;
 	size_t k = 0, np = 0, i;
 	int ret;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "ftrt_core.h"
 
 static int read_at(int fd, void *buf, size_t len, off_t off)
@@ -40,7 +41,7 @@ static int read_shdrs(int fd, Elf64_Ehdr *eh, Elf64_Shdr **shdr, size_t *shnum)
 	if (read_at(fd, eh, sizeof(*eh), 0))
 		return -EIO;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_machine != EM_X86_64 || eh->e_shentsize != sizeof(Elf64_Shdr) || !eh->e_shoff)
+	    eh->e_machine != FTRT_ARCH_ELF_MACHINE || eh->e_shentsize != sizeof(Elf64_Shdr) || !eh->e_shoff)
 		return -EINVAL;
 	n = eh->e_shnum;
 	if (!n) {

@@ -13,6 +13,9 @@
  * is handled only after the batch is over finds no int3 any more and re-executes the site.
  * Other breakpoints are passed to the previous SIGTRAP disposition.
  *
+ * Architectures whose sites are one instruction word (FTRT_ARCH_SITE_ATOMIC: arm64) skip the
+ * breakpoint: each site is replaced by one single-copy-atomic store (apply_atomic()).
+ *
  * Code is written through /proc/self/mem (pages stay r-x throughout: the kernel writes
  * through its own mapping of the page, breaking copy-on-write as a debugger's poke does), or,
  * where that is not allowed, by making the pages rwx for the duration of the batch.
@@ -892,6 +895,67 @@ undo:
 	return err;
 }
 
+/*
+ * FTRT_ARCH_SITE_ATOMIC: each site is one naturally aligned instruction word, which one
+ * store replaces whole (single-copy atomic): a thread sees the old or the new instruction,
+ * never a mix, so no breakpoint is needed.  Each changed site is stored on its own (procmem:
+ * a pwrite of exactly its bytes, which the kernel copies with one aligned access and after
+ * which it makes the instruction cache coherent; mprotect: one aligned store), its cache
+ * lines are cleaned and invalidated to the point of unification (__builtin___clear_cache),
+ * and all threads are context-synchronised once at the end (ftrt_sync_cores: membarrier
+ * SYNC_CORE, else a signal round, whose return from the handler is a context
+ * synchronisation event).  A thread that still runs the old instruction meanwhile does
+ * what it did before the batch, which is allowed: the old and the new state are both valid
+ * at any time.  On a write error the sites already changed get their old word back.
+ */
+static int store_site(const struct work *w, const unsigned char *b)
+{
+	uintptr_t a = w->s.addr;
+	int err = 0;
+
+	if (method == M_PROCMEM) {
+		err = mem_pwrite(b, w->s.len, a);
+	} else if (w->s.len == 8) {
+		uint64_t v;
+
+		memcpy(&v, b, 8);
+		__atomic_store_n((uint64_t *)a, v, __ATOMIC_RELAXED);
+	} else {
+		uint32_t v;
+
+		memcpy(&v, b, 4);
+		__atomic_store_n((uint32_t *)a, v, __ATOMIC_RELAXED);
+	}
+	if (!err)
+		__builtin___clear_cache((char *)a, (char *)a + w->s.len);
+	return err;
+}
+
+static int apply_atomic(size_t nw)
+{
+	size_t i, j;
+	int err;
+
+	if (method == M_PROCMEM && (err = mem_check()))
+		return err;
+	for (i = 0; i < nw; i++) {
+		if (!work[i].change)
+			continue;
+		if ((err = store_site(&work[i], work[i].s.new))) {
+			report("ftrt: writing code failed (%s); restoring the old instructions",
+			       strerror(-err));
+			for (j = 0; j < i; j++)
+				if (work[j].change && store_site(&work[j], work[j].old)) {
+					report("ftrt: cannot restore code after a failed write; aborting");
+					abort();
+				}
+			ftrt_sync_cores();
+			return err;
+		}
+	}
+	return ftrt_sync_cores();
+}
+
 static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data);
 
 int ftrt_text_poke_batch(struct ftrt_poke *p, size_t n, size_t *bad)
@@ -940,6 +1004,9 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 		else if (!data && ftrt_arch_check(p[i].old, p[i].new, p[i].len, &early, &why) &&
 			 !why)
 			why = "not a supported transition";
+		else if (!data && FTRT_ARCH_SITE_ATOMIC && (w->s.addr % p[i].len ||
+							   (p[i].len != 4 && p[i].len != 8)))
+			why = "not one aligned instruction word";
 		if (why) {
 			*bad = i;
 			refuse(w, why, NULL);
@@ -986,6 +1053,21 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 			err = protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC);
 		if (!err) {
 			err = phase(n, PH_WHOLE);
+			if (method == M_MPROTECT && protect_runs(PROT_READ | PROT_EXEC)) {
+				report("ftrt: cannot make code read-only again: %s; aborting",
+				       strerror(errno));
+				abort();
+			}
+		}
+		goto out;
+	}
+
+	if (FTRT_ARCH_SITE_ATOMIC) {
+		/* one store per site: no breakpoint, no trap handler */
+		if (method == M_MPROTECT)
+			err = protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC);
+		if (!err) {
+			err = apply_atomic(n);
 			if (method == M_MPROTECT && protect_runs(PROT_READ | PROT_EXEC)) {
 				report("ftrt: cannot make code read-only again: %s; aborting",
 				       strerror(errno));

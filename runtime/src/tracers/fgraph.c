@@ -418,7 +418,7 @@ static FT_CALLBACK void fgraph_entry(unsigned long ip, unsigned long parent_ip, 
 {
 	struct fgraph_ops *gops = op->private;
 	struct ft_thread *t = &ft_cur;
-	unsigned long *slot = (unsigned long *)ftrace_regs_get_stack_pointer(fregs);
+	unsigned long *slot = ftrace_regs_get_return_slot(fregs);
 	int idx = gops->idx;
 
 	(void)parent_ip;

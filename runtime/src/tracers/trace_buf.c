@@ -63,7 +63,7 @@ static int lock_try(int spins)
 	while (__atomic_exchange_n(&sess_lock, 1, __ATOMIC_ACQUIRE)) {
 		if (spins-- == 0)
 			return 0;
-		__builtin_ia32_pause();
+		ftrt_arch_cpu_relax();
 	}
 	return 1;
 }

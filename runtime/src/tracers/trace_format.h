@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * On-disk layout of the ftkit trace file, version 3 (docs/trace-format.md).
- * Little-endian x86-64: the structs are written as they are in memory.
+ * Little-endian LP64 (x86-64, arm64: the same layout): the structs are written as they are
+ * in memory.
  */
 #ifndef FTKIT_TRACE_FORMAT_H
 #define FTKIT_TRACE_FORMAT_H

@@ -133,7 +133,7 @@ static void act_stack(unsigned long ip, unsigned long parent, struct ftrace_regs
 
 	if (!t)
 		return;
-	n = walk(ip, parent, fregs && fregs->regs.full ? fregs->regs.rbp : 0, pcs);
+	n = walk(ip, parent, fregs ? ftrace_regs_get_frame_pointer(fregs) : 0, pcs);
 	ft_ev_stack(t, ft_clock_read(), pcs, (unsigned)n);
 }
 

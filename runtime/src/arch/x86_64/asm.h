@@ -11,8 +11,12 @@
 #include <stdint.h>
 #include <string.h>
 #include <ucontext.h>
+#include <elf.h>
 
 #include "ftrace_frame.h"
+
+/* The ELF machine of the objects the runtime reads. */
+#define FTRT_ARCH_ELF_MACHINE	EM_X86_64
 
 /*
  * Call sites: e8 rel32 (5 bytes), or 6 bytes where the call went through the GOT (ff 15,
@@ -27,6 +31,35 @@ static inline int ftrt_arch_site_len_ok(unsigned len)
 {
 	return len == 5 || len == 6;
 }
+
+/* The call is the site itself. */
+static inline uintptr_t ftrt_arch_rec_ip(uintptr_t site, unsigned len)
+{
+	(void)len;
+	return site;
+}
+
+/* No site needs preparing (ftrt_arch_site_prepare). */
+#define FTRT_ARCH_SITE_PREPARE	0
+
+/*
+ * CALL_OPS: -pg -mfentry -fpatchable-function-entry=8,8 (ftrace_callops_caller); the slot
+ * holds 8 one-byte nops until the runtime points it at a cell.
+ */
+#define FTRT_ARCH_CALLOPS	1
+
+static inline const unsigned char *ftrt_arch_callops_nops(void)
+{
+	static const unsigned char nops[8] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90 };
+
+	return nops;
+}
+
+/* Trampolines: within rel32 reach (2 GiB, less 1 MiB), pages filled with int3, ret. */
+#define FTRT_ARCH_REACH		((1l << 31) - (1l << 20))
+#define FTRT_ARCH_ARENA_HINT	(1ul << 30)
+#define FTRT_ARCH_FILL		0xcc
+#define FTRT_ARCH_RET_LEN	1
 
 static inline const unsigned char *ftrt_arch_nop(unsigned len)
 {
@@ -74,7 +107,8 @@ static inline void ftrt_arch_make_call(unsigned char *buf, uintptr_t ip, uintptr
 		buf[5] = 0x90;
 }
 
-/* Live patching. */
+/* Live patching: sites of 5 and 6 bytes, the breakpoint protocol. */
+#define FTRT_ARCH_SITE_ATOMIC	0
 #define FTRT_ARCH_BREAKPOINT 0xcc	/* int3 */
 /* A signal frame (rt_sigframe) starts with the handler's return address (sa_restorer). */
 #define FTRT_ARCH_SIGFRAME_PC_OFF (8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RIP)
@@ -86,6 +120,12 @@ static inline void ftrt_arch_make_call(unsigned char *buf, uintptr_t ip, uintptr
  * 16-byte aligned, and __fentry__ comes first): realign.
  */
 #define FTRT_ARCH_CALLBACK	__attribute__((force_align_arg_pointer))
+
+/* A spin-wait hint. */
+static inline void ftrt_arch_cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
 
 /*
  * The TSC: a plain rdtsc (no lfence: events of one thread are ordered by program order,

@@ -96,3 +96,11 @@ const char *ftrt_arch_site_not_at_entry(const unsigned char *b, unsigned before)
 		return mcount;		/* push %reg (and %r8-%r15 after a 41 prefix) */
 	return NULL;
 }
+
+/* A site needs no preparation: nop and call are the only two states. */
+int ftrt_arch_site_prepare(uintptr_t ip, struct ftrt_poke *pk)
+{
+	(void)ip;
+	(void)pk;
+	return 0;
+}

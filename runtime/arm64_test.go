@@ -1,0 +1,272 @@
+package ftrt_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+// The arm64 runtime, cross-built and run under qemu-user: the function and function_graph
+// tracers on real programs built with -fpatchable-function-entry=2 (the only aarch64
+// build mode: gcc has no -mfentry there), checked with this package's trace reader.
+
+const (
+	a64CC   = "aarch64-linux-gnu-gcc"
+	a64QEMU = "qemu-aarch64"
+	a64Root = "/usr/aarch64-linux-gnu" // qemu-aarch64 -L: the cross C library
+)
+
+var (
+	a64Once sync.Once
+	a64Dir  string
+	a64Err  string
+)
+
+// a64Need skips the test when the cross compiler or qemu-user is missing.
+func a64Need(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{a64CC, a64QEMU} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s not installed: the arm64 runtime is cross-built with %s and run under %s -L %s",
+				p, a64CC, a64QEMU, a64Root)
+		}
+	}
+	if _, err := os.Stat(a64Root); err != nil {
+		t.Skipf("%s missing (the aarch64 C library qemu-aarch64 -L needs): %v", a64Root, err)
+	}
+}
+
+// a64Runtime builds libftrt.a for aarch64 once per test binary (make -C runtime
+// CC=aarch64-linux-gnu-gcc ARCH=arm64 BUILD=<temp>); it returns the BUILD directory.
+func a64Runtime(t *testing.T) string {
+	t.Helper()
+	a64Need(t)
+	a64Once.Do(func() {
+		dir, err := os.MkdirTemp("", "ftkit-arm64-")
+		if err != nil {
+			a64Err = err.Error()
+			return
+		}
+		cmd := exec.Command("make", "-s", "-j2", "-C", filepath.Join(testenv.Root(), "runtime"),
+			"CC="+a64CC, "ARCH=arm64", "BUILD="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			a64Err = fmt.Sprintf("%v\n%s", err, out)
+			return
+		}
+		a64Dir = dir
+	})
+	if a64Err != "" {
+		t.Fatalf("building the arm64 runtime: %s", a64Err)
+	}
+	return a64Dir
+}
+
+// a64Build builds a C program for aarch64 through the real flow: -fpatchable-function-entry=2,
+// recordmcount, link with libftrt.a (-Wl,-u,__fentry__ pulls it in, as ftcc does: nothing
+// else references it), ftlink. src is a file of runtime/tests, or the text of a program
+// when it holds a newline.
+func a64Build(t *testing.T, dir, name, src string, cflags ...string) string {
+	t.Helper()
+	b := a64Runtime(t)
+	path := filepath.Join(testenv.Root(), "runtime", "tests", src)
+	if strings.Contains(src, "\n") {
+		path = filepath.Join(dir, name+".c")
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obj := filepath.Join(dir, name+".o")
+	prog := filepath.Join(dir, name)
+	args := append([]string{"-O2", "-g", "-fpatchable-function-entry=2", "-I", filepath.Join(b, "include")}, cflags...)
+	testenv.Run(t, dir, a64CC, append(args, "-c", path, "-o", obj)...)
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+	testenv.Run(t, dir, a64CC, append(cflags, obj, "-rdynamic", "-Wl,-u,__fentry__",
+		"-L"+filepath.Join(b, "lib"), "-lftrt", "-lpthread", "-ldl", "-o", prog)...)
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), prog)
+	return prog
+}
+
+// a64Run runs prog under qemu-aarch64 with the environment additions (as trRun does).
+func a64Run(t *testing.T, dir, prog string, env []string, args ...string) (string, syscall.WaitStatus) {
+	t.Helper()
+	return trRunCmd(t, dir, prog, exec.Command(a64QEMU, append([]string{"-L", a64Root, prog}, args...)...), env)
+}
+
+// a64CheckComplete is trCheckComplete for the generic timer (cntvct_el0): its frequency is
+// the system's, often 24 to 100 MHz (62.5 MHz under qemu), so a tick may be up to 100 ns.
+func a64CheckComplete(t *testing.T, tr *trTrace) {
+	t.Helper()
+	if tr.Flags&1 == 0 || tr.Reason != 1 {
+		t.Errorf("flags %#x reason %d, want COMPLETE and reason 1 (exit)", tr.Flags, tr.Reason)
+	}
+	if tr.NsPerTick <= 0 || tr.NsPerTick > 100 {
+		t.Errorf("ns_per_tick %v", tr.NsPerTick)
+	}
+}
+
+// fib(15) makes 1973 calls of fib.
+const a64FibCalls = 1973
+
+func TestArm64FunctionFib(t *testing.T) {
+	dir := t.TempDir()
+	prog := a64Build(t, dir, "trace_fib", "trace_fib.c")
+	plain, _ := a64Run(t, dir, prog, nil, "15")
+	out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function"}, "15")
+	if out != plain || ws.ExitStatus() != 0 || plain != "fib(15) = 610\n" {
+		t.Fatalf("traced output %q (status %v), plain %q", out, ws, plain)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	a64CheckComplete(t, tr)
+	s := trSymbols(t, tr, prog)
+	if len(tr.Threads) != 1 {
+		t.Fatalf("%d threads", len(tr.Threads))
+	}
+	counts := map[string]int{}
+	for _, r := range tr.Threads[0].Recs {
+		if r.Type != 1 {
+			t.Fatalf("record type %d in a function trace", r.Type)
+		}
+		name := s.name(r.IP)
+		counts[name]++
+		// ip is the site's bl (the function's entry + 4: no bti c here)
+		if name == "fib" {
+			if caller := s.name(r.Aux); caller != "fib" && caller != "main" {
+				t.Errorf("fib called from %s", caller)
+			}
+		}
+	}
+	if counts["fib"] != a64FibCalls || counts["main"] != 1 || len(counts) != 2 {
+		t.Errorf("counts %v, want fib %d and main 1", counts, a64FibCalls)
+	}
+}
+
+// a64GraphFib checks a function_graph trace of fib(15): exact entries, nesting (every exit
+// closes the latest entry), nothing unwound or left open, and the depth of the deepest fib.
+func a64GraphFib(t *testing.T, dir, prog string) {
+	t.Helper()
+	plain, _ := a64Run(t, dir, prog, nil, "15")
+	out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + filepath.Join(dir, "g.dat")}, "15")
+	if out != plain || ws.ExitStatus() != 0 || plain != "fib(15) = 610\n" {
+		t.Fatalf("traced output %q (status %v), plain %q", out, ws, plain)
+	}
+	tr := trRead(t, filepath.Join(dir, "g.dat"))
+	a64CheckComplete(t, tr)
+	s := trSymbols(t, tr, prog)
+	if len(tr.Threads) != 1 {
+		t.Fatalf("%d threads", len(tr.Threads))
+	}
+	entries, unwound, open := trGraph(t, tr.Threads[0], s)
+	if entries["fib"] != a64FibCalls || entries["main"] != 1 || len(entries) != 2 {
+		t.Errorf("entries %v, want fib %d and main 1", entries, a64FibCalls)
+	}
+	if len(unwound) != 0 || open != 0 {
+		t.Errorf("unwound %v, %d left open", unwound, open)
+	}
+	maxDepth := uint32(0)
+	for _, r := range tr.Threads[0].Recs {
+		if r.Type == 2 && r.Depth > maxDepth {
+			maxDepth = r.Depth
+		}
+	}
+	if maxDepth != 15 { // main at 0, fib(15) at 1 ... fib(1) at 15
+		t.Errorf("deepest entry at depth %d, want 15", maxDepth)
+	}
+}
+
+func TestArm64GraphFib(t *testing.T) {
+	dir := t.TempDir()
+	a64GraphFib(t, dir, a64Build(t, dir, "trace_fib", "trace_fib.c"))
+}
+
+// BTI and PAC: -mbranch-protection=standard puts bti c before the two nops and paciasp
+// after them. The site is found past bti c, and the graph tracer's changed return address
+// is what paciasp signs and autiasp checks (qemu's default CPU implements pointer
+// authentication, so a wrong signature would fault).
+func TestArm64GraphFibBTIPAC(t *testing.T) {
+	dir := t.TempDir()
+	prog := a64Build(t, dir, "trace_fib", "trace_fib.c", "-mbranch-protection=standard")
+	dis, err := exec.Command("aarch64-linux-gnu-objdump", "-d", "--no-show-raw-insn", prog).Output()
+	if err != nil {
+		t.Skipf("aarch64-linux-gnu-objdump: %v", err)
+	}
+	i := strings.Index(string(dis), "<fib>:\n")
+	if i < 0 {
+		t.Fatalf("no fib in the disassembly")
+	}
+	var ins []string
+	for _, l := range strings.Split(string(dis[i:]), "\n")[1:5] {
+		if f := strings.Fields(l); len(f) >= 2 {
+			ins = append(ins, strings.Join(f[1:], " "))
+		}
+	}
+	if len(ins) < 4 || ins[0] != "bti c" || ins[1] != "nop" || ins[2] != "nop" || ins[3] != "paciasp" {
+		t.Fatalf("fib starts %q, want bti c, nop, nop, paciasp", ins)
+	}
+	a64GraphFib(t, dir, prog)
+}
+
+// Arguments in x0-x7 and on the stack, the indirect result in x8, float and HFA results in
+// q0-q3 and 128-bit integers: the same output traced (both tracers) and not.
+const a64ArgsC = `#include <stdio.h>
+#define N __attribute__((noinline))
+struct big { long a, b, c, d, e; };
+struct hfa { double x, y, z, w; };
+N long many(long a, long b, long c, long d, long e, long f, long g, long h, long i, long j)
+{ return a + 2*b + 3*c + 4*d + 5*e + 6*f + 7*g + 8*h + 9*i + 10*j; }
+N double fmany(double a, double b, double c, double d, double e, double f, double g, double h, double i)
+{ return a - b + c * d - e / f + g * h - i; }
+N struct big mkbig(long x) { struct big r = { x, x + 1, x * 2, x * 3, -x }; return r; }
+N struct hfa mkhfa(double x) { struct hfa r = { x, x / 2, x * 3, -x }; return r; }
+N __int128 wide(__int128 a, __int128 b) { return a * b + (a >> 3); }
+N float mixed(int a, float b, long c, double d) { return a * b + c - (float)d; }
+int main(void)
+{
+	double s = 0;
+	for (int k = 0; k < 50; k++) {
+		struct big b = mkbig(k);
+		struct hfa h = mkhfa(k + 0.5);
+		__int128 w = wide((__int128)k << 70 | 7, k + 3);
+		s += many(k, 2, 3, 4, 5, 6, 7, 8, 9, 10) + fmany(k, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5)
+		   + b.a + b.b + b.c + b.d + b.e + h.x + h.y + h.z + h.w + (double)(long)(w >> 64) + (double)(long)w
+		   + mixed(k, 0.25f, 3, 1.5);
+	}
+	printf("%.6f\n", s);
+	return 0;
+}
+`
+
+func TestArm64Registers(t *testing.T) {
+	dir := t.TempDir()
+	prog := a64Build(t, dir, "args", a64ArgsC)
+	plain, _ := a64Run(t, dir, prog, nil)
+	if plain == "" {
+		t.Fatal("no output")
+	}
+	for _, tracer := range []string{"function", "function_graph"} {
+		out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + filepath.Join(dir, tracer+".dat")})
+		if out != plain || ws.ExitStatus() != 0 {
+			t.Errorf("%s: traced output %q (status %v), plain %q", tracer, out, ws, plain)
+			continue
+		}
+		tr := trRead(t, filepath.Join(dir, tracer+".dat"))
+		s := trSymbols(t, tr, prog)
+		n := map[string]int{}
+		for _, r := range tr.Threads[0].Recs {
+			if r.Type == 1 || r.Type == 2 {
+				n[s.name(r.IP)]++
+			}
+		}
+		for _, f := range []string{"many", "fmany", "mkbig", "mkhfa", "wide", "mixed"} {
+			if n[f] != 50 {
+				t.Errorf("%s: %s traced %d times, want 50 (%v)", tracer, f, n[f], n)
+			}
+		}
+	}
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * asm.h - arm64 (aarch64) constants and inline functions for arch.h (which documents them).
+ * Included through arch.h only.
+ *
+ * Sites: gcc has no -mfentry on aarch64; functions are built with
+ * -fpatchable-function-entry=2 (the kernel's DYNAMIC_FTRACE_WITH_ARGS layout): two nops at
+ * the entry, after bti c when there is one.  The table's site is the first nop (8 bytes of
+ * nops); the runtime's record is the second (ftrt_arch_rec_ip).  At load time the first
+ * becomes mov x9, x30 (ftrt_arch_site_prepare, as the kernel's ftrace_init_nop); the second
+ * is switched between nop and bl <trampoline>, one aligned 4-byte store each time.
+ */
+#ifndef FTRT_ASM_ARM64_H
+#define FTRT_ASM_ARM64_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <ucontext.h>
+#include <elf.h>
+
+#include "ftrace_frame.h"
+
+/* The ELF machine of the objects the runtime reads. */
+#define FTRT_ARCH_ELF_MACHINE	EM_AARCH64
+
+#define FTRT_ARM64_NOP		0xd503201fu	/* nop */
+#define FTRT_ARM64_MOV_X9_X30	0xaa1e03e9u	/* mov x9, x30 (orr x9, xzr, x30) */
+#define FTRT_ARM64_BL		0x94000000u	/* bl imm26 */
+#define FTRT_ARM64_BTI_C	0xd503245fu	/* bti c */
+
+/* The patched instruction is one word; the table's sites are 8 bytes (two nops). */
+#define FTRT_ARCH_SITE_MAX	8
+#define FTRT_ARCH_CALL_SIZE	4
+/* nothing before a site tells it is not at its function's entry (recordmcount checked) */
+#define FTRT_ARCH_SITE_LOOKBACK	0
+
+static inline int ftrt_arch_site_len_ok(unsigned len)
+{
+	return len == 8;
+}
+
+/* The bl goes on the last nop of the site: the kernel's rec->ip. */
+static inline uintptr_t ftrt_arch_rec_ip(uintptr_t site, unsigned len)
+{
+	return site + len - 4;
+}
+
+static inline const unsigned char *ftrt_arch_nop(unsigned len)
+{
+	static const unsigned char nop[8] = { 0x1f, 0x20, 0x03, 0xd5, 0x1f, 0x20, 0x03, 0xd5 };
+
+	(void)len;
+	return nop;
+}
+
+/* bl's displacement is from the bl itself, in words, 26 bits signed (±128 MiB). */
+static inline uintptr_t ftrt_arch_call_target(uintptr_t ip, int32_t rel)
+{
+	return ip + (long)rel;
+}
+
+static inline int32_t ftrt_arch_call_rel(uintptr_t ip, uintptr_t target)
+{
+	return (int32_t)(target - ip);
+}
+
+static inline int ftrt_arch_call_reaches(uintptr_t ip, uintptr_t target)
+{
+	long d = (long)(target - ip);
+
+	return !(d & 3) && d >= -(1l << 27) && d < (1l << 27);
+}
+
+static inline uint32_t ftrt_arm64_bl(uintptr_t ip, uintptr_t target)
+{
+	return FTRT_ARM64_BL | ((uint32_t)((long)(target - ip) >> 2) & 0x03ffffffu);
+}
+
+static inline void ftrt_arch_make_call(unsigned char *buf, uintptr_t ip, uintptr_t target,
+				       unsigned len)
+{
+	uint32_t w = ftrt_arm64_bl(ip, target);
+
+	(void)len;
+	memcpy(buf, &w, 4);
+}
+
+/* No CALL_OPS on arm64 yet (the =4,2 layout's slot is left alone): never used. */
+#define FTRT_ARCH_CALLOPS	0
+
+static inline uintptr_t ftrt_arch_callops_slot(uintptr_t ip)
+{
+	return (ip - 8) & ~(uintptr_t)7;
+}
+
+static inline const unsigned char *ftrt_arch_callops_nops(void)
+{
+	return ftrt_arch_nop(8);
+}
+
+/* mov x9, x30 goes before each site's bl once (ftrt_arch_site_prepare). */
+#define FTRT_ARCH_SITE_PREPARE	1
+
+/*
+ * Trampolines: within bl reach (128 MiB, less 1 MiB); pages filled with zeros (udf #0);
+ * the return after a template's end marker is ret x9 (4 bytes).
+ */
+#define FTRT_ARCH_REACH		((1l << 27) - (1l << 20))
+#define FTRT_ARCH_ARENA_HINT	(1ul << 26)
+#define FTRT_ARCH_FILL		0x00
+#define FTRT_ARCH_RET_LEN	4
+
+/*
+ * Live patching: one aligned word per transition (single-copy atomic), no breakpoint.
+ * FTRT_ARCH_BREAKPOINT is never written (poke.c's trap path is not used).
+ */
+#define FTRT_ARCH_SITE_ATOMIC	1
+#define FTRT_ARCH_BREAKPOINT	0x00
+
+/*
+ * A signal frame (struct rt_sigframe) starts with the siginfo (128 bytes), then the
+ * ucontext; the handler is entered with sp at the frame.
+ */
+#define FTRT_ARCH_SIGFRAME_PC_OFF (128 + offsetof(ucontext_t, uc_mcontext.pc))
+#define FTRT_ARCH_SIGFRAME_SP_OFF (128 + offsetof(ucontext_t, uc_mcontext.sp))
+
+/* The trampolines keep sp 16-byte aligned: callbacks need no attribute. */
+#define FTRT_ARCH_CALLBACK
+
+/* A spin-wait hint. */
+static inline void ftrt_arch_cpu_relax(void)
+{
+	__asm__ volatile("yield" ::: "memory");
+}
+
+/*
+ * The generic timer's virtual count (cntvct_el0, readable from EL0 on Linux): its
+ * frequency (cntfrq_el0) is fixed by the system, and it ticks in every power state.
+ */
+static inline uint64_t ftrt_arch_cycles(void)
+{
+	uint64_t v;
+
+	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+}
+
+static inline int ftrt_arch_cycles_constant(void)
+{
+	return 1;
+}
+
+#endif /* FTRT_ASM_ARM64_H */

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The aarch64 templates (runtime/src/arch/arm64/ftrace_arm64.S, ftrace_frame.h), after the
+// kernel's arm64 ftrace_caller. A site is built with -fpatchable-function-entry=2 and
+// prepared by the runtime as
+//
+//	mov x9, x30     // the traced function's return address (its LR)
+//	bl  <tramp>     // or nop while disabled
+//
+// so a template is entered with x9 = the function's return address (parent ip) and
+// x30 = site + 4 (where the function continues), sp = the function's entry sp (16-byte
+// aligned). It builds two frame records (so frame-pointer unwinders see the caller and the
+// traced function), saves struct ftrace_regs below them and calls the callback with
+// (ip = site, parent_ip = x9, op, fregs). It returns with x30 = the saved parent ip (which
+// the graph tracer may have replaced by return_to_handler) and branches to the saved ip.
+//
+// Frame, from sp after `sub sp, sp, #ArmFrameTotal` (S = the entry sp):
+//
+//	0   .. 111  struct ftrace_pt_regs: x0..x8, fp (x29), ip, sp, full, direct
+//	112 .. 239  q0..q7
+//	240         frame record of the call site {x29 -> the record at 256, x30 = site + 4}
+//	256         frame record of the caller {x29 at entry, x9}; x9's slot (S - 8) is the
+//	            return slot (ftrace_regs_get_return_slot)
+const (
+	ArmRegsBytes  = 14 * 8
+	ArmQBase      = ArmRegsBytes
+	ArmFrameSize  = ArmRegsBytes + 8*16 // struct ftrace_regs
+	ArmRecSite    = ArmFrameSize
+	ArmRecCaller  = ArmFrameSize + 16
+	ArmFrameTotal = ArmFrameSize + 32
+)
+
+// ArmRegFields lists the fields of the arm64 struct ftrace_pt_regs in order (8 bytes each).
+var ArmRegFields = []string{"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8",
+	"fp", "ip", "sp", "full", "direct"}
+
+// ArmRegOff is the offset of an arm64 struct ftrace_pt_regs field from the frame base (sp).
+func ArmRegOff(name string) int {
+	for i, f := range ArmRegFields {
+		if f == name {
+			return 8 * i
+		}
+	}
+	panic("trampgen: no arm64 register field " + name)
+}
+
+// armDepth adds d to the thread's ftrt_cb_depth (local-exec TLS: constants fixed at link
+// time, so the bytes stay valid in clones; libftrt.a is linked into the executable). It
+// uses x10 and x11, which hold nothing at a function's entry.
+func (a *asm) armDepth(d int) {
+	a.l("mrs x10, tpidr_el0")
+	a.l("add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12")
+	a.l("add x10, x10, :tprel_lo12_nc:ftrt_cb_depth")
+	a.l("ldr w11, [x10]")
+	if d > 0 {
+		a.l("add w11, w11, #%d", d)
+	} else {
+		a.l("sub w11, w11, #%d", -d)
+	}
+	a.l("str w11, [x10]")
+}
+
+func (a *asm) armFn(name string) {
+	a.l(".p2align 4")
+	a.l(".type %s, %%function", name)
+	a.label(name)
+}
+
+// armCaller emits a caller: name with the markers name_op_ptr (adrp + ldr of the op slot,
+// re-pointed in clones), callLabel (the bl, aimed in clones) and name_end (the runtime
+// appends `ret x9` there). full: the value of the frame's full field.
+func (a *asm) armCaller(name, callLabel string, full int) {
+	a.armFn(name)
+	a.l("sub sp, sp, #%d", ArmFrameTotal)
+	a.l("stp x29, x9, [sp, #%d]", ArmRecCaller)
+	a.l("str x29, [sp, #%d]", ArmRegOff("fp"))
+	a.l("add x29, sp, #%d", ArmRecCaller)
+	a.l("stp x29, x30, [sp, #%d]", ArmRecSite)
+	a.l("add x29, sp, #%d", ArmRecSite)
+	for i := 0; i < 8; i += 2 {
+		a.l("stp x%d, x%d, [sp, #%d]", i, i+1, ArmRegOff(fmt.Sprintf("x%d", i)))
+	}
+	a.l("str x8, [sp, #%d]", ArmRegOff("x8"))
+	for i := 0; i < 8; i += 2 {
+		a.l("stp q%d, q%d, [sp, #%d]", i, i+1, ArmQBase+16*i)
+	}
+	a.l("str x30, [sp, #%d]", ArmRegOff("ip"))
+	a.l("add x10, sp, #%d", ArmFrameTotal)
+	a.l("str x10, [sp, #%d]", ArmRegOff("sp"))
+	a.l("mov x10, #%d", full)
+	a.l("stp x10, xzr, [sp, #%d]", ArmRegOff("full")) // full, direct
+	a.l("sub x0, x30, #4")                            // ip: the site's bl
+	a.l("mov x1, x9")                                 // parent ip
+	a.armDepth(1)
+	a.label(name + "_op_ptr")
+	a.l("adrp x2, ftrace_template_op") // re-pointed at the clone's slot
+	a.l("ldr x2, [x2, :lo12:ftrace_template_op]")
+	a.l("mov x3, sp") // struct ftrace_regs *
+	a.l("cbz x2, 1f")
+	a.label(callLabel)
+	a.l("bl ftrace_stub") // aimed at the callback in clones
+	a.raw("1:\n")
+	a.armDepth(-1)
+	for i := 0; i < 8; i += 2 {
+		a.l("ldp q%d, q%d, [sp, #%d]", i, i+1, ArmQBase+16*i)
+	}
+	for i := 0; i < 8; i += 2 {
+		a.l("ldp x%d, x%d, [sp, #%d]", i, i+1, ArmRegOff(fmt.Sprintf("x%d", i)))
+	}
+	a.l("ldr x8, [sp, #%d]", ArmRegOff("x8"))
+	a.l("ldr x30, [sp, #%d]", ArmRecCaller+8) // the return slot: the caller, or return_to_handler
+	a.l("ldr x9, [sp, #%d]", ArmRegOff("ip"))
+	a.l("ldr x29, [sp, #%d]", ArmRegOff("fp"))
+	a.l("add sp, sp, #%d", ArmFrameTotal)
+	a.label(name + "_end")
+	a.l("ret x9")
+	a.l(".size %s, .-%s", name, name)
+}
+
+// armEmpty emits labels at one address for the templates arm64 does not have yet: the
+// runtime sees their size 0 and does without them (multi-ops, CALL_OPS and ready direct
+// trampolines).
+func (a *asm) armEmpty(names ...string) {
+	for _, n := range names {
+		a.label(n)
+	}
+}
+
+// ArmAssembly returns the text of ftrace_arm64.S.
+func ArmAssembly() string {
+	a := &asm{}
+	a.raw("/* Code generated by trampgen; DO NOT EDIT. */\n")
+	a.raw("/* Trampoline templates of the ftkit runtime (arm64). See docs/runtime.md. */\n\n")
+	a.l(".text")
+	a.global("ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end",
+		"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call",
+		"ftrace_caller_novec_end", "ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call",
+		"ftrace_regs_caller_end", "ftrace_stub", "__fentry__")
+	var empty []string
+	for _, n := range []string{"ftrace_multi_caller", "ftrace_multi_caller_novec", "ftrace_regs_multi_caller"} {
+		empty = append(empty, n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end",
+			n+"_fallback", n+"_fallback_end")
+	}
+	for _, n := range []string{"ftrace_callops_caller", "ftrace_callops_caller_novec"} {
+		empty = append(empty, n, n+"_op_ptr", n+"_call", n+"_end")
+	}
+	empty = append(empty, "ftrace_direct_fexit", "ftrace_direct_fexit_data", "ftrace_direct_fexit_end")
+	a.global(empty...)
+	a.global("ftrace_callops_set_novec", "ftrace_direct_count")
+
+	// ftrace_caller: the argument registers, x8, q0..q7, fp, ip and sp.
+	a.armCaller("ftrace_caller", "ftrace_call", 0)
+	// ftrace_caller_novec: the same (the runtime never proves a callback lean on arm64).
+	a.armCaller("ftrace_caller_novec", "ftrace_novec_call", 0)
+	// ftrace_regs_caller: the same frame marked full; the callback may change ip (the
+	// trampoline branches there). No diversion into direct trampolines yet.
+	a.armCaller("ftrace_regs_caller", "ftrace_regs_call", 1)
+
+	a.l(".p2align 4")
+	a.armEmpty(empty...)
+	a.l("udf #0")
+
+	// ftrace_callops_set_novec (never used: no CALL_OPS on arm64) and ftrace_direct_count
+	// (not implemented: returns into the function, counting nothing).
+	a.armFn("ftrace_callops_set_novec")
+	a.l("ret")
+	a.l(".size ftrace_callops_set_novec, .-ftrace_callops_set_novec")
+	a.armFn("ftrace_direct_count")
+	a.l("mov x10, x30")
+	a.l("mov x30, x9")
+	a.l("ret x10")
+	a.l(".size ftrace_direct_count, .-ftrace_direct_count")
+
+	// The ready direct trampolines' counter table (read by ftrace_direct_count_read).
+	a.l(".bss")
+	a.l(".p2align 6")
+	a.l(".globl ftrt_direct_counts")
+	a.l(".type ftrt_direct_counts, %%object")
+	a.label("ftrt_direct_counts")
+	a.l(".zero %d", CountSlots*16)
+	a.l(".size ftrt_direct_counts, %d", CountSlots*16)
+	a.l(".globl ftrt_direct_count_lost")
+	a.l(".type ftrt_direct_count_lost, %%object")
+	a.label("ftrt_direct_count_lost")
+	a.l(".zero 8")
+	a.l(".size ftrt_direct_count_lost, 8")
+	a.l(".text")
+
+	// ftrace_stub and __fentry__: plain returns.
+	a.armFn("ftrace_stub")
+	a.l("ret")
+	a.l(".size ftrace_stub, .-ftrace_stub")
+	a.armFn("__fentry__")
+	a.l("ret")
+	a.l(".size __fentry__, .-__fentry__")
+
+	// The op slot of the templates themselves (clones get their own slot).
+	a.l(".section .rodata")
+	a.l(".p2align 3")
+	a.l(".type ftrace_template_op, %%object")
+	a.label("ftrace_template_op")
+	a.l(".quad 0")
+	a.l(".size ftrace_template_op, 8")
+	a.l(`.section .note.GNU-stack,"",%%progbits`)
+	return a.b.String()
+}
+
+// ArmHeader returns the text of the arm64 ftrace_frame.h.
+func ArmHeader() string {
+	var b strings.Builder
+	b.WriteString("/* Code generated by trampgen; DO NOT EDIT. */\n")
+	b.WriteString("/* Frame layout of the arm64 trampoline templates (offsets from sp). */\n")
+	b.WriteString("#ifndef FTRT_FRAME_H\n#define FTRT_FRAME_H\n\n")
+	fmt.Fprintf(&b, "#define FTRT_FRAME_SIZE %d\n", ArmFrameSize)
+	fmt.Fprintf(&b, "#define FTRT_FRAME_TOTAL %d\n", ArmFrameTotal)
+	fmt.Fprintf(&b, "#define FTRT_FRAME_Q0 %d\n", ArmQBase)
+	fmt.Fprintf(&b, "#define FTRT_FRAME_REC_SITE %d\n", ArmRecSite)
+	fmt.Fprintf(&b, "#define FTRT_FRAME_REC_CALLER %d\n", ArmRecCaller)
+	for _, f := range ArmRegFields {
+		fmt.Fprintf(&b, "#define FTRT_FRAME_%s %d\n", strings.ToUpper(f), ArmRegOff(f))
+	}
+	b.WriteString("\n/* Ready direct trampolines (trampgen/direct.go; only the counter table on arm64). */\n")
+	b.WriteString(directHeader())
+	b.WriteString("\n#endif\n")
+	return b.String()
+}
+
+// ArmFiles maps each generated arm64 file name to its contents.
+func ArmFiles() map[string]string {
+	return map[string]string{
+		"ftrace_arm64.S": ArmAssembly(),
+		"ftrace_frame.h": ArmHeader(),
+	}
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/arch/arm64/arm64asm"
+)
+
+// The committed arm64 files must be what the generator writes.
+func TestArmGeneratedFilesUpToDate(t *testing.T) {
+	for name, want := range ArmFiles() {
+		got, err := os.ReadFile(filepath.Join("..", "runtime", "src", "arch", "arm64", name))
+		if err != nil {
+			t.Fatalf("reading committed %s: %v", name, err)
+		}
+		if !bytes.Equal(got, []byte(want)) {
+			t.Errorf("runtime/src/arch/arm64/%s differs from trampgen's output: run go generate ./trampgen", name)
+		}
+	}
+}
+
+// armAssemble assembles ftrace_arm64.S with the cross compiler; it returns .text and the
+// addresses of its symbols.
+func armAssemble(t *testing.T) ([]byte, map[string]uint64) {
+	t.Helper()
+	cc := "aarch64-linux-gnu-gcc"
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("%s not installed: cannot assemble the arm64 templates", cc)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "t.S")
+	if err := os.WriteFile(src, []byte(ArmAssembly()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	obj := filepath.Join(dir, "t.o")
+	if out, err := exec.Command(cc, "-c", src, "-o", obj).CombinedOutput(); err != nil {
+		t.Fatalf("assembling the arm64 templates: %v\n%s", err, out)
+	}
+	f, err := elf.Open(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sec := f.Section(".text")
+	text, err := sec.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := map[string]uint64{}
+	for _, s := range ss {
+		if int(s.Section) < len(f.Sections) && f.Sections[s.Section] == sec {
+			syms[s.Name] = s.Value
+		}
+	}
+	return text, syms
+}
+
+var armMem = regexp.MustCompile(`^(stp|ldp|str|ldr) ([xq]\d+|x29|x30|xzr), (?:([xq]\d+|x29|x30|xzr), )?\[sp(?:, ?#(-?\w+))?\]$`)
+
+// TestArmTemplatesDecode decodes each arm64 caller with arm64asm and checks what the
+// runtime and the tracers rely on: the frame is allocated and freed once (sp stays 16-byte
+// aligned), x0-x8 and q0-q7 are saved at the offsets of struct ftrace_regs and restored
+// from them, the caller's frame record {x29, x9} lies at the entry sp - 16 (so x9, the
+// traced function's return address, is at sp - 8: the return slot) and x30 is reloaded
+// from that slot, the markers hold adrp + ldr (op slot), bl (callback) and ret x9.
+func TestArmTemplatesDecode(t *testing.T) {
+	text, syms := armAssemble(t)
+	for _, tm := range []struct{ start, opPtr, call, end string }{
+		{"ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end"},
+		{"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call", "ftrace_caller_novec_end"},
+		{"ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call", "ftrace_regs_caller_end"},
+	} {
+		t.Run(tm.start, func(t *testing.T) {
+			start, end := syms[tm.start], syms[tm.end]
+			if end <= start || end+4 > uint64(len(text)) {
+				t.Fatalf("bad template bounds %#x..%#x", start, end)
+			}
+			saved, loaded := map[string]int{}, map[string]int{}
+			frame, restored := 0, false
+			var insns []string
+			for pc := start; pc <= end; pc += 4 {
+				in, err := arm64asm.Decode(text[pc : pc+4])
+				if err != nil {
+					t.Fatalf("%#x: %v (%08x)", pc, err, binary.LittleEndian.Uint32(text[pc:]))
+				}
+				s := strings.ToLower(arm64asm.GNUSyntax(in))
+				insns = append(insns, s)
+				switch {
+				case strings.HasPrefix(s, "sub sp, sp, #"):
+					if frame != 0 {
+						t.Errorf("%#x: second frame allocation %q", pc, s)
+					}
+					frame = armImm(t, s[len("sub sp, sp, #"):])
+				case strings.HasPrefix(s, "add sp, sp, #"):
+					if armImm(t, s[len("add sp, sp, #"):]) != frame {
+						t.Errorf("%#x: %q does not free the %d-byte frame", pc, s, frame)
+					}
+					restored = true
+				case strings.Contains(s, "sp") && !armMem.MatchString(s) && !strings.HasPrefix(s, "add x") && s != "mov x3, sp":
+					t.Errorf("%#x: unexpected use of sp: %q", pc, s)
+				}
+				if m := armMem.FindStringSubmatch(s); m != nil {
+					off := 0
+					if m[4] != "" {
+						off = armImm(t, m[4])
+					}
+					size := 8
+					if m[2][0] == 'q' {
+						size = 16
+					}
+					tab := saved
+					if m[1][0] == 'l' {
+						tab = loaded
+					}
+					// a register stored twice (x29, x30) keeps both: key by register and offset
+					tab[fmt.Sprintf("%s@%d", m[2], off)]++
+					if m[3] != "" {
+						tab[fmt.Sprintf("%s@%d", m[3], off+size)]++
+					}
+				}
+				switch pc {
+				case syms[tm.opPtr]:
+					next, _ := arm64asm.Decode(text[pc+4 : pc+8])
+					if !strings.HasPrefix(s, "adrp x2,") || !strings.HasPrefix(strings.ToLower(arm64asm.GNUSyntax(next)), "ldr x2, [x2") {
+						t.Errorf("op_ptr marker: %q then %q, want adrp x2 + ldr x2, [x2, ...]", s, arm64asm.GNUSyntax(next))
+					}
+				case syms[tm.call]:
+					if in.Op != arm64asm.BL {
+						t.Errorf("call marker: %q, want bl", s)
+					}
+				case end:
+					if s != "ret x9" {
+						t.Errorf("end marker: %q, want ret x9", s)
+					}
+				}
+			}
+			if frame != ArmFrameTotal || frame%16 != 0 || !restored {
+				t.Errorf("frame %d bytes (restored %v), want %d", frame, restored, ArmFrameTotal)
+			}
+			want := func(tab map[string]int, what string, keys ...string) {
+				for _, k := range keys {
+					if tab[k] == 0 {
+						t.Errorf("%s: nothing %s %s\n%s", tm.start, what, k, strings.Join(insns, "\n"))
+					}
+				}
+			}
+			var regs []string
+			for i := 0; i <= 8; i++ {
+				regs = append(regs, fmt.Sprintf("x%d@%d", i, ArmRegOff(fmt.Sprintf("x%d", i))))
+			}
+			for i := 0; i < 8; i++ {
+				regs = append(regs, fmt.Sprintf("q%d@%d", i, ArmQBase+16*i))
+			}
+			want(saved, "saves", regs...)
+			want(loaded, "restores", regs...)
+			want(saved, "saves", fmt.Sprintf("x29@%d", ArmRecCaller), fmt.Sprintf("x9@%d", ArmRecCaller+8),
+				fmt.Sprintf("x29@%d", ArmRegOff("fp")), fmt.Sprintf("x30@%d", ArmRecSite+8), fmt.Sprintf("x30@%d", ArmRegOff("ip")))
+			want(loaded, "restores", fmt.Sprintf("x30@%d", ArmRecCaller+8), fmt.Sprintf("x9@%d", ArmRegOff("ip")),
+				fmt.Sprintf("x29@%d", ArmRegOff("fp")))
+			if ArmRecCaller+16 != ArmFrameTotal {
+				t.Errorf("the caller's frame record is not at the entry sp - 16")
+			}
+		})
+	}
+}
+
+func armImm(t *testing.T, s string) int {
+	t.Helper()
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 0, 64)
+	if err != nil {
+		t.Fatalf("immediate %q: %v", s, err)
+	}
+	return int(v)
+}
+
+// The frame header matches the generator's layout, and the arm64 struct ftrace_pt_regs
+// (runtime/include/ftrace_regs_arm64.h) lists the same fields.
+func TestArmHeader(t *testing.T) {
+	h := ArmHeader()
+	for _, f := range ArmRegFields {
+		if !strings.Contains(h, fmt.Sprintf("#define FTRT_FRAME_%s %d\n", strings.ToUpper(f), ArmRegOff(f))) {
+			t.Errorf("no FTRT_FRAME_%s in the header", strings.ToUpper(f))
+		}
+	}
+	if ArmFrameSize%16 != 0 || ArmQBase%16 != 0 {
+		t.Errorf("frame %d, q0 at %d: not 16-byte aligned", ArmFrameSize, ArmQBase)
+	}
+}
