@@ -270,3 +270,18 @@ func TestArm64Registers(t *testing.T) {
 		}
 	}
 }
+
+// Arguments and return values on arm64 (FTRACE_ARGS, FTRACE_RETVAL with the registers of
+// AAPCS64: x0-x7, d0-d7, the result in x0 or d0): what graph shows is what the program
+// says it was called with, as on x86-64 (checkSpecCalls), but for strings: qemu-user does
+// not emulate process_vm_readv, so the runtime does not read them there (<unread>).
+func TestArm64Args(t *testing.T) {
+	dir := t.TempDir()
+	prog := a64Build(t, dir, "trace_args", "trace_args.c")
+	plain, _ := a64Run(t, dir, prog, nil)
+	out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_ARGS=" + specArgs, "FTRACE_RETVAL=" + specRets})
+	if out != plain || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v, untraced %q", out, ws, plain)
+	}
+	checkSpecCalls(t, argsCalls(t, testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "graph", "ftrace.dat"), "function_graph"), plain, true)
+}

@@ -14,8 +14,8 @@ type Value struct {
 	Words []uint64
 	Str   []byte // the bytes read, without the terminating NUL
 	// StrBad: the read failed (a bad pointer); StrTrunc: the copy stopped at its bound
-	// before a NUL.
-	StrBad, StrTrunc bool
+	// before a NUL; StrUnread: not read (the recorder had no fault-safe read there).
+	StrBad, StrTrunc, StrUnread bool
 }
 
 // FormatArgs prints a call's arguments as `name=value, ...` (vals in the order of
@@ -257,6 +257,8 @@ func str(v Value) string {
 	switch {
 	case len(v.Words) > 0 && v.Words[0] == 0:
 		return "NULL"
+	case v.StrUnread:
+		return "<unread>"
 	case v.StrBad:
 		return "<bad>"
 	}
@@ -317,7 +319,7 @@ func Split(f *Func, words []uint64, strs []Value) []Value {
 		n := min(len(a.Parts), len(words))
 		vals[i].Words, words = words[:n:n], words[n:]
 		if a.isString() && si < len(strs) {
-			vals[i].Str, vals[i].StrBad, vals[i].StrTrunc = strs[si].Str, strs[si].StrBad, strs[si].StrTrunc
+			vals[i].Str, vals[i].StrBad, vals[i].StrTrunc, vals[i].StrUnread = strs[si].Str, strs[si].StrBad, strs[si].StrTrunc, strs[si].StrUnread
 			si++
 		}
 	}

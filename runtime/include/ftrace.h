@@ -281,16 +281,6 @@ struct ftrace_graph_ent {
 	struct ftrace_regs *fregs;	/* the registers at entry (arguments: ftrace_regs_get_argument) */
 };
 
-/*
- * What a function may return in (x86-64 System V): rax, rdx (integers, pointers, small
- * structs), xmm0, xmm1 (float, double, vectors); x87 st(0) is not kept.
- */
-struct ftrace_ret_regs {
-	unsigned long rax, rdx;
-	unsigned char xmm0[16] __attribute__((aligned(16)));
-	unsigned char xmm1[16];
-};
-
 struct ftrace_graph_ret {
 	unsigned long func;
 	int depth;
@@ -298,7 +288,8 @@ struct ftrace_graph_ret {
 	unsigned long long calltime;
 	unsigned long long rettime;
 	unsigned long retaddr;
-	/* a return (not FGRAPH_RET_UNWOUND): the registers it returned in, else NULL */
+	/* a return (not FGRAPH_RET_UNWOUND): the registers it returned in (struct
+	   ftrace_ret_regs of the architecture's ftrace_regs_*.h), else NULL */
 	const struct ftrace_ret_regs *ret_regs;
 	unsigned long retval;		/* the integer return register (0 when unwound) */
 };

@@ -86,4 +86,21 @@ static inline unsigned long ftrace_regs_get_frame_pointer(struct ftrace_regs *fr
 	return fregs->regs.fp;
 }
 
+/*
+ * What a function may return in (AAPCS64): x0-x7 (integers, pointers, small structs; x8
+ * holds the address of a larger one) and q0-q7 (floating point, vectors, HFAs), as
+ * return_to_handler saves them; x8-x15 follow x0-x7 there.  fgraph return callbacks get
+ * them in struct ftrace_graph_ret.
+ */
+struct ftrace_ret_regs {
+	unsigned long x[16];
+	unsigned char q[8][16];
+};
+
+/* The integer (or pointer) result. */
+static inline unsigned long ftrace_ret_regs_get_value(const struct ftrace_ret_regs *rr)
+{
+	return rr->x[0];
+}
+
 #endif /* FTRACE_REGS_ARM64_H */

@@ -102,4 +102,21 @@ static inline unsigned long ftrace_regs_get_frame_pointer(struct ftrace_regs *fr
 	return fregs->regs.full ? fregs->regs.rbp : 0;
 }
 
+/*
+ * What a function may return in (System V): rax, rdx (integers, pointers, small structs),
+ * xmm0, xmm1 (float, double, vectors); x87 st(0) is not kept.  return_to_handler saves
+ * them so; fgraph return callbacks get them in struct ftrace_graph_ret.
+ */
+struct ftrace_ret_regs {
+	unsigned long rax, rdx;
+	unsigned char xmm0[16] __attribute__((aligned(16)));
+	unsigned char xmm1[16];
+};
+
+/* The integer (or pointer) result. */
+static inline unsigned long ftrace_ret_regs_get_value(const struct ftrace_ret_regs *rr)
+{
+	return rr->rax;
+}
+
 #endif /* FTRACE_REGS_X86_64_H */

@@ -182,6 +182,8 @@ struct ftrace_ret_regs;
  * "xmm1"; ret: one a value is returned in), or -1.
  * ftrt_arch_arg_int(): the N-th (from 1) integer argument's register, or -1 with
  * *stack_off set to its stack word's offset from the entry stack pointer.
+ * ftrt_arch_arg_stack_off(): the offset from the entry stack pointer of the N-th (from 1)
+ * stack word of arguments (a spec's %stack+N).
  * ftrt_arch_arg_fp(): the N-th floating argument's register, or -2 (none).
  * ftrt_arch_ret_loc(): where an integer (fp = 0) or floating (fp = 1) result is.
  * ftrt_arch_arg_get(), ftrt_arch_ret_get(): a location's 8 bytes (the low 8 of a vector
@@ -190,6 +192,7 @@ struct ftrace_ret_regs;
  */
 int ftrt_arch_arg_reg(const char *name, size_t len, int ret);
 int ftrt_arch_arg_int(unsigned n, unsigned *stack_off);
+unsigned ftrt_arch_arg_stack_off(unsigned n);
 int ftrt_arch_arg_fp(unsigned n);
 int ftrt_arch_ret_loc(int fp);
 unsigned long ftrt_arch_arg_get(const struct ftrace_regs *fregs, int loc);

@@ -160,7 +160,7 @@ static int parse_item(const char *p, const char *e, int ret, struct ft_argval *v
 			if (ret || (n = number(l + 6, e, 1, 64)) < 0)
 				return -EINVAL;
 			loc = -1;
-			off = 8 * (unsigned)n;
+			off = ftrt_arch_arg_stack_off((unsigned)n);
 		} else if ((loc = ftrt_arch_arg_reg(l, (size_t)(e - l), ret)) < 0) {
 			return -EINVAL;
 		}

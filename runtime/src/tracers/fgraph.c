@@ -110,7 +110,7 @@ static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, u
 		.rettime = now,
 		.retaddr = f->ret,
 		.ret_regs = rr,
-		.retval = rr ? rr->rax : 0,
+		.retval = rr ? ftrace_ret_regs_get_value(rr) : 0,
 	};
 	uint32_t users = f->users;
 	struct ft_thread *t = &ft_cur;

@@ -83,7 +83,8 @@ func (f *Formatter) Ret(fn *symbolize.Func, v *tracefile.Values) string {
 		words, strs := split(v)
 		val := fnargs.Value{Words: words}
 		if len(strs) > 0 {
-			val.Str, val.StrBad, val.StrTrunc = strs[0].Str, strs[0].StrBad, strs[0].StrTrunc
+			val = strs[0]
+			val.Words = words
 		}
 		return fnargs.FormatValue(p.Ret, val)
 	}
@@ -106,8 +107,8 @@ func split(v *tracefile.Values) ([]uint64, []fnargs.Value) {
 }
 
 func strValue(it tracefile.Value) fnargs.Value {
-	return fnargs.Value{Words: []uint64{it.Word}, Str: it.Str,
-		StrBad: it.StrFlags&(tracefile.StrBad|tracefile.StrUnread) != 0, StrTrunc: it.StrFlags&tracefile.StrTrunc != 0}
+	return fnargs.Value{Words: []uint64{it.Word}, Str: it.Str, StrBad: it.StrFlags&tracefile.StrBad != 0,
+		StrTrunc: it.StrFlags&tracefile.StrTrunc != 0, StrUnread: it.StrFlags&tracefile.StrUnread != 0}
 }
 
 var formats = map[int]fnargs.Format{

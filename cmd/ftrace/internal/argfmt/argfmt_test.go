@@ -21,6 +21,7 @@ func TestSpecValues(t *testing.T) {
 		{[]tracefile.Value{{Desc: d(tracefile.ArgFmtFloat, 3), Word: 0x4004000000000000}}, "2.5"},
 		{[]tracefile.Value{{Desc: str, Word: 0x1000, Str: []byte("GET /")}, {Desc: str, Word: 16, StrFlags: tracefile.StrBad}}, `"GET /", <bad>`},
 		{[]tracefile.Value{{Desc: str, Word: 0x1000, Str: []byte("yy"), StrFlags: tracefile.StrTrunc}, {Desc: str, StrFlags: tracefile.StrBad}}, `"yy"..., NULL`},
+		{[]tracefile.Value{{Desc: str, Word: 0x1000, StrFlags: tracefile.StrUnread}}, "<unread>"},
 		// a DWARF-formatted value without the DWARF: hex
 		{[]tracefile.Value{{Desc: d(tracefile.ArgFmtAuto, 3), Word: 42}}, "0x2a"},
 	} {

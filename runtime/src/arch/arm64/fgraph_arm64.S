@@ -5,11 +5,11 @@
  * The trampoline kept the function's return address in its frame at the entry sp - 8 (the
  * return slot) and the graph tracer put this address there, which the trampoline gave the
  * function in x30.  The function's ret lands here with sp back at its entry value, so the
- * slot is sp - 8: fgraph_return(sp) finds the frame as on x86-64.
+ * slot is sp - 8: fgraph_return(sp, regs) finds the frame as on x86-64.
  * Kept around the C part: x0-x7 (integer and pointer results, small structs), q0-q7
  * (floating-point and vector results, HFAs), and x8-x15 (caller-saved; a caller built
  * with -fipa-ra may keep values there across a call to a function it knows leaves them).
- * fgraph_return() gives back the real return address, which goes into x30 for the ret.
+ * fgraph_return() gets them as struct ftrace_ret_regs and gives back the real return address, which goes into x30 for the ret.
  */
 	.text
 	.globl return_to_handler
@@ -33,6 +33,7 @@ return_to_handler:
 	stp q4, q5, [sp, #208]
 	stp q6, q7, [sp, #240]
 	add x0, sp, #272
+	add x1, sp, #16		/* x0-x15, q0-q7: struct ftrace_ret_regs */
 	bl fgraph_return
 	mov x30, x0
 	ldp x0, x1, [sp, #16]

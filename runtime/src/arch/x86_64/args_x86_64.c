@@ -38,11 +38,16 @@ int ftrt_arch_arg_reg(const char *name, size_t len, int ret)
 	return -1;
 }
 
+unsigned ftrt_arch_arg_stack_off(unsigned n)
+{
+	return 8 * n;	/* above the return address */
+}
+
 int ftrt_arch_arg_int(unsigned n, unsigned *stack_off)
 {
 	if (n >= 1 && n <= 6)
 		return (int)n - 1;
-	*stack_off = 8 * (n - 6);	/* above the return address */
+	*stack_off = ftrt_arch_arg_stack_off(n - 6);
 	return -1;
 }
 
