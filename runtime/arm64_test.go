@@ -285,3 +285,77 @@ func TestArm64Args(t *testing.T) {
 	}
 	checkSpecCalls(t, argsCalls(t, testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "graph", "ftrace.dat"), "function_graph"), plain, true)
 }
+
+// A real program on arm64: Debian's zlib and its test/example.c, built the ftkit way
+// (every file with -fpatchable-function-entry=2 and recordmcount, ftlink on the program),
+// run under qemu traced by each tracer: the output is the untraced one, the traces are
+// complete, and both tracers see the same calls of the same functions (every graph entry
+// with its exit).
+func TestArm64Zlib(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-world build")
+	}
+	b := a64Runtime(t)
+	src := testenv.DebianSource(t, "zlib")
+	dir := t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(src, "*.c"))
+	files = append(files, filepath.Join(src, "test", "example.c"))
+	var objs []string
+	for _, f := range files {
+		obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(f), ".c")+".o")
+		testenv.Run(t, dir, a64CC, "-O2", "-g", "-fpatchable-function-entry=2", "-DHAVE_UNISTD_H", "-DHAVE_STDARG_H",
+			"-I", src, "-c", f, "-o", obj)
+		testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+		objs = append(objs, obj)
+	}
+	prog := filepath.Join(dir, "example")
+	testenv.Run(t, dir, a64CC, append(objs, "-rdynamic", "-Wl,-u,__fentry__", "-L"+filepath.Join(b, "lib"),
+		"-lftrt", "-lpthread", "-ldl", "-o", prog)...)
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), prog)
+	plain, pws := a64Run(t, dir, prog, nil)
+	if pws.ExitStatus() != 0 || !strings.Contains(plain, "inflate with dictionary: hello, hello!") {
+		t.Fatalf("untraced example: %v\n%s", pws, plain)
+	}
+	calls := map[string]map[string]int{}
+	for _, tracer := range []string{"function", "function_graph"} {
+		dat := filepath.Join(dir, tracer+".dat")
+		out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + dat, "FTRACE_NO_LOSS=1"})
+		if out != plain || ws != pws {
+			t.Fatalf("%s: output or status changed (%v):\n%s", tracer, ws, out)
+		}
+		tr := trRead(t, dat)
+		a64CheckComplete(t, tr)
+		s := trSymbols(t, tr, prog)
+		calls[tracer] = map[string]int{}
+		for _, th := range tr.Threads {
+			if th.Lost != 0 {
+				t.Errorf("%s: %d events lost", tracer, th.Lost)
+			}
+			if tracer == "function" {
+				for _, r := range th.Recs {
+					calls[tracer][s.name(r.IP)]++
+				}
+				continue
+			}
+			entries, unwound, open := trGraph(t, th, s)
+			if len(unwound) != 0 || open != 0 {
+				t.Errorf("graph: unwound %v, %d frames open", unwound, open)
+			}
+			calls[tracer] = entries
+		}
+	}
+	fn, fg := calls["function"], calls["function_graph"]
+	if fmt.Sprint(fn) != fmt.Sprint(fg) {
+		t.Errorf("calls per function differ:\nfunction       %v\nfunction_graph %v", fn, fg)
+	}
+	total := 0
+	for _, n := range fn {
+		total += n
+	}
+	t.Logf("%d calls of %d functions, the same under both tracers", total, len(fn))
+	for _, f := range []string{"deflate", "inflate", "crc32", "adler32"} {
+		if fn[f] == 0 {
+			t.Errorf("%s never traced (%d functions seen)", f, len(fn))
+		}
+	}
+}
