@@ -359,3 +359,52 @@ func TestArm64Zlib(t *testing.T) {
 		}
 	}
 }
+
+// a64BuildCxx is a64Build for a C++ file of runtime/tests.
+func a64BuildCxx(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	b := a64Runtime(t)
+	cxx := strings.Replace(a64CC, "gcc", "g++", 1)
+	testenv.Need(t, cxx)
+	obj, prog := filepath.Join(dir, name+".o"), filepath.Join(dir, name)
+	testenv.Run(t, dir, cxx, "-O2", "-g", "-fpatchable-function-entry=2", "-I", filepath.Join(b, "include"),
+		"-c", filepath.Join(testenv.Root(), "runtime", "tests", src), "-o", obj)
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+	testenv.Run(t, dir, cxx, obj, "-rdynamic", "-Wl,-u,__fentry__", "-L"+filepath.Join(b, "lib"), "-lftrt",
+		"-lpthread", "-ldl", "-o", prog)
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), prog)
+	return prog
+}
+
+// Unwinders and C++ exceptions through graph-hooked frames on arm64: the hooked functions
+// saved return_to_handler in their frame records, where the runtime puts the real return
+// addresses back (found on the frame-pointer chain) before _Unwind_Backtrace, backtrace()
+// and a throw walk them. The program prints what the unwinders saw and what was caught:
+// the same traced and untraced; the graph closes the frames left by the exceptions as
+// unwound and the others normally.
+func TestArm64UnwindAndExceptions(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []struct{ name, src string }{{"trace_unwind", "trace_unwind.c"}, {"trace_cxx", "trace_cxx.cc"}} {
+		prog := ""
+		if strings.HasSuffix(p.src, ".cc") {
+			prog = a64BuildCxx(t, dir, p.name, p.src)
+		} else {
+			prog = a64Build(t, dir, p.name, p.src)
+		}
+		plain, pws := a64Run(t, dir, prog, nil)
+		dat := filepath.Join(dir, p.name+".dat")
+		out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + dat})
+		if out != plain || ws != pws || pws.ExitStatus() != 0 {
+			t.Fatalf("%s: traced %q (%v), untraced %q (%v)", p.name, out, ws, plain, pws)
+		}
+		tr := trRead(t, dat)
+		a64CheckComplete(t, tr)
+		entries, unwound, open := trGraph(t, tr.Threads[0], trSymbols(t, tr, prog))
+		if open != 0 || len(entries) < 3 {
+			t.Errorf("%s: %d frames open, entries %v", p.name, open, entries)
+		}
+		if p.name == "trace_cxx" && unwound["thrower(int)"] == 0 && unwound["_Z7throweri"] == 0 {
+			t.Errorf("%s: no thrower frame closed as unwound: %v", p.name, unwound)
+		}
+	}
+}

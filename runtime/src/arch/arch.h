@@ -52,6 +52,9 @@
  *				signal frame, from the frame's start
  *
  *   Tracers:
+ *   FTRT_ARCH_RET_IN_FRAME_RECORD	1: a hooked function keeps its return address in its
+ *				frame record ({fp, lr} on the frame-pointer chain), not in the
+ *				return slot the trampoline gave the graph tracer
  *   FTRT_ARCH_CALLBACK		attribute of an ftrace_ops callback (what the entry
  *				from a trampoline needs, e.g. realigning the stack)
  *   ftrt_arch_cpu_relax()	the spin-wait hint (pause, yield)

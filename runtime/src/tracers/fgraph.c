@@ -405,6 +405,7 @@ static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, i
 	f->calltime = e.calltime;
 	f->users = 1u << idx;
 	f->epoch = __atomic_load_n(&fgraph_epoch, __ATOMIC_RELAXED);
+	f->lr = NULL;
 	barrier();
 	t->depth = d + 1;
 	barrier();
@@ -551,14 +552,46 @@ void fgraph_switch_out(unsigned long *sp)
 	t->in_ret--;
 }
 
+/*
+ * FTRT_ARCH_RET_IN_FRAME_RECORD: find where each hooked function saved return_to_handler,
+ * walking the frame records {fp, lr} from the caller's frame outwards.  A record at R
+ * belongs to the innermost hooked function whose entry sp (slot + 1) is above R.  The
+ * walk stays between our own frame and the outermost hooked function's entry sp, memory
+ * of the live stack, and stops at a record that does not go outwards.
+ */
+static __attribute__((noinline)) void find_saved_returns(struct ft_thread *t)
+{
+	unsigned long *r = __builtin_frame_address(0);
+	unsigned long *top = t->shadow[0].slot + 1;
+	int d = t->depth - 1;
+
+	for (int n = 0; n < 100000 && d >= 0 && r && r + 2 <= top; n++) {
+		unsigned long *next = (unsigned long *)r[0];
+
+		if (r[1] == (unsigned long)return_to_handler) {
+			while (d > 0 && t->shadow[d].slot + 1 <= r)
+				d--;
+			if (t->shadow[d].slot + 1 > r)
+				t->shadow[d].lr = &r[1];
+		}
+		if (next <= r || ((unsigned long)next & 15))
+			break;
+		r = next;
+	}
+}
+
 /* Put every real return address back (an exception is about to be thrown). */
 void fgraph_unhook_all(void)
 {
 	struct ft_thread *t = &ft_cur;
 
+	if (FTRT_ARCH_RET_IN_FRAME_RECORD && t->depth > 0)
+		find_saved_returns(t);
 	for (int d = t->depth - 1; d >= 0; d--) {
 		struct fgraph_frame *f = &t->shadow[d];
 
+		if (f->lr && *f->lr == (unsigned long)return_to_handler)
+			*f->lr = f->ret;
 		if (*f->slot == (unsigned long)return_to_handler)
 			*f->slot = f->ret;
 	}
@@ -587,6 +620,9 @@ void fgraph_rehook_live(unsigned long cfa)
 		/* a frame whose slot holds something else was re-used: leave it */
 		if (*f->slot == f->ret)
 			*f->slot = (unsigned long)return_to_handler;
+		if (f->lr && *f->lr == f->ret)
+			*f->lr = (unsigned long)return_to_handler;
+		f->lr = NULL;
 	}
 }
 

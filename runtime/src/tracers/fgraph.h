@@ -20,6 +20,8 @@ struct fgraph_frame {
 	uint64_t calltime;
 	uint32_t users;			/* graph users that accepted the call */
 	uint32_t epoch;			/* fgraph_epoch at entry */
+	unsigned long *lr;		/* FTRT_ARCH_RET_IN_FRAME_RECORD: where the function
+					   saved return_to_handler (set while unhooked), or NULL */
 };
 
 /*

@@ -119,6 +119,14 @@ static inline const unsigned char *ftrt_arch_callops_nops(void)
 #define FTRT_ARCH_BREAKPOINT	0x00
 
 /*
+ * The graph tracer's return slot (entry sp - 8) is the trampoline's: once the function has
+ * run its prologue, the return address (return_to_handler) it saved lives in its frame
+ * record {x29, x30}, found by walking the frame-pointer chain (fgraph.c) when the real
+ * addresses must be put back for an unwinder.
+ */
+#define FTRT_ARCH_RET_IN_FRAME_RECORD	1
+
+/*
  * A signal frame (struct rt_sigframe) starts with the siginfo (128 bytes), then the
  * ucontext; the handler is entered with sp at the frame.
  */

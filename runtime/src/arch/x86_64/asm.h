@@ -109,6 +109,8 @@ static inline void ftrt_arch_make_call(unsigned char *buf, uintptr_t ip, uintptr
 
 /* Live patching: sites of 5 and 6 bytes, the breakpoint protocol. */
 #define FTRT_ARCH_SITE_ATOMIC	0
+/* the graph tracer's return slot is where the return address stays */
+#define FTRT_ARCH_RET_IN_FRAME_RECORD	0
 #define FTRT_ARCH_BREAKPOINT 0xcc	/* int3 */
 /* A signal frame (rt_sigframe) starts with the handler's return address (sa_restorer). */
 #define FTRT_ARCH_SIGFRAME_PC_OFF (8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RIP)
