@@ -376,30 +376,44 @@ func a64BuildCxx(t *testing.T, dir, name, src string) string {
 	return prog
 }
 
-// Unwinders and C++ exceptions through graph-hooked frames on arm64: the hooked functions
-// saved return_to_handler in their frame records, where the runtime puts the real return
-// addresses back (found on the frame-pointer chain) before _Unwind_Backtrace, backtrace()
-// and a throw walk them. The program prints what the unwinders saw and what was caught:
-// the same traced and untraced; the graph closes the frames left by the exceptions as
-// unwound and the others normally.
+// Unwinders, C++ exceptions and context switches through graph-hooked frames on arm64: the
+// hooked functions saved return_to_handler in their frame records, where the runtime puts
+// the real return addresses back (found on the frame-pointer chain) before
+// _Unwind_Backtrace, backtrace() and a throw walk them, and before swapcontext leaves the
+// frames to return untraced. The programs print what the unwinders saw, what was caught,
+// what the coroutines computed: the same traced and untraced; the graph closes the frames
+// left by the exceptions as unwound and the others normally.
 func TestArm64UnwindAndExceptions(t *testing.T) {
 	dir := t.TempDir()
-	for _, p := range []struct{ name, src string }{{"trace_unwind", "trace_unwind.c"}, {"trace_cxx", "trace_cxx.cc"}} {
+	for _, p := range []struct {
+		name, src string
+		args      []string
+	}{{"trace_unwind", "trace_unwind.c", nil}, {"trace_cxx", "trace_cxx.cc", nil}, {"trace_ucontext", "trace_ucontext.c", []string{"2000"}}} {
 		prog := ""
 		if strings.HasSuffix(p.src, ".cc") {
 			prog = a64BuildCxx(t, dir, p.name, p.src)
 		} else {
 			prog = a64Build(t, dir, p.name, p.src)
 		}
-		plain, pws := a64Run(t, dir, prog, nil)
+		plain, pws := a64Run(t, dir, prog, nil, p.args...)
 		dat := filepath.Join(dir, p.name+".dat")
-		out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + dat})
+		out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + dat}, p.args...)
 		if out != plain || ws != pws || pws.ExitStatus() != 0 {
 			t.Fatalf("%s: traced %q (%v), untraced %q (%v)", p.name, out, ws, plain, pws)
 		}
 		tr := trRead(t, dat)
 		a64CheckComplete(t, tr)
 		entries, unwound, open := trGraph(t, tr.Threads[0], trSymbols(t, tr, prog))
+		if p.name == "trace_ucontext" {
+			// leaf and between never switch: each call is graphed with its own exit
+			var steps, jumps, nleaf, nbetween int
+			var sum uint64
+			fmt.Sscanf(out, "steps %d\njumps %d sum %d leaf %d between %d", &steps, &jumps, &sum, &nleaf, &nbetween)
+			if nleaf == 0 || entries["leaf"] != nleaf || unwound["leaf"] != 0 || entries["between"] != nbetween || unwound["between"] != 0 {
+				t.Errorf("leaf %d (%d unwound), between %d (%d unwound); the program made %d and %d",
+					entries["leaf"], unwound["leaf"], entries["between"], unwound["between"], nleaf, nbetween)
+			}
+		}
 		if open != 0 || len(entries) < 3 {
 			t.Errorf("%s: %d frames open, entries %v", p.name, open, entries)
 		}

@@ -176,24 +176,59 @@ static void vm_words(pid_t pid, unsigned long *const *addr, unsigned long *val, 
 }
 
 /*
+ * FTRT_ARCH_RET_IN_FRAME_RECORD: find where each hooked function saved return_to_handler,
+ * walking the frame records {fp, lr} from the caller's frame outwards.  A record at R
+ * belongs to the innermost hooked function whose entry sp (slot + 1) is above R.  The
+ * walk stays between our own frame and the outermost hooked function's entry sp, memory
+ * of the live stack, and stops at a record that does not go outwards.
+ */
+static __attribute__((noinline)) void find_saved_returns(struct ft_thread *t)
+{
+	unsigned long *r = __builtin_frame_address(0);
+	unsigned long *top = t->shadow[0].slot + 1;
+	int d = t->depth - 1;
+
+	for (int n = 0; n < 100000 && d >= 0 && r && r + 2 <= top; n++) {
+		unsigned long *next = (unsigned long *)r[0];
+
+		if (r[1] == (unsigned long)return_to_handler) {
+			while (d > 0 && t->shadow[d].slot + 1 <= r)
+				d--;
+			if (t->shadow[d].slot + 1 > r)
+				t->shadow[d].lr = &r[1];
+		}
+		if (next <= r || ((unsigned long)next & 15))
+			break;
+		r = next;
+	}
+}
+
+/*
  * Put the real return addresses of n frames back in their slots where these are still
  * hooked (newest first: of a tail call's frames, the caller's address is written last).
  */
 static void unhook_frames(pid_t pid, struct fgraph_frame *const *f, int n)
 {
-	unsigned long *addr[VM_BATCH], val[VM_BATCH];
-	char ok[VM_BATCH];
+	/* a frame's slot, and where the function saved the address (f->lr) if known */
+	unsigned long *addr[2 * VM_BATCH], val[2 * VM_BATCH], ret[2 * VM_BATCH];
+	char ok[2 * VM_BATCH];
 
 	for (int i = 0; i < n; i += VM_BATCH) {
-		int m = n - i < VM_BATCH ? n - i : VM_BATCH, w = 0;
+		int m = n - i < VM_BATCH ? n - i : VM_BATCH, k = 0, w = 0;
 
-		for (int j = 0; j < m; j++)
-			addr[j] = f[i + j]->slot;
-		vm_words(pid, addr, val, ok, m, 0);
-		for (int j = 0; j < m; j++)
+		for (int j = 0; j < m; j++) {
+			ret[k] = f[i + j]->ret;
+			addr[k++] = f[i + j]->slot;
+			if (f[i + j]->lr && f[i + j]->lr != f[i + j]->slot) {
+				ret[k] = f[i + j]->ret;
+				addr[k++] = f[i + j]->lr;
+			}
+		}
+		vm_words(pid, addr, val, ok, k, 0);
+		for (int j = 0; j < k; j++)
 			if (ok[j] && val[j] == (unsigned long)return_to_handler) {
-				addr[w] = f[i + j]->slot;
-				val[w++] = f[i + j]->ret;
+				addr[w] = addr[j];
+				val[w++] = ret[j];
 			}
 		vm_words(pid, addr, val, ok, w, 1);
 	}
@@ -290,6 +325,8 @@ static void pop_unwound(struct ft_thread *t, int keep, int how)
 
 		if (how == POP_RESTORE && *f.slot == (unsigned long)return_to_handler)
 			*f.slot = f.ret;
+		if (how == POP_RESTORE && f.lr && *f.lr == (unsigned long)return_to_handler)
+			*f.lr = f.ret;
 		t->depth = d;
 		barrier();
 		frame_close(&f, d, FGRAPH_RET_UNWOUND, now, NULL);
@@ -526,6 +563,8 @@ void fgraph_switch_out(unsigned long *sp)
 	errno = saved_errno;
 	t->in_ret++;	/* a signal handler's calls must not push frames meanwhile */
 	barrier();
+	if (FTRT_ARCH_RET_IN_FRAME_RECORD)
+		find_saved_returns(t);
 	for (d = t->depth - 1; d >= 0; d--) {
 		struct fgraph_frame *f = &t->shadow[d];
 
@@ -550,34 +589,6 @@ void fgraph_switch_out(unsigned long *sp)
 		    ": the frames open at a switch are closed as unwound; they return untraced");
 	barrier();
 	t->in_ret--;
-}
-
-/*
- * FTRT_ARCH_RET_IN_FRAME_RECORD: find where each hooked function saved return_to_handler,
- * walking the frame records {fp, lr} from the caller's frame outwards.  A record at R
- * belongs to the innermost hooked function whose entry sp (slot + 1) is above R.  The
- * walk stays between our own frame and the outermost hooked function's entry sp, memory
- * of the live stack, and stops at a record that does not go outwards.
- */
-static __attribute__((noinline)) void find_saved_returns(struct ft_thread *t)
-{
-	unsigned long *r = __builtin_frame_address(0);
-	unsigned long *top = t->shadow[0].slot + 1;
-	int d = t->depth - 1;
-
-	for (int n = 0; n < 100000 && d >= 0 && r && r + 2 <= top; n++) {
-		unsigned long *next = (unsigned long *)r[0];
-
-		if (r[1] == (unsigned long)return_to_handler) {
-			while (d > 0 && t->shadow[d].slot + 1 <= r)
-				d--;
-			if (t->shadow[d].slot + 1 > r)
-				t->shadow[d].lr = &r[1];
-		}
-		if (next <= r || ((unsigned long)next & 15))
-			break;
-		r = next;
-	}
 }
 
 /* Put every real return address back (an exception is about to be thrown). */
@@ -631,8 +642,11 @@ void fgraph_unwind_all(void)
 {
 	struct ft_thread *t = &ft_cur;
 
-	if (t->shadow)
-		pop_unwound(t, 0, POP_RESTORE);
+	if (!t->shadow)
+		return;
+	if (FTRT_ARCH_RET_IN_FRAME_RECORD && t->depth > 0)
+		find_saved_returns(t);
+	pop_unwound(t, 0, POP_RESTORE);
 }
 
 /*
