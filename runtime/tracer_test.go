@@ -997,6 +997,13 @@ func TestTracerRing(t *testing.T) {
 	if mode, rb := binary.LittleEndian.Uint32(d[116:]), binary.LittleEndian.Uint64(d[120:]); mode != 1 || rb != 256<<10 {
 		t.Errorf("ring header: mode %d ring_bytes %d", mode, rb)
 	}
+	// a ring below the 4-block minimum is raised to it, and the program is told once
+	small := exec.Command(prog, "10")
+	small.Dir = dir
+	small.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=small.dat", "FTRACE_RING=100k")
+	if b, err := small.CombinedOutput(); err != nil || strings.Count(string(b), "KiB kept: 256\n") != 1 {
+		t.Errorf("FTRACE_RING=100k: %v, %q", err, b)
+	}
 	f, r := full.Threads[0].Recs, ring.Threads[0].Recs
 	for len(r) > 0 && r[0].Flags&2 != 0 {
 		r = r[1:] // the frames open at the ring's start, from its first block's header
@@ -1432,7 +1439,11 @@ func TestTracerRingSwitch(t *testing.T) {
 	const per = 65536 / 8 // FUNC_NEAR ticks a block holds
 	fmt.Fprintf(stdin, "call 20000\n")
 	expect("done")
-	if r := ask("ring 256k"); r != "ok" {
+	// the reply says the ring the threads get: whole 64 KiB blocks, at least 4
+	if r := ask("ring 100k"); r != "ok ring:262144" {
+		t.Fatalf("ring 100k: %q, want the 256 KiB minimum said", r)
+	}
+	if r := ask("ring 256k"); r != "ok ring:262144" {
 		t.Fatalf("ring 256k: %q", r)
 	}
 	if r := ask("status"); !strings.Contains(r, " mode=ring:262144 ") {
@@ -1440,7 +1451,7 @@ func TestTracerRingSwitch(t *testing.T) {
 	}
 	fmt.Fprintf(stdin, "call 100000\n") // 12 blocks' worth: the 4-block ring wraps
 	expect("done")
-	if r := ask("ring off"); r != "ok" {
+	if r := ask("ring off"); r != "ok stream" {
 		t.Fatalf("ring off: %q", r)
 	}
 	if r := ask("status"); !strings.Contains(r, " mode=stream ") || !strings.HasSuffix(r, " lost=0 lost_depth=0") {

@@ -182,10 +182,15 @@ static void handle(int fd, char *line)
 	} else if (!strcmp(line, "ring")) {
 		uint64_t bytes = 0;
 
-		if (strcmp(arg, "off") && (ft_parse_size(arg, &bytes) || !bytes))
+		if (strcmp(arg, "off") && (ft_parse_size(arg, &bytes) || !bytes)) {
 			reply(fd, "error ring needs a size (bytes, or with K, M, G, T) or off\n");
-		else
-			result(fd, ft_session_set_ring(bytes), NULL);
+		} else {
+			int err = ft_session_set_ring(bytes);
+
+			/* the mode now: a ring is whole blocks, 256 KiB to 4 GiB */
+			ft_session_mode(out, sizeof(out));
+			result(fd, err, out);
+		}
 	} else if (!strcmp(line, "trigger")) {
 		char bad[160] = "";
 		int err = ft_set_triggers(arg, bad, sizeof(bad));

@@ -1212,10 +1212,18 @@ static void read_config(size_t buf_kb)
 	cfg.stream_nblk = ring_blocks(bytes);
 	set_mode(0, 0);
 	if (ring && *ring) {
-		if (ft_parse_size(ring, &v) || !v)
+		if (ft_parse_size(ring, &v) || !v) {
 			ft_msg("ignoring FTRACE_RING: not a size (bytes, or with K, M, G, T)", NULL);
-		else
+		} else {
 			set_mode(1, v);
+			if (v != (uint64_t)cfg.nblk * cfg.block_size) {
+				char num[24];
+
+				ft_utoa(num, (unsigned long)((uint64_t)cfg.nblk * cfg.block_size >> 10));
+				ft_msg("FTRACE_RING: each thread's ring is whole 64 KiB blocks, 256 KiB to 4 GiB; KiB kept: ",
+				       num);
+			}
+		}
 	}
 }
 
