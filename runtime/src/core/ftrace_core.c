@@ -333,12 +333,25 @@ static int known_code(uintptr_t a, size_t len)
 }
 
 /*
- * A site address, or a function's address: its entry (the site follows an endbr64), or a
- * PLT entry (a non-PIE program's canonical address of a library function), followed once.
+ * The record of the site at ip, as the record's address or as the table's site address
+ * (arm64: the record is the site's last nop, ftrt_arch_rec_ip).
+ */
+static struct ftrt_rec *rec_lookup_site(uintptr_t ip, struct ftrt_object **op)
+{
+	struct ftrt_rec *r = rec_lookup(ip, op);
+	uintptr_t rip = ftrt_arch_rec_ip(ip, FTRT_ARCH_SITE_MAX);
+
+	return r || rip == ip ? r : rec_lookup(rip, op);
+}
+
+/*
+ * A site address, or a function's address: its entry (the site follows an endbr64 or
+ * bti c), or a PLT entry (a non-PIE program's canonical address of a library function),
+ * followed once.
  */
 static struct ftrt_rec *rec_find(uintptr_t ip, struct ftrt_object **op)
 {
-	struct ftrt_rec *r = rec_lookup(ip, op);
+	struct ftrt_rec *r = rec_lookup_site(ip, op);
 	const unsigned char *b = (const unsigned char *)ip;
 	int hops;
 
@@ -346,12 +359,12 @@ static struct ftrt_rec *rec_find(uintptr_t ip, struct ftrt_object **op)
 		uintptr_t slot;
 
 		b = ftrt_arch_skip_entry_marker((const unsigned char *)ip);
-		if (b != (const unsigned char *)ip && (r = rec_lookup((uintptr_t)b, op)))
+		if (b != (const unsigned char *)ip && (r = rec_lookup_site((uintptr_t)b, op)))
 			break;
 		if (!ftrt_arch_plt_slot(b, &slot))
 			break;
 		memcpy(&ip, (const void *)slot, sizeof(ip));	/* the GOT entry */
-		r = rec_lookup(ip, op);
+		r = rec_lookup_site(ip, op);
 	}
 	return r;
 }
