@@ -539,7 +539,8 @@ static const char *site_not_at_entry(const struct ftrt_object *o, uintptr_t ip)
  * absolute addresses): the sites may still be calls to __fentry__; check each and turn the
  * calls into nops of the same length, then sort.
  */
-static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, unsigned kind);
+static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, uintptr_t site,
+			unsigned kind);
 
 static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t n)
 {
@@ -602,7 +603,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		r->rel = 0;
 		r->flags = len == 6 ? REC_LEN6 | REC_NOP6 : 0;
 		if (kind & 0xf0)
-			rec_callops(o, r, kind);
+			rec_callops(o, r, ip, kind);
 		if (isnop)
 			continue;
 		pk[np].addr = (void *)ip;
@@ -780,7 +781,7 @@ static int load_table_sites(struct ftrt_object *o)
 			r->rel = 0;
 			r->flags = len == 6 ? REC_LEN6 | REC_NOP6 : 0;
 			if ((v >> 44) & 0xf)
-				rec_callops(o, r, (unsigned)(v >> 40) & 0xff);
+				rec_callops(o, r, ip, (unsigned)(v >> 40) & 0xff);
 		}
 	}
 	o->nrecs = nr;
@@ -1016,14 +1017,17 @@ static void cell_put(uintptr_t *cell, uintptr_t v)
 }
 
 /*
- * The table says the site's function has 8 bytes of nops right before it (-pg -mfentry
- * -fpatchable-function-entry=8,8, kind's pre and pad): mark the site CALL_OPS if they lie
- * where the CALL_OPS caller looks, or REC_SLOT too if they already point at a cell of ours.
+ * The table says the site's function has 8 bytes of nops right before it (x86-64: -pg
+ * -mfentry -fpatchable-function-entry=8,8; arm64: -fpatchable-function-entry=4,2; kind's
+ * pre and pad): mark the site CALL_OPS if they lie where the CALL_OPS caller looks, or
+ * REC_SLOT too if they already point at a cell of ours.  site: the table's site (the
+ * function's entry, past its landing pad when kind says it has one).
  */
-static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, unsigned kind)
+static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, uintptr_t site,
+			unsigned kind)
 {
 	const unsigned char *nops = ftrt_arch_callops_nops();
-	uintptr_t entry = r->ip - ((kind & 8) ? 4 : 0), slot = entry - 8, v;
+	uintptr_t entry = site - ((kind & 8) ? 4 : 0), slot = entry - 8, v;
 
 	if (!FTRT_ARCH_CALLOPS || (kind >> 4) * 4 < 8 || slot != ftrt_arch_callops_slot(r->ip) || !in_exec(o, slot, 8))
 		return;
