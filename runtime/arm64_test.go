@@ -116,7 +116,13 @@ const a64FibCalls = 1973
 
 func TestArm64FunctionFib(t *testing.T) {
 	dir := t.TempDir()
-	prog := a64Build(t, dir, "trace_fib", "trace_fib.c")
+	a64FunctionFib(t, dir, a64Build(t, dir, "trace_fib", "trace_fib.c"))
+}
+
+// a64FunctionFib checks a function trace of fib(15): exact counts, fib called from fib or
+// main only.
+func a64FunctionFib(t *testing.T, dir, prog string) {
+	t.Helper()
 	plain, _ := a64Run(t, dir, prog, nil, "15")
 	out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function"}, "15")
 	if out != plain || ws.ExitStatus() != 0 || plain != "fib(15) = 610\n" {
@@ -420,5 +426,144 @@ func TestArm64UnwindAndExceptions(t *testing.T) {
 		if p.name == "trace_cxx" && unwound["thrower(int)"] == 0 && unwound["_Z7throweri"] == 0 {
 			t.Errorf("%s: no thrower frame closed as unwound: %v", p.name, unwound)
 		}
+	}
+}
+
+// a64SiteState reads what trace_fib_state.c wrote of fib's site: state, the bl's offset
+// from fib's entry, the number of ops.
+func a64SiteState(t *testing.T, dir string) (state, off, nops int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "state.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscan(string(b), &state, &off, &nops); err != nil {
+		t.Fatalf("state.txt %q: %v", b, err)
+	}
+	return state, off, nops
+}
+
+const a64SiteCallops = 7 // FTRACE_SITE_CALLOPS
+
+// CALL_OPS on arm64: -fpatchable-function-entry=4,2 puts the 8-byte slot before each
+// function; the tracers' ops runs from the site's cell through ftrace_callops_caller.
+// fib(15) under both tracers (exact counts, nesting and depth), with and without bti c
+// (which moves the site by 4); fib's site is a CALL_OPS site while traced, and an
+// ordinary one with FTRT_CALLOPS=0.
+func TestArm64CallopsFib(t *testing.T) {
+	for _, v := range []struct {
+		name  string
+		flags []string
+		off   int // the bl from fib's entry
+	}{
+		{"plain", nil, 4},
+		{"bti-pac", []string{"-mbranch-protection=standard"}, 8},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			prog := a64Build(t, dir, "fib", "trace_fib_state.c", append([]string{"-fpatchable-function-entry=4,2"}, v.flags...)...)
+			a64FunctionFib(t, dir, prog)
+			if st, off, n := a64SiteState(t, dir); st != a64SiteCallops || off != v.off || n != 1 {
+				t.Errorf("function: fib's site: state %d at +%d with %d ops, want CALL_OPS (%d) at +%d with 1", st, off, n, a64SiteCallops, v.off)
+			}
+			a64GraphFib(t, dir, prog)
+			if st, off, n := a64SiteState(t, dir); st != a64SiteCallops || off != v.off || n != 1 {
+				t.Errorf("function_graph: fib's site: state %d at +%d with %d ops, want CALL_OPS (%d) at +%d with 1", st, off, n, a64SiteCallops, v.off)
+			}
+			out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRT_CALLOPS=0"}, "15")
+			if st, _, _ := a64SiteState(t, dir); ws.ExitStatus() != 0 || out != "fib(15) = 610\n" || st == a64SiteCallops || st == 0 {
+				t.Errorf("FTRT_CALLOPS=0: %q (%v), fib's site state %d, want traced without CALL_OPS", out, ws, st)
+			}
+		})
+	}
+}
+
+// CALL_OPS sites on arm64 decoded from memory (runtime/tests/callops_arm64.c): the site's bl
+// reaches a copy of ftrace_callops_caller, the slot before the function points at a cell
+// holding the one ops, or the set of two ops (each called once per call); a plain
+// (=2) site in the same program gets a trampoline; a cell flipped 400 times while 3
+// threads call the site (each call reaches exactly one ops); all off and on again. Run
+// with FTRT_POKE=mprotect (see the program: qemu-user keeps stale translations of code
+// written through /proc/self/mem).
+func TestArm64Callops(t *testing.T) {
+	for _, v := range []struct {
+		name  string
+		flags []string
+	}{
+		{"plain", nil},
+		{"bti-pac", []string{"-mbranch-protection=standard"}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			prog := a64Build(t, dir, "callops", "callops_arm64.c", append([]string{"-fpatchable-function-entry=4,2"}, v.flags...)...)
+			out, ws := a64Run(t, dir, prog, []string{"FTRT_POKE=mprotect"})
+			if ws.ExitStatus() != 0 || out != "ok\n" {
+				t.Fatalf("status %v:\n%s", ws, out)
+			}
+		})
+	}
+}
+
+// A =4,2 function that is not 8-aligned (-Os -falign-functions=4, aligned(4)) has its area
+// where the CALL_OPS caller does not look: its site is served as a =2 one (a trampoline),
+// and traced all the same.
+const a64UnalignedC = `#include <stdio.h>
+#include <ftrace.h>
+#define F(n) __attribute__((noinline, aligned(4))) int f##n(int x) { __asm__ volatile(""); return x + n; }
+F(1) F(2) F(3)
+int main(void)
+{
+	struct ftrace_func_info fi;
+	int (*fs[])(int) = { f1, f2, f3 };
+	volatile int s = 0;
+	for (int i = 0; i < 3; i++)
+		for (int k = 0; k < 10; k++)
+			s += fs[i](k);
+	for (int i = 0; i < 3; i++) {
+		if (ftrace_lookup_function((unsigned long)fs[i], &fi))
+			return 3;
+		printf("f%d %lu %d\n", i + 1, (unsigned long)fs[i] % 8, (int)fi.state);
+	}
+	return 0;
+}
+`
+
+func TestArm64CallopsUnaligned(t *testing.T) {
+	dir := t.TempDir()
+	prog := a64Build(t, dir, "unaligned", a64UnalignedC, "-Os", "-falign-functions=4", "-fpatchable-function-entry=4,2")
+	out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function"})
+	if ws.ExitStatus() != 0 {
+		t.Fatalf("status %v:\n%s", ws, out)
+	}
+	unaligned := 0
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var name string
+		var mod, state int
+		if _, err := fmt.Sscan(l, &name, &mod, &state); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		switch {
+		case mod == 4 && state == a64SiteCallops:
+			t.Errorf("%s (entry 4 mod 8) is a CALL_OPS site", name)
+		case mod == 0 && state != a64SiteCallops:
+			t.Errorf("%s (entry 8-aligned) in state %d, want CALL_OPS", name, state)
+		case state == 0:
+			t.Errorf("%s not traced", name)
+		}
+		if mod == 4 {
+			unaligned++
+		}
+	}
+	if unaligned == 0 {
+		t.Skipf("gcc aligned every function to 8 bytes:\n%s", out)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	s := trSymbols(t, tr, prog)
+	n := map[string]int{}
+	for _, r := range tr.Threads[0].Recs {
+		n[s.name(r.IP)]++
+	}
+	if n["f1"] != 10 || n["f2"] != 10 || n["f3"] != 10 {
+		t.Errorf("calls %v, want 10 of each f", n)
 	}
 }

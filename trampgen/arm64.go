@@ -75,6 +75,21 @@ func (a *asm) armFn(name string) {
 // re-pointed in clones), callLabel (the bl, aimed in clones) and name_end (the runtime
 // appends `ret x9` there). full: the value of the frame's full field.
 func (a *asm) armCaller(name, callLabel string, full int) {
+	a.armFrameCaller(name, callLabel, full, false)
+}
+
+// armCallopsCaller emits a CALL_OPS caller (-fpatchable-function-entry=4,2): the frame and
+// arguments of ftrace_caller, but the ops comes from the site's cell, whose address the
+// 8-byte slot before the site's function holds. x30 is the bl's address + 4, that is the
+// function's entry + 8 (+ 12 behind bti c): (x30 & ~7) - 16 is the slot in both cases
+// (ftrt_arch_callops_slot). The markers: name_op_ptr (bic, the slot's load, the cell's),
+// callLabel (blr to ops->func) and name_end (ret x9 appended). Position-independent
+// (nothing pc-relative leaves it): the runtime copies it whole.
+func (a *asm) armCallopsCaller(name, callLabel string) {
+	a.armFrameCaller(name, callLabel, 0, true)
+}
+
+func (a *asm) armFrameCaller(name, callLabel string, full int, callops bool) {
 	a.armFn(name)
 	a.l("sub sp, sp, #%d", ArmFrameTotal)
 	a.l("stp x29, x9, [sp, #%d]", ArmRecCaller)
@@ -98,12 +113,23 @@ func (a *asm) armCaller(name, callLabel string, full int) {
 	a.l("mov x1, x9")                                 // parent ip
 	a.armDepth(1)
 	a.label(name + "_op_ptr")
-	a.l("adrp x2, ftrace_template_op") // re-pointed at the clone's slot
-	a.l("ldr x2, [x2, :lo12:ftrace_template_op]")
-	a.l("mov x3, sp") // struct ftrace_regs *
-	a.l("cbz x2, 1f")
-	a.label(callLabel)
-	a.l("bl ftrace_stub") // aimed at the callback in clones
+	if callops {
+		a.l("bic x2, x30, #7")
+		a.l("ldur x2, [x2, #-16]") // the slot: the site's cell
+		a.l("ldr x2, [x2]")        // the cell: the ops (one load: old or new, never torn)
+		a.l("mov x3, sp")          // struct ftrace_regs *
+		a.l("cbz x2, 1f")
+		a.l("ldr x10, [x2]") // ops->func
+		a.label(callLabel)
+		a.l("blr x10")
+	} else {
+		a.l("adrp x2, ftrace_template_op") // re-pointed at the clone's slot
+		a.l("ldr x2, [x2, :lo12:ftrace_template_op]")
+		a.l("mov x3, sp") // struct ftrace_regs *
+		a.l("cbz x2, 1f")
+		a.label(callLabel)
+		a.l("bl ftrace_stub") // aimed at the callback in clones
+	}
 	a.raw("1:\n")
 	a.armDepth(-1)
 	for i := 0; i < 8; i += 2 {
@@ -123,7 +149,7 @@ func (a *asm) armCaller(name, callLabel string, full int) {
 }
 
 // armEmpty emits labels at one address for the templates arm64 does not have yet: the
-// runtime sees their size 0 and does without them (multi-ops, CALL_OPS and ready direct
+// runtime sees their size 0 and does without them (multi-ops and ready direct
 // trampolines).
 func (a *asm) armEmpty(names ...string) {
 	for _, n := range names {
@@ -146,11 +172,11 @@ func ArmAssembly() string {
 		empty = append(empty, n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end",
 			n+"_fallback", n+"_fallback_end")
 	}
-	for _, n := range []string{"ftrace_callops_caller", "ftrace_callops_caller_novec"} {
-		empty = append(empty, n, n+"_op_ptr", n+"_call", n+"_end")
-	}
 	empty = append(empty, "ftrace_direct_fexit", "ftrace_direct_fexit_data", "ftrace_direct_fexit_end")
 	a.global(empty...)
+	for _, n := range []string{"ftrace_callops_caller", "ftrace_callops_caller_novec"} {
+		a.global(n, n+"_op_ptr", n+"_call", n+"_end")
+	}
 	a.global("ftrace_callops_set_novec", "ftrace_direct_count")
 
 	// ftrace_caller: the argument registers, x8, q0..q7, fp, ip and sp.
@@ -161,14 +187,21 @@ func ArmAssembly() string {
 	// trampoline branches there). No diversion into direct trampolines yet.
 	a.armCaller("ftrace_regs_caller", "ftrace_regs_call", 1)
 
+	// ftrace_callops_caller: the CALL_OPS caller, and its lean twin (arm64 proves no
+	// callback lean, so the runtime does not pick it; it is the same code).
+	a.armCallopsCaller("ftrace_callops_caller", "ftrace_callops_caller_call")
+	a.armCallopsCaller("ftrace_callops_caller_novec", "ftrace_callops_caller_novec_call")
+
 	a.l(".p2align 4")
 	a.armEmpty(empty...)
 	a.l("udf #0")
 
-	// ftrace_callops_set_novec (never used: no CALL_OPS on arm64) and ftrace_direct_count
-	// (not implemented: returns into the function, counting nothing).
+	// ftrace_callops_set_novec: a lean set's function. The callers always build the full
+	// frame here, so it is ftrt_callops_func (ftrace_core.c), under the name the core
+	// tells lean sets by. ftrace_direct_count (not implemented: returns into the function,
+	// counting nothing).
 	a.armFn("ftrace_callops_set_novec")
-	a.l("ret")
+	a.l("b ftrt_callops_func")
 	a.l(".size ftrace_callops_set_novec, .-ftrace_callops_set_novec")
 	a.armFn("ftrace_direct_count")
 	a.l("mov x10, x30")

@@ -79,10 +79,16 @@ var armMem = regexp.MustCompile(`^(stp|ldp|str|ldr) ([xq]\d+|x29|x30|xzr), (?:([
 // from that slot, the markers hold adrp + ldr (op slot), bl (callback) and ret x9.
 func TestArmTemplatesDecode(t *testing.T) {
 	text, syms := armAssemble(t)
-	for _, tm := range []struct{ start, opPtr, call, end string }{
-		{"ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end"},
-		{"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call", "ftrace_caller_novec_end"},
-		{"ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call", "ftrace_regs_caller_end"},
+	for _, tm := range []struct {
+		start, opPtr, call, end string
+		callops                 bool
+	}{
+		{"ftrace_caller", "ftrace_caller_op_ptr", "ftrace_call", "ftrace_caller_end", false},
+		{"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call", "ftrace_caller_novec_end", false},
+		{"ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call", "ftrace_regs_caller_end", false},
+		{"ftrace_callops_caller", "ftrace_callops_caller_op_ptr", "ftrace_callops_caller_call", "ftrace_callops_caller_end", true},
+		{"ftrace_callops_caller_novec", "ftrace_callops_caller_novec_op_ptr", "ftrace_callops_caller_novec_call",
+			"ftrace_callops_caller_novec_end", true},
 	} {
 		t.Run(tm.start, func(t *testing.T) {
 			start, end := syms[tm.start], syms[tm.end]
@@ -132,17 +138,44 @@ func TestArmTemplatesDecode(t *testing.T) {
 						tab[fmt.Sprintf("%s@%d", m[3], off+size)]++
 					}
 				}
-				switch pc {
-				case syms[tm.opPtr]:
+				if tm.callops {
+					// copied whole into the arena: nothing pc-relative may leave it
+					switch in.Op {
+					case arm64asm.ADR, arm64asm.ADRP, arm64asm.B, arm64asm.BL:
+						t.Errorf("%#x: pc-relative %q in a template copied whole", pc, s)
+					case arm64asm.LDR:
+						if _, lit := in.Args[1].(arm64asm.PCRel); lit {
+							t.Errorf("%#x: literal load %q in a template copied whole", pc, s)
+						}
+					}
+				}
+				switch {
+				case tm.callops && pc == syms[tm.opPtr]:
+					// the slot: (x30 & ~7) - 16, x30 = the site's bl + 4; then the cell
+					var seq []string
+					for i := uint64(0); i < 3; i++ {
+						in, _ := arm64asm.Decode(text[pc+4*i : pc+4*i+4])
+						seq = append(seq, strings.ToLower(arm64asm.GNUSyntax(in)))
+					}
+					want := []string{"and x2, x30, #0xfffffffffffffff8", "ldur x2, [x2,#-16]", "ldr x2, [x2]"}
+					if strings.Join(seq, "; ") != strings.Join(want, "; ") {
+						t.Errorf("op_ptr marker: %q, want %q", seq, want)
+					}
+				case tm.callops && pc == syms[tm.call]:
+					prev, _ := arm64asm.Decode(text[pc-4 : pc])
+					if s != "blr x10" || strings.ToLower(arm64asm.GNUSyntax(prev)) != "ldr x10, [x2]" {
+						t.Errorf("call marker: %q after %q, want blr x10 after ldr x10, [x2] (ops->func)", s, arm64asm.GNUSyntax(prev))
+					}
+				case pc == syms[tm.opPtr]:
 					next, _ := arm64asm.Decode(text[pc+4 : pc+8])
 					if !strings.HasPrefix(s, "adrp x2,") || !strings.HasPrefix(strings.ToLower(arm64asm.GNUSyntax(next)), "ldr x2, [x2") {
 						t.Errorf("op_ptr marker: %q then %q, want adrp x2 + ldr x2, [x2, ...]", s, arm64asm.GNUSyntax(next))
 					}
-				case syms[tm.call]:
+				case pc == syms[tm.call]:
 					if in.Op != arm64asm.BL {
 						t.Errorf("call marker: %q, want bl", s)
 					}
-				case end:
+				case pc == end:
 					if s != "ret x9" {
 						t.Errorf("end marker: %q, want ret x9", s)
 					}

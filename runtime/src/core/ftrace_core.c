@@ -333,12 +333,25 @@ static int known_code(uintptr_t a, size_t len)
 }
 
 /*
- * A site address, or a function's address: its entry (the site follows an endbr64), or a
- * PLT entry (a non-PIE program's canonical address of a library function), followed once.
+ * The record of the site at ip, as the record's address or as the table's site address
+ * (arm64: the record is the site's last nop, ftrt_arch_rec_ip).
+ */
+static struct ftrt_rec *rec_lookup_site(uintptr_t ip, struct ftrt_object **op)
+{
+	struct ftrt_rec *r = rec_lookup(ip, op);
+	uintptr_t rip = ftrt_arch_rec_ip(ip, FTRT_ARCH_SITE_MAX);
+
+	return r || rip == ip ? r : rec_lookup(rip, op);
+}
+
+/*
+ * A site address, or a function's address: its entry (the site follows an endbr64 or
+ * bti c), or a PLT entry (a non-PIE program's canonical address of a library function),
+ * followed once.
  */
 static struct ftrt_rec *rec_find(uintptr_t ip, struct ftrt_object **op)
 {
-	struct ftrt_rec *r = rec_lookup(ip, op);
+	struct ftrt_rec *r = rec_lookup_site(ip, op);
 	const unsigned char *b = (const unsigned char *)ip;
 	int hops;
 
@@ -346,12 +359,12 @@ static struct ftrt_rec *rec_find(uintptr_t ip, struct ftrt_object **op)
 		uintptr_t slot;
 
 		b = ftrt_arch_skip_entry_marker((const unsigned char *)ip);
-		if (b != (const unsigned char *)ip && (r = rec_lookup((uintptr_t)b, op)))
+		if (b != (const unsigned char *)ip && (r = rec_lookup_site((uintptr_t)b, op)))
 			break;
 		if (!ftrt_arch_plt_slot(b, &slot))
 			break;
 		memcpy(&ip, (const void *)slot, sizeof(ip));	/* the GOT entry */
-		r = rec_lookup(ip, op);
+		r = rec_lookup_site(ip, op);
 	}
 	return r;
 }
@@ -526,7 +539,8 @@ static const char *site_not_at_entry(const struct ftrt_object *o, uintptr_t ip)
  * absolute addresses): the sites may still be calls to __fentry__; check each and turn the
  * calls into nops of the same length, then sort.
  */
-static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, unsigned kind);
+static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, uintptr_t site,
+			unsigned kind);
 
 static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t n)
 {
@@ -589,7 +603,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		r->rel = 0;
 		r->flags = len == 6 ? REC_LEN6 | REC_NOP6 : 0;
 		if (kind & 0xf0)
-			rec_callops(o, r, kind);
+			rec_callops(o, r, ip, kind);
 		if (isnop)
 			continue;
 		pk[np].addr = (void *)ip;
@@ -767,7 +781,7 @@ static int load_table_sites(struct ftrt_object *o)
 			r->rel = 0;
 			r->flags = len == 6 ? REC_LEN6 | REC_NOP6 : 0;
 			if ((v >> 44) & 0xf)
-				rec_callops(o, r, (unsigned)(v >> 40) & 0xff);
+				rec_callops(o, r, ip, (unsigned)(v >> 40) & 0xff);
 		}
 	}
 	o->nrecs = nr;
@@ -1003,14 +1017,17 @@ static void cell_put(uintptr_t *cell, uintptr_t v)
 }
 
 /*
- * The table says the site's function has 8 bytes of nops right before it (-pg -mfentry
- * -fpatchable-function-entry=8,8, kind's pre and pad): mark the site CALL_OPS if they lie
- * where the CALL_OPS caller looks, or REC_SLOT too if they already point at a cell of ours.
+ * The table says the site's function has 8 bytes of nops right before it (x86-64: -pg
+ * -mfentry -fpatchable-function-entry=8,8; arm64: -fpatchable-function-entry=4,2; kind's
+ * pre and pad): mark the site CALL_OPS if they lie where the CALL_OPS caller looks, or
+ * REC_SLOT too if they already point at a cell of ours.  site: the table's site (the
+ * function's entry, past its landing pad when kind says it has one).
  */
-static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, unsigned kind)
+static void rec_callops(const struct ftrt_object *o, struct ftrt_rec *r, uintptr_t site,
+			unsigned kind)
 {
 	const unsigned char *nops = ftrt_arch_callops_nops();
-	uintptr_t entry = r->ip - ((kind & 8) ? 4 : 0), slot = entry - 8, v;
+	uintptr_t entry = site - ((kind & 8) ? 4 : 0), slot = entry - 8, v;
 
 	if (!FTRT_ARCH_CALLOPS || (kind >> 4) * 4 < 8 || slot != ftrt_arch_callops_slot(r->ip) || !in_exec(o, slot, 8))
 		return;

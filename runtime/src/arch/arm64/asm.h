@@ -9,6 +9,7 @@
  * nops); the runtime's record is the second (ftrt_arch_rec_ip).  At load time the first
  * becomes mov x9, x30 (ftrt_arch_site_prepare, as the kernel's ftrace_init_nop); the second
  * is switched between nop and bl <trampoline>, one aligned 4-byte store each time.
+ * -fpatchable-function-entry=4,2 adds the CALL_OPS slot: two nops before the function.
  */
 #ifndef FTRT_ASM_ARM64_H
 #define FTRT_ASM_ARM64_H
@@ -86,12 +87,20 @@ static inline void ftrt_arch_make_call(unsigned char *buf, uintptr_t ip, uintptr
 	memcpy(buf, &w, 4);
 }
 
-/* No CALL_OPS on arm64 yet (the =4,2 layout's slot is left alone): never used. */
-#define FTRT_ARCH_CALLOPS	0
+/*
+ * CALL_OPS: -fpatchable-function-entry=4,2 puts two more nops right before the function
+ * symbol: the 8-byte slot (8-aligned when the function is).  The site's bl is the
+ * function's entry + 4, or + 8 behind bti c, so its return address (x30 in
+ * ftrace_callops_caller) is the entry + 8 or + 12: rounded down to 8 bytes and less 16 it
+ * is the slot either way (as the kernel's ftrace_caller finds its ops literal).  A function
+ * that is not 8-aligned gets another address, which rec_callops (ftrace_core.c) sees: its
+ * site is served as the others.
+ */
+#define FTRT_ARCH_CALLOPS	1
 
 static inline uintptr_t ftrt_arch_callops_slot(uintptr_t ip)
 {
-	return (ip - 8) & ~(uintptr_t)7;
+	return ((ip + 4) & ~(uintptr_t)7) - 16;
 }
 
 static inline const unsigned char *ftrt_arch_callops_nops(void)

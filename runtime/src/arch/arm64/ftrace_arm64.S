@@ -43,6 +43,9 @@
 	.globl ftrace_regs_multi_caller_end
 	.globl ftrace_regs_multi_caller_fallback
 	.globl ftrace_regs_multi_caller_fallback_end
+	.globl ftrace_direct_fexit
+	.globl ftrace_direct_fexit_data
+	.globl ftrace_direct_fexit_end
 	.globl ftrace_callops_caller
 	.globl ftrace_callops_caller_op_ptr
 	.globl ftrace_callops_caller_call
@@ -51,9 +54,6 @@
 	.globl ftrace_callops_caller_novec_op_ptr
 	.globl ftrace_callops_caller_novec_call
 	.globl ftrace_callops_caller_novec_end
-	.globl ftrace_direct_fexit
-	.globl ftrace_direct_fexit_data
-	.globl ftrace_direct_fexit_end
 	.globl ftrace_callops_set_novec
 	.globl ftrace_direct_count
 	.p2align 4
@@ -240,6 +240,132 @@ ftrace_regs_caller_end:
 	ret x9
 	.size ftrace_regs_caller, .-ftrace_regs_caller
 	.p2align 4
+	.type ftrace_callops_caller, %function
+ftrace_callops_caller:
+	sub sp, sp, #272
+	stp x29, x9, [sp, #256]
+	str x29, [sp, #72]
+	add x29, sp, #256
+	stp x29, x30, [sp, #240]
+	add x29, sp, #240
+	stp x0, x1, [sp, #0]
+	stp x2, x3, [sp, #16]
+	stp x4, x5, [sp, #32]
+	stp x6, x7, [sp, #48]
+	str x8, [sp, #64]
+	stp q0, q1, [sp, #112]
+	stp q2, q3, [sp, #144]
+	stp q4, q5, [sp, #176]
+	stp q6, q7, [sp, #208]
+	str x30, [sp, #80]
+	add x10, sp, #272
+	str x10, [sp, #88]
+	mov x10, #0
+	stp x10, xzr, [sp, #96]
+	sub x0, x30, #4
+	mov x1, x9
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	add w11, w11, #1
+	str w11, [x10]
+ftrace_callops_caller_op_ptr:
+	bic x2, x30, #7
+	ldur x2, [x2, #-16]
+	ldr x2, [x2]
+	mov x3, sp
+	cbz x2, 1f
+	ldr x10, [x2]
+ftrace_callops_caller_call:
+	blr x10
+1:
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	sub w11, w11, #1
+	str w11, [x10]
+	ldp q0, q1, [sp, #112]
+	ldp q2, q3, [sp, #144]
+	ldp q4, q5, [sp, #176]
+	ldp q6, q7, [sp, #208]
+	ldp x0, x1, [sp, #0]
+	ldp x2, x3, [sp, #16]
+	ldp x4, x5, [sp, #32]
+	ldp x6, x7, [sp, #48]
+	ldr x8, [sp, #64]
+	ldr x30, [sp, #264]
+	ldr x9, [sp, #80]
+	ldr x29, [sp, #72]
+	add sp, sp, #272
+ftrace_callops_caller_end:
+	ret x9
+	.size ftrace_callops_caller, .-ftrace_callops_caller
+	.p2align 4
+	.type ftrace_callops_caller_novec, %function
+ftrace_callops_caller_novec:
+	sub sp, sp, #272
+	stp x29, x9, [sp, #256]
+	str x29, [sp, #72]
+	add x29, sp, #256
+	stp x29, x30, [sp, #240]
+	add x29, sp, #240
+	stp x0, x1, [sp, #0]
+	stp x2, x3, [sp, #16]
+	stp x4, x5, [sp, #32]
+	stp x6, x7, [sp, #48]
+	str x8, [sp, #64]
+	stp q0, q1, [sp, #112]
+	stp q2, q3, [sp, #144]
+	stp q4, q5, [sp, #176]
+	stp q6, q7, [sp, #208]
+	str x30, [sp, #80]
+	add x10, sp, #272
+	str x10, [sp, #88]
+	mov x10, #0
+	stp x10, xzr, [sp, #96]
+	sub x0, x30, #4
+	mov x1, x9
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	add w11, w11, #1
+	str w11, [x10]
+ftrace_callops_caller_novec_op_ptr:
+	bic x2, x30, #7
+	ldur x2, [x2, #-16]
+	ldr x2, [x2]
+	mov x3, sp
+	cbz x2, 1f
+	ldr x10, [x2]
+ftrace_callops_caller_novec_call:
+	blr x10
+1:
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	sub w11, w11, #1
+	str w11, [x10]
+	ldp q0, q1, [sp, #112]
+	ldp q2, q3, [sp, #144]
+	ldp q4, q5, [sp, #176]
+	ldp q6, q7, [sp, #208]
+	ldp x0, x1, [sp, #0]
+	ldp x2, x3, [sp, #16]
+	ldp x4, x5, [sp, #32]
+	ldp x6, x7, [sp, #48]
+	ldr x8, [sp, #64]
+	ldr x30, [sp, #264]
+	ldr x9, [sp, #80]
+	ldr x29, [sp, #72]
+	add sp, sp, #272
+ftrace_callops_caller_novec_end:
+	ret x9
+	.size ftrace_callops_caller_novec, .-ftrace_callops_caller_novec
+	.p2align 4
 ftrace_multi_caller:
 ftrace_multi_caller_op_ptr:
 ftrace_multi_caller_seg:
@@ -267,14 +393,6 @@ ftrace_regs_multi_caller_done:
 ftrace_regs_multi_caller_end:
 ftrace_regs_multi_caller_fallback:
 ftrace_regs_multi_caller_fallback_end:
-ftrace_callops_caller:
-ftrace_callops_caller_op_ptr:
-ftrace_callops_caller_call:
-ftrace_callops_caller_end:
-ftrace_callops_caller_novec:
-ftrace_callops_caller_novec_op_ptr:
-ftrace_callops_caller_novec_call:
-ftrace_callops_caller_novec_end:
 ftrace_direct_fexit:
 ftrace_direct_fexit_data:
 ftrace_direct_fexit_end:
@@ -282,7 +400,7 @@ ftrace_direct_fexit_end:
 	.p2align 4
 	.type ftrace_callops_set_novec, %function
 ftrace_callops_set_novec:
-	ret
+	b ftrt_callops_func
 	.size ftrace_callops_set_novec, .-ftrace_callops_set_novec
 	.p2align 4
 	.type ftrace_direct_count, %function
