@@ -35,7 +35,8 @@ struct ft_argtab {
 	const struct ft_argplan *slot[];
 };
 
-extern struct ft_argtab *ft_argtab;	/* NULL: nothing is recorded */
+/* NULL: nothing is recorded.  Hidden: the tracers load it on every event, PC-relative. */
+extern struct ft_argtab *ft_argtab __attribute__((visibility("hidden")));
 
 static inline const struct ft_argplan *ft_args_find(unsigned long ip)
 {
