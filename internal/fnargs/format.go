@@ -54,6 +54,10 @@ func FormatValue(a *Arg, v Value) string {
 	if a.Indirect {
 		return ptr(v.Words[0])
 	}
+	// strings first: the commonest values, and they need no copy of the words
+	if a.Fmt == FString || a.Fmt == FAuto && a.Type != nil && a.Type.Kind == KString {
+		return str(v)
+	}
 	raw := make([]byte, 8*len(v.Words))
 	for i, w := range v.Words {
 		binary.LittleEndian.PutUint64(raw[8*i:], w)
@@ -275,8 +279,9 @@ func charLit(c byte) string { return quote([]byte{c}, '\'') }
 // bytes as \xHH. C reads a \x escape up to the last hex digit, so a hex digit right
 // after one is escaped as well.
 func quote(b []byte, q byte) string {
-	var s strings.Builder
-	s.WriteByte(q)
+	const hex = "0123456789abcdef"
+	s := make([]byte, 0, len(b)+2)
+	s = append(s, q)
 	hexPrev := false
 	for _, c := range b {
 		esc := ""
@@ -292,21 +297,20 @@ func quote(b []byte, q byte) string {
 		case q:
 			esc = `\` + string(q)
 		}
-		isHex := strings.IndexByte("0123456789abcdefABCDEF", c) >= 0
+		isHex := c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 		switch {
 		case esc != "":
-			s.WriteString(esc)
+			s = append(s, esc...)
 			hexPrev = false
 		case c < 0x20 || c >= 0x7f || hexPrev && isHex:
-			fmt.Fprintf(&s, `\x%02x`, c)
+			s = append(s, '\\', 'x', hex[c>>4], hex[c&15])
 			hexPrev = true
 		default:
-			s.WriteByte(c)
+			s = append(s, c)
 			hexPrev = false
 		}
 	}
-	s.WriteByte(q)
-	return s.String()
+	return string(append(s, q))
 }
 
 // Split turns what a call recorded — the words of every Part of f.Args in order, then
