@@ -836,17 +836,22 @@ static ftrace_func_t ops_func(struct ftrace_ops *op)
 	return (op->flags & FTRACE_OPS_FL_RECURSION) ? ftrt_recursion_assist : op->func;
 }
 
+int ftrt_env_on(const char *name, int *cache)
+{
+	if (*cache < 0) {
+		const char *e = secure_getenv(name);
+
+		*cache = !(e && !strcmp(e, "0"));
+	}
+	return *cache;
+}
+
 /* FTRT_MULTI=0 sends every shared site to the list function (to compare; ignored setuid). */
 static int multi_enabled(void)
 {
 	static int enabled = -1;
 
-	if (enabled < 0) {
-		const char *e = secure_getenv("FTRT_MULTI");
-
-		enabled = !(e && !strcmp(e, "0"));
-	}
-	return enabled;
+	return ftrt_env_on("FTRT_MULTI", &enabled);
 }
 
 /* A multi-ops trampoline in this arena for the set vec is kept at most per this many sets. */
@@ -948,12 +953,7 @@ static int callops_enabled(void)
 {
 	static int enabled = -1;
 
-	if (enabled < 0) {
-		const char *e = secure_getenv("FTRT_CALLOPS");
-
-		enabled = !(e && !strcmp(e, "0"));
-	}
-	return enabled;
+	return ftrt_env_on("FTRT_CALLOPS", &enabled);
 }
 
 /* Cells: 8-byte words in chunks that are never freed (one per CALL_OPS site used). */

@@ -243,12 +243,7 @@ int ftrt_tramp_novec_ok(ftrace_func_t func)
 {
 	static int enabled = -1;
 
-	if (enabled < 0) {
-		const char *e = secure_getenv("FTRT_NOVEC");
-
-		enabled = !(e && !strcmp(e, "0"));
-	}
-	return enabled && ftrt_arch_scalar_leaf((const void *)func);
+	return ftrt_env_on("FTRT_NOVEC", &enabled) && ftrt_arch_scalar_leaf((const void *)func);
 }
 
 static const struct {

@@ -137,6 +137,11 @@ enum { FTRT_TMPL_CALLER, FTRT_TMPL_REGS, FTRT_TMPL_NOVEC };
 struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *ops,
 				     ftrace_func_t func, int tmpl);
 int ftrt_tramp_novec_ok(ftrace_func_t func);
+/*
+ * A comparison switch FTRT_<...> that "0" turns off (on otherwise, and in secure-execution
+ * mode, where the environment is not read): read once, into *cache (-1 until then).
+ */
+int ftrt_env_on(const char *name, int *cache);
 struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_ops **vec,
 					   const ftrace_func_t *funcs, unsigned n, int kind,
 					   uintptr_t fallback);
