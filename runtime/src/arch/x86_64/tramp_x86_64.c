@@ -64,22 +64,37 @@ void ftrt_arch_tramp_fill(unsigned char *code, const unsigned char *start, size_
  * per ops (movabs $ops, %rdx; call rel32), the epilogue, ret, the fallback (ending with
  * jmp rel32), then a 16-byte absolute-jump stub per ops.
  */
+/* Where the pieces of a multi-ops trampoline of n segments lie, from its template. */
+struct multi_layout {
+	size_t pro, seg, epi;		/* prologue, one segment, epilogue (without the ret) */
+	size_t op_off;			/* the prologue's slot load */
+	size_t imm_off, call_off;	/* a segment's movabs and call */
+	size_t fbl;			/* the fallback */
+	size_t stubs;			/* the first absolute-jump stub (after the body, aligned) */
+};
+
+static void multi_layout(const struct ftrt_multi_tmpl *m, unsigned n, struct multi_layout *l)
+{
+	l->pro = (size_t)(m->seg - m->start);
+	l->seg = (size_t)(m->done - m->seg);
+	l->epi = (size_t)(m->end - m->done);
+	l->op_off = (size_t)(m->op_ptr - m->start);
+	l->imm_off = (size_t)(m->seg_op - m->seg);
+	l->call_off = (size_t)(m->call - m->seg);
+	l->fbl = (size_t)(m->fb_end - m->fb);
+	l->stubs = (l->pro + n * l->seg + l->epi + 1 + l->fbl + 7) & ~(size_t)7;
+}
+
 size_t ftrt_arch_multi_size(const struct ftrt_multi_tmpl *m, unsigned n, int *bad)
 {
 	const unsigned char *start = m->start;
-	size_t pro = (size_t)(m->seg - start);
-	size_t seg = (size_t)(m->done - m->seg);
-	size_t epi = (size_t)(m->end - m->done);
-	size_t op_off = (size_t)(m->op_ptr - start);
-	size_t imm_off = (size_t)(m->seg_op - m->seg);
-	size_t call_off = (size_t)(m->call - m->seg);
-	size_t fbl = (size_t)(m->fb_end - m->fb);
-	size_t body = pro + n * seg + epi + 1 + fbl;
+	struct multi_layout l;
 
-	*bad = memcmp(start + op_off, "\x48\x8b\x15", 3) || start[pro - 6] != 0x0f ||
-	       start[pro - 5] != 0x84 || memcmp(start + pro + imm_off, "\x48\xba", 2) ||
-	       start[pro + call_off] != 0xe8 || m->fb_end[-5] != 0xe9;
-	return ((body + 7) & ~(size_t)7) + 16 * n;
+	multi_layout(m, n, &l);
+	*bad = memcmp(start + l.op_off, "\x48\x8b\x15", 3) || start[l.pro - 6] != 0x0f ||
+	       start[l.pro - 5] != 0x84 || memcmp(start + l.pro + l.imm_off, "\x48\xba", 2) ||
+	       start[l.pro + l.call_off] != 0xe8 || m->fb_end[-5] != 0xe9;
+	return l.stubs + 16 * n;
 }
 
 int ftrt_arch_multi_fill(unsigned char *code, const struct ftrt_multi_tmpl *m, unsigned n,
@@ -87,47 +102,43 @@ int ftrt_arch_multi_fill(unsigned char *code, const struct ftrt_multi_tmpl *m, u
 			 const ftrt_arch_func_t *funcs, uintptr_t fallback)
 {
 	const unsigned char *start = m->start;
-	size_t pro = (size_t)(m->seg - start);
-	size_t seg = (size_t)(m->done - m->seg);
-	size_t epi = (size_t)(m->end - m->done);
-	size_t op_off = (size_t)(m->op_ptr - start);
-	size_t imm_off = (size_t)(m->seg_op - m->seg);
-	size_t call_off = (size_t)(m->call - m->seg);
-	size_t fbl = (size_t)(m->fb_end - m->fb);
-	size_t body = pro + n * seg + epi + 1 + fbl, stubs = (body + 7) & ~(size_t)7, i;
+	struct multi_layout l;
 	unsigned char *p;
 	int32_t rel;
+	size_t i;
 
-	memcpy(code, start, pro);
-	rel = (int32_t)(slot - (uintptr_t)(code + op_off + 7));
-	memcpy(code + op_off + 3, &rel, 4);
-	for (i = 0, p = code + pro; i < n; i++, p += seg) {
-		unsigned char *stub = code + stubs + 16 * i;
+	multi_layout(m, n, &l);
+
+	memcpy(code, start, l.pro);
+	rel = (int32_t)(slot - (uintptr_t)(code + l.op_off + 7));
+	memcpy(code + l.op_off + 3, &rel, 4);
+	for (i = 0, p = code + l.pro; i < n; i++, p += l.seg) {
+		unsigned char *stub = code + l.stubs + 16 * i;
 		uintptr_t target = (uintptr_t)funcs[i];
 
-		memcpy(p, start + pro, seg);
-		memcpy(p + imm_off + 2, &vec[i], 8);
+		memcpy(p, start + l.pro, l.seg);
+		memcpy(p + l.imm_off + 2, &vec[i], 8);
 		stub[0] = 0xff;
 		stub[1] = 0x25;
 		memset(stub + 2, 0, 4);
 		memcpy(stub + 6, &target, 8);
-		if (!fits_rel32((uintptr_t)p + call_off + 5, target))
+		if (!fits_rel32((uintptr_t)p + l.call_off + 5, target))
 			target = (uintptr_t)stub;
-		rel = (int32_t)(target - ((uintptr_t)p + call_off + 5));
-		memcpy(p + call_off + 1, &rel, 4);
+		rel = (int32_t)(target - ((uintptr_t)p + l.call_off + 5));
+		memcpy(p + l.call_off + 1, &rel, 4);
 	}
-	memcpy(p, m->done, epi);
-	p[epi] = 0xc3;
-	p += epi + 1;
-	memcpy(p, m->fb, fbl);
+	memcpy(p, m->done, l.epi);
+	p[l.epi] = 0xc3;
+	p += l.epi + 1;
+	memcpy(p, m->fb, l.fbl);
 	/* the slot test's jz rel32 (the prologue's last instruction) to the fallback */
-	rel = (int32_t)(p - (code + pro));
-	memcpy(code + pro - 4, &rel, 4);
+	rel = (int32_t)(p - (code + l.pro));
+	memcpy(code + l.pro - 4, &rel, 4);
 	/* and the fallback's jmp rel32 to the shared caller (same arena: in reach) */
-	if (!fits_rel32((uintptr_t)p + fbl, fallback))
+	if (!fits_rel32((uintptr_t)p + l.fbl, fallback))
 		return -1;
-	rel = (int32_t)(fallback - ((uintptr_t)p + fbl));
-	memcpy(p + fbl - 4, &rel, 4);
+	rel = (int32_t)(fallback - ((uintptr_t)p + l.fbl));
+	memcpy(p + l.fbl - 4, &rel, 4);
 	return 0;
 }
 
