@@ -193,6 +193,23 @@ func TestTracerArgsSpecs(t *testing.T) {
 	if len(got) != len(want) || got[0] != want[0] || !strings.HasPrefix(got[2], "neg()") {
 		t.Errorf("@FILE: calls %q, want %q first and neg() without values", got, want[0])
 	}
+	// a spec list too long for the environment goes through a private file, removed after
+	tmp := t.TempDir()
+	flags := []string{"record", "-q", "-o", "long.dat", "-A", "add@arg1/i32,arg2/i32"}
+	for i := 0; len(strings.Join(flags, ";")) < 40<<10; i++ {
+		flags = append(flags, "-A", fmt.Sprintf("no_such_function_%d@arg1", i))
+	}
+	cmd0 := exec.Command(ftrace, append(flags, "--", prog)...)
+	cmd0.Dir, cmd0.Env = dir, append(trCleanEnv(), "TMPDIR="+tmp)
+	if b, err := cmd0.Output(); err != nil || string(b) != plain {
+		t.Fatalf("record with %d specs: %v, output %q", len(flags)/2, err, b)
+	}
+	if got := argsCalls(t, testenv.Run(t, dir, ftrace, "graph", "long.dat"), "function_graph"); len(got) == 0 || got[0] != "add(2, 3)" {
+		t.Errorf("long spec list: calls %q, want add(2, 3) first", got)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("spec files left in TMPDIR: %v", left)
+	}
 	os.Chmod(filepath.Join(dir, "args.spec"), 0o620)
 	cmd := exec.Command(prog)
 	cmd.Dir = dir

@@ -67,19 +67,14 @@ func argsEnv(c *cli.Context, prog string) (env []string, cleanup func(), err err
 			env = append(env, l.name+"="+strings.ReplaceAll(text, "\n", ";"))
 			continue
 		}
-		f, err := os.CreateTemp("", "ftrace-args-*")
+		name, err := specFile(text + "\n")
+		if name != "" {
+			files = append(files, name)
+		}
 		if err != nil {
 			return nil, cleanup, fmt.Errorf("record: %w", err)
 		}
-		files = append(files, f.Name())
-		_, err = f.WriteString(text + "\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, cleanup, fmt.Errorf("record: writing %s: %w", f.Name(), err)
-		}
-		env = append(env, l.name+"=@"+f.Name())
+		env = append(env, l.name+"=@"+name)
 	}
 	return env, cleanup, nil
 }
@@ -103,6 +98,23 @@ func tracedEntries(path string) func(uint64) bool {
 		}
 	}
 	return func(entry uint64) bool { return at[entry] }
+}
+
+// specFile writes a spec list to a new private file (os.CreateTemp: O_EXCL, mode 0600)
+// for the runtime's @FILE; its name is returned, also on a write error (to remove it).
+func specFile(text string) (string, error) {
+	f, err := os.CreateTemp("", "ftrace-args-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return f.Name(), fmt.Errorf("writing %s: %w", f.Name(), err)
+	}
+	return f.Name(), nil
 }
 
 func nonEmpty(s []string) []string {
@@ -150,17 +162,12 @@ func liveArgSpec(pid int, cmd, spec string) (string, func(), error) {
 	if text == "" {
 		return "", cleanup, fmt.Errorf("live: %s auto: process %d's program has no function with one in its DWARF", cmd, pid)
 	}
-	f, err := os.CreateTemp("", "ftrace-args-*")
+	name, err := specFile(text)
+	if name != "" {
+		cleanup = func() { os.Remove(name) }
+	}
 	if err != nil {
 		return "", cleanup, fmt.Errorf("live: %w", err)
 	}
-	cleanup = func() { os.Remove(f.Name()) }
-	_, err = f.WriteString(text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", cleanup, fmt.Errorf("live: writing %s: %w", f.Name(), err)
-	}
-	return "@" + f.Name(), cleanup, nil
+	return "@" + name, cleanup, nil
 }
