@@ -100,12 +100,15 @@ func TestPoke(t *testing.T) {
 		{"chain-live", nil, []string{"chain-live", "1000", "3"}, []string{"ok chain-live", "ok toggle: batches=1000"}},
 		{"chain-live-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"chain-live", "500", "3"}, []string{"ok chain-live", "method=mprotect"}},
 		{"refuse-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"refuse"}, []string{"ok refuse"}},
-		{"sync", nil, []string{"sync"}, []string{"ok sync idle", "ok sync signal taken", "ok sync churn", "ok sync callback:", "ok sync from a callback: -EDEADLK", "ok sync trampoline:", "ok sync callback-signals-blocked:"}},
+		{"sync", nil, []string{"sync"}, []string{"ok sync idle", "ok sync signal taken", "ok sync churn", "sync stopped:", "ok sync callback:", "ok sync from a callback: -EDEADLK", "ok sync trampoline:", "ok sync callback-signals-blocked:"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out := runC(t, 2*time.Minute, c.env, prog, c.args...)
 			wantLines(t, out, c.want...)
+			if strings.Contains(out, "skip sync stopped") {
+				t.Log("the stopped-thread case was skipped: ptrace is not allowed here")
+			}
 			if strings.Contains(out, "signals") && c.args[0] == "signals" && strings.Contains(out, "signal-calls=0 ") {
 				t.Errorf("no function was called from a signal handler:\n%s", out)
 			}

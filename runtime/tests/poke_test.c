@@ -33,6 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -651,6 +653,71 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
+static atomic_int idle_tid;
+
+static void *idle_tid_thread(void *arg)
+{
+	(void)arg;
+	atomic_store(&idle_tid, (int)syscall(SYS_gettid));
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/*
+ * A thread stopped by a debugger never runs the handler and does not block the signal:
+ * ftrt_synchronize() must judge it from /proc (it would wait forever).  A child process
+ * ptrace-stops one idle thread (PTRACE_SEIZE + PTRACE_INTERRUPT) while we synchronize.
+ */
+static void sync_stopped(void)
+{
+	int go[2], done[2], st;
+	struct timespec t0;
+	pthread_t t;
+	pid_t tracer, tid;
+	char c;
+
+	atomic_store(&idle_tid, 0);
+	pthread_create(&t, NULL, idle_tid_thread, NULL);
+	while (!(tid = atomic_load(&idle_tid)))
+		usleep(100);
+	if (pipe(go) || pipe(done))
+		FAIL("pipe");
+	tracer = fork();
+	if (tracer < 0)
+		FAIL("fork");
+	if (!tracer) {
+		char r = 'x';
+
+		if (!ptrace(PTRACE_SEIZE, tid, NULL, NULL) && !ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) &&
+		    waitpid(tid, &st, __WALL) == tid && WIFSTOPPED(st))
+			r = 's';
+		if (write(go[1], &r, 1) != 1 || read(done[0], &r, 1) < 0)
+			_exit(1);
+		_exit(0);	/* the tracee is detached (and resumed) as we exit */
+	}
+	prctl(PR_SET_PTRACER, tracer, 0, 0, 0);	/* Yama: let our child trace us */
+	if (read(go[0], &c, 1) != 1)
+		FAIL("tracer");
+	if (c != 's') {
+		printf("skip sync stopped: ptrace not allowed here\n");
+	} else {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (ftrt_synchronize())
+			FAIL("ftrt_synchronize with a stopped thread");
+		printf("ok sync stopped: a thread stopped by a tracer, took %.2f ms\n", ms_since(&t0));
+	}
+	if (write(done[1], "x", 1) != 1)
+		FAIL("write");
+	waitpid(tracer, &st, 0);
+	close(go[0]);
+	close(go[1]);
+	close(done[0]);
+	close(done[1]);
+	pthread_cancel(t);
+	pthread_join(t, NULL);
+}
+
 static void run_sync(void)
 {
 	struct timespec t0;
@@ -719,6 +786,8 @@ static void run_sync(void)
 		printf("ok sync churn: 50 calls while %ld threads came and went, worst %.2f ms\n",
 		       atomic_load(&churned), worst);
 	}
+
+	sync_stopped();
 
 	sync_case("callback", 0, 0);
 	if (!atomic_load(&cb_edeadlk))

@@ -11,7 +11,8 @@
  * (interrupted PC in a registered range, a signal frame on its stack whose saved PC is in
  * one, or ftrt_cb_depth > 0).  A thread seen outside at any moment after the unpatch can
  * never enter the unpatched trampolines again; a thread seen inside is asked again later.
- * Threads that block the signal are examined through /proc (see blocked_quiescent()).
+ * Threads that do not answer (the signal blocked, stopped) are examined through /proc
+ * (see proc_quiescent()).
  *
  * ftrt_sync_callbacks(): the cheap grace period for callbacks (SRCU-like).  Trampolines
  * raise ftrt_cb_depth before they read their op slot and call the callback only if the
@@ -165,7 +166,7 @@ enum { CHECK_NONE, CHECK_ALL, CHECK_CB, CHECK_RETIRED };
 struct slot {
 	pid_t tid;
 	_Atomic int state;
-	int blocked_checks;
+	int proc_checks;
 	struct timespec since;
 	_Atomic uintptr_t depth_addr, tag_addr;	/* published by the handler (its TLS) */
 	_Atomic uintptr_t node_addr;
@@ -676,43 +677,39 @@ static int read_small(const char *path, char *buf, size_t size)
 	return 0;
 }
 
-/* sig 0: none chosen (every signal taken by the program): counts as blocked */
-static int signal_blocked(pid_t tid, int sig, unsigned long *switches)
+/* The thread's context switches (voluntary + nonvoluntary << 32); -1: unknown (gone). */
+static long long thread_switches(pid_t tid)
 {
 	char path[64], buf[4096], *p;
-	unsigned long long mask;
+	unsigned long long sw = 0;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
 	if (read_small(path, buf, sizeof(buf)))
-		return 0;
-	*switches = 0;
+		return -1;
 	if ((p = strstr(buf, "voluntary_ctxt_switches:")))
-		*switches += strtoul(p + 24, NULL, 10);
+		sw += strtoull(p + 24, NULL, 10);
 	if ((p = strstr(buf, "nonvoluntary_ctxt_switches:")))
-		*switches += strtoul(p + 27, NULL, 10) << 32;
-	p = strstr(buf, "SigBlk:");
-	if (!p)
-		return 0;
-	mask = strtoull(p + 7, NULL, 16);
-	return !sig || ((mask >> (sig - 1)) & 1);
+		sw += strtoull(p + 27, NULL, 10) << 32;
+	return (long long)(sw & ~(1ULL << 63));
 }
 
 /*
- * Fallback for a thread that blocks the signal: if /proc shows it blocked in a system call
- * at a PC outside every (retired) range, with no word of its stack (sp .. end of the stack
- * mapping) pointing into one, and it did not run while we looked, it cannot be inside: a
- * thread inside a callback has the return address into its trampoline on its stack, and a
- * handler that interrupted a trampoline has its PC in a signal frame.  Conservative (stale
- * words only make us wait longer).
+ * For a thread that does not answer the signal (it blocks it, is stopped by a debugger or
+ * SIGSTOP, or a sanitizer holds the signal back until its next interceptor): if /proc shows
+ * it off the CPU (in a system call, or stopped) at a PC outside every (retired) range, with
+ * no word of its stack (sp .. end of the stack mapping) pointing into one, and it did not
+ * run while we looked, it cannot be inside: a thread inside a callback has the return
+ * address into its trampoline on its stack, and a handler that interrupted a trampoline
+ * has its PC in a signal frame.  Conservative (stale words only make us wait longer).
  */
-static int blocked_quiescent(pid_t tid, int retired_only)
+static int proc_quiescent(pid_t tid, int retired_only)
 {
 	char path[64], buf[512], *p;
-	unsigned long sw1 = 0, sw2 = 0;
+	long long sw1, sw2;
 	uintptr_t sp, pc, end = 0;
 	int fd, ok = 1;
 
-	if (!signal_blocked(tid, sync_sig, &sw1))
+	if ((sw1 = thread_switches(tid)) < 0)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
 	if (read_small(path, buf, sizeof(buf)) || !strncmp(buf, "running", 7))
@@ -771,7 +768,7 @@ static int blocked_quiescent(pid_t tid, int retired_only)
 		a += r;
 	}
 	close(fd);
-	if (!ok || !signal_blocked(tid, sync_sig, &sw2) || sw1 != sw2)
+	if (!ok || (sw2 = thread_switches(tid)) < 0 || sw1 != sw2)
 		return 0;
 	return 1;
 }
@@ -930,7 +927,7 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 				resent = 1;
 				continue;
 			}
-			/* Pending: exited meanwhile?  Blocking the signal? */
+			/* Pending: exited meanwhile?  Not answering (signal blocked, stopped)? */
 			if (send_sig(s->tid, 0)) {
 				atomic_store(&s->state, SLOT_OUT);
 				continue;
@@ -950,9 +947,9 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 					continue;
 				}
 			}
-			if (elapsed_us(&s->since) > 5000 * (s->blocked_checks + 1)) {
-				s->blocked_checks++;
-				if (check != CHECK_NONE && blocked_quiescent(s->tid, retired_only))
+			if (elapsed_us(&s->since) > 5000 * (s->proc_checks + 1)) {
+				s->proc_checks++;
+				if (check != CHECK_NONE && proc_quiescent(s->tid, retired_only))
 					atomic_store(&s->state, SLOT_OUT);
 			}
 		}
