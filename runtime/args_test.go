@@ -45,8 +45,8 @@ func argsCalls(t *testing.T, g, tracer string) []string {
 // what the program says it was called with and returned (each function prints itself in
 // the same form), for C and C++ (templates, classes by reference and by value, members,
 // enums, strings near unmapped memory and bad pointers), with both tracers and under a
-// time filter; the program's
-// output is the same traced and untraced.
+// time filter, and through read-time filters; the program's output is the same traced
+// and untraced.
 func TestTracerArgsAuto(t *testing.T) {
 	dir := t.TempDir()
 	ftrace := testenv.Tool(t, "ftrace")
@@ -85,6 +85,17 @@ func TestTracerArgsAuto(t *testing.T) {
 			if t.Failed() {
 				return
 			}
+			// read-time filters that keep every call show the same values (a filter
+			// holds them back until it knows whether their call is shown: -t decides
+			// at the call's end)
+			filters := []string{"--until", "1h"}
+			if tracer != "function" {
+				filters = append(filters, "-t", "1ns")
+			}
+			fgot := argsCalls(t, testenv.Run(t, dir, ftrace, append(append([]string{"graph"}, filters...), dat)...), tracer)
+			if strings.Join(fgot, "\n") != strings.Join(got, "\n") {
+				t.Errorf("%s %s: graph %v shows\n%s\nwithout filters\n%s", src, tracer, filters, strings.Join(fgot, "\n"), strings.Join(got, "\n"))
+			}
 			// dump's raw records and the Chrome JSON carry them too (the first call's)
 			name, rest, _ := strings.Cut(want[0], "(")
 			args, ret, _ := strings.Cut(rest, ") = ")
@@ -97,21 +108,24 @@ func TestTracerArgsAuto(t *testing.T) {
 			if !withArgs || !withRet {
 				t.Errorf("%s %s: dump shows no %s(%s) = %s:\n%s", src, tracer, name, args, ret, d)
 			}
-			var js struct {
-				TraceEvents []struct {
-					Name string
-					Args map[string]string
+			for _, flt := range [][]string{nil, filters} {
+				var js struct {
+					TraceEvents []struct {
+						Name string
+						Args map[string]string
+					}
 				}
-			}
-			if err := json.Unmarshal([]byte(testenv.Run(t, dir, ftrace, "dump", "--chrome", dat)), &js); err != nil {
-				t.Fatalf("%s %s: chrome JSON: %v", src, tracer, err)
-			}
-			found := false
-			for _, e := range js.TraceEvents {
-				found = found || strings.Contains(e.Name, name) && e.Args["args"] == args
-			}
-			if !found {
-				t.Errorf("%s %s: no chrome event %s with args %q", src, tracer, name, args)
+				argv := append(append([]string{"dump", "--chrome"}, flt...), dat)
+				if err := json.Unmarshal([]byte(testenv.Run(t, dir, ftrace, argv...)), &js); err != nil {
+					t.Fatalf("%s %s: chrome JSON: %v", src, tracer, err)
+				}
+				found := false
+				for _, e := range js.TraceEvents {
+					found = found || strings.Contains(e.Name, name) && e.Args["args"] == args
+				}
+				if !found {
+					t.Errorf("%s %s: no chrome event %s with args %q (filters %v)", src, tracer, name, args, flt)
+				}
 			}
 		}
 	}

@@ -87,7 +87,7 @@ func graphCommand() *cli.Command {
 			inputFlag(),
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "at most this many lines per thread (0: all)"},
 			&cli.BoolFlag{Name: "time", Usage: "show each line's time (µs since the trace start)"},
-			&cli.BoolFlag{Name: "args", Value: true, Usage: "show the arguments and return values the trace recorded (--args=false: names only; not shown under -F/-N/-D/-t/--since/--until)"},
+			&cli.BoolFlag{Name: "args", Value: true, Usage: "show the arguments and return values the trace recorded (--args=false: names only)"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Int("limit") < 0 {
@@ -125,7 +125,7 @@ func dumpCommand() *cli.Command {
 			inputFlag(),
 			&cli.BoolFlag{Name: "chrome", Usage: "Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default stdout)"},
-			&cli.BoolFlag{Name: "args", Value: true, Usage: "show the arguments and return values recorded (raw records: with each; --chrome: in the B, E and call events' args, not under filters; --args=false: none)"},
+			&cli.BoolFlag{Name: "args", Value: true, Usage: "show the arguments and return values recorded (raw records: with each; --chrome: in the B, E and call events' args; --args=false: none)"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			if !c.Bool("chrome") {

@@ -211,12 +211,9 @@ func (c *counter) Close(f *calltree.Frame) {
 //
 // tids selects threads (none: all); wrap, if not nil, puts the read-time filters
 // between the walk and the writer.
-// vals, when not nil and there are no filters, adds the arguments (to B and call events)
-// and return values (to E events) the trace recorded.
+// vals, when not nil, adds the arguments (to B and call events) and return values (to E
+// events) the trace recorded (the filters keep those of the calls they show).
 func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids []int, wrap func(calltree.Observer) calltree.Observer, progress calltree.Progress, vals *argfmt.Formatter) error {
-	if wrap != nil {
-		vals = nil // a filter decides on calls the values would have to follow
-	}
 	if wrap == nil {
 		wrap = func(o calltree.Observer) calltree.Observer { return o }
 	}

@@ -230,6 +230,7 @@ func (f *Filter) Wrap(next calltree.Observer) calltree.Observer {
 	}
 	o := &observer{f: f, next: next, byFunc: map[*symbolize.Func]uint8{}, activeFn: map[*symbolize.Func]int{}}
 	o.enter, _ = next.(calltree.Enterer)
+	o.values, _ = next.(calltree.ValueObserver)
 	return o
 }
 

@@ -288,3 +288,70 @@ func TestMarkerKept(t *testing.T) {
 		}
 	}
 }
+
+// valueLog records what a filter tells it, values included.
+type valueLog struct{ out []string }
+
+func (l *valueLog) Enter(fn *symbolize.Func, _ int, _ uint64) { l.out = append(l.out, "> "+fn.Name) }
+func (l *valueLog) Close(f *calltree.Frame)                   { l.out = append(l.out, "< "+f.Func.Name) }
+func (l *valueLog) Call(c *calltree.Call, _ int)              { l.out = append(l.out, "call "+c.Func.Name) }
+func (l *valueLog) Values(v *tracefile.Values) {
+	kind := "args"
+	if v.Ret {
+		kind = "ret"
+	}
+	l.out = append(l.out, fmt.Sprintf("%s %d", kind, v.Items[0].Word))
+}
+
+// The recorded arguments and return values of a call are told with it when the filter
+// shows it (also when -t decides only at its end) and dropped with it otherwise.
+func TestFilterValues(t *testing.T) {
+	fns := map[string]*symbolize.Func{}
+	fn := func(n string) *symbolize.Func {
+		if fns[n] == nil {
+			fns[n] = &symbolize.Func{Name: n}
+		}
+		return fns[n]
+	}
+	val := func(ret bool, w uint64) *tracefile.Values {
+		return &tracefile.Values{Ret: ret, Items: []tracefile.Value{{Word: w}}}
+	}
+	// main(1) { a(2) { b(3) = 30 (5 ns) } = 20 (50 ns); call c(4) } = 10
+	drive := func(o calltree.Observer) {
+		v := o.(calltree.ValueObserver)
+		e := o.(calltree.Enterer)
+		v.Values(val(false, 1))
+		e.Enter(fn("main"), -1, 0)
+		v.Values(val(false, 2))
+		e.Enter(fn("a"), -1, 10)
+		v.Values(val(false, 3))
+		e.Enter(fn("b"), -1, 20)
+		v.Values(val(true, 30))
+		o.Close(&calltree.Frame{Func: fn("b"), ID: -1, Start: 20, End: 25})
+		v.Values(val(true, 20))
+		o.Close(&calltree.Frame{Func: fn("a"), ID: -1, Start: 10, End: 60})
+		v.Values(val(false, 4))
+		o.Call(&calltree.Call{Func: fn("c"), TS: 70}, -1)
+		v.Values(val(true, 10))
+		o.Close(&calltree.Frame{Func: fn("main"), ID: -1, Start: 0, End: 100})
+	}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Notrace: []string{"a"}}, "args 1,> main,args 4,call c,ret 10,< main"},
+		{Options{Filter: []string{"a"}}, "args 2,> a,args 3,> b,ret 30,< b,ret 20,< a"},
+		{Options{MinDur: 10}, "args 1,> main,args 2,> a,ret 20,< a,args 4,call c,ret 10,< main"},
+		{Options{Depth: 2}, "args 1,> main,args 2,> a,ret 20,< a,args 4,call c,ret 10,< main"},
+	} {
+		f, err := New(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &valueLog{}
+		drive(f.Wrap(l))
+		if got := strings.Join(l.out, ","); got != tc.want {
+			t.Errorf("%+v:\n got %s\nwant %s", tc.o, got, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package filter
 import (
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 )
 
 // What becomes of a call, decided when it begins (pending: when it ends).
@@ -26,6 +27,8 @@ type frame struct {
 	top   bool
 	// children sums the durations of the shown calls directly below this one
 	children uint64
+	// args were recorded with the call's entry (told with it when it is shown)
+	args *tracefile.Values
 }
 
 // observer applies a Filter to one thread's frames. The calls it tells next form the
@@ -44,6 +47,20 @@ type observer struct {
 	activeFn map[*symbolize.Func]int
 	rootTime uint64
 	out      calltree.Frame
+	// values: next, if it is told the recorded arguments and return values; they come
+	// before the event they belong to and wait here for the filter's decision on it
+	values     calltree.ValueObserver
+	args, retv *tracefile.Values
+}
+
+// Values keeps the arguments or return value recorded for the next event: they are told
+// with it if it is shown, and dropped with it otherwise.
+func (o *observer) Values(v *tracefile.Values) {
+	if v.Ret {
+		o.retv = v
+	} else {
+		o.args = v
+	}
 }
 
 // NoAdopt makes a Walker build the tree of a thread whose stream would rearrange calls
@@ -94,13 +111,19 @@ func (o *observer) class(fn *symbolize.Func, id int) uint8 {
 }
 
 func (o *observer) Call(c *calltree.Call, id int) {
+	args := o.args
+	o.args = nil
 	if o.f.CallKept(c) {
+		if args != nil && o.values != nil {
+			o.values.Values(args)
+		}
 		o.next.Call(c, id)
 	}
 }
 
 func (o *observer) Enter(fn *symbolize.Func, id int, start uint64) {
-	fr := frame{fn: fn, id: id, start: start, inside: len(o.f.include) == 0}
+	fr := frame{fn: fn, id: id, start: start, inside: len(o.f.include) == 0, args: o.args}
+	o.args = nil
 	var parent *frame
 	if n := len(o.stack); n > 0 {
 		parent = &o.stack[n-1]
@@ -146,6 +169,10 @@ func (o *observer) show(k int) {
 		fr.top = o.activeFn[fr.fn] == 0
 		o.activeFn[fr.fn]++
 	}
+	if fr.args != nil && o.values != nil {
+		o.values.Values(fr.args)
+	}
+	fr.args = nil
 	if o.enter != nil {
 		o.enter.Enter(fr.fn, fr.id, fr.start)
 	}
@@ -153,6 +180,8 @@ func (o *observer) show(k int) {
 
 func (o *observer) Close(f *calltree.Frame) {
 	k := len(o.stack) - 1
+	retv := o.retv
+	o.retv = nil
 	if k < 0 || f.Adopt { // a Walker does not adopt for a Nester
 		return
 	}
@@ -187,6 +216,9 @@ func (o *observer) Close(f *calltree.Frame) {
 		o.stack[k-1].children += d
 	} else {
 		o.rootTime += d
+	}
+	if retv != nil && o.values != nil {
+		o.values.Values(retv)
 	}
 	o.next.Close(out)
 }

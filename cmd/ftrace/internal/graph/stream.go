@@ -171,7 +171,7 @@ func (p *callPrinter) Call(c *calltree.Call, _ int) {
 func streamCalls(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, calls uint64, o Options) error {
 	ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
 	p := &callPrinter{ew: ew, f: f, limit: o.Limit, markers: t.Nodes == 0, vals: o.Values}
-	st.Values = o.Values != nil && o.Filter == nil
+	st.Values = o.Values != nil
 	if err := calltree.Follow(st, i, lookup, o.wrap(p), func() bool { return p.limit > 0 && p.n >= p.limit }); err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func (p *graphPrinter) Close(f *calltree.Frame) {
 func streamGraph(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, o Options) error {
 	graphHeader(ew, o)
 	p := newGraphPrinter(ew, f, o, t.TID)
-	st.Values = o.Values != nil && o.Filter == nil
+	st.Values = o.Values != nil
 	if err := calltree.Follow(st, i, lookup, o.wrap(p), func() bool { return p.full }); err != nil {
 		return err
 	}
