@@ -296,11 +296,13 @@ func liveCommand() *cli.Command {
 			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, threads LIST, trigger SPEC,\n" +
 			"time_filter DUR, args SPEC|auto|off, retval SPEC|auto|off, " +
 			"ring SIZE|off, snapshot [PATH], dump [PATH], clear, finish.\n" +
-			"The process must run with FTRACE_TRACER or FTRACE_CONTROL=1 set (ftrace record --control).\n" +
+			"A process with no control socket (started without FTRACE_TRACER or FTRACE_CONTROL=1) is\n" +
+			"attached: its runtime starts the socket when one of its threads waits in a system call.\n" +
 			"An argument that begins with - needs -- before it: ftrace live PID -- depth -3.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "control socket path (default: found from the pid)"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long (snapshot and finish: 10m unless set: they copy the whole trace)"},
+			&cli.DurationFlag{Name: "attach-timeout", Value: 3 * time.Second, Usage: "how long to wait for a process without a control socket to start one (0: do not ask)"},
 		},
 		Action: doLive,
 	}
@@ -359,7 +361,9 @@ func doLive(c *cli.Context) error {
 	}
 	sock := c.String("socket")
 	if sock == "" {
-		sock, err = findSocket(pid)
+		if sock, err = findSocket(pid); err != nil && c.Duration("attach-timeout") > 0 && !strings.HasPrefix(err.Error(), "live: no process") {
+			sock, err = attach(pid, err, c.Duration("attach-timeout"))
+		}
 	} else {
 		err = trustedSocket(sock)
 	}
@@ -497,7 +501,7 @@ func findSocket(pid int) (string, error) {
 	if err := syscall.Kill(pid, 0); err != nil && errors.Is(err, syscall.ESRCH) {
 		return "", fmt.Errorf("live: no process %d", pid)
 	}
-	return "", fmt.Errorf("live: process %d has no control socket (looked for %s): it was not started with FTRACE_TRACER or FTRACE_CONTROL=1 set, its trace was finished (finish, exec), or it is a fork child", pid, strings.Join(cands, ", "))
+	return "", fmt.Errorf("live: process %d has no control socket (looked for %s) and cannot be attached: it has no ftkit runtime, was started with FTRACE_CONTROL=0 or FTRACE_ATTACH=0, runs setuid, its trace was finished (finish, exec), or its program took the attach signal", pid, strings.Join(cands, ", "))
 }
 
 // trustedSocket refuses a control socket that another user could have put there or

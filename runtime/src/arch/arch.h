@@ -174,6 +174,14 @@ uintptr_t ftrt_arch_pc(const void *uc);
 void ftrt_arch_set_pc(void *uc, uintptr_t pc);
 uintptr_t ftrt_arch_sp(const void *uc);
 
+/*
+ * ftrt_arch_syscall_at() (inline, asm.h): was the interrupted context (ucontext_t *) in a
+ * system call?  Returns 1 with *nr when its pc is at a system-call instruction (the kernel
+ * restarts it there, or it was about to be made) and *nr is the call's number; 2 when the
+ * call was interrupted and returns -EINTR (the number is gone; only blocking waits do
+ * that); else 0.  Async-signal-safe (reads the code before pc).
+ */
+
 /* ---- arguments and return values (args_<arch>.c) --------------------------------------- */
 
 struct ftrace_regs;

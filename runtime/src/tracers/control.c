@@ -6,6 +6,11 @@
  * (directory 0700, must be ours). Socket mode 0600, and every connection's
  * peer uid (SO_PEERCRED) must be ours or root. One request line, one response
  * line (docs/trace-format.md).
+ *
+ * Attach on demand: a process started without any FTRACE_* variable has no thread and no
+ * socket, only a handler for FT_ATTACH_SIG; `ftrace live PID` queues that signal (with a
+ * magic value) to one of its threads that sleeps in a system call, and the handler starts
+ * the server from there (see attach_handler()).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -19,13 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <ftrace_trace.h>
 
+#include "arch/arch.h"
 #include "core/fdutil.h"
 #include "control.h"
 #include "trace.h"
@@ -399,9 +407,117 @@ void ft_control_unlink(void)
 	}
 }
 
+/* ---- attach on demand ------------------------------------------------------------------ */
+
+#define FT_ATTACH_SIG	63		/* SIGRTMAX - 1 with glibc and musl; cmd/ftrace knows it */
+#define FT_ATTACH_MAGIC	0x66746b61	/* si_value of the request: "ftka" */
+
+static atomic_int attach_state;		/* 1: a server was asked for */
+
+/*
+ * An ELF note (name "ftkit", type 1, the attach signal's number) that `ftrace live` reads
+ * from the program's file: it sends the signal only to a process that has our runtime
+ * (notes survive strip).
+ */
+__asm__(".pushsection .note.ftkit, \"a\", @note\n"
+	".balign 4\n"
+	".long 6, 4, 1\n"
+	".asciz \"ftkit\"\n"
+	".balign 4\n"
+	".long 63\n"
+	".popsection\n");
+
+/* System calls that only wait: a thread blocked in one holds none of libc's locks. */
+static int idle_call(long nr)
+{
+	switch (nr) {
+	case SYS_read: case SYS_readv: case SYS_recvfrom: case SYS_recvmsg:
+	case SYS_accept: case SYS_accept4: case SYS_wait4: case SYS_waitid:
+	case SYS_ppoll: case SYS_pselect6: case SYS_epoll_pwait: case SYS_nanosleep:
+	case SYS_clock_nanosleep: case SYS_rt_sigsuspend: case SYS_rt_sigtimedwait:
+	case SYS_restart_syscall:
+#ifdef SYS_poll
+	case SYS_poll: case SYS_select: case SYS_pause: case SYS_epoll_wait:
+#endif
+#ifdef SYS_epoll_pwait2
+	case SYS_epoll_pwait2:
+#endif
+		return 1;
+	}
+	return 0;
+}
+
+static void *attach_main(void *arg)
+{
+	struct ftrace_trace_config cfg = { .control = 1 };
+
+	(void)arg;
+	pthread_detach(pthread_self());
+	/* tracing off until asked (as FTRACE_CONTROL=1); started already: the server only */
+	if (ftrace_trace_start(&cfg) == -EBUSY)
+		ft_control_start();
+	return NULL;
+}
+
+/*
+ * The request of `ftrace live`: start the server.  Creating a thread from a signal handler
+ * is safe only if the interrupted code holds none of the locks pthread_create takes (the
+ * stack cache, malloc's, the dynamic loader's): so only a thread interrupted while it waits
+ * in a system call (idle_call(), or one that returns EINTR: only waits do) starts it;
+ * elsewhere the request is left and the attacher asks again.  The server thread then does
+ * the rest in an ordinary context.  The signal is sent by the user or root (the kernel's
+ * rule); the socket checks every peer again.
+ */
+static void attach_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno, at;
+	long nr = -1;
+	sigset_t all, old;
+	pthread_t th;
+
+	(void)sig;
+	if (si->si_code != SI_QUEUE || si->si_value.sival_int != FT_ATTACH_MAGIC ||
+	    (si->si_uid != getuid() && si->si_uid != geteuid() && si->si_uid != 0))
+		goto out;
+	at = ftrt_arch_syscall_at(uc, &nr);
+	if (!at || (at == 1 && !idle_call(nr)))
+		goto out;
+	if (atomic_exchange(&attach_state, 1))
+		goto out;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&th, NULL, attach_main, NULL))
+		atomic_store(&attach_state, 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+out:
+	errno = saved;
+}
+
+/*
+ * At start-up, when no control was asked for (nor refused with FTRACE_CONTROL=0): take
+ * FT_ATTACH_SIG if no one has (a library loaded before us may have).  Nothing in
+ * secure-execution mode.
+ */
+void ft_control_attach_init(void)
+{
+	struct sigaction sa, cur;
+
+	if (getauxval(AT_SECURE) || FT_ATTACH_SIG > SIGRTMAX)
+		return;
+	if (sigaction(FT_ATTACH_SIG, NULL, &cur) ||
+	    (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = attach_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	sigaction(FT_ATTACH_SIG, &sa, NULL);
+}
+
 /* The child of a fork has no server thread and must not remove the parent's socket. */
 void ft_control_forked(void)
 {
+	atomic_store(&attach_state, 0);	/* it can be attached on its own */
 	if (sock_fd >= 0)
 		ft_fd_close_same(sock_fd, &sock_id);	/* unless the program reused the number */
 	sock_fd = -1;

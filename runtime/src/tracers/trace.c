@@ -1540,6 +1540,11 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 		}
 		cfg.control = cfg.control || !(control && !strcmp(control, "0"));
 	} else if (!cfg.control) {
+		const char *attach = secure_getenv("FTRACE_ATTACH");
+
+		/* no thread, no socket: `ftrace live PID` may ask for them later */
+		if (!(control && !strcmp(control, "0")) && !(attach && !strcmp(attach, "0")))
+			ft_control_attach_init();
 		return;
 	}
 	cfg.filter = secure_getenv("FTRACE_FILTER");

@@ -168,4 +168,20 @@ static inline int ftrt_arch_cycles_constant(void)
 	return 1;
 }
 
+/* ftrt_arch_syscall_at() (arch.h): svc #0, the number in x8, which a restart leaves as
+ * it was */
+static inline int ftrt_arch_syscall_at(const void *ucv, long *nr)
+{
+	const mcontext_t *m = &((const ucontext_t *)ucv)->uc_mcontext;
+	const uint32_t *pc = (const uint32_t *)m->pc;
+
+	if (pc[0] == 0xd4000001) {
+		*nr = (long)m->regs[8];
+		return 1;
+	}
+	if (pc[-1] == 0xd4000001 && (long)m->regs[0] == -4 /* -EINTR */)
+		return 2;
+	return 0;
+}
+
 #endif /* FTRT_ASM_ARM64_H */

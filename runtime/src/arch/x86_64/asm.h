@@ -152,4 +152,22 @@ static inline int ftrt_arch_cycles_constant(void)
 	return (d >> 8) & 1;
 }
 
+/* ftrt_arch_syscall_at() (arch.h): syscall is 0f 05; the kernel steps back over it to
+ * restart a call, with the number back in rax */
+static inline int ftrt_arch_syscall_at(const void *ucv, long *nr)
+{
+	/* gregs[] indexes (REG_RAX, REG_RIP: glibc names them only under _GNU_SOURCE) */
+	enum { GREG_RAX = 13, GREG_RIP = 16 };
+	const greg_t *g = ((const ucontext_t *)ucv)->uc_mcontext.gregs;
+	const unsigned char *pc = (const unsigned char *)g[GREG_RIP];
+
+	if (pc[0] == 0x0f && pc[1] == 0x05) {
+		*nr = (long)g[GREG_RAX];
+		return 1;
+	}
+	if (pc[-2] == 0x0f && pc[-1] == 0x05 && g[GREG_RAX] == -4 /* -EINTR */)
+		return 2;
+	return 0;
+}
+
 #endif /* FTRT_ASM_X86_64_H */

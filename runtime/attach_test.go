@@ -1,0 +1,124 @@
+package ftrt_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ftkit/ftkit/internal/testenv"
+)
+
+// Attach on demand: a program started with no ftkit variable has no extra thread and no
+// socket; `ftrace live PID` starts its control server (through the attach signal, taken
+// by a thread waiting in a system call), and tracing then works as with FTRACE_CONTROL=1.
+// A program whose only thread computes is not interrupted where it could hold libc's
+// locks: attach is refused with the reason, and works once the thread waits again. With
+// FTRACE_ATTACH=0 the program offers nothing.
+func TestTracerAttach(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	ftrace := testenv.Tool(t, "ftrace")
+	run := t.TempDir()
+	os.Chmod(run, 0o700)
+	start := func(env ...string) (*exec.Cmd, *bufio.Writer, *bufio.Reader) {
+		cmd := exec.Command(prog)
+		cmd.Dir = dir
+		cmd.Env = append(append(trCleanEnv(), env...), "XDG_RUNTIME_DIR="+run)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		rd := bufio.NewReader(stdout)
+		if l, err := rd.ReadString('\n'); err != nil || l != "ready\n" {
+			t.Fatalf("program said %q (%v)", l, err)
+		}
+		return cmd, bufio.NewWriter(stdin), rd
+	}
+	// live runs ftrace live [flags] PID args (flags: the leading "--" arguments and values)
+	live := func(pid int, args ...string) testenv.Result {
+		argv := []string{"live"}
+		for len(args) > 1 && strings.HasPrefix(args[0], "--") {
+			argv, args = append(argv, args[0], args[1]), args[2:]
+		}
+		cmd := exec.Command(ftrace, append(append(argv, fmt.Sprint(pid)), args...)...)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run)
+		var so, se strings.Builder
+		cmd.Stdout, cmd.Stderr = &so, &se
+		err := cmd.Run()
+		r := testenv.Result{Stdout: so.String(), Stderr: se.String()}
+		if err != nil {
+			r.Code = -1
+			if ee, ok := err.(*exec.ExitError); ok {
+				r.Code = ee.ExitCode()
+			}
+		}
+		return r
+	}
+	threads := func(pid int) int {
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		return len(ents)
+	}
+	say := func(w *bufio.Writer, rd *bufio.Reader, line, want string) {
+		t.Helper()
+		fmt.Fprintln(w, line)
+		w.Flush()
+		if l, err := rd.ReadString('\n'); err != nil || l != want+"\n" {
+			t.Fatalf("%s: program said %q (%v), want %q", line, l, err, want)
+		}
+	}
+
+	cmd, w, rd := start()
+	pid := cmd.Process.Pid
+	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", pid))
+	if n := threads(pid); n != 1 {
+		t.Errorf("untraced program has %d threads before attach, want 1", n)
+	}
+	if _, err := os.Lstat(sock); err == nil {
+		t.Fatalf("%s exists before attach", sock)
+	}
+	if r := live(pid, "status"); r.Code != 0 || !strings.Contains(r.Stdout, "tracer=nop") {
+		t.Fatalf("live status: %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := live(pid, "tracer", "function_graph"); r.Code != 0 {
+		t.Fatalf("live tracer: %q", r.Stderr)
+	}
+	say(w, rd, "call 7", "done")
+	out := filepath.Join(dir, "attached.dat")
+	if r := live(pid, "snapshot", out); r.Code != 0 {
+		t.Fatalf("live snapshot: %q", r.Stderr)
+	}
+	g := testenv.Run(t, dir, ftrace, "graph", out)
+	if n := strings.Count(g, "tick();"); n != 7 {
+		t.Errorf("graph of the attached process shows %d calls of tick, want 7:\n%s", n, g)
+	}
+
+	// busy: its one thread never waits in a system call while we ask
+	cmd, w, rd = start()
+	pid = cmd.Process.Pid
+	fmt.Fprintln(w, "call 2000000000") // seconds
+	w.Flush()
+	time.Sleep(50 * time.Millisecond)
+	r := live(pid, "--attach-timeout", "500ms", "status")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "waited in a system call") {
+		t.Errorf("attach to a busy process: %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	if l, err := rd.ReadString('\n'); err != nil || l != "done\n" {
+		t.Fatalf("busy program said %q (%v)", l, err)
+	}
+	if r := live(pid, "status"); r.Code != 0 {
+		t.Errorf("attach once the program waits again: %q", r.Stderr)
+	}
+
+	// FTRACE_ATTACH=0: nothing to attach to
+	cmd, _, _ = start("FTRACE_ATTACH=0")
+	if r := live(cmd.Process.Pid, "status"); r.Code == 0 || !strings.Contains(r.Stderr, "cannot be attached") {
+		t.Errorf("attach with FTRACE_ATTACH=0: %d %q", r.Code, r.Stderr)
+	}
+}
