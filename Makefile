@@ -47,6 +47,7 @@ demo: tools runtime
 # cgo (package runtime) needs build/include and build/lib: vet the package against the built runtime
 vet: runtime
 	$(GO) vet ./...
+	cd examples/gosqlite && $(GO) vet .
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
 # Tests find the built tools and library through FTKIT_BUILD.
