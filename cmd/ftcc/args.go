@@ -75,8 +75,11 @@ type invocation struct {
 	compileOnly, stopEarly        bool // -c; -E, -S, -M/-MM, -fsyntax-only, -###
 	shared, relocatable, noStdlib bool
 	static                        bool
-	out                           string
-	outIndex                      int // index of -o's value, -1 if none
+	// staticCXX: -static-libstdc++, whose copies of the C++ exception entry points
+	// collide with the runtime's interposed ones
+	staticCXX bool
+	out       string
+	outIndex  int // index of -o's value, -1 if none
 }
 
 // flags whose value is the next argument (gcc and clang)
@@ -123,6 +126,8 @@ func parse(given []string) (*invocation, error) {
 			inv.noStdlib = true
 		case a == "-static", a == "-static-pie":
 			inv.static = true
+		case a == "-static-libstdc++":
+			inv.staticCXX = true
 		case a == "-x" && i+1 < len(args):
 			i++
 			x = args[i]
@@ -240,6 +245,21 @@ func (inv *invocation) passThrough() bool {
 // the runtime needs the dynamic loader).
 func (inv *invocation) executable() bool {
 	return !inv.compileOnly && !inv.shared && !inv.relocatable && !inv.noStdlib && !inv.static
+}
+
+// noRuntime says why a program is linked without the runtime and what to do instead
+// ("": it is not, or the link makes no program).
+func (inv *invocation) noRuntime() (why, instead string) {
+	switch {
+	case inv.compileOnly || inv.shared || inv.relocatable || inv.noStdlib:
+		return "", ""
+	case inv.static:
+		return "-static: the runtime needs the dynamic loader", "link dynamically to trace it"
+	case inv.staticCXX:
+		return "-static-libstdc++: its C++ exception entry points collide with those the runtime interposes",
+			"link libstdc++ dynamically to trace it"
+	}
+	return "", ""
 }
 
 // output is the file a link writes.

@@ -291,3 +291,46 @@ int main(void) { printf("%d %.0f\n", scale(3), area(2)); return 0; }
 		t.Errorf("ftlink -v:\n%s", out)
 	}
 }
+
+// -static-libstdc++: the runtime's interposed C++ exception entry points would collide with
+// the static copies, so the program is linked without it, with one line saying so; it runs
+// as it would untraced (exceptions included), its sites nops, and ftrace record says why
+// nothing was traced.
+func TestStaticLibstdcxx(t *testing.T) {
+	testenv.Need(t, "g++")
+	build := testenv.BuildDir()
+	if build == "" {
+		t.Skip("FTKIT_BUILD not set (run through make test)")
+	}
+	ftcc := filepath.Join(build, "bin", "ftcc")
+	dir := t.TempDir()
+	src := `#include <iostream>
+#include <stdexcept>
+__attribute__((noinline)) int twice(int x) { if (x < 0) throw std::runtime_error("negative"); return 2 * x; }
+int main() {
+	try { twice(-1); } catch (const std::exception &e) { std::cout << "caught " << e.what() << "\n"; }
+	std::cout << twice(21) << "\n";
+}
+`
+	os.WriteFile(filepath.Join(dir, "x.cc"), []byte(src), 0o644)
+	r := testenv.Exec(t, dir, ftcc, "g++", "-O2", "-static-libstdc++", "x.cc", "-o", "x")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "ftcc: x: linked without the ftkit runtime (-static-libstdc++") {
+		t.Fatalf("ftcc -static-libstdc++: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if out := testenv.Run(t, dir, "./x"); out != "caught negative\n42\n" {
+		t.Errorf("program printed %q", out)
+	}
+	r = testenv.Exec(t, dir, filepath.Join(build, "bin", "ftrace"), "record", "-o", "x.dat", "--", "./x")
+	if r.Stdout != "caught negative\n42\n" || !strings.Contains(r.Stderr, "has call sites but not the ftkit runtime") {
+		t.Errorf("ftrace record: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	// the same program linked with libstdc++.so is traced
+	r = testenv.Exec(t, dir, ftcc, "g++", "-O2", "x.cc", "-o", "y")
+	if r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("ftcc: exit %d\n%s", r.Code, r.Stderr)
+	}
+	testenv.Run(t, dir, filepath.Join(build, "bin", "ftrace"), "record", "-q", "-o", "y.dat", "--", "./y")
+	if rep := testenv.Run(t, dir, filepath.Join(build, "bin", "ftrace"), "report", "y.dat"); !strings.Contains(rep, "twice(int)") {
+		t.Errorf("report of the dynamically linked build:\n%s", rep)
+	}
+}

@@ -326,7 +326,11 @@ func (w *wrapper) link(cc string, args []string, inv *invocation) (int, error) {
 			linkArgs = inv.linkWith(objs)
 		}
 	}
-	if inv.executable() {
+	if why, instead := inv.noRuntime(); why != "" {
+		// still linked, its sites made nops by ftlink: the program runs as it would untraced
+		fmt.Fprintf(w.stderr, "ftcc: %s: linked without the ftkit runtime (%s); it runs untraced, "+
+			"its call sites nops (%s)\n", inv.output(), why, instead)
+	} else if inv.executable() {
 		lib := filepath.Join(w.prefix, "lib", "libftrt.a")
 		if !isFile(lib) {
 			return 1, fmt.Errorf("linking %s: the ftkit runtime %s is missing (set FTCC_PREFIX to where ftkit is installed)", inv.output(), lib)

@@ -27,7 +27,13 @@ const (
 // attachSignal reads the attach signal from the "ftkit" note of the process's program
 // (0: the program has no ftkit runtime).
 func attachSignal(pid int) int {
-	f, err := elf.Open(fmt.Sprintf("/proc/%d/exe", pid))
+	return runtimeNote(fmt.Sprintf("/proc/%d/exe", pid))
+}
+
+// runtimeNote reads the attach signal from the "ftkit" note of an ELF file: 0 when it has
+// none (it was linked without the runtime, or is not ELF).
+func runtimeNote(path string) int {
+	f, err := elf.Open(path)
 	if err != nil {
 		return 0
 	}

@@ -544,5 +544,10 @@ func noTableHint(stderr io.Writer, prog string) {
 		fmt.Fprintf(stderr, "ftrace: %s has no %s call-site table, so none of its functions is traced: "+
 			"run recordmcount on its objects (compiled with gcc -pg -mfentry) before linking, then ftlink it\n",
 			prog, mcountloc.TableSection)
+	} else if runtimeNote(prog) == 0 {
+		// call sites but not the runtime: ftcc links -static and -static-libstdc++
+		// programs so
+		fmt.Fprintf(stderr, "ftrace: %s has call sites but not the ftkit runtime (linked without libftrt.a, "+
+			"e.g. with -static or -static-libstdc++), so nothing of it is traced\n", prog)
 	}
 }
