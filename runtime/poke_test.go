@@ -100,6 +100,11 @@ func TestPoke(t *testing.T) {
 		{"chain-live", nil, []string{"chain-live", "1000", "3"}, []string{"ok chain-live", "ok toggle: batches=1000"}},
 		{"chain-live-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"chain-live", "500", "3"}, []string{"ok chain-live", "method=mprotect"}},
 		{"refuse-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"refuse"}, []string{"ok refuse"}},
+		// every batch parks the other threads first and copies its pages (precow):
+		// workers calling sites, handlers interrupting them, threads blocking signals
+		{"toggle-precow", []string{"FTRT_PRECOW=test"}, []string{"toggle", "1000", "4"}, []string{"ok toggle: batches=1000 threads=4"}},
+		{"signals-precow", []string{"FTRT_PRECOW=test"}, []string{"signals", "500", "4"}, []string{"ok toggle: batches=500"}},
+		{"blocked-precow", []string{"FTRT_PRECOW=test"}, []string{"blocked", "200", "4"}, []string{"ok toggle: batches=200"}},
 		{"sync", nil, []string{"sync"}, []string{"ok sync idle", "ok sync signal taken", "ok sync churn", "sync stopped:", "ok sync callback:", "ok sync from a callback: -EDEADLK", "ok sync trampoline:", "ok sync callback-signals-blocked:"}},
 	}
 	for _, c := range cases {
@@ -116,7 +121,8 @@ func TestPoke(t *testing.T) {
 	}
 }
 
-// TestPokeSanitizers runs the engine test under ASan+UBSan and TSan.  TSan runs signal
+// TestPokeSanitizers runs the engine test under ASan+UBSan and TSan (precow: parking the
+// threads before every batch too).  TSan runs signal
 // handlers with every signal blocked, so a handler reaching a breakpoint would be killed by
 // the kernel (see docs/live-patching.md): the signals mode is not run under TSan.
 func TestPokeSanitizers(t *testing.T) {
@@ -132,14 +138,20 @@ func TestPokeSanitizers(t *testing.T) {
 	}{
 		{"asan-ubsan", []string{"-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"},
 			[]string{"ASAN_OPTIONS=detect_leaks=1", "UBSAN_OPTIONS=halt_on_error=1"},
-			[][]string{{"toggle", "500", "4"}, {"signals", "300", "4"}, {"blocked", "300", "4"}, {"fork", "100", "2"}, {"refuse"}, {"chain"}, {"chain-live", "200", "3"}, {"sync"}}},
+			[][]string{{"toggle", "500", "4"}, {"signals", "300", "4"}, {"blocked", "300", "4"}, {"fork", "100", "2"}, {"refuse"}, {"chain"}, {"chain-live", "200", "3"}, {"sync"},
+				{"FTRT_PRECOW=test", "toggle", "200", "4"}}},
 		{"tsan", []string{"-O1", "-fsanitize=thread"}, []string{"TSAN_OPTIONS=halt_on_error=1"},
-			[][]string{{"toggle", "300", "4"}, {"blocked", "200", "4"}, {"fork", "60", "2"}, {"refuse"}, {"sync"}}},
+			[][]string{{"toggle", "300", "4"}, {"blocked", "200", "4"}, {"fork", "60", "2"}, {"refuse"}, {"sync"},
+				{"FTRT_PRECOW=test", "toggle", "200", "4"}, {"FTRT_PRECOW=test", "blocked", "100", "4"}}},
 	} {
 		t.Run(san.name, func(t *testing.T) {
 			prog := buildC(t, dir, "poke_test_"+san.name, pokeTestSrcs, san.flags...)
 			for _, m := range san.modes {
-				out := runC(t, 3*time.Minute, san.env, prog, m...)
+				env := san.env
+				for len(m) > 0 && strings.Contains(m[0], "=") { // leading VAR=value: environment
+					env, m = append(append([]string{}, env...), m[0]), m[1:]
+				}
+				out := runC(t, 3*time.Minute, env, prog, m...)
 				if !strings.Contains(out, "ok ") {
 					t.Errorf("%v: no ok line:\n%s", m, out)
 				}

@@ -254,29 +254,77 @@ func BenchmarkRuntimeDirectModify(b *testing.B) {
 func BenchmarkRuntimeColdEnable(b *testing.B) {
 	dir := b.TempDir()
 	exe := buildColdenable(b, dir, 300000)
+	// TLB shoot-down IPIs of the whole machine while one process runs (/proc/interrupts
+	// "TLB:"; other processes add a few): what parking saves, whatever an IPI costs here
+	var ipis, baseIPIs []float64
+	run := func(env ...string) map[string][]float64 {
+		cmd := exec.Command(exe, "0")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		t0 := tlbShootdowns()
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("coldenable %v: %v", env, err)
+		}
+		if n := tlbShootdowns() - t0; len(env) == 0 {
+			ipis = append(ipis, n)
+		} else {
+			baseIPIs = append(baseIPIs, n)
+		}
+		return parse(b, string(out))
+	}
 	b.ResetTimer()
-	var reg, unreg, wreg, wunreg []float64
+	// alternating with FTRT_PRECOW=0 (the first writes to text pages made while the other
+	// thread runs, each with a TLB shoot-down IPI): the same-run baseline
+	var reg, unreg, wreg, wunreg, base []float64
 	var m map[string][]float64
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < 7; r++ {
-			m = parse(b, testenv.Run(b, dir, exe, "3"))
+			m = run()
 			reg = append(reg, m["cold_ms"][0])
 			unreg = append(unreg, m["cold_ms"][1])
-			wreg = append(wreg, m["warm_ms"][0])
-			wunreg = append(wunreg, m["warm_ms"][1])
+			base = append(base, run("FTRT_PRECOW=0")["cold_ms"][0])
+			w := parse(b, testenv.Run(b, dir, exe, "3"))
+			wreg = append(wreg, w["warm_ms"][0])
+			wunreg = append(wunreg, w["warm_ms"][1])
 		}
 	}
 	b.StopTimer()
-	for _, v := range [][]float64{reg, unreg, wreg, wunreg} {
+	for _, v := range [][]float64{reg, unreg, wreg, wunreg, base, ipis, baseIPIs} {
 		sort.Float64s(v)
 	}
 	b.ReportMetric(m["sites"][0], "sites")
 	b.ReportMetric(reg[0], "cold-register-best-ms")
 	b.ReportMetric(reg[len(reg)/2], "cold-register-median-ms")
+	b.ReportMetric(base[len(base)/2], "cold-register-noprecow-median-ms")
+	b.ReportMetric(reg[len(reg)/2]/base[len(base)/2], "cold-register/noprecow")
 	b.ReportMetric(unreg[len(unreg)/2], "cold-unregister-median-ms")
 	b.ReportMetric(wreg[len(wreg)/2], "warm-register-median-ms")
 	b.ReportMetric(wunreg[len(wunreg)/2], "warm-unregister-median-ms")
 	b.ReportMetric(m["cold_minflt"][0], "cold-register-minflt")
+	b.ReportMetric(ipis[len(ipis)/2], "tlb-ipis-median")
+	b.ReportMetric(baseIPIs[len(baseIPIs)/2], "tlb-ipis-noprecow-median")
+}
+
+// tlbShootdowns sums the "TLB:" line of /proc/interrupts (0 where there is none).
+func tlbShootdowns() float64 {
+	b, _ := os.ReadFile("/proc/interrupts")
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] != "TLB:" {
+			continue
+		}
+		sum := 0.0
+		for _, x := range f[1:] {
+			v, err := strconv.ParseFloat(x, 64)
+			if err != nil {
+				break
+			}
+			sum += v
+		}
+		return sum
+	}
+	return 0
 }
 
 func BenchmarkRuntimeStartup(b *testing.B) {

@@ -719,6 +719,106 @@ static void put(uintptr_t addr, const unsigned char *b, size_t len)
 static size_t batch_n;	/* sites of the batch being applied */
 
 /*
+ * Text pages this process has written already (sorted): their first write was the copy
+ * on write of the program's file mapping.  Each such copy makes the kernel shoot down the
+ * page's TLB entries on every other CPU running the process — an IPI, a VM exit on a
+ * virtual machine: about 25 µs a page, half of a cold enable of 300k sites.  With the other
+ * threads parked in a futex their CPUs run something else (lazily), and need none.
+ */
+static uintptr_t *cow_pages;
+static size_t ncow, capcow;
+static uintptr_t *fresh;
+static size_t capfresh;
+#define PRECOW_MIN	64	/* fewer fresh pages: the IPIs cost less than parking */
+static int precow_on = -1;
+
+static int only_thread(void);
+
+static int cow_done(uintptr_t pg)
+{
+	size_t lo = 0, hi = ncow;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cow_pages[mid] == pg)
+			return 1;
+		if (cow_pages[mid] < pg)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/*
+ * Before a batch (procmem) whose changing sites lie on many pages not written yet: park the
+ * other threads, make each page's copy by writing one of its current bytes back, unpark.
+ * Best effort: a thread that does not park, or a write that fails, only costs the IPIs
+ * (the batch writes the page anyway).  The pages join cow_pages.
+ */
+static void precow(size_t n)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	size_t i, nf = 0, a, b;
+
+	if (precow_on < 0) {	/* FTRT_PRECOW=0: off (to compare); =test: every batch */
+		const char *e = secure_getenv("FTRT_PRECOW");
+
+		precow_on = !e || strcmp(e, "0") ? 1 : 0;
+		if (e && !strcmp(e, "test"))
+			precow_on = 2;
+	}
+	if (precow_on == 2)
+		ncow = 0;	/* every batch parks the threads, whatever it touches */
+	for (i = 0; i < n; i++) {
+		uintptr_t p0 = work[i].s.addr & ~(pg - 1);
+		uintptr_t p1 = (work[i].s.addr + work[i].s.len - 1) & ~(pg - 1);
+
+		if (!work[i].change)
+			continue;
+		for (uintptr_t p = p0; p <= p1; p += pg) {
+			if ((nf && fresh[nf - 1] >= p) || cow_done(p))
+				continue;
+			if (grow((void **)&fresh, &capfresh, nf + 1, sizeof(*fresh)))
+				return;
+			fresh[nf++] = p;
+		}
+	}
+	if (!nf)
+		return;
+	if (precow_on && nf >= (precow_on == 2 ? 1 : PRECOW_MIN) && mem_same() && !only_thread()) {
+		int err = ftrt_sync_park(2000);
+
+		if (!err || err == -EAGAIN) {
+			for (i = 0; i < nf; i++) {
+				/* a byte of the page as it is (img holds every site's bytes) */
+				uintptr_t at = fresh[i];
+				const struct span *sp;
+
+				while (!(sp = span_of(at)))
+					at++;	/* a site starts on the page: found within it */
+				if (mem_pwrite(img + sp->off + (at - sp->start), 1, at))
+					break;
+			}
+		}
+		ftrt_sync_unpark();
+	}
+	/* merge the fresh pages (sorted) into cow_pages */
+	if (grow((void **)&cow_pages, &capcow, ncow + nf, sizeof(*cow_pages)))
+		return;
+	a = ncow;
+	b = nf;
+	ncow += nf;
+	while (b) {
+		if (a && cow_pages[a - 1] > fresh[b - 1])
+			cow_pages[a + b - 1] = cow_pages[a - 1], a--;
+		else
+			cow_pages[a + b - 1] = fresh[b - 1], b--;
+	}
+}
+
+/*
  * Before writing through mem_fd: another thread of the program may have closed it and
  * taken the number since the batch began.  Reopen, else go on the mprotect way.
  */
@@ -1064,6 +1164,8 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 
 	if (FTRT_ARCH_SITE_ATOMIC) {
 		/* one store per site: no breakpoint, no trap handler */
+		if (method == M_PROCMEM)
+			precow(n);
 		if (method == M_MPROTECT)
 			err = protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC);
 		if (!err) {
@@ -1076,6 +1178,9 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 		}
 		goto out;
 	}
+
+	if (method == M_PROCMEM)
+		precow(n);
 
 	/* Publish the changing sites for the trap handler, sorted by address. */
 	if ((err = grow((void **)&sites, &capsites, nchange, sizeof(*sites))))
@@ -1137,6 +1242,7 @@ static void fork_child(void)
 		mem_fd = -1;
 	}
 	ftrt_sync_atfork_child();
+	ncow = 0;	/* the child's text pages are shared with the parent's again */
 	pthread_mutex_unlock(&patch_lock);
 	/* Free, with no waiters (they are threads the child lacks). */
 	atomic_store(&api_serving, atomic_load(&api_next));

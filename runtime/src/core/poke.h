@@ -130,6 +130,16 @@ int ftrt_sync_callbacks(ftrt_cb_busy_fn busy, void *ctx);
 int ftrt_sync_retired(long limit_us);
 
 /*
+ * Every other thread waits in the signal handler, off its CPU, until ftrt_sync_unpark()
+ * (those that answer within limit_us of asking).  Meanwhile the caller only writes code: a
+ * parked thread may hold any lock.  Used so that the first writes to text pages (copy on
+ * write) need no TLB shoot-down of CPUs running this process.  0, -EAGAIN (some run on),
+ * -errno (none parked).
+ */
+int ftrt_sync_park(long limit_us);
+void ftrt_sync_unpark(void);
+
+/*
  * Code ranges whose execution counts as "inside tracing" for ftrt_synchronize(): the
  * handler treats a thread whose interrupted PC lies in [start, start+len) as not quiescent.
  * Register a trampoline before any site can reach it; unregister it after the

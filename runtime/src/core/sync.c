@@ -28,6 +28,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
@@ -160,8 +162,9 @@ enum { SLOT_PENDING, SLOT_INSIDE, SLOT_OUT };
  *   CHECK_ALL      callbacks, every registered range, signal frames interrupting one
  *   CHECK_CB       callbacks (ftrt_cb_depth); the handler also publishes its TLS addresses
  *   CHECK_RETIRED  retired ranges, and signal frames interrupting one
+ *   CHECK_PARK     nothing: the handler answers, then waits until ftrt_sync_unpark()
  */
-enum { CHECK_NONE, CHECK_ALL, CHECK_CB, CHECK_RETIRED };
+enum { CHECK_NONE, CHECK_ALL, CHECK_CB, CHECK_RETIRED, CHECK_PARK };
 
 struct slot {
 	pid_t tid;
@@ -192,6 +195,7 @@ struct round {
 
 static struct round *_Atomic live_round;
 static atomic_int round_users;
+static atomic_uint park_gate;	/* 1: threads that answer a CHECK_PARK round wait */
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sync_sig;		/* 0 until chosen */
 
@@ -490,6 +494,14 @@ static void sync_handler(int sig, siginfo_t *si, void *uc)
 				inside = in_ranges(pc, 1) ||
 					 frames_inside(r, sp_here(), ftrt_arch_sp(uc), 1);
 				break;
+			case CHECK_PARK:
+				/* answer, leave the round, then wait off the CPU */
+				atomic_store(&s->state, SLOT_OUT);
+				atomic_fetch_sub(&round_users, 1);
+				while (atomic_load(&park_gate))
+					syscall(SYS_futex, (unsigned *)&park_gate, FUTEX_WAIT_PRIVATE, 1,
+						NULL, NULL, 0);
+				goto out;
 			}
 			atomic_store(&s->state, inside ? SLOT_INSIDE : SLOT_OUT);
 		}
@@ -949,7 +961,8 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 			}
 			if (elapsed_us(&s->since) > 5000 * (s->proc_checks + 1)) {
 				s->proc_checks++;
-				if (check != CHECK_NONE && proc_quiescent(s->tid, retired_only))
+				if (check != CHECK_NONE && check != CHECK_PARK &&
+				    proc_quiescent(s->tid, retired_only))
 					atomic_store(&s->state, SLOT_OUT);
 			}
 		}
@@ -1041,6 +1054,30 @@ int ftrt_sync_retired(long limit_us)
 	err = round_run(CHECK_RETIRED, limit_us, NULL, NULL);
 	pthread_mutex_unlock(&sync_lock);
 	return err;
+}
+
+/*
+ * Park every other thread in the signal handler (waiting in futex, off its CPU) for at most
+ * limit_us of asking; threads that do not answer by then run on.  Until ftrt_sync_unpark(),
+ * the caller must take no lock and call nothing a parked thread may be in the middle of
+ * (malloc, stdio): it only writes code.  0, -EAGAIN (some did not answer), -errno (none
+ * parked: no signal to send).
+ */
+int ftrt_sync_park(long limit_us)
+{
+	int err;
+
+	pthread_mutex_lock(&sync_lock);
+	atomic_store(&park_gate, 1);
+	err = round_run(CHECK_PARK, limit_us, NULL, NULL);
+	pthread_mutex_unlock(&sync_lock);
+	return err;
+}
+
+void ftrt_sync_unpark(void)
+{
+	atomic_store(&park_gate, 0);
+	syscall(SYS_futex, (unsigned *)&park_gate, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 /* ---- threads publish their counter ------------------------------------------------------ */
