@@ -196,6 +196,7 @@ struct round {
 static struct round *_Atomic live_round;
 static atomic_int round_users;
 static atomic_uint park_gate;	/* 1: threads that answer a CHECK_PARK round wait */
+static struct slot *park_slots;	/* freed once they are released */
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sync_sig;		/* 0 until chosen */
 
@@ -985,6 +986,12 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 	atomic_store(&live_round, NULL);
 	while (atomic_load(&round_users))
 		sched_yield();
+	if (check == CHECK_PARK) {
+		/* threads stay parked, maybe inside malloc or holding reg_lock: free nothing and
+		 * take no lock until ftrt_sync_unpark() */
+		park_slots = r.slots;
+		return err;
+	}
 	cache_update(&r);
 	free(r.maps);
 	free(r.slots);
@@ -1060,8 +1067,9 @@ int ftrt_sync_retired(long limit_us)
  * Park every other thread in the signal handler (waiting in futex, off its CPU) for at most
  * limit_us of asking; threads that do not answer by then run on.  Until ftrt_sync_unpark(),
  * the caller must take no lock and call nothing a parked thread may be in the middle of
- * (malloc, stdio): it only writes code.  0, -EAGAIN (some did not answer), -errno (none
- * parked: no signal to send).
+ * (malloc, stdio): it only writes code.  The round itself frees nothing and takes no lock
+ * once the signals are out (its slots are freed at the unpark).  0, -EAGAIN (some did not
+ * answer), -errno (none parked: no signal to send).
  */
 int ftrt_sync_park(long limit_us)
 {
@@ -1078,6 +1086,8 @@ void ftrt_sync_unpark(void)
 {
 	atomic_store(&park_gate, 0);
 	syscall(SYS_futex, (unsigned *)&park_gate, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	free(park_slots);
+	park_slots = NULL;
 }
 
 /* ---- threads publish their counter ------------------------------------------------------ */
