@@ -1,7 +1,6 @@
 package ftrt_test
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,22 +24,6 @@ func TestTracerAttach(t *testing.T) {
 	ftrace := testenv.Tool(t, "ftrace")
 	run := t.TempDir()
 	os.Chmod(run, 0o700)
-	start := func(env ...string) (*exec.Cmd, *bufio.Writer, *bufio.Reader) {
-		cmd := exec.Command(prog)
-		cmd.Dir = dir
-		cmd.Env = append(append(trCleanEnv(), env...), "XDG_RUNTIME_DIR="+run)
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		rd := bufio.NewReader(stdout)
-		if l, err := rd.ReadString('\n'); err != nil || l != "ready\n" {
-			t.Fatalf("program said %q (%v)", l, err)
-		}
-		return cmd, bufio.NewWriter(stdin), rd
-	}
 	// live runs ftrace live [flags] PID args (flags: the leading "--" arguments and values)
 	live := func(pid int, args ...string) testenv.Result {
 		argv := []string{"live"}
@@ -65,17 +48,9 @@ func TestTracerAttach(t *testing.T) {
 		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		return len(ents)
 	}
-	say := func(w *bufio.Writer, rd *bufio.Reader, line, want string) {
-		t.Helper()
-		fmt.Fprintln(w, line)
-		w.Flush()
-		if l, err := rd.ReadString('\n'); err != nil || l != want+"\n" {
-			t.Fatalf("%s: program said %q (%v), want %q", line, l, err, want)
-		}
-	}
 
-	cmd, w, rd := start()
-	pid := cmd.Process.Pid
+	p := trStartLive(t, dir, prog, run)
+	pid := p.cmd.Process.Pid
 	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", pid))
 	if n := threads(pid); n != 1 {
 		t.Errorf("untraced program has %d threads before attach, want 1", n)
@@ -89,7 +64,8 @@ func TestTracerAttach(t *testing.T) {
 	if r := live(pid, "tracer", "function_graph"); r.Code != 0 {
 		t.Fatalf("live tracer: %q", r.Stderr)
 	}
-	say(w, rd, "call 7", "done")
+	fmt.Fprintln(p.stdin, "call 7")
+	p.expect("done")
 	out := filepath.Join(dir, "attached.dat")
 	if r := live(pid, "snapshot", out); r.Code != 0 {
 		t.Fatalf("live snapshot: %q", r.Stderr)
@@ -100,25 +76,22 @@ func TestTracerAttach(t *testing.T) {
 	}
 
 	// busy: its one thread never waits in a system call while we ask
-	cmd, w, rd = start()
-	pid = cmd.Process.Pid
-	fmt.Fprintln(w, "call 2000000000") // seconds
-	w.Flush()
+	p = trStartLive(t, dir, prog, run)
+	pid = p.cmd.Process.Pid
+	fmt.Fprintln(p.stdin, "call 2000000000") // seconds
 	time.Sleep(50 * time.Millisecond)
 	r := live(pid, "--attach-timeout", "500ms", "status")
 	if r.Code == 0 || !strings.Contains(r.Stderr, "waited in a system call") {
 		t.Errorf("attach to a busy process: %d %q %q", r.Code, r.Stdout, r.Stderr)
 	}
-	if l, err := rd.ReadString('\n'); err != nil || l != "done\n" {
-		t.Fatalf("busy program said %q (%v)", l, err)
-	}
+	p.expect("done")
 	if r := live(pid, "status"); r.Code != 0 {
 		t.Errorf("attach once the program waits again: %q", r.Stderr)
 	}
 
 	// FTRACE_ATTACH=0: nothing to attach to
-	cmd, _, _ = start("FTRACE_ATTACH=0")
-	if r := live(cmd.Process.Pid, "status"); r.Code == 0 || !strings.Contains(r.Stderr, "cannot be attached") {
+	p = trStartLive(t, dir, prog, run, "FTRACE_ATTACH=0")
+	if r := live(p.cmd.Process.Pid, "status"); r.Code == 0 || !strings.Contains(r.Stderr, "cannot be attached") {
 		t.Errorf("attach with FTRACE_ATTACH=0: %d %q", r.Code, r.Stderr)
 	}
 }

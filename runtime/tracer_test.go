@@ -1318,11 +1318,10 @@ func trDial(t *testing.T, sock string) net.Conn {
 	}
 }
 
-// trLive starts prog (trace_live.c) with env and connects to its control socket.
-func trLive(t *testing.T, dir, prog string, env ...string) *liveProc {
+// trStartLive starts prog (trace_live.c) with env and run as its XDG_RUNTIME_DIR and waits
+// until it is ready; expect checks its next line.
+func trStartLive(t *testing.T, dir, prog, run string, env ...string) (p *liveProc) {
 	t.Helper()
-	run := t.TempDir()
-	os.Chmod(run, 0o700) // an XDG_RUNTIME_DIR is the user's alone, or the runtime does not use it
 	cmd := exec.Command(prog)
 	cmd.Dir = dir
 	cmd.Env = append(append(trCleanEnv(), env...), "XDG_RUNTIME_DIR="+run)
@@ -1333,7 +1332,7 @@ func trLive(t *testing.T, dir, prog string, env ...string) *liveProc {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	rd := bufio.NewReader(stdout)
-	p := &liveProc{cmd: cmd, stdin: stdin}
+	p = &liveProc{cmd: cmd, stdin: stdin}
 	p.expect = func(want string) {
 		t.Helper()
 		if line, err := rd.ReadString('\n'); err != nil || line != want+"\n" {
@@ -1341,6 +1340,16 @@ func trLive(t *testing.T, dir, prog string, env ...string) *liveProc {
 		}
 	}
 	p.expect("ready")
+	return p
+}
+
+// trLive starts prog (trace_live.c) with env and connects to its control socket.
+func trLive(t *testing.T, dir, prog string, env ...string) *liveProc {
+	t.Helper()
+	run := t.TempDir()
+	os.Chmod(run, 0o700) // an XDG_RUNTIME_DIR is the user's alone, or the runtime does not use it
+	p := trStartLive(t, dir, prog, run, env...)
+	cmd := p.cmd
 	sock := filepath.Join(run, fmt.Sprintf("ftkit-%d.sock", cmd.Process.Pid))
 	p.sock = sock
 	conn := trDial(t, sock)
