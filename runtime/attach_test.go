@@ -58,7 +58,9 @@ func TestTracerAttach(t *testing.T) {
 	if _, err := os.Lstat(sock); err == nil {
 		t.Fatalf("%s exists before attach", sock)
 	}
-	if r := live(pid, "status"); r.Code != 0 || !strings.Contains(r.Stdout, "tracer=nop") {
+	// the trace goes to the socket's private directory, not the program's
+	if r := live(pid, "status"); r.Code != 0 || !strings.Contains(r.Stdout, "tracer=nop") ||
+		!strings.Contains(r.Stdout, fmt.Sprintf("output=%s/ftrace-%d.dat ", run, pid)) {
 		t.Fatalf("live status: %d %q %q", r.Code, r.Stdout, r.Stderr)
 	}
 	if r := live(pid, "tracer", "function_graph"); r.Code != 0 {
@@ -74,6 +76,29 @@ func TestTracerAttach(t *testing.T) {
 	if n := strings.Count(g, "tick();"); n != 7 {
 		t.Errorf("graph of the attached process shows %d calls of tick, want 7:\n%s", n, g)
 	}
+	// finished: the trace is written, the server ends, nothing more to attach to (said at
+	// once, the program not signalled again)
+	if r := live(pid, "finish"); r.Code != 0 {
+		t.Fatalf("live finish: %q", r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(run, fmt.Sprintf("ftrace-%d.dat", pid))); err != nil {
+		t.Errorf("finished trace: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "ftrace*")); len(m) != 0 {
+		t.Errorf("files in the program's directory: %v", m)
+	}
+	for i := 0; i < 100 && threads(pid) != 1; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := threads(pid); n != 1 {
+		t.Errorf("%d threads after finish, want 1 (the writer and the control server end)", n)
+	}
+	t0 := time.Now()
+	if r := live(pid, "status"); r.Code == 0 || !strings.Contains(r.Stderr, "its trace was finished") || time.Since(t0) > time.Second {
+		t.Errorf("attach after finish: %d %q (%v)", r.Code, r.Stderr, time.Since(t0))
+	}
+	fmt.Fprintln(p.stdin, "call 1")
+	p.expect("done")
 
 	// busy: its one thread never waits in a system call while we ask
 	p = trStartLive(t, dir, prog, run)
@@ -91,7 +116,7 @@ func TestTracerAttach(t *testing.T) {
 
 	// FTRACE_ATTACH=0: nothing to attach to
 	p = trStartLive(t, dir, prog, run, "FTRACE_ATTACH=0")
-	if r := live(p.cmd.Process.Pid, "status"); r.Code == 0 || !strings.Contains(r.Stderr, "cannot be attached") {
+	if r := live(p.cmd.Process.Pid, "status"); r.Code == 0 || !strings.Contains(r.Stderr, "does not offer to start one") {
 		t.Errorf("attach with FTRACE_ATTACH=0: %d %q", r.Code, r.Stderr)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Attach on demand (runtime/src/tracers/control.c): a process linked with ftkit's runtime
@@ -84,8 +86,23 @@ func sigBit(status []byte, field string, sig int) bool {
 	return false
 }
 
-// idleThreads lists the threads of pid that sleep (state S) outside a futex wait and do not
-// block sig: those the handler is likely to find waiting in a system call.
+// idleCalls are the system calls a thread may wait in when it is asked: the runtime's
+// handler starts a server only from those (control.c, idle_call), and a signal interrupts
+// nothing the program did not expect there (a short write or sendfile would be).
+var idleCalls = map[int]bool{
+	unix.SYS_READ: true, unix.SYS_READV: true, unix.SYS_RECVFROM: true, unix.SYS_RECVMSG: true,
+	unix.SYS_ACCEPT: true, unix.SYS_ACCEPT4: true, unix.SYS_WAIT4: true, unix.SYS_WAITID: true,
+	unix.SYS_PPOLL: true, unix.SYS_PSELECT6: true, unix.SYS_EPOLL_PWAIT: true, unix.SYS_NANOSLEEP: true,
+	unix.SYS_CLOCK_NANOSLEEP: true, unix.SYS_RT_SIGSUSPEND: true, unix.SYS_RT_SIGTIMEDWAIT: true,
+	unix.SYS_RESTART_SYSCALL: true, unix.SYS_EPOLL_PWAIT2: true,
+}
+
+// idleWchan: where a thread sleeps in the kernel while it waits in one of idleCalls (for
+// when /proc/PID/task/TID/syscall may not be read: Yama's ptrace scope).
+var idleWchan = []string{"poll", "select", "epoll", "nanosleep", "pipe_read", "wait_woken",
+	"unix_stream_read", "sk_wait_data", "inet_csk_accept", "do_wait", "sigsuspend", "sigtimedwait", "n_tty_read"}
+
+// idleThreads lists the threads of pid that wait in one of idleCalls and do not block sig.
 func idleThreads(pid, sig int) []int {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	ents, _ := os.ReadDir(dir)
@@ -95,21 +112,44 @@ func idleThreads(pid, sig int) []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
-		// the state follows the ")" that ends the thread's name
-		i := bytes.LastIndexByte(stat, ')')
-		if err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] != 'S' {
+		task := filepath.Join(dir, e.Name())
+		if st, err := os.ReadFile(filepath.Join(task, "status")); err != nil || sigBit(st, "SigBlk", sig) {
 			continue
 		}
-		if w, err := os.ReadFile(filepath.Join(dir, e.Name(), "wchan")); err == nil && bytes.Contains(w, []byte("futex")) {
-			continue
-		}
-		if st, err := os.ReadFile(filepath.Join(dir, e.Name(), "status")); err != nil || sigBit(st, "SigBlk", sig) {
+		if sc, err := os.ReadFile(filepath.Join(task, "syscall")); err == nil {
+			// "nr arg1 ... sp pc" while blocked in a call; "running"; "-1 sp pc" otherwise
+			f := strings.Fields(string(sc))
+			if len(f) == 0 {
+				continue
+			}
+			if nr, err := strconv.Atoi(f[0]); err != nil || !idleCalls[nr] {
+				continue
+			}
+		} else if w, err := os.ReadFile(filepath.Join(task, "wchan")); err != nil || !wchanIdle(string(w)) {
 			continue
 		}
 		tids = append(tids, tid)
 	}
 	return tids
+}
+
+func wchanIdle(w string) bool {
+	for _, k := range idleWchan {
+		if strings.Contains(w, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// procState is the state letter of /proc/PID/stat ('?' if unknown).
+func procState(pid int) byte {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// the state follows the ")" that ends the command name
+	if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && i+2 < len(stat) {
+		return stat[i+2]
+	}
+	return '?'
 }
 
 // siginfo is the kernel's siginfo_t for SI_QUEUE, as rt_tgsigqueueinfo takes it (64-bit
@@ -133,12 +173,18 @@ func queueSignal(pid, tid, sig int) error {
 }
 
 // attach asks pid's runtime to start its control socket and returns the socket's path.
-// noSock is findSocket's error, returned when the process cannot be attached.
+// noSock is findSocket's error, to which the reason it cannot be attached is added.
 func attach(pid int, noSock error, timeout time.Duration) (string, error) {
 	sig := attachSignal(pid)
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if sig == 0 || err != nil || !sigBit(status, "SigCgt", sig) {
-		return "", noSock
+	switch {
+	case sig == 0:
+		return "", fmt.Errorf("%w, and its program has no ftkit runtime (not linked with libftrt.a, or it ran exec since)", noSock)
+	case err != nil || !sigBit(status, "SigCgt", sig):
+		return "", fmt.Errorf("%w, and it does not offer to start one: started with FTRACE_CONTROL=0 or FTRACE_ATTACH=0, "+
+			"setuid, its trace was finished (finish), or it took signal %d for itself", noSock, sig)
+	case timeout <= 0:
+		return "", fmt.Errorf("%w (--attach-timeout 0: not asked to start one)", noSock)
 	}
 	deadline := time.Now().Add(timeout)
 	sent := false
@@ -151,7 +197,7 @@ func attach(pid int, noSock error, timeout time.Duration) (string, error) {
 			if err := queueSignal(pid, tid, sig); err == nil {
 				sent = true
 			} else if errors.Is(err, syscall.EPERM) {
-				return "", fmt.Errorf("live: process %d has no control socket and may not be signalled by you to start one: %w", pid, err)
+				return "", fmt.Errorf("%w, and you may not signal it to start one: %w", noSock, err)
 			}
 		}
 		// the server starts within milliseconds of a thread taking the request
@@ -163,8 +209,13 @@ func attach(pid int, noSock error, timeout time.Duration) (string, error) {
 			}
 		}
 	}
-	if !sent {
-		return "", fmt.Errorf("live: process %d has no control socket, and none of its threads waited in a system call within %v to start one safely (all busy, or blocking signal %d); start it with FTRACE_CONTROL=1", pid, timeout, sig)
+	switch st := procState(pid); {
+	case st == 'T' || st == 't':
+		return "", fmt.Errorf("%w: it is stopped (SIGSTOP or a debugger); continue it and ask again", noSock)
+	case !sent:
+		return "", fmt.Errorf("%w, and none of its threads waited in a system call within %v to start one safely "+
+			"(all busy, in other calls, or blocking signal %d); ask again when it waits, or start it with FTRACE_CONTROL=1", noSock, timeout, sig)
 	}
-	return "", fmt.Errorf("live: process %d did not start its control socket within %v (asked with signal %d; its threads never waited in a system call where a server can be started safely, or it took the signal for itself); start it with FTRACE_CONTROL=1", pid, timeout, sig)
+	return "", fmt.Errorf("%w, and it did not start one within %v of being asked (signal %d): see its standard error "+
+		"(a trace file it could not create?), or start it with FTRACE_CONTROL=1", noSock, timeout, sig)
 }

@@ -361,7 +361,7 @@ func doLive(c *cli.Context) error {
 	}
 	sock := c.String("socket")
 	if sock == "" {
-		if sock, err = findSocket(pid); err != nil && c.Duration("attach-timeout") > 0 && !strings.HasPrefix(err.Error(), "live: no process") {
+		if sock, err = findSocket(pid); err != nil && !strings.HasPrefix(err.Error(), "live: no process") {
 			sock, err = attach(pid, err, c.Duration("attach-timeout"))
 		}
 	} else {
@@ -501,7 +501,7 @@ func findSocket(pid int) (string, error) {
 	if err := syscall.Kill(pid, 0); err != nil && errors.Is(err, syscall.ESRCH) {
 		return "", fmt.Errorf("live: no process %d", pid)
 	}
-	return "", fmt.Errorf("live: process %d has no control socket (looked for %s) and cannot be attached: it has no ftkit runtime, was started with FTRACE_CONTROL=0 or FTRACE_ATTACH=0, runs setuid, its trace was finished (finish, exec), or its program took the attach signal", pid, strings.Join(cands, ", "))
+	return "", fmt.Errorf("live: process %d has no control socket (looked for %s)", pid, strings.Join(cands, ", "))
 }
 
 // trustedSocket refuses a control socket that another user could have put there or

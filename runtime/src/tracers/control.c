@@ -67,6 +67,8 @@ static int private_dir(const char *dir)
 	return ok;
 }
 
+static void sock_unlink(void);
+
 static int make_path(void)
 {
 	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
@@ -312,6 +314,11 @@ static void *control_thread(void *arg)
 		else
 			reply(c, "error permission denied\n");
 		close(c);
+		if (!sock_path[0]) {	/* the trace was finished (finish): no more requests */
+			ft_fd_close_same(sock_fd, &sock_id);
+			sock_fd = -1;
+			return NULL;
+		}
 	}
 }
 
@@ -341,8 +348,7 @@ int ft_control_start(void)
 		err = -errno;
 		fprintf(stderr, "ftkit: control socket %s: %s\n", sock_path, strerror(-err));
 		close(fd);
-		unlink(sock_path);
-		sock_path[0] = 0;
+		sock_unlink();
 		return err;
 	}
 	sock_fd = fd;
@@ -358,7 +364,7 @@ int ft_control_start(void)
 	if (err) {
 		close(fd);
 		sock_fd = -1;
-		ft_control_unlink();
+		sock_unlink();
 		return err;
 	}
 	pthread_setname_np(th, "ftkit-control");
@@ -399,12 +405,21 @@ void ft_control_sweep(void)
 	closedir(d);
 }
 
-void ft_control_unlink(void)
+static void sock_unlink(void)
 {
 	if (sock_path[0]) {
 		unlink(sock_path);
 		sock_path[0] = 0;
 	}
+}
+
+static void attach_off(void);
+
+/* The trace is finished: no socket, and nothing to attach to (the signal back to SIG_DFL). */
+void ft_control_unlink(void)
+{
+	sock_unlink();
+	attach_off();
 }
 
 /* ---- attach on demand ------------------------------------------------------------------ */
@@ -450,12 +465,29 @@ static int idle_call(long nr)
 static void *attach_main(void *arg)
 {
 	struct ftrace_trace_config cfg = { .control = 1 };
+	const char *env = secure_getenv("FTRACE_OUTPUT");
+	char out[sizeof(sock_dir) + 32];
+	int err;
 
 	(void)arg;
 	pthread_detach(pthread_self());
+	/*
+	 * The trace goes where the socket does (a directory of this user alone), unless
+	 * FTRACE_OUTPUT says otherwise: not into the program's working directory, which may be
+	 * unwritable (a daemon in /) or served to others (a web server's root).
+	 */
+	if ((!env || !*env) && !make_path()) {
+		snprintf(out, sizeof(out), "%s/ftrace-%%p.dat", sock_dir);
+		cfg.output = out;
+	} else {
+		cfg.output = env;
+	}
 	/* tracing off until asked (as FTRACE_CONTROL=1); started already: the server only */
-	if (ftrace_trace_start(&cfg) == -EBUSY)
-		ft_control_start();
+	err = ftrace_trace_start(&cfg);
+	if (err == -EBUSY)
+		err = ft_control_start();
+	if (err)
+		atomic_store(&attach_state, 0);	/* said on stderr; a later request tries again */
 	return NULL;
 }
 
@@ -491,6 +523,19 @@ static void attach_handler(int sig, siginfo_t *si, void *uc)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 out:
 	errno = saved;
+}
+
+static void attach_off(void)
+{
+	struct sigaction cur;
+
+	/* still ours (the program may have taken it since): async-signal-safe calls only */
+	if (!sigaction(FT_ATTACH_SIG, NULL, &cur) && (cur.sa_flags & SA_SIGINFO) &&
+	    cur.sa_sigaction == attach_handler) {
+		memset(&cur, 0, sizeof(cur));
+		cur.sa_handler = SIG_DFL;
+		sigaction(FT_ATTACH_SIG, &cur, NULL);
+	}
 }
 
 /*
