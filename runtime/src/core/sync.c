@@ -170,6 +170,7 @@ struct slot {
 	pid_t tid;
 	_Atomic int state;
 	int proc_checks;
+	int resends;		/* signals sent again to a thread that did not answer */
 	struct timespec since;
 	_Atomic uintptr_t depth_addr, tag_addr;	/* published by the handler (its TLS) */
 	_Atomic uintptr_t node_addr;
@@ -959,6 +960,16 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 					slot_read_counters(s, &t);
 					continue;
 				}
+			}
+			/*
+			 * Asked again now and then: a sanitizer that defers signals to its next
+			 * interceptor can lose one (TSan keeps one pending instance a signal and
+			 * drops the rest; seen as a thread that never answers while it runs).
+			 * Extra instances only cost the thread a wake-up.
+			 */
+			if (sync_sig && elapsed_us(&s->since) > 20000L * (s->resends + 1) * (s->resends + 1)) {
+				s->resends++;
+				send_sig(s->tid, sync_sig);
 			}
 			if (elapsed_us(&s->since) > 5000 * (s->proc_checks + 1)) {
 				s->proc_checks++;
