@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 )
 
 // Attach on demand (runtime/src/tracers/control.c): a process linked with ftkit's runtime
@@ -40,37 +41,12 @@ func runtimeNote(path string) int {
 		return 0
 	}
 	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_NOTE {
-			continue
-		}
-		data := make([]byte, p.Filesz)
-		if _, err := p.ReadAt(data, 0); err != nil {
-			continue
-		}
-		if sig := noteSignal(data, f.ByteOrder); sig != 0 {
-			return sig
-		}
+	desc, err := symbolize.Note(f, "ftkit", attachNoteType)
+	if err != nil || len(desc) != 4 {
+		return 0
 	}
-	return 0
-}
-
-// noteSignal finds the ftkit attach note in a PT_NOTE segment's bytes.
-func noteSignal(b []byte, bo binary.ByteOrder) int {
-	align := func(n uint32) int { return int((n + 3) &^ 3) }
-	for len(b) >= 12 {
-		namesz, descsz, typ := bo.Uint32(b), bo.Uint32(b[4:]), bo.Uint32(b[8:])
-		b = b[12:]
-		if align(namesz) > len(b) || align(namesz)+align(descsz) > len(b) {
-			return 0
-		}
-		name, desc := b[:namesz], b[align(namesz):align(namesz)+int(descsz)]
-		b = b[align(namesz)+align(descsz):]
-		if string(bytes.TrimRight(name, "\x00")) == "ftkit" && typ == attachNoteType && len(desc) == 4 {
-			if sig := int(bo.Uint32(desc)); sig > 0 && sig < 65 {
-				return sig
-			}
-		}
+	if sig := int(f.ByteOrder.Uint32(desc)); sig > 0 && sig < 65 {
+		return sig
 	}
 	return 0
 }

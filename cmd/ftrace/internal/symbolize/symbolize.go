@@ -228,6 +228,12 @@ func OpenRegularELF(path string) (*elf.File, error) {
 
 // BuildID returns the GNU build-id of f, or nil when it has none.
 func BuildID(f *elf.File) ([]byte, error) {
+	return Note(f, "GNU", 3)
+}
+
+// Note returns the descriptor of f's first note of that name and type (in a note section,
+// else in a PT_NOTE segment: stripped files keep those), or nil when it has none.
+func Note(f *elf.File, name string, typ uint32) ([]byte, error) {
 	for _, sec := range f.Sections {
 		if sec.Type != elf.SHT_NOTE {
 			continue
@@ -236,8 +242,8 @@ func BuildID(f *elf.File) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 		}
-		if id := findBuildIDNote(data, f.ByteOrder); id != nil {
-			return id, nil
+		if desc := findNote(data, f.ByteOrder, name, typ); desc != nil {
+			return desc, nil
 		}
 	}
 	for _, p := range f.Progs {
@@ -248,14 +254,14 @@ func BuildID(f *elf.File) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("note segment: %w", err)
 		}
-		if id := findBuildIDNote(data, f.ByteOrder); id != nil {
-			return id, nil
+		if desc := findNote(data, f.ByteOrder, name, typ); desc != nil {
+			return desc, nil
 		}
 	}
 	return nil, nil
 }
 
-func findBuildIDNote(data []byte, bo binary.ByteOrder) []byte {
+func findNote(data []byte, bo binary.ByteOrder, want string, wantType uint32) []byte {
 	align := func(n uint32) uint32 { return (n + 3) &^ 3 }
 	for len(data) >= 12 {
 		namesz, descsz, typ := bo.Uint32(data), bo.Uint32(data[4:]), bo.Uint32(data[8:])
@@ -265,7 +271,7 @@ func findBuildIDNote(data []byte, bo binary.ByteOrder) []byte {
 		}
 		name := rest[:namesz]
 		desc := rest[align(namesz) : align(namesz)+descsz]
-		if typ == 3 && string(bytes.TrimRight(name, "\x00")) == "GNU" {
+		if typ == wantType && string(bytes.TrimRight(name, "\x00")) == want {
 			return append([]byte(nil), desc...)
 		}
 		data = rest[align(namesz)+align(descsz):]
