@@ -241,17 +241,22 @@ func (inv *invocation) passThrough() bool {
 	return inv.stopEarly || inv.inputs == 0
 }
 
-// executable: the link makes a program (not a library, a relocatable or a static program:
-// the runtime needs the dynamic loader).
+// program: the link makes a program (not an object, a library or a relocatable).
+func (inv *invocation) program() bool {
+	return !inv.compileOnly && !inv.shared && !inv.relocatable && !inv.noStdlib
+}
+
+// executable: the link makes a program the runtime goes into (see noRuntime).
 func (inv *invocation) executable() bool {
-	return !inv.compileOnly && !inv.shared && !inv.relocatable && !inv.noStdlib && !inv.static
+	why, _ := inv.noRuntime()
+	return inv.program() && why == ""
 }
 
 // noRuntime says why a program is linked without the runtime and what to do instead
 // ("": it is not, or the link makes no program).
 func (inv *invocation) noRuntime() (why, instead string) {
 	switch {
-	case inv.compileOnly || inv.shared || inv.relocatable || inv.noStdlib:
+	case !inv.program():
 		return "", ""
 	case inv.static:
 		return "-static: the runtime needs the dynamic loader", "link dynamically to trace it"
