@@ -727,7 +727,7 @@ static size_t batch_n;	/* sites of the batch being applied */
  */
 static uintptr_t *cow_pages;
 static size_t ncow, capcow;
-static uintptr_t *fresh;
+static uintptr_t *fresh;	/* a site byte on each page not written yet (sorted) */
 static size_t capfresh;
 #define PRECOW_MIN	64	/* fewer fresh pages: the IPIs cost less than parking */
 static int precow_on = -1;
@@ -778,11 +778,12 @@ static void precow(size_t n)
 		if (!work[i].change)
 			continue;
 		for (uintptr_t p = p0; p <= p1; p += pg) {
-			if ((nf && fresh[nf - 1] >= p) || cow_done(p))
+			if ((nf && (fresh[nf - 1] & ~(pg - 1)) >= p) || cow_done(p))
 				continue;
 			if (grow((void **)&fresh, &capfresh, nf + 1, sizeof(*fresh)))
 				return;
-			fresh[nf++] = p;
+			/* the site's first byte on page p */
+			fresh[nf++] = p < work[i].s.addr ? work[i].s.addr : p;
 		}
 	}
 	if (!nf)
@@ -792,13 +793,10 @@ static void precow(size_t n)
 
 		if (!err || err == -EAGAIN) {
 			for (i = 0; i < nf; i++) {
-				/* a byte of the page as it is (img holds every site's bytes) */
-				uintptr_t at = fresh[i];
-				const struct span *sp;
+				/* the byte as it is (img holds every site's bytes) */
+				const struct span *sp = span_of(fresh[i]);
 
-				while (!(sp = span_of(at)))
-					at++;	/* a site starts on the page: found within it */
-				if (mem_pwrite(img + sp->off + (at - sp->start), 1, at))
+				if (mem_pwrite(img + sp->off + (fresh[i] - sp->start), 1, fresh[i]))
 					break;
 			}
 		}
@@ -811,10 +809,12 @@ static void precow(size_t n)
 	b = nf;
 	ncow += nf;
 	while (b) {
-		if (a && cow_pages[a - 1] > fresh[b - 1])
+		uintptr_t fp = fresh[b - 1] & ~(pg - 1);
+
+		if (a && cow_pages[a - 1] > fp)
 			cow_pages[a + b - 1] = cow_pages[a - 1], a--;
 		else
-			cow_pages[a + b - 1] = fresh[b - 1], b--;
+			cow_pages[a + b - 1] = fp, b--;
 	}
 }
 
@@ -1162,10 +1162,10 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 		goto out;
 	}
 
+	if (method == M_PROCMEM)
+		precow(n);
 	if (FTRT_ARCH_SITE_ATOMIC) {
 		/* one store per site: no breakpoint, no trap handler */
-		if (method == M_PROCMEM)
-			precow(n);
 		if (method == M_MPROTECT)
 			err = protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC);
 		if (!err) {
@@ -1178,9 +1178,6 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 		}
 		goto out;
 	}
-
-	if (method == M_PROCMEM)
-		precow(n);
 
 	/* Publish the changing sites for the trap handler, sorted by address. */
 	if ((err = grow((void **)&sites, &capsites, nchange, sizeof(*sites))))

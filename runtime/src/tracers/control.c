@@ -426,6 +426,8 @@ void ft_control_unlink(void)
 
 #define FT_ATTACH_SIG	63		/* SIGRTMAX - 1 with glibc and musl; cmd/ftrace knows it */
 #define FT_ATTACH_MAGIC	0x66746b61	/* si_value of the request: "ftka" */
+#define FT_STR_(x)	#x
+#define FT_STR(x)	FT_STR_(x)
 
 static atomic_int attach_state;		/* 1: a server was asked for */
 
@@ -439,7 +441,7 @@ __asm__(".pushsection .note.ftkit, \"a\", @note\n"
 	".long 6, 4, 1\n"
 	".asciz \"ftkit\"\n"
 	".balign 4\n"
-	".long 63\n"
+	".long " FT_STR(FT_ATTACH_SIG) "\n"
 	".popsection\n");
 
 /* System calls that only wait: a thread blocked in one holds none of libc's locks. */
