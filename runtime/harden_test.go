@@ -431,3 +431,17 @@ func TestTracerChildEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// The writer thread's descriptor table of its own holds only the trace file and takes
+// nothing from the program: a POSIX lock taken before the trace started is still held
+// after the writer closed its copies (the lock belongs to the program's table), and a
+// pipe end the program closes is not kept open by the writer.
+func TestTracerWriterTable(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fdtable.c")
+	out, ws := trRun(t, dir, prog, nil, filepath.Join(dir, "lockfile"), filepath.Join(dir, "t.dat"))
+	if want := "writer fds 1, lock held, pipe read 0, fib 6765\n"; out != want || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v, want %q", out, ws, want)
+	}
+	trCheckComplete(t, trRead(t, filepath.Join(dir, "t.dat")), 1)
+}

@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -537,6 +538,8 @@ static struct {
 static struct ft_tbuf *tbuf_free;	/* tbufs of exited threads (under the session lock) */
 static pthread_t writer_th;
 static int write_failed;		/* reported once */
+static int writer_private;		/* the writer thread has a descriptor table of its own */
+static int write_err_later;		/* its write error, said at finish (its table has no stderr) */
 /* a snapshot's temporary file while it is written: finalisation removes it (the process may
    end during a long snapshot) */
 static char snap_tmp[PATH_MAX + 64];
@@ -716,6 +719,7 @@ struct ft_batch {
 static const char zero8[8];
 
 static void batch_done(struct ft_batch *bt);
+static struct ft_batch writer_bt;
 
 /*
  * After a batch was written at base: a block its owner began to reuse while the batch
@@ -768,7 +772,11 @@ static void batch_flush(struct ft_batch *bt)
 		*bt->off += bytes;
 	} else {
 		bt->err = err;
-		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED))
+		if (__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED))
+			;
+		else if (bt == &writer_bt && writer_private)
+			__atomic_store_n(&write_err_later, err, __ATOMIC_RELEASE);
+		else
 			ft_msg_err("cannot write the trace file, events are lost", NULL, err);
 	}
 	batch_done(bt);
@@ -1041,7 +1049,42 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static struct ft_batch writer_bt;
+/*
+ * The writer's own descriptor table (unshare CLONE_FILES) holding only the trace file.  A
+ * program that closes every descriptor and puts its own files on the runtime's numbers
+ * (daemons do) changes its table, not the writer's: no close and dup2 between the
+ * writer's check of its descriptor and its write can make that write land in the
+ * program's file (it did, under load).  Closing the copies of the program's descriptors
+ * here releases none of its POSIX locks (they belong to its table) and keeps no pipe or
+ * socket of its open.  Returns the writer's descriptor for the trace file (negative: the
+ * file could not be had again), or INT_MIN where a table of its own cannot be had
+ * (close_range or unshare refused): the writer then shares the program's table and
+ * checks the descriptor before each write, which leaves that window open.
+ */
+static int writer_own_fd(void)
+{
+	struct ft_session *s = &ft_sess;
+	int fd = __atomic_load_n(&s->fd, __ATOMIC_ACQUIRE);
+	struct stat st;
+
+	if (fd < 0 || syscall(SYS_close_range, ~0U, ~0U, 0) != 0 || unshare(CLONE_FILES) != 0)
+		return INT_MIN;
+	if (fstat(fd, &st) != 0 || st.st_dev != s->fd_id.dev || st.st_ino != s->fd_id.ino)
+		fd = -1;	/* the program took the number just before */
+	if (fd > 0)
+		syscall(SYS_close_range, 0U, (unsigned)fd - 1, 0);
+	syscall(SYS_close_range, (unsigned)fd + 1, ~0U, 0);
+	if (fd < 0) {
+		fd = open(s->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != s->fd_id.dev ||
+				st.st_ino != s->fd_id.ino)) {
+			close(fd);
+			fd = -EBADF;
+		}
+	}
+	writer_private = 1;
+	return fd < 0 ? -EBADF : fd;
+}
 
 /*
  * The writer thread: created with every signal blocked (so a file-size limit gives EFBIG
@@ -1054,9 +1097,11 @@ static void *writer_main(void *arg)
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
 	const char *maps_done = NULL;
 	uint64_t last_flush = now_ms();
+	int own;
 
 	ft_cur.state = FT_THREAD_DEAD;
 	prctl(PR_SET_NAME, "ftkit-writer");
+	own = writer_own_fd();
 	for (;;) {
 		uint64_t now = now_ms(), before;
 		int partial = now - last_flush >= FT_FLUSH_MS;
@@ -1068,7 +1113,7 @@ static void *writer_main(void *arg)
 			return NULL;
 		}
 		before = s->end;
-		bt->fd = s->fd;
+		bt->fd = own != INT_MIN ? own : s->fd;
 		bt->off = &s->end;
 		bt->err = 0;
 		/* a new image of the loaded objects (dlopen, dlclose) */
@@ -1885,7 +1930,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	struct ftkit_file_header *h = &s->hdr;
 	struct ft_batch *bt = &final_bt;
 	uint64_t lost, depth, nthr;
-	int locked, err = 0;
+	int locked, err = 0, wr;
 
 	if (!__atomic_compare_exchange_n(&s->state, &(int){ FT_SESS_LIVE }, FT_SESS_DONE, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -1924,6 +1969,8 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	}
 	batch_flush(bt);
 	err = bt->err;
+	if ((wr = __atomic_exchange_n(&write_err_later, 0, __ATOMIC_ACQ_REL)))
+		ft_msg_err("cannot write the trace file, events are lost", NULL, wr);
 	ft_session_counts(&lost, &depth, &nthr);
 	if (lost + depth)
 		h->flags |= FTKIT_F_LOST;
