@@ -7,6 +7,8 @@
  *   poke_test signals BATCHES THREADS  the same, and the callers are interrupted by signals
  *                                      whose handler calls the functions too
  *   poke_test blocked BATCHES THREADS  the same, one caller blocks every signal (SIGTRAP too)
+ *   poke_test rawtrap BATCHES THREADS  the same, one caller blocks SIGTRAP by a raw system
+ *                                      call (the runtime's wrappers do not see it)
  *   poke_test fork BATCHES THREADS     the same, and the main thread forks; each child checks
  *                                      its code and patches it itself
  *   poke_test refuse                   wrong old bytes / unsafe transitions change nothing
@@ -27,6 +29,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -185,6 +188,8 @@ static void switch_sites(const unsigned char *mask, int enable, unsigned *r)
 static atomic_int stop;
 static atomic_long total_calls;
 static int block_all_in_worker0;
+static int rawtrap_in_worker0;
+static atomic_int workers_ready;	/* masks set: batches may begin */
 static int with_signals;
 static pthread_t workers[64];
 static _Atomic pid_t worker_tid[64];
@@ -213,6 +218,14 @@ static void *worker(void *arg)
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, NULL);
 	}
+	if (id == 0 && rawtrap_in_worker0) {
+		/* past the runtime's sigprocmask wrappers: SIGTRAP really blocked */
+		unsigned long trap = 1UL << (SIGTRAP - 1);
+
+		if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &trap, NULL, sizeof(trap)))
+			FAIL("rt_sigprocmask: %s", strerror(errno));
+	}
+	atomic_fetch_add(&workers_ready, 1);
 	while (!atomic_load(&stop)) {
 		call_all((unsigned)id * 7);
 		calls += NFUNC;
@@ -346,6 +359,8 @@ static void run_toggle(int batches, int nthreads, int mode_signals, int mode_for
 	}
 	for (i = 0; i < nthreads; i++)
 		pthread_create(&workers[i], NULL, worker, (void *)(long)i);
+	while (atomic_load(&workers_ready) < nthreads)
+		sched_yield();	/* a mask set during a batch is not seen by it */
 	if (mode_signals)
 		pthread_create(&sig_thread, NULL, signaller, NULL);
 	if (with_int3) {
@@ -872,6 +887,9 @@ int main(int argc, char **argv)
 		run_toggle(batches, threads, 0, 0);
 	else if (!strcmp(mode, "blocked")) {
 		block_all_in_worker0 = 1;
+		run_toggle(batches, threads, 0, 0);
+	} else if (!strcmp(mode, "rawtrap")) {
+		rawtrap_in_worker0 = 1;
 		run_toggle(batches, threads, 0, 0);
 	} else if (!strcmp(mode, "signals"))
 		run_toggle(batches, threads, 1, 0);

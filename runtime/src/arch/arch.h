@@ -58,6 +58,8 @@
  *   FTRT_ARCH_CALLBACK		attribute of an ftrace_ops callback (what the entry
  *				from a trampoline needs, e.g. realigning the stack)
  *   ftrt_arch_cpu_relax()	the spin-wait hint (pause, yield)
+ *   ftrt_arch_sync_core()	serialise this core's instruction fetch (cpuid, isb): a
+ *				thread parked while code changed, before it runs on
  *   ftrt_arch_cycles()		the cycle counter (the trace clock's fast source)
  *   ftrt_arch_cycles_constant()	does it tick at a constant rate in every power state?
  *

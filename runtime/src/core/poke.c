@@ -867,7 +867,8 @@ static int flush(void)
 	return 0;
 }
 
-enum phase { PH_EARLY, PH_INT3, PH_TAIL, PH_HEAD, PH_UNDO_TAIL, PH_UNDO_HEAD, PH_WHOLE };
+enum phase { PH_EARLY, PH_INT3, PH_TAIL, PH_HEAD, PH_UNDO_TAIL, PH_UNDO_HEAD, PH_WHOLE,
+	     PH_UNDO_WHOLE };
 
 static int phase(size_t nw, enum phase ph)
 {
@@ -902,6 +903,9 @@ static int phase(size_t nw, enum phase ph)
 			break;
 		case PH_WHOLE:
 			put(w->s.addr, w->s.new, w->s.len);
+			break;
+		case PH_UNDO_WHOLE:
+			put(w->s.addr, w->old, w->s.len);
 			break;
 		}
 	}
@@ -952,15 +956,112 @@ static int only_thread(void)
 	return p && strtol(p + 1, NULL, 10) == 1;
 }
 
+/*
+ * Another thread that blocks SIGTRAP (its SigBlk in /proc/self/task/TID/status): one that
+ * set its mask by a raw system call, sigsuspend, ppoll..., which poke_sigmask.c does not
+ * see, or that runs a SIGTRAP handler of the program's.  Reaching a site while its int3 is
+ * there, it would be killed with the process (the kernel resets a blocked trap signal to
+ * its default action).  Its tid, or 0 (none, or the threads cannot be read).
+ */
+static pid_t trap_blocker(void)
+{
+	pid_t self = (pid_t)syscall(SYS_gettid), found = 0;
+	char path[64], buf[2048];
+	struct dirent64 {
+		uint64_t ino;
+		int64_t off;
+		unsigned short reclen;
+		unsigned char type;
+		char name[];
+	} *d;
+	char dents[4096];
+	long n;
+	int dir;
+
+	dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return 0;
+	while (!found && (n = syscall(SYS_getdents64, dir, dents, sizeof(dents))) > 0) {
+		for (long at = 0; at < n && !found; at += d->reclen) {
+			pid_t tid;
+			const char *blk;
+			ssize_t len;
+			int fd;
+
+			d = (struct dirent64 *)(dents + at);
+			tid = (pid_t)strtol(d->name, NULL, 10);
+			if (tid <= 0 || tid == self)
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+				continue;	/* exited */
+			len = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (len <= 0)
+				continue;
+			buf[len] = 0;
+			if ((blk = strstr(buf, "\nSigBlk:")) &&
+			    strtoull(blk + 8, NULL, 16) & (1ULL << (SIGTRAP - 1)))
+				found = tid;
+		}
+	}
+	close(dir);
+	return found;
+}
+
+/*
+ * The batch with every other thread parked (waiting in the runtime's signal handler, off
+ * any site): the sites are written whole, no int3, so a thread blocking SIGTRAP meets only
+ * old or new instructions.  The parked threads run on after a context switch, which
+ * serialises their cores with membarrier SYNC_CORE registered, then ftrt_sync_cores() for
+ * the others.  -EAGAIN, nothing written, when some thread did not park (it blocks the
+ * runtime's signal too).
+ */
+static int apply_parked(size_t nw)
+{
+	sigset_t all, old;
+	int err;
+
+	if (method == M_PROCMEM && (err = mem_check()))
+		return err;	/* it may allocate: not while the threads are parked */
+	if ((err = ftrt_sync_park(200 * 1000))) {
+		ftrt_sync_unpark();
+		return err == -EAGAIN ? -EAGAIN : err;
+	}
+	/* nor may a handler on this thread run a site half written (mprotect: byte stores) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if ((err = phase(nw, PH_WHOLE)) && phase(nw, PH_UNDO_WHOLE)) {
+		report("ftrt: cannot restore code after a failed write; aborting");
+		abort();
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ftrt_sync_unpark();
+	if (err)
+		report("ftrt: writing code failed (%s); the old instructions are kept",
+		       strerror(-err));
+	return err ? err : ftrt_sync_cores();
+}
+
 static int apply(size_t nw)
 {
+	static int said;
 	int err, early = 0;
+	pid_t blocker;
 	size_t i;
 
 	if (only_thread()) {
 		if ((err = phase(nw, PH_WHOLE)))
 			goto undo;
 		return ftrt_sync_cores();
+	}
+	if ((blocker = trap_blocker())) {
+		if ((err = apply_parked(nw)) != -EAGAIN)
+			return err;
+		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+			report("ftrt: thread %d blocks SIGTRAP and the runtime's signal: should it "
+			       "run a site while the code changes, the process dies",
+			       (int)blocker);
 	}
 	for (i = 0; i < nw; i++)
 		early |= work[i].change && work[i].s.early;

@@ -196,7 +196,13 @@ struct round {
 
 static struct round *_Atomic live_round;
 static atomic_int round_users;
-static atomic_uint park_gate;	/* 1: threads that answer a CHECK_PARK round wait */
+/*
+ * Odd while a park is on: a thread that answers a CHECK_PARK round waits until the value
+ * it saw changes.  A count, not a flag: a thread woken by one unpark that runs only after
+ * the next park began must leave, not wait on into a round that does not know it (it
+ * would never answer that round: its signal is blocked while it is still in the handler).
+ */
+static atomic_uint park_gate;
 static struct slot *park_slots;	/* freed once they are released */
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sync_sig;		/* 0 until chosen */
@@ -496,14 +502,18 @@ static void sync_handler(int sig, siginfo_t *si, void *uc)
 				inside = in_ranges(pc, 1) ||
 					 frames_inside(r, sp_here(), ftrt_arch_sp(uc), 1);
 				break;
-			case CHECK_PARK:
+			case CHECK_PARK: {
 				/* answer, leave the round, then wait off the CPU */
+				unsigned gate = atomic_load(&park_gate);
+
 				atomic_store(&s->state, SLOT_OUT);
 				atomic_fetch_sub(&round_users, 1);
-				while (atomic_load(&park_gate))
-					syscall(SYS_futex, (unsigned *)&park_gate, FUTEX_WAIT_PRIVATE, 1,
-						NULL, NULL, 0);
+				while ((gate & 1) && atomic_load(&park_gate) == gate)
+					syscall(SYS_futex, (unsigned *)&park_gate, FUTEX_WAIT_PRIVATE,
+						gate, NULL, NULL, 0);
+				ftrt_arch_sync_core();	/* code may have changed meanwhile */
 				goto out;
+			}
 			}
 			atomic_store(&s->state, inside ? SLOT_INSIDE : SLOT_OUT);
 		}
@@ -1087,7 +1097,7 @@ int ftrt_sync_park(long limit_us)
 	int err;
 
 	pthread_mutex_lock(&sync_lock);
-	atomic_store(&park_gate, 1);
+	atomic_fetch_add(&park_gate, 1);	/* odd: on */
 	err = round_run(CHECK_PARK, limit_us, NULL, NULL);
 	pthread_mutex_unlock(&sync_lock);
 	return err;
@@ -1095,7 +1105,8 @@ int ftrt_sync_park(long limit_us)
 
 void ftrt_sync_unpark(void)
 {
-	atomic_store(&park_gate, 0);
+	if (atomic_load(&park_gate) & 1)
+		atomic_fetch_add(&park_gate, 1);	/* even: off */
 	syscall(SYS_futex, (unsigned *)&park_gate, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	free(park_slots);
 	park_slots = NULL;

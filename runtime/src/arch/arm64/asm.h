@@ -151,6 +151,12 @@ static inline void ftrt_arch_cpu_relax(void)
 	__asm__ volatile("yield" ::: "memory");
 }
 
+/* A context synchronisation event on this core (code written by others is seen). */
+static inline void ftrt_arch_sync_core(void)
+{
+	__asm__ volatile("isb" ::: "memory");
+}
+
 /*
  * The generic timer's virtual count (cntvct_el0, readable from EL0 on Linux): its
  * frequency (cntfrq_el0) is fixed by the system, and it ticks in every power state.

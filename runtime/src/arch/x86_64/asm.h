@@ -129,6 +129,15 @@ static inline void ftrt_arch_cpu_relax(void)
 	__builtin_ia32_pause();
 }
 
+/* Serialise this core's instruction stream (cpuid: architecturally serialising at any
+   privilege level; a VM exit under a hypervisor, so only off the hot paths). */
+static inline void ftrt_arch_sync_core(void)
+{
+	unsigned a = 0, b, c = 0, d;
+
+	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d) : : "memory");
+}
+
 /*
  * The TSC: a plain rdtsc (no lfence: events of one thread are ordered by program order,
  * and the ~20 cycles a serialising read would add per event buy nothing here).
