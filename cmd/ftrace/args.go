@@ -14,7 +14,7 @@ import (
 func argsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "args",
-		Usage:     "show where each function's arguments and return value are at entry/exit (x86-64 System V), from DWARF or -A/-R specs",
+		Usage:     "show where each function's arguments and return value are at entry/exit (x86-64 System V, arm64 AAPCS64), from DWARF or -A/-R specs",
 		ArgsUsage: "PROG [FUNC-GLOB...]",
 		Flags: []cli.Flag{
 			&cli.GenericFlag{Name: "argument", Aliases: []string{"A"}, Value: &specList{}, Usage: "argument spec FUNC@arg1,arg2/s,fparg1 (uftrace syntax; repeatable)"},

@@ -6,7 +6,8 @@ import (
 )
 
 // Reg is an x86-64 register by its DWARF number (System V psABI, figure 3.36):
-// 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15, 17-32 xmm0-xmm15.
+// 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15, 17-32 xmm0-xmm15;
+// or an arm64 one, from A64X0 and A64V0 up (aapcs64.go).
 type Reg uint8
 
 // The registers the calling convention uses for arguments and return values.
@@ -28,6 +29,10 @@ var regNames = map[Reg]string{0: "rax", 1: "rdx", 2: "rcx", 3: "rbx", 4: "rsi", 
 
 func (r Reg) String() string {
 	switch {
+	case r >= A64X0 && r <= A64X0+30:
+		return fmt.Sprintf("x%d", r-A64X0)
+	case r >= A64V0 && r <= A64V0+31:
+		return fmt.Sprintf("d%d", r-A64V0)
 	case regNames[r] != "":
 		return regNames[r]
 	case r >= 8 && r <= 15:
@@ -38,8 +43,9 @@ func (r Reg) String() string {
 	return fmt.Sprintf("reg%d", r)
 }
 
-// IsSSE reports whether r is an xmm register (its low 8 bytes are recorded).
-func (r Reg) IsSSE() bool { return r >= XMM0 && r <= XMM0+15 }
+// IsSSE reports whether r is an xmm register or an arm64 v register (their low 8 bytes
+// are recorded).
+func (r Reg) IsSSE() bool { return r >= XMM0 && r <= XMM0+15 || r >= A64V0 && r <= A64V0+31 }
 
 // Loc is one 8-byte word of a value at function entry or exit: a register (for an xmm
 // register, its low 8 bytes), or the stack word at Off bytes above the entry %rsp (the

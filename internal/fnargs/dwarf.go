@@ -45,22 +45,42 @@ func Load(path string) (*Table, error) {
 	return t, nil
 }
 
-// FromELF reads the plans from an opened x86-64 ELF file.
+// FromELF reads the plans from an opened x86-64 or aarch64 ELF file.
 func FromELF(f *elf.File) (*Table, error) {
-	if f.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("not an x86-64 file (machine %v)", f.Machine)
+	if f.Machine != elf.EM_X86_64 && f.Machine != elf.EM_AARCH64 {
+		return nil, fmt.Errorf("not an x86-64 or aarch64 file (machine %v)", f.Machine)
 	}
 	d, err := f.DWARF()
 	if err != nil {
 		return nil, fmt.Errorf("no DWARF: %w", err)
 	}
 	syms := map[uint64][]string{}
+	var funcs []elf.Symbol // by address
 	if ss, err := f.Symbols(); err == nil {
 		for _, s := range ss {
 			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
 				syms[s.Value] = append(syms[s.Value], s.Name)
+				funcs = append(funcs, s)
 			}
 		}
+	}
+	sort.Slice(funcs, func(i, j int) bool { return funcs[i].Value < funcs[j].Value })
+	// entry is the function's address for a subprogram whose code starts at low: its
+	// symbol's. They differ where gcc puts the patchable entry's nops (aarch64
+	// -fpatchable-function-entry=2) before the DW_AT_low_pc it gives: the calls reach the
+	// symbol, and the call site is the nops.
+	entry := func(low uint64) uint64 {
+		if len(syms[low]) > 0 {
+			return low
+		}
+		i := sort.Search(len(funcs), func(i int) bool { return funcs[i].Value >= low })
+		if i > 0 {
+			s := funcs[i-1]
+			if low-s.Value <= 4*maxPatchNops && s.Value+s.Size > low {
+				return s.Value
+			}
+		}
+		return low
 	}
 	sect := func(name string) []byte {
 		if s := f.Section(name); s != nil {
@@ -73,7 +93,7 @@ func FromELF(f *elf.File) (*Table, error) {
 	l := &loader{d: d, cache: map[dwarf.Offset]godwarf.Type{}, byRefCache: map[dwarf.Offset]bool{},
 		loc5: loclist.NewDwarf5Reader(sect(".debug_loclists")),
 		loc2: loclist.NewDwarf2Reader(sect(".debug_loc"), 8),
-		addr: godwarf.ParseAddr(sect(".debug_addr"))}
+		addr: godwarf.ParseAddr(sect(".debug_addr")), arm64: f.Machine == elf.EM_AARCH64}
 	t := &Table{byEntry: map[uint64]*Func{}, byName: map[string][]*Func{}}
 	r := reader.New(d)
 	for {
@@ -110,15 +130,16 @@ func FromELF(f *elf.File) (*Table, error) {
 		if low == 0 {
 			continue // a declaration or an abstract (inlined-only) instance
 		}
-		fn, err := l.function(e, low, syms[low])
+		at := entry(low)
+		fn, err := l.function(e, low, at, syms[at])
 		r.SkipChildren()
 		if err != nil {
 			return nil, fmt.Errorf("function at %#x: %w", low, err)
 		}
-		if t.byEntry[low] != nil {
+		if t.byEntry[at] != nil {
 			continue
 		}
-		t.byEntry[low] = fn
+		t.byEntry[at] = fn
 		t.Funcs = append(t.Funcs, fn)
 	}
 	sort.Slice(t.Funcs, func(i, j int) bool { return t.Funcs[i].Entry < t.Funcs[j].Entry })
@@ -151,14 +172,21 @@ type loader struct {
 	loc5       *loclist.Dwarf5Reader
 	loc2       *loclist.Dwarf2Reader
 	addr       *godwarf.DebugAddrSection
+	arm64      bool // AAPCS64 (else x86-64 System V)
 }
 
-func (l *loader) function(e *dwarf.Entry, low uint64, syms []string) (*Func, error) {
+// maxPatchNops bounds the patchable-entry nops (and a bti) a symbol may have before the
+// DW_AT_low_pc of its code.
+const maxPatchNops = 8
+
+// function is the plan of the subprogram e whose code starts at low (where its
+// parameters' locations are looked up), entered at entry.
+func (l *loader) function(e *dwarf.Entry, low, entry uint64, syms []string) (*Func, error) {
 	tree, err := godwarf.LoadTree(e.Offset, l.d, 0)
 	if err != nil {
 		return nil, err
 	}
-	fn := &Func{Entry: low}
+	fn := &Func{Entry: entry}
 	name, _ := tree.Val(dwarf.AttrName).(string)
 	fn.Linkage, _ = tree.Val(dwarf.AttrLinkageName).(string)
 	if fn.Linkage == "" {
@@ -222,7 +250,11 @@ func (l *loader) function(e *dwarf.Entry, low uint64, syms []string) (*Func, err
 			fn.Unsure = fmt.Sprintf("parameter %s: type %q not modelled", a.Name, a.Type.Name)
 		}
 	}
-	assign(params, fn.Ret)
+	if l.arm64 {
+		assignAAPCS64(params, fn.Ret)
+	} else {
+		assign(params, fn.Ret)
+	}
 	fn.Args = params
 	// The compiler's own word where it gives one: a parameter still in its entry
 	// register(s) at the entry address. It must agree with the ABI.
@@ -292,7 +324,14 @@ func (l *loader) entryRegs(c *godwarf.Tree, pc uint64) []Reg {
 		if p.Kind != op.RegPiece || (p.Size != 0 && p.Size != 8 && len(pieces) > 1) {
 			return nil
 		}
-		regs = append(regs, Reg(p.Val))
+		r := Reg(p.Val)
+		if l.arm64 {
+			var ok bool
+			if r, ok = a64Reg(p.Val); !ok {
+				return nil
+			}
+		}
+		regs = append(regs, r)
 	}
 	return regs
 }
@@ -324,6 +363,9 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 		}
 		return &Type{Kind: KInt, Name: name, Size: size}
 	case *godwarf.UcharType:
+		if name == "char" { // plain char is unsigned on aarch64
+			return &Type{Kind: KChar, Name: name, Size: size}
+		}
 		return &Type{Kind: KUint, Name: name, Size: size}
 	case *godwarf.IntType:
 		return &Type{Kind: KInt, Name: name, Size: size}

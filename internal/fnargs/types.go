@@ -1,8 +1,8 @@
 // Package fnargs describes the arguments and return values of a program's functions
 // for recording them at function entry and exit (issue 16): from an ELF file's DWARF,
-// each function's formal parameters and return type, their x86-64 System V locations at
-// entry (registers, or stack words above the entry %rsp), and a small printable type
-// model; from uftrace-style specs (`func@arg1,arg2/s,fparg1`, `func@retval/x`), the
+// each function's formal parameters and return type, their x86-64 System V (or arm64
+// AAPCS64) locations at entry (registers, or stack words above the entry stack pointer),
+// and a small printable type model; from uftrace-style specs (`func@arg1,arg2/s,fparg1`, `func@retval/x`), the
 // same recording plan without DWARF. Format prints recorded words as `name=value`.
 package fnargs
 
