@@ -114,9 +114,7 @@ func (o *observer) Call(c *calltree.Call, id int) {
 	args := o.args
 	o.args = nil
 	if o.f.CallKept(c) {
-		if args != nil && o.values != nil {
-			o.values.Values(args)
-		}
+		o.tell(args)
 		o.next.Call(c, id)
 	}
 }
@@ -169,9 +167,7 @@ func (o *observer) show(k int) {
 		fr.top = o.activeFn[fr.fn] == 0
 		o.activeFn[fr.fn]++
 	}
-	if fr.args != nil && o.values != nil {
-		o.values.Values(fr.args)
-	}
+	o.tell(fr.args)
 	fr.args = nil
 	if o.enter != nil {
 		o.enter.Enter(fr.fn, fr.id, fr.start)
@@ -217,8 +213,13 @@ func (o *observer) Close(f *calltree.Frame) {
 	} else {
 		o.rootTime += d
 	}
-	if retv != nil && o.values != nil {
-		o.values.Values(retv)
-	}
+	o.tell(retv)
 	o.next.Close(out)
+}
+
+// tell passes values held for a call now shown on to next (when it takes them).
+func (o *observer) tell(v *tracefile.Values) {
+	if v != nil && o.values != nil {
+		o.values.Values(v)
+	}
 }
