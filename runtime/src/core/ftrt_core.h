@@ -204,6 +204,14 @@ void ftrace_callops_set_novec(unsigned long ip, unsigned long parent_ip, struct 
 void ftrt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
+ * The signal the core's rounds (synchronise, park) send to every thread, or 0 where none
+ * can be had.  A thread of the runtime that blocks the program's signals leaves this one
+ * unblocked: it answers the rounds at once instead of being judged from /proc, and it
+ * can be parked while code changes.
+ */
+int ftrt_sync_signal(void);
+
+/*
  * Called after a rescan that found objects loaded or unloaded (not after the first scan),
  * under the core's lock: the tracers record the memory map then (trace_buf.c). Weak: the
  * core works without the tracers.

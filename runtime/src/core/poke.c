@@ -35,6 +35,7 @@
 #include <linux/futex.h>
 #include <sys/single_threaded.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arch/arch.h"
@@ -1014,8 +1015,8 @@ static pid_t trap_blocker(void)
  * any site): the sites are written whole, no int3, so a thread blocking SIGTRAP meets only
  * old or new instructions.  The parked threads run on after a context switch, which
  * serialises their cores with membarrier SYNC_CORE registered, then ftrt_sync_cores() for
- * the others.  -EAGAIN, nothing written, when some thread did not park (it blocks the
- * runtime's signal too).
+ * the others.  1, nothing written, when some thread did not park (it blocks the runtime's
+ * signal too) or there is no signal to park them with (the program took them all).
  */
 static int apply_parked(size_t nw)
 {
@@ -1024,9 +1025,9 @@ static int apply_parked(size_t nw)
 
 	if (method == M_PROCMEM && (err = mem_check()))
 		return err;	/* it may allocate: not while the threads are parked */
-	if ((err = ftrt_sync_park(200 * 1000))) {
+	if (ftrt_sync_park(200 * 1000)) {
 		ftrt_sync_unpark();
-		return err == -EAGAIN ? -EAGAIN : err;
+		return 1;	/* some did not park, or no signal to park them with */
 	}
 	/* nor may a handler on this thread run a site half written (mprotect: byte stores) */
 	sigfillset(&all);
@@ -1046,6 +1047,7 @@ static int apply_parked(size_t nw)
 static int apply(size_t nw)
 {
 	static int said;
+	static pid_t unparked;	/* did not park last time: not waited for again */
 	int err, early = 0;
 	pid_t blocker;
 	size_t i;
@@ -1055,9 +1057,16 @@ static int apply(size_t nw)
 			goto undo;
 		return ftrt_sync_cores();
 	}
-	if ((blocker = trap_blocker())) {
-		if ((err = apply_parked(nw)) != -EAGAIN)
+	if ((blocker = trap_blocker()) && blocker != unparked) {
+		if ((err = apply_parked(nw)) <= 0)
 			return err;
+		/* glibc blocks every signal for a moment (a thread being created or ending,
+		   fork, posix_spawn): ask again, a little later, before saying anything */
+		for (int k = 0; k < 3 && (blocker = trap_blocker()); k++)
+			nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+		unparked = blocker;
+	}
+	if (blocker) {
 		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
 			report("ftrt: thread %d blocks SIGTRAP and the runtime's signal: should it "
 			       "run a site while the code changes, the process dies",

@@ -566,6 +566,16 @@ static int sig_init(void)
 	return 0;
 }
 
+int ftrt_sync_signal(void)
+{
+	int s;
+
+	pthread_mutex_lock(&sync_lock);
+	s = sig_init() ? 0 : sync_sig;
+	pthread_mutex_unlock(&sync_lock);
+	return s;
+}
+
 /* The kernel's view of every handler's sa_restorer (the first word of its signal frames). */
 static void read_restorers(struct round *r)
 {

@@ -282,6 +282,7 @@ static void serve(int fd)
 static void *control_thread(void *arg)
 {
 	(void)arg;
+	ft_thread_answer_rounds();
 	for (;;) {
 		struct ucred cr;
 		socklen_t cl = sizeof(cr);
@@ -473,6 +474,7 @@ static void *attach_main(void *arg)
 
 	(void)arg;
 	pthread_detach(pthread_self());
+	ft_thread_answer_rounds();
 	/*
 	 * The trace goes where the socket does (a directory of this user alone), unless
 	 * FTRACE_OUTPUT says otherwise: not into the program's working directory, which may be

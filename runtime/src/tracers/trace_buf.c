@@ -1087,8 +1087,8 @@ static int writer_own_fd(void)
 }
 
 /*
- * The writer thread: created with every signal blocked (so a file-size limit gives EFBIG
- * rather than SIGXFSZ), it records nothing (its state is DEAD) and runs no traced code.
+ * The writer thread: created with every signal blocked but the core's round signal (so a
+ * file-size limit gives EFBIG rather than SIGXFSZ), it records nothing (its state is DEAD) and runs no traced code.
  */
 static void *writer_main(void *arg)
 {
@@ -1101,6 +1101,7 @@ static void *writer_main(void *arg)
 
 	ft_cur.state = FT_THREAD_DEAD;
 	prctl(PR_SET_NAME, "ftkit-writer");
+	ft_thread_answer_rounds();
 	own = writer_own_fd();
 	for (;;) {
 		uint64_t now = now_ms(), before;

@@ -2,10 +2,13 @@
 /* Small async-signal-safe helpers for the tracers. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/ftrt_core.h"
 #include "trace_util.h"
 
 void ft_msg(const char *a, const char *b)
@@ -132,4 +135,16 @@ long ft_mem_read(void *dst, unsigned long addr, size_t n)
 		got = errno == EFAULT || errno == ESRCH ? -1 : -2;
 	errno = saved_errno;
 	return got;
+}
+
+void ft_thread_answer_rounds(void)
+{
+	int sig = ftrt_sync_signal();
+	sigset_t set;
+
+	if (sig > 0) {
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	}
 }

@@ -32,6 +32,13 @@ char *ft_utoa(char *p, unsigned long v);
  */
 long ft_mem_read(void *dst, unsigned long addr, size_t n);
 
+/*
+ * For a thread of the runtime (writer, control server, attach), created with every signal
+ * blocked so that none of the program's reaches it: unblock the core's round signal
+ * (ftrt_sync_signal), which it must answer to be parked while code changes.
+ */
+void ft_thread_answer_rounds(void);
+
 /* A glob list's error as the user reads it: -ENODEV from the core means nothing matched. */
 static inline const char *ft_glob_error(int err)
 {
