@@ -298,3 +298,38 @@ func TestTracerArgsLive(t *testing.T) {
 		t.Errorf("calls\n got %q\nwant %q", calls, want)
 	}
 }
+
+// Under a time filter the arguments of a call are written only with the call: those of
+// the calls it drops are not in the file (they were, in a file with a value record for
+// every call made). A trace of fib with --auto-args and a filter that drops most calls
+// costs, per event it keeps, what the unfiltered trace costs per event.
+func TestTracerArgsTimeFilterDropped(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fib.c")
+	ftrace := testenv.Tool(t, "ftrace")
+	perEvent := func(name string, flags ...string) (float64, int) {
+		dat := filepath.Join(dir, name)
+		testenv.Run(t, dir, ftrace, append(append([]string{"record", "-q", "-a", "-o", dat}, flags...), "--", prog, "18")...)
+		tr := trRead(t, dat)
+		n := trCount(tr)
+		fi, err := os.Stat(dat)
+		if err != nil || n == 0 {
+			t.Fatalf("%s: %v, %d events", name, err, n)
+		}
+		return float64(fi.Size()) / float64(n), n
+	}
+	full, all := perEvent("full.dat")
+	for _, thresh := range []string{"200ns", "500ns", "1us", "2us"} {
+		filtered, kept := perEvent("tf.dat", "--time-filter", thresh)
+		if kept*3 > all*2 || kept < 200 {
+			continue // too few calls dropped, or too few kept, to tell
+		}
+		t.Logf("--time-filter %s: %d of %d events kept, %.1f bytes each; %.1f without the filter", thresh, kept, all, filtered, full)
+		if filtered > full*1.25 {
+			t.Errorf("--time-filter %s: %.1f bytes per event kept (%d of %d), %.1f without the filter: the dropped calls' arguments are in the file",
+				thresh, filtered, kept, all, full)
+		}
+		return
+	}
+	t.Skip("no threshold dropped a third of the calls and kept 200 on this machine")
+}

@@ -964,6 +964,8 @@ static int only_thread(void)
  * there, it would be killed with the process (the kernel resets a blocked trap signal to
  * its default action).  Its tid, or 0 (none, or the threads cannot be read).
  */
+static char blocker_name[16];	/* its name, from the same status */
+
 static pid_t trap_blocker(void)
 {
 	pid_t self = (pid_t)syscall(SYS_gettid), found = 0;
@@ -1002,8 +1004,13 @@ static pid_t trap_blocker(void)
 				continue;
 			buf[len] = 0;
 			if ((blk = strstr(buf, "\nSigBlk:")) &&
-			    strtoull(blk + 8, NULL, 16) & (1ULL << (SIGTRAP - 1)))
+			    strtoull(blk + 8, NULL, 16) & (1ULL << (SIGTRAP - 1))) {
 				found = tid;
+				/* "Name:\t<comm>\n" comes first */
+				if (!strncmp(buf, "Name:\t", 6))
+					snprintf(blocker_name, sizeof(blocker_name), "%.*s",
+						 (int)strcspn(buf + 6, "\n"), buf + 6);
+			}
 		}
 	}
 	close(dir);
@@ -1068,9 +1075,9 @@ static int apply(size_t nw)
 	}
 	if (blocker) {
 		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-			report("ftrt: thread %d blocks SIGTRAP and the runtime's signal: should it "
-			       "run a site while the code changes, the process dies",
-			       (int)blocker);
+			report("ftrt: thread %d (%s) blocks SIGTRAP and the runtime's signal: should "
+			       "it run a site while the code changes, the process dies",
+			       (int)blocker, blocker_name);
 	}
 	for (i = 0; i < nw; i++)
 		early |= work[i].change && work[i].s.early;

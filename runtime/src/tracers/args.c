@@ -631,11 +631,12 @@ static int record_fast(struct ft_thread *t, uint32_t sub, unsigned long ip, uint
 	return 1;
 }
 
-static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t ts,
-		   const struct ft_argval *v, unsigned n, const struct ftrace_regs *fregs,
-		   const struct ftrace_ret_regs *rr)
+/* The record's data (the function's ip, descriptors, values, strings) in buf: its words;
+   *pn: the number of values it holds. */
+static unsigned build(uint32_t *buf, unsigned long ip, const struct ft_argval *v, unsigned n,
+		      const struct ftrace_regs *fregs, const struct ftrace_ret_regs *rr,
+		      unsigned *pn)
 {
-	uint32_t buf[REC_WORDS];
 	unsigned w = 0;
 	uint8_t *desc;
 
@@ -663,7 +664,32 @@ static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t
 			w = put_str(buf, w, x);
 		}
 	}
+	*pn = n;
+	return w;
+}
+
+static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t ts,
+		   const struct ft_argval *v, unsigned n, const struct ftrace_regs *fregs,
+		   const struct ftrace_ret_regs *rr)
+{
+	uint32_t buf[REC_WORDS];
+	unsigned w = build(buf, ip, v, n, fregs, rr, &n);
+
 	ft_ev_ext(t, sub, n, ts, buf, w * 4);
+}
+
+unsigned ft_args_stage(const struct ft_argplan *p, const struct ftrace_regs *fregs,
+		       uint32_t *buf, unsigned room, unsigned *n)
+{
+	if (!p->nargs || !fregs || room < REC_WORDS)
+		return 0;
+	return build(buf, p->ip, p->a, p->nargs, fregs, NULL, n);
+}
+
+void ft_args_staged(struct ft_thread *t, uint64_t ts, const uint32_t *buf, unsigned words,
+		    unsigned n)
+{
+	ft_ev_ext(t, FTKIT_EXT_ARGS, n, ts, buf, words * 4);
 }
 
 void ft_args_entry(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,

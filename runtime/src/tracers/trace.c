@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -407,6 +408,8 @@ static __attribute__((noinline)) void pend_flush(struct ft_thread *t)
 	while (t->npend) {
 		struct ft_rframe *f = &t->rs[t->open];
 
+		if (f->vwords)
+			ft_args_staged(t, f->ts, t->pv + f->vat, f->vwords, f->vn);
 		ft_ev_entry(t, f->ip, f->ts);
 		if (unlikely(!t->blk)) {
 			/* dropped (no free block): its exit, and theirs, find no recorded frame */
@@ -416,6 +419,35 @@ static __attribute__((noinline)) void pend_flush(struct ft_thread *t)
 		t->open++;
 		t->npend--;
 	}
+}
+
+/*
+ * The arguments of a call the time filter holds back: staged after those of the frames
+ * around it (t->pv, a stack), written before its entry if it lasts long enough, forgotten
+ * with it otherwise.  Where they cannot be staged they are written now (a reader passes
+ * over the values of a call it never sees).
+ */
+static __attribute__((noinline)) void args_pend(struct ft_thread *t, struct ft_rframe *f,
+						const struct ftrace_regs *fregs)
+{
+	const struct ft_argplan *p = ft_args_find(f->ip);
+	uint32_t top = f->vat;
+	unsigned n = 0;
+
+	if (!p)
+		return;
+	if (!t->pv) {	/* mmap: this may run in a signal handler */
+		void *m = mmap(NULL, FT_PV_WORDS * 4, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (m != MAP_FAILED)
+			t->pv = m;
+	}
+	if (t->pv)
+		f->vwords = (uint16_t)ft_args_stage(p, fregs, t->pv + top, FT_PV_WORDS - top, &n);
+	f->vn = (uint16_t)n;
+	if (!f->vwords)
+		ft_args_entry(t, p, f->ts, fregs);
 }
 
 static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
@@ -459,18 +491,23 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 		graph_close_stale(t, e->depth);
 	if (unlikely(t->open + t->npend >= FGRAPH_SHADOW_DEPTH))
 		return 0;
-	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
-		args_entry(t, e->func, e->calltime, e->fregs);
 	if (unlikely(__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED))) {
 		struct ft_rframe *f = &t->rs[t->open + t->npend++];
 
 		f->ip = e->func;
 		f->ts = e->calltime;
 		f->depth = e->depth;
+		/* its staged arguments go after those of the frame around it, if pending */
+		f->vat = t->npend > 1 ? f[-1].vat + f[-1].vwords : 0;
+		f->vwords = 0;
+		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
+			args_pend(t, f, e->fregs);
 		if (unlikely(sel == SEL_OPEN))
 			t->sel_in = e->depth + 1;
 		return 1;
 	}
+	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
+		args_entry(t, e->func, e->calltime, e->fregs);
 	ft_ev_entry(t, e->func, e->calltime);
 	if (unlikely(!t->blk))
 		return 0;	/* dropped (no free block): its exit is not wanted */

@@ -1846,6 +1846,10 @@ void ft_thread_exit(void)
 		t->rs = NULL;
 	}
 	t->state = FT_THREAD_DEAD;
+	if (t->pv) {
+		munmap(t->pv, FT_PV_WORDS * 4);
+		t->pv = NULL;
+	}
 	fgraph_thread_release();
 }
 

@@ -22,10 +22,15 @@ struct fgraph_frame;		/* fgraph.h */
 struct fgraph_orphan;
 
 /* A recorded graph frame still open (the tracer's own stack, see ft_thread.rs). */
+#define FT_PV_WORDS	(64 * 1024)
+
 struct ft_rframe {
 	uint64_t ip;
 	uint64_t ts;
 	int depth;			/* shadow-stack depth of the call */
+	/* time filter, a frame not yet written: its staged arguments in ft_thread.pv */
+	uint32_t vat;
+	uint16_t vwords, vn;
 };
 
 enum { FT_BLK_FREE = 0, FT_BLK_FILL, FT_BLK_FULL };
@@ -95,6 +100,8 @@ struct ft_thread {
 	uint32_t need_depth;	/* an EXT DEPTH is due before the next ENTRY */
 	uint64_t lost_pending;	/* dropped since the current block started */
 	struct ft_rframe *rs;	/* recorded open frames, outermost first */
+	uint32_t *pv;		/* time filter: arguments of the frames not yet written
+				   (FT_PV_WORDS, mapped at first use) */
 	struct ft_tbuf *tb;
 	uint64_t reg;		/* index in ft_sess.reg */
 
