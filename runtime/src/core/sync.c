@@ -562,14 +562,21 @@ static int sig_init(void)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(s, &sa, NULL))
 		return -errno;
-	sync_sig = s;
+	__atomic_store_n(&sync_sig, s, __ATOMIC_RELEASE);
 	return 0;
 }
 
 int ftrt_sync_signal(void)
 {
-	int s;
+	int s = __atomic_load_n(&sync_sig, __ATOMIC_ACQUIRE);
 
+	/*
+	 * Chosen already (a round picks it before sending it): no lock, which a round holds
+	 * while it waits for this very thread to answer (a park at start-up waited its whole
+	 * 200 ms for the writer thread, blocked here).
+	 */
+	if (s)
+		return s;
 	pthread_mutex_lock(&sync_lock);
 	s = sig_init() ? 0 : sync_sig;
 	pthread_mutex_unlock(&sync_lock);
