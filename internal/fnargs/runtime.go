@@ -71,7 +71,7 @@ func runtimeItems(f *Func) (args, ret string) {
 			break
 		}
 		for k, p := range a.Parts {
-			items = append(items, fmt.Sprintf("arg%d/%s%s%s", i+1, autoLetter(a, k), bits(a), runtimeLoc(p)))
+			items = append(items, fmt.Sprintf("arg%d/%s%s%s", i+1, autoLetter(a, k), partBits(a, k), runtimeLoc(p)))
 		}
 	}
 	args = strings.Join(items, ",")
@@ -81,7 +81,7 @@ func runtimeItems(f *Func) (args, ret string) {
 			if p.Stack {
 				return args, ""
 			}
-			items = append(items, "retval/"+autoLetter(r, k)+bits(r)+runtimeLoc(p))
+			items = append(items, "retval/"+autoLetter(r, k)+partBits(r, k)+runtimeLoc(p))
 		}
 	}
 	return args, strings.Join(items, ",")
@@ -94,6 +94,42 @@ func bits(a *Arg) string {
 		return "32"
 	}
 	return ""
+}
+
+// partBits is bits(a) for a value of one word; for word k of a struct, "32" when the
+// struct's members end in its first 4 bytes (the rest is padding, which the caller never
+// wrote: recording it put undefined bytes in the trace, which valgrind reports).
+func partBits(a *Arg, k int) string {
+	if len(a.Parts) == 1 {
+		return bits(a)
+	}
+	if t := a.Type; t != nil && t.Kind == KStruct && !a.Indirect {
+		if end := dataEnd(t) - 8*k; end > 0 && end <= 4 {
+			return "32"
+		}
+	}
+	return ""
+}
+
+// dataEnd is where t's last member ends: its size less its trailing padding.
+func dataEnd(t *Type) int {
+	if t.Kind != KStruct || len(t.Fields) == 0 {
+		return t.Size
+	}
+	end := 0
+	for _, f := range t.Fields {
+		e := f.Off + (f.BitOff+f.BitSize+7)/8
+		if f.BitSize == 0 {
+			if f.Type == nil {
+				return t.Size
+			}
+			e = f.Off + dataEnd(f.Type)
+		}
+		if e > end {
+			end = e
+		}
+	}
+	return end
 }
 
 func autoLetter(a *Arg, part int) string {

@@ -72,3 +72,28 @@ long b_main(void) { return dup(2, 3); }`,
 		t.Errorf("kept dup not written:\n%s", args)
 	}
 }
+
+// A struct's last word holding only 4 bytes of members (the rest padding the caller never
+// wrote) is recorded as 32 bits; a word of members, or of a union, whole.
+func TestPartBits(t *testing.T) {
+	i32 := &Type{Kind: KInt, Size: 4}
+	i64 := &Type{Kind: KInt, Size: 8}
+	for _, tt := range []struct {
+		name string
+		typ  *Type
+		want string
+	}{
+		{"long+int", &Type{Kind: KStruct, Size: 16, Fields: []Field{{Off: 0, Type: i64}, {Off: 8, Type: i32}}}, "arg1/a%rdi,arg1/a32%rsi"},
+		{"long+long", &Type{Kind: KStruct, Size: 16, Fields: []Field{{Off: 0, Type: i64}, {Off: 8, Type: i64}}}, "arg1/a%rdi,arg1/a%rsi"},
+		{"long+int+int", &Type{Kind: KStruct, Size: 16, Fields: []Field{{Off: 0, Type: i64}, {Off: 8, Type: i32}, {Off: 12, Type: i32}}}, "arg1/a%rdi,arg1/a%rsi"},
+		{"long+bitfield", &Type{Kind: KStruct, Size: 16, Fields: []Field{{Off: 0, Type: i64}, {Off: 8, Type: i32, BitSize: 3}}}, "arg1/a%rdi,arg1/a32%rsi"},
+		{"long+nested int", &Type{Kind: KStruct, Size: 16, Fields: []Field{{Off: 0, Type: i64}, {Off: 8, Type: &Type{Kind: KStruct, Size: 8, Fields: []Field{{Off: 0, Type: i32}}}}}}, "arg1/a%rdi,arg1/a32%rsi"},
+	} {
+		a := &Arg{Name: "p", Type: tt.typ, Size: tt.typ.Size}
+		assign([]*Arg{a}, nil)
+		args, _ := runtimeItems(&Func{Args: []*Arg{a}})
+		if args != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, args, tt.want)
+		}
+	}
+}
