@@ -273,7 +273,13 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) {
 			return
 		}
 		if os.IsNotExist(err) {
-			fmt.Fprintf(stderr, "ftrace: no trace written to %s (is the program linked with libftrt and built with ftlink?)\n", path)
+			// the runtime said why it could not create the file; the hint is for a
+			// program that never tried
+			if st, derr := os.Stat(filepath.Dir(path)); derr != nil || !st.IsDir() {
+				fmt.Fprintf(stderr, "ftrace: no trace written to %s: no directory %s\n", path, filepath.Dir(path))
+			} else {
+				fmt.Fprintf(stderr, "ftrace: no trace written to %s (is the program linked with libftrt and built with ftlink?)\n", path)
+			}
 			return
 		}
 		fmt.Fprintf(stderr, "ftrace: %v\n", err)
