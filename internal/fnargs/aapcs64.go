@@ -27,43 +27,22 @@ func a64Reg(n uint64) (Reg, bool) {
 // floating type, nested structs and arrays flattened): the values passed in v
 // registers, one member each. 0, 0 otherwise.
 func hfa(t *Type) (size, n int) {
-	var walk func(t *Type) bool
-	walk = func(t *Type) bool {
-		switch t.Kind {
-		case KFloat:
-			if size != 0 && size != t.Size {
-				return false
-			}
-			size = t.Size
-			n++
-			return n <= 4
-		case KComplex:
+	var float func(t *Type, off int) bool
+	float = func(t *Type, off int) bool {
+		switch {
+		case t.Kind == KComplex:
 			half := &Type{Kind: KFloat, Size: t.Size / 2}
-			return walk(half) && walk(half)
-		case KStruct:
-			if t.ByRef || t.Union || len(t.Fields) == 0 {
-				return false
-			}
-			for _, f := range t.Fields {
-				if f.Type == nil || f.BitSize > 0 || !walk(f.Type) {
-					return false
-				}
-			}
-			return true
-		case KArray:
-			if t.Elem == nil {
-				return false
-			}
-			for i := 0; i < t.Count; i++ {
-				if !walk(t.Elem) {
-					return false
-				}
-			}
-			return t.Count > 0
+			return float(half, off) && float(half, off+half.Size)
+		case t.Kind != KFloat || size != 0 && size != t.Size:
+			return false
 		}
-		return false
+		size = t.Size
+		n++
+		// one after the other: overlapping ones are a union's
+		return n <= 4 && off == (n-1)*size
 	}
-	if !walk(t) || n == 0 || size*n != t.Size {
+	ok := leaves(t, 0, func(bf *Field, t *Type, off int) bool { return bf == nil && float(t, off) })
+	if !ok || n == 0 || size*n != t.Size {
 		return 0, 0
 	}
 	return size, n

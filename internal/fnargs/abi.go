@@ -155,30 +155,25 @@ func classify(t *Type) []class {
 	return []class{clInt}
 }
 
-// mergeFields folds the classes of t's scalars at base into cls (psABI 3.2.3 rule 4);
-// false when a member is unaligned or of a kind passed in memory.
-func mergeFields(t *Type, base int, cls []class) bool {
+// leaves calls visit for each scalar of t, struct members and array elements flattened,
+// at its byte offset (from base); a bit-field is visited with its field. false as soon
+// as visit says false, or for a member of unknown type or a class passed by reference.
+func leaves(t *Type, base int, visit func(bf *Field, t *Type, off int) bool) bool {
 	switch t.Kind {
 	case KStruct:
 		if t.ByRef {
 			return false
 		}
-		for _, f := range t.Fields {
+		for i := range t.Fields {
+			f := &t.Fields[i]
 			if f.Type == nil {
 				return false
 			}
-			if f.BitSize > 0 { // bit-fields are integers
-				first := (base*8 + f.Off*8 + f.BitOff) / 64
-				last := (base*8 + f.Off*8 + f.BitOff + f.BitSize - 1) / 64
-				for i := first; i <= last; i++ {
-					if i >= len(cls) {
-						return false
-					}
-					cls[i] = merge(cls[i], clInt)
+			if f.BitSize > 0 {
+				if !visit(f, f.Type, base+f.Off) {
+					return false
 				}
-				continue
-			}
-			if !mergeFields(f.Type, base+f.Off, cls) {
+			} else if !leaves(f.Type, base+f.Off, visit) {
 				return false
 			}
 		}
@@ -188,12 +183,36 @@ func mergeFields(t *Type, base int, cls []class) bool {
 			return false
 		}
 		for i := 0; i < t.Count; i++ {
-			if !mergeFields(t.Elem, base+i*t.Elem.Size, cls) {
+			if !leaves(t.Elem, base+i*t.Elem.Size, visit) {
 				return false
 			}
 		}
 		return true
 	}
+	return visit(nil, t, base)
+}
+
+// mergeFields folds the classes of t's scalars at base into cls (psABI 3.2.3 rule 4);
+// false when a member is unaligned or of a kind passed in memory.
+func mergeFields(t *Type, base int, cls []class) bool {
+	return leaves(t, base, func(bf *Field, t *Type, base int) bool {
+		if bf != nil { // bit-fields are integers
+			first := (base*8 + bf.BitOff) / 64
+			last := (base*8 + bf.BitOff + bf.BitSize - 1) / 64
+			for i := first; i <= last; i++ {
+				if i >= len(cls) {
+					return false
+				}
+				cls[i] = merge(cls[i], clInt)
+			}
+			return true
+		}
+		return mergeScalar(t, base, cls)
+	})
+}
+
+// mergeScalar folds the classes of scalar t at base into cls.
+func mergeScalar(t *Type, base int, cls []class) bool {
 	sub := classify(t)
 	if sub == nil || len(sub) == 1 && sub[0] == clSSEUp {
 		return false // memory; a _Float128 member is not modelled (taken as memory too)
