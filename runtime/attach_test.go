@@ -83,6 +83,9 @@ func TestTracerAttach(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(run, fmt.Sprintf("ftrace-%d.dat", pid))); err != nil {
 		t.Errorf("finished trace: %v", err)
+	} else if tr := trRead(t, filepath.Join(run, fmt.Sprintf("ftrace-%d.dat", pid))); tr.Tracer != 2 {
+		// started as nop, switched live: the header names the tracer that recorded
+		t.Errorf("finished trace's header names tracer %d, want 2 (function_graph)", tr.Tracer)
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "ftrace*")); len(m) != 0 {
 		t.Errorf("files in the program's directory: %v", m)

@@ -1356,6 +1356,8 @@ int ftrace_trace_set_tracer(enum ftrace_tracer tracer)
 	pthread_mutex_lock(&trace_mu);
 	tr.tracer = tracer;	/* the on/off switch (ftrace_trace_enable) stays as it is */
 	err = tr.started ? ops_apply() : -ENODEV;
+	if (!err)
+		ft_session_set_tracer((uint32_t)tracer);
 	pthread_mutex_unlock(&trace_mu);
 	return err;
 }

@@ -1654,6 +1654,12 @@ static void rebuffer(struct ft_thread *t)
  * events, overwriting the oldest (bytes > 0), or stream every event (0).  Each thread
  * moves to a buffer of the new mode when it next starts a block.
  */
+void ft_session_set_tracer(uint32_t tracer)
+{
+	if (tracer != FTKIT_TRACER_NONE)
+		__atomic_store_n(&ft_sess.hdr.tracer, tracer, __ATOMIC_RELAXED);
+}
+
 int ft_session_set_ring(uint64_t bytes)
 {
 	struct ft_session *s = &ft_sess;

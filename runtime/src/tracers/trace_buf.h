@@ -252,6 +252,9 @@ int ft_known_at_startup(unsigned long start);
 /* Drop the events the threads hold (live `clear`); -ENODEV if not tracing. */
 int ft_session_clear(void);
 int ft_session_set_ring(uint64_t bytes);	/* live `ring`: 0 streams */
+/* A tracer switched on live: the header names it (the last one that recorded; nop leaves
+   the name as it is, so a session started as nop and switched names what recorded). */
+void ft_session_set_tracer(uint32_t tracer);
 void ft_session_mode(char *buf, size_t len);
 int ft_parse_size(const char *str, uint64_t *v);
 int ft_parse_duration(const char *str, uint64_t *ns);
