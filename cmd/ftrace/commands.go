@@ -407,7 +407,13 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	calls, entries, exits, lost, lostDepth := n.calls, n.entries, n.exits, n.lost, n.lostDepth
 	fmt.Fprintf(w, "events:\t%d (%d calls, %d entries, %d exits)\n", calls+entries+exits, calls, entries, exits)
 	sum := tracefile.LostSummary(tr)
-	fmt.Fprintf(w, "lost events:\t%d\n", lost)
+	if lost == 0 && lostDepth == 0 && h.Flags&tracefile.FlagLost != 0 {
+		// the runtime counted losses the file does not hold (a full disk: the chunks
+		// that carried the counts were not written)
+		fmt.Fprintf(w, "lost events:\tsome (the header says so; the counts are not in the file)\n")
+	} else {
+		fmt.Fprintf(w, "lost events:\t%d\n", lost)
+	}
 	if h.LostNoBuf > 0 {
 		fmt.Fprintf(w, "lost (no buffer):\t%d\n", h.LostNoBuf)
 	}

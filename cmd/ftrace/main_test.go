@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs testdata/script/*.txtar. Extra commands:
 //
-//	mktrace [-elf PROG] [-bias N] [-partial] IN.txt OUT.dat
+//	mktrace [-elf PROG] [-bias N] [-partial] [-lost] IN.txt OUT.dat
 //	    writes the trace described by IN.txt (tracetest language) in the real file
 //	    format; with -elf, names are PROG's symbols (site = symbol + 4 after an endbr64)
 //	    and PROG is mapped at bias N (default 0x555555554000) with its build-id.
@@ -99,8 +99,9 @@ func cmdMktrace(ts *testscript.TestScript, neg bool, args []string) {
 	elfPath := fs.String("elf", "", "program whose symbols name the functions")
 	biasStr := fs.String("bias", "0x555555554000", "load bias of the program")
 	partial := fs.Bool("partial", false, "leave the trace not finalised")
+	lostFlag := fs.Bool("lost", false, "set the header's lost flag whatever the counts (a full disk)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
-		ts.Fatalf("usage: mktrace [-elf PROG] [-bias N] [-partial] IN.txt OUT.dat")
+		ts.Fatalf("usage: mktrace [-elf PROG] [-bias N] [-partial] [-lost] IN.txt OUT.dat")
 	}
 	bias, err := strconv.ParseUint(*biasStr, 0, 64)
 	ts.Check(err)
@@ -121,7 +122,7 @@ func cmdMktrace(ts *testscript.TestScript, neg bool, args []string) {
 		tr.Header.Flags |= tracefile.FlagComplete
 	}
 	for _, th := range tr.Threads {
-		if th.Lost+th.LostDepth > 0 {
+		if th.Lost+th.LostDepth > 0 || *lostFlag {
 			tr.Header.Flags |= tracefile.FlagLost
 		}
 	}
