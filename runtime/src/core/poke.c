@@ -958,66 +958,6 @@ static int only_thread(void)
 }
 
 /*
- * Another thread that blocks SIGTRAP (its SigBlk in /proc/self/task/TID/status): one that
- * set its mask by a raw system call, sigsuspend, ppoll..., which poke_sigmask.c does not
- * see, or that runs a SIGTRAP handler of the program's.  Reaching a site while its int3 is
- * there, it would be killed with the process (the kernel resets a blocked trap signal to
- * its default action).  Its tid, or 0 (none, or the threads cannot be read).
- */
-static char blocker_name[16];	/* its name, from the same status */
-
-static pid_t trap_blocker(void)
-{
-	pid_t self = (pid_t)syscall(SYS_gettid), found = 0;
-	char path[64], buf[2048];
-	struct dirent64 {
-		uint64_t ino;
-		int64_t off;
-		unsigned short reclen;
-		unsigned char type;
-		char name[];
-	} *d;
-	char dents[4096];
-	long n;
-	int dir;
-
-	dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return 0;
-	while (!found && (n = syscall(SYS_getdents64, dir, dents, sizeof(dents))) > 0) {
-		for (long at = 0; at < n && !found; at += d->reclen) {
-			pid_t tid;
-			const char *blk;
-			ssize_t len;
-			int fd;
-
-			d = (struct dirent64 *)(dents + at);
-			tid = (pid_t)strtol(d->name, NULL, 10);
-			if (tid <= 0 || tid == self)
-				continue;
-			snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-				continue;	/* exited */
-			len = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
-			if (len <= 0)
-				continue;
-			buf[len] = 0;
-			if ((blk = strstr(buf, "\nSigBlk:")) &&
-			    strtoull(blk + 8, NULL, 16) & (1ULL << (SIGTRAP - 1))) {
-				found = tid;
-				/* "Name:\t<comm>\n" comes first */
-				if (!strncmp(buf, "Name:\t", 6))
-					snprintf(blocker_name, sizeof(blocker_name), "%.*s",
-						 (int)strcspn(buf + 6, "\n"), buf + 6);
-			}
-		}
-	}
-	close(dir);
-	return found;
-}
-
-/*
  * The batch with every other thread parked (waiting in the runtime's signal handler, off
  * any site): the sites are written whole, no int3, so a thread blocking SIGTRAP meets only
  * old or new instructions.  The parked threads run on after a context switch, which
@@ -1055,6 +995,7 @@ static int apply(size_t nw)
 {
 	static int said;
 	static pid_t unparked;	/* did not park last time: not waited for again */
+	char name[16] = "";
 	int err, early = 0;
 	pid_t blocker;
 	size_t i;
@@ -1064,12 +1005,14 @@ static int apply(size_t nw)
 			goto undo;
 		return ftrt_sync_cores();
 	}
-	if ((blocker = trap_blocker()) && blocker != unparked) {
+	/* a thread that blocks SIGTRAP would be killed by an int3 (poke_sigmask.c cannot see
+	   every mask): the batch then parks the others and writes whole sites */
+	if ((blocker = ftrt_sync_trap_blocker(name)) && blocker != unparked) {
 		if ((err = apply_parked(nw)) <= 0)
 			return err;
 		/* glibc blocks every signal for a moment (a thread being created or ending,
 		   fork, posix_spawn): ask again, a little later, before saying anything */
-		for (int k = 0; k < 3 && (blocker = trap_blocker()); k++)
+		for (int k = 0; k < 3 && (blocker = ftrt_sync_trap_blocker(name)); k++)
 			nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
 		unparked = blocker;
 	}
@@ -1077,7 +1020,7 @@ static int apply(size_t nw)
 		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
 			report("ftrt: thread %d (%s) blocks SIGTRAP and the runtime's signal: should "
 			       "it run a site while the code changes, the process dies",
-			       (int)blocker, blocker_name);
+			       (int)blocker, name);
 	}
 	for (i = 0; i < nw; i++)
 		early |= work[i].change && work[i].s.early;

@@ -37,6 +37,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* One site to change.  len is 1..8; old/new hold len bytes. */
 struct ftrt_poke {
@@ -138,6 +139,15 @@ int ftrt_sync_retired(long limit_us);
  */
 int ftrt_sync_park(long limit_us);
 void ftrt_sync_unpark(void);
+
+/*
+ * Another thread that blocks SIGTRAP (SigBlk of /proc/self/task/TID/status): one that set
+ * its mask by a raw system call, sigsuspend, ppoll..., which poke_sigmask.c does not see,
+ * or that runs a SIGTRAP handler of the program's.  Reaching an int3 it would be killed
+ * with the process (the kernel resets a blocked trap signal to its default action).  Its
+ * tid and name (16 bytes), or 0 (none, or the threads cannot be read).
+ */
+pid_t ftrt_sync_trap_blocker(char name[16]);
 
 /*
  * Code ranges whose execution counts as "inside tracing" for ftrt_synchronize(): the

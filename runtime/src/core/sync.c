@@ -718,6 +718,31 @@ static int read_small(const char *path, char *buf, size_t size)
 	return 0;
 }
 
+pid_t ftrt_sync_trap_blocker(char name[16])
+{
+	char path[64], buf[2048], *blk;
+	struct slot *v;
+	pid_t found = 0;
+	size_t n;
+
+	if (list_threads(&v, &n))
+		return 0;
+	for (size_t i = 0; i < n && !found; i++) {
+		snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)v[i].tid);
+		if (read_small(path, buf, sizeof(buf)))
+			continue;	/* exited */
+		if ((blk = strstr(buf, "\nSigBlk:")) &&
+		    strtoull(blk + 8, NULL, 16) & (1ULL << (SIGTRAP - 1))) {
+			found = v[i].tid;
+			/* "Name:\t<comm>\n" comes first */
+			if (!strncmp(buf, "Name:\t", 6))
+				snprintf(name, 16, "%.*s", (int)strcspn(buf + 6, "\n"), buf + 6);
+		}
+	}
+	free(v);
+	return found;
+}
+
 /* The thread's context switches (voluntary + nonvoluntary << 32); -1: unknown (gone). */
 static long long thread_switches(pid_t tid)
 {
