@@ -686,12 +686,6 @@ unsigned ft_args_stage(const struct ft_argplan *p, const struct ftrace_regs *fre
 	return build(buf, p->ip, p->a, p->nargs, fregs, NULL, n);
 }
 
-void ft_args_staged(struct ft_thread *t, uint64_t ts, const uint32_t *buf, unsigned words,
-		    unsigned n)
-{
-	ft_ev_ext(t, FTKIT_EXT_ARGS, n, ts, buf, words * 4);
-}
-
 void ft_args_entry(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
 		   const struct ftrace_regs *fregs)
 {

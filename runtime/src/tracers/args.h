@@ -61,13 +61,12 @@ void ft_args_entry(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
 		   const struct ftrace_regs *fregs);
 /*
  * The time filter's way: the data of that EXT ARGS record built into buf (room words, at
- * least a record's worth) to be written only if the call lasts long enough: its words (0:
- * nothing to record, or no room), *n its values.  ft_args_staged() writes it.
+ * least a record's worth) to be written only if the call lasts long enough, with
+ * ft_ev_ext(t, FTKIT_EXT_ARGS, *n, ts, buf, words * 4): its words (0: nothing to record,
+ * or no room), *n its values.
  */
 unsigned ft_args_stage(const struct ft_argplan *p, const struct ftrace_regs *fregs,
 		       uint32_t *buf, unsigned room, unsigned *n);
-void ft_args_staged(struct ft_thread *t, uint64_t ts, const uint32_t *buf, unsigned words,
-		    unsigned n);
 /* An EXT RETVAL record for its return at ts (before its EXIT). */
 void ft_args_exit(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
 		  const struct ftrace_ret_regs *rr);

@@ -409,7 +409,7 @@ static __attribute__((noinline)) void pend_flush(struct ft_thread *t)
 		struct ft_rframe *f = &t->rs[t->open];
 
 		if (f->vwords)
-			ft_args_staged(t, f->ts, t->pv + f->vat, f->vwords, f->vn);
+			ft_ev_ext(t, FTKIT_EXT_ARGS, f->vn, f->ts, t->pv + f->vat, f->vwords * 4u);
 		ft_ev_entry(t, f->ip, f->ts);
 		if (unlikely(!t->blk)) {
 			/* dropped (no free block): its exit, and theirs, find no recorded frame */

@@ -540,6 +540,7 @@ static pthread_t writer_th;
 static int write_failed;		/* reported once */
 static int writer_private;		/* the writer thread has a descriptor table of its own */
 static int write_err_later;		/* its write error, said at finish (its table has no stderr) */
+static const char write_failed_msg[] = "cannot write the trace file, events are lost";
 /* a snapshot's temporary file while it is written: finalisation removes it (the process may
    end during a long snapshot) */
 static char snap_tmp[PATH_MAX + 64];
@@ -772,12 +773,12 @@ static void batch_flush(struct ft_batch *bt)
 		*bt->off += bytes;
 	} else {
 		bt->err = err;
-		if (__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED))
-			;
-		else if (bt == &writer_bt && writer_private)
-			__atomic_store_n(&write_err_later, err, __ATOMIC_RELEASE);
-		else
-			ft_msg_err("cannot write the trace file, events are lost", NULL, err);
+		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED)) {
+			if (bt == &writer_bt && writer_private)
+				__atomic_store_n(&write_err_later, err, __ATOMIC_RELEASE);
+			else
+				ft_msg_err(write_failed_msg, NULL, err);
+		}
 	}
 	batch_done(bt);
 	bt->n = bt->niov = 0;
@@ -1088,7 +1089,8 @@ static int writer_own_fd(void)
 
 /*
  * The writer thread: created with every signal blocked but the core's round signal (so a
- * file-size limit gives EFBIG rather than SIGXFSZ), it records nothing (its state is DEAD) and runs no traced code.
+ * file-size limit gives EFBIG rather than SIGXFSZ), it records nothing (its state is DEAD)
+ * and runs no traced code.
  */
 static void *writer_main(void *arg)
 {
@@ -1649,17 +1651,17 @@ static void rebuffer(struct ft_thread *t)
 	lock_put();
 }
 
-/*
- * Live `ring`: thread buffers made from now on keep the newest bytes (per thread) of
- * events, overwriting the oldest (bytes > 0), or stream every event (0).  Each thread
- * moves to a buffer of the new mode when it next starts a block.
- */
 void ft_session_set_tracer(uint32_t tracer)
 {
 	if (tracer != FTKIT_TRACER_NONE)
 		__atomic_store_n(&ft_sess.hdr.tracer, tracer, __ATOMIC_RELAXED);
 }
 
+/*
+ * Live `ring`: thread buffers made from now on keep the newest bytes (per thread) of
+ * events, overwriting the oldest (bytes > 0), or stream every event (0).  Each thread
+ * moves to a buffer of the new mode when it next starts a block.
+ */
 int ft_session_set_ring(uint64_t bytes)
 {
 	struct ft_session *s = &ft_sess;
@@ -1981,7 +1983,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	batch_flush(bt);
 	err = bt->err;
 	if ((wr = __atomic_exchange_n(&write_err_later, 0, __ATOMIC_ACQ_REL)))
-		ft_msg_err("cannot write the trace file, events are lost", NULL, wr);
+		ft_msg_err(write_failed_msg, NULL, wr);
 	ft_session_counts(&lost, &depth, &nthr);
 	if (lost + depth)
 		h->flags |= FTKIT_F_LOST;

@@ -21,9 +21,9 @@
 struct fgraph_frame;		/* fgraph.h */
 struct fgraph_orphan;
 
-/* A recorded graph frame still open (the tracer's own stack, see ft_thread.rs). */
-#define FT_PV_WORDS	(64 * 1024)
+#define FT_PV_WORDS	(64 * 1024)	/* ft_thread.pv: staged arguments, words */
 
+/* A recorded graph frame still open (the tracer's own stack, see ft_thread.rs). */
 struct ft_rframe {
 	uint64_t ip;
 	uint64_t ts;
