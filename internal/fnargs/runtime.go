@@ -113,21 +113,17 @@ func partBits(a *Arg, k int) string {
 
 // dataEnd is where t's last member ends: its size less its trailing padding.
 func dataEnd(t *Type) int {
-	if t.Kind != KStruct || len(t.Fields) == 0 {
-		return t.Size
-	}
 	end := 0
-	for _, f := range t.Fields {
-		e := f.Off + (f.BitOff+f.BitSize+7)/8
-		if f.BitSize == 0 {
-			if f.Type == nil {
-				return t.Size
-			}
-			e = f.Off + dataEnd(f.Type)
+	ok := leaves(t, 0, func(bf *Field, t *Type, off int) bool {
+		e := off + t.Size
+		if bf != nil {
+			e = off + (bf.BitOff+bf.BitSize+7)/8
 		}
-		if e > end {
-			end = e
-		}
+		end = max(end, e)
+		return true
+	})
+	if !ok || end == 0 {
+		return t.Size
 	}
 	return end
 }
