@@ -10,6 +10,9 @@
  *   list_k8   two ops on the site and 8 others registered elsewhere
  *   multi_k64_own  two ops on the site, 64 others elsewhere, against (instead of fentry) a
  *             site served by its own trampoline, measured in alternation with it
+ *   clock     one ops whose callback only reads the trace clock and keeps it: the floor
+ *             of any tracer that timestamps a call (the function tracer's target is
+ *             measured against it)
  *   regs      one SAVE_REGS ops: its own regs trampoline
  *   direct    the site calls an empty direct trampoline (register_ftrace_direct)
  *   direct_shared_own  a direct call and one ops on the site, against an own trampoline
@@ -49,6 +52,23 @@ __attribute__((used)) ftrace_notrace void empty_cb(unsigned long ip, unsigned lo
 				    struct ftrace_regs *r)
 {
 	(void)ip; (void)p; (void)op; (void)r;
+}
+
+static __thread uint64_t clock_kept;
+
+/* Reads the clock the tracers read (rdtsc / cntvct_el0) and keeps it: nothing else. */
+__attribute__((used)) ftrace_notrace void clock_cb(unsigned long ip, unsigned long p,
+						   struct ftrace_ops *op, struct ftrace_regs *r)
+{
+	uint64_t v;
+
+	(void)ip; (void)p; (void)op; (void)r;
+#if defined(__x86_64__)
+	v = __builtin_ia32_rdtsc();
+#else
+	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+#endif
+	clock_kept = v;
 }
 
 /*
@@ -144,6 +164,7 @@ int main(int argc, char **argv)
 	static struct ftrace_ops a = { .func = empty_cb }, b = { .func = empty_cb };
 	static struct ftrace_ops r = { .func = empty_cb, .flags = FTRACE_OPS_FL_SAVE_REGS };
 	static struct ftrace_ops own = { .func = empty_cb }, d, e = { .func = empty_cb };
+	static struct ftrace_ops c = { .func = clock_cb };
 	static struct ftrace_ops others[64];
 	char name[32];
 	int k = 0;
@@ -187,6 +208,11 @@ int main(int argc, char **argv)
 	report("list", traced);
 	need(unregister_ftrace_function(&b), "unregister b");
 	need(unregister_ftrace_function(&a), "unregister a");
+
+	need(ftrace_set_filter(&c, "traced", 6, 1), "filter c");
+	need(register_ftrace_function(&c), "register c");
+	report("clock", traced);
+	need(unregister_ftrace_function(&c), "unregister c");
 
 	need(ftrace_set_filter(&r, "traced", 6, 1), "filter r");
 	need(register_ftrace_function(&r), "register r");

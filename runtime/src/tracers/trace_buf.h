@@ -182,23 +182,29 @@ static inline void ft_ev_entry(struct ft_thread *t, uint64_t ip, uint64_t ts)
 }
 
 /* FUNC_NEAR (two words) when it fits, else FUNC. */
-static inline void ft_ev_func(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
+/* The near form only (no call): 0 when the event needs ft_ev_slow. */
+static inline int ft_ev_func_near(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
 {
 	uint32_t *p = t->wp;
 	uint64_t d = ts - t->last_ts;
 	int64_t diff = (int64_t)(parent - ip);
 
 	if (unlikely(p + 2 > t->wend || d >= FTKIT_NEAR_DELTA_MAX || diff != (int16_t)diff ||
-		     (uint32_t)(ip >> 32) != t->ip_hi)) {
-		ft_ev_slow(t, FTKIT_EV_FUNC, ip, parent, ts);
-		return;
-	}
+		     (uint32_t)(ip >> 32) != t->ip_hi))
+		return 0;
 	t->wp = p + 2;
 	barrier();
 	t->last_ts = ts;
 	p[0] = FTKIT_EV_FUNC_NEAR | (uint32_t)d << 3 | (uint32_t)(uint16_t)diff << 16;
 	p[1] = (uint32_t)ip;
 	ft_ev_publish(t, p + 2);
+	return 1;
+}
+
+static inline void ft_ev_func(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
+{
+	if (unlikely(!ft_ev_func_near(t, ip, parent, ts)))
+		ft_ev_slow(t, FTKIT_EV_FUNC, ip, parent, ts);
 }
 
 /* FTRACE_BUFFER_KB's range (format v2 uses 256 KiB to 4 MiB of it: 4 to 64 blocks) */
