@@ -3,6 +3,7 @@ package ftrt_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,6 +86,7 @@ func TestTracerArgsAuto(t *testing.T) {
 			if t.Failed() {
 				return
 			}
+			checkArgRows(t, dir, ftrace, dat, src+" "+variant, got, tracer)
 			// read-time filters that keep every call show the same values (a filter
 			// holds them back until it knows whether their call is shown: -t decides
 			// at the call's end)
@@ -127,6 +129,43 @@ func TestTracerArgsAuto(t *testing.T) {
 					t.Errorf("%s %s: no chrome event %s with args %q (filters %v)", src, tracer, name, args, flt)
 				}
 			}
+		}
+	}
+}
+
+// checkArgRows: report --args has one row per function and argument values with as many
+// calls as graph showed (got: its calls), and flame --args a frame for each.
+func checkArgRows(t *testing.T, dir, ftrace, dat, what string, got []string, tracer string) {
+	t.Helper()
+	want := map[string]int{}
+	for _, g := range got {
+		if i := strings.LastIndex(g, ") = "); i >= 0 && tracer != "function" {
+			g = g[:i+1]
+		}
+		want[g]++
+	}
+	var rep struct {
+		Functions []struct {
+			Name  string
+			Calls int
+		}
+	}
+	if err := json.Unmarshal([]byte(testenv.Run(t, dir, ftrace, "report", "--args", "-f", "json", dat)), &rep); err != nil {
+		t.Fatalf("%s: report --args: %v", what, err)
+	}
+	rows := map[string]int{}
+	for _, f := range rep.Functions {
+		if !strings.HasPrefix(f.Name, "main") {
+			rows[f.Name] += f.Calls
+		}
+	}
+	if !maps.Equal(rows, want) {
+		t.Errorf("%s: report --args rows\n%v\ngraph's calls\n%v", what, rows, want)
+	}
+	folded := testenv.Run(t, dir, ftrace, "flame", "--args", "--folded", dat)
+	for call := range want {
+		if !strings.Contains(folded, ";"+call+" ") && !strings.Contains(folded, ";"+call+";") {
+			t.Errorf("%s: flame --args has no frame %q:\n%s", what, call, folded)
 		}
 	}
 }

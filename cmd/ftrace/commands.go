@@ -39,6 +39,7 @@ func reportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "diff", Usage: "compare two traces: report --diff OLD NEW (sort: total, self, calls or name change)"},
 			&cli.BoolFlag{Name: "threads", Usage: "one row per thread: calls, functions, traced time, top function"},
 			&cli.StringFlag{Name: "callers", Usage: "the callers and callees of this function"},
+			&cli.BoolFlag{Name: "args", Usage: "one row per function and argument values recorded with its calls (as graph shows them: \"fib(n=3)\")"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("diff") {
@@ -56,7 +57,7 @@ func reportCommand() *cli.Command {
 			}
 			stats, f, err := streamReport(c, report.Options{
 				PerThread: c.Bool("per-thread"), TIDs: c.IntSlice("tid"),
-				Sort: c.String("sort"), Limit: c.Int("limit"),
+				Sort: c.String("sort"), Limit: c.Int("limit"), Args: argKeys(c),
 			})
 			if err != nil {
 				return err
@@ -259,6 +260,7 @@ func pprofCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "ftrace.pb.gz", Usage: "profile file (- for stdout)"},
+			&cli.BoolFlag{Name: "args", Usage: "one function per function and argument values recorded with its calls (as graph shows them: \"fib(n=3)\")"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			f, paths, err := streamPaths(c)
@@ -292,6 +294,7 @@ func flameCommand() *cli.Command {
 			&cli.BoolFlag{Name: "by-thread", Usage: "one tower per thread"},
 			&cli.StringFlag{Name: "title", Usage: "SVG title"},
 			&cli.IntFlag{Name: "width", Value: 1200, Usage: "SVG width in pixels"},
+			&cli.BoolFlag{Name: "args", Usage: "one frame per function and argument values recorded with its calls (as graph shows them: \"fib(n=3)\")"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
 			f, paths, err := streamPaths(c)

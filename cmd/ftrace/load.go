@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/filter"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/report"
@@ -212,6 +213,18 @@ func streamReport(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.F
 	return stats, f, nil
 }
 
+// argKeys splits functions by the arguments recorded with their calls when the command
+// asks (--args), named as graph shows the calls; nil otherwise.
+func argKeys(c *cli.Context) *calltree.ArgKeys {
+	if !c.Bool("args") {
+		return nil
+	}
+	vals := &argfmt.Formatter{}
+	return &calltree.ArgKeys{Name: func(fn *symbolize.Func, v *tracefile.Values) string {
+		return argfmt.WithArgs(fn, vals.Args(fn, v))
+	}}
+}
+
 // streamPaths reads the trace as a stream into each thread's call paths (flame graphs,
 // profiles), saying on stderr what the reader tolerated and what was lost.
 func streamPaths(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, error) {
@@ -221,8 +234,8 @@ func streamPaths(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, erro
 	}
 	defer in.Close()
 	tids := in.flt.TIDs()
-	obs, threads, err := calltree.WalkStream(in.st, in.sym.LockedLookup(), tids,
-		func(*tracefile.Thread) calltree.Observer { return in.wrapped(&calltree.Paths{}) }, in.progress(c, tids))
+	obs, threads, err := calltree.WalkStreamArgs(in.st, in.sym.LockedLookup(), tids,
+		func(*tracefile.Thread) calltree.Observer { return in.wrapped(&calltree.Paths{}) }, in.progress(c, tids), argKeys(c))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", in.path, err)
 	}

@@ -77,6 +77,16 @@ func (f *Formatter) Args(fn *symbolize.Func, v *tracefile.Values) string {
 	return strings.Join(parts, ", ")
 }
 
+// WithArgs is fn's name with the arguments args (as Args prints them) in place of its
+// parameter list: "parse(buf=\"GET /\", len=5)".
+func WithArgs(fn *symbolize.Func, args string) string {
+	name := fn.Name
+	if i := strings.LastIndexByte(name, '('); i > 0 && strings.HasSuffix(strings.TrimSuffix(name, " const"), ")") && !strings.HasSuffix(name, "operator()") {
+		name = name[:i]
+	}
+	return name + "(" + args + ")"
+}
+
 // Ret prints a return value.
 func (f *Formatter) Ret(fn *symbolize.Func, v *tracefile.Values) string {
 	if p := f.plan(fn, v); p != nil && p.Ret != nil {

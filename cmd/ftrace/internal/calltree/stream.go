@@ -117,6 +117,10 @@ type Walker struct {
 	// are dropped.
 	Vals func(*tracefile.Event) *tracefile.Values
 	vobs ValueObserver // obs, if it is one
+	// Args, with Vals: a call with recorded arguments is told as a function of its own
+	// per distinct values (nil: as its function).
+	Args *ArgKeys
+	pend *tracefile.Values // arguments of the next call
 }
 
 // ValueObserver is an Observer that is also told of the arguments (before the Enter or
@@ -170,16 +174,35 @@ func (w *Walker) id(addr uint64) int32 {
 	}
 	id, ok := w.ids[addr]
 	if !ok {
-		fn := w.lookup(addr)
-		if id, ok = w.funcID[fn]; !ok {
-			id = int32(len(w.funcs))
-			w.funcs = append(w.funcs, fn)
-			w.active = append(w.active, 0)
-			w.funcID[fn] = id
-		}
+		id = w.funcIndex(w.lookup(addr))
 		w.ids[addr] = id
 	}
 	*e = dmEntry{addr: addr, id: id, ok: true}
+	return id
+}
+
+// funcIndex is fn's id, given on first sight.
+func (w *Walker) funcIndex(fn *symbolize.Func) int32 {
+	id, ok := w.funcID[fn]
+	if !ok {
+		id = int32(len(w.funcs))
+		w.funcs = append(w.funcs, fn)
+		w.active = append(w.active, 0)
+		w.funcID[fn] = id
+	}
+	return id
+}
+
+// callID is the id of a call of addr: its function's, or with Args that of its
+// function with the arguments recorded just before it.
+func (w *Walker) callID(addr uint64) int32 {
+	id := w.id(addr)
+	if v := w.pend; v != nil {
+		w.pend = nil
+		if fn := w.Args.funcOf(w.funcs[id], v); fn != w.funcs[id] {
+			id = w.funcIndex(fn)
+		}
+	}
 	return id
 }
 
@@ -202,8 +225,13 @@ func (w *Walker) Events(evs []tracefile.Event) error {
 		}
 		if ev.Kind == tracefile.ValuesKind {
 			if w.Vals != nil {
-				if v := w.Vals(ev); v != nil && w.vobs != nil {
-					w.vobs.Values(v)
+				if v := w.Vals(ev); v != nil {
+					if w.vobs != nil {
+						w.vobs.Values(v)
+					}
+					if w.Args != nil && !v.Ret {
+						w.pend = v
+					}
 				}
 			}
 			continue
@@ -221,7 +249,7 @@ func (w *Walker) Events(evs []tracefile.Event) error {
 		t.Events++
 		switch ev.Kind {
 		case tracefile.Call:
-			id := w.id(ev.IP)
+			id := w.callID(ev.IP)
 			c := &w.call
 			*c = Call{TS: ev.TS, IP: ev.IP, Func: w.funcs[id]}
 			if ev.Parent != 0 {
@@ -234,7 +262,7 @@ func (w *Walker) Events(evs []tracefile.Event) error {
 				w.close(max(w.prevTS, w.stack[k].start), true, false)
 				t.Unclosed++
 			}
-			f := wframe{id: w.id(ev.IP), ip: ev.IP, start: ev.TS, depth: ev.Depth}
+			f := wframe{id: w.callID(ev.IP), ip: ev.IP, start: ev.TS, depth: ev.Depth}
 			f.top = w.active[f.id] == 0
 			w.active[f.id]++
 			if len(w.stack) == 0 {
@@ -246,6 +274,7 @@ func (w *Walker) Events(evs []tracefile.Event) error {
 			}
 			t.Nodes++
 		case tracefile.Exit:
+			w.pend = nil // arguments belong to the call that follows them
 			j := w.match(ev)
 			if j < 0 {
 				t.Unmatched++

@@ -14,6 +14,15 @@ import (
 // observers and the threads' counts, in thread order; progress (may be nil) is told how
 // many events were read.
 func WalkStream(st *tracefile.Stream, lookup Lookup, tids []int, newObs func(*tracefile.Thread) Observer, progress Progress) ([]Observer, []*Thread, error) {
+	return WalkStreamArgs(st, lookup, tids, newObs, progress, nil)
+}
+
+// WalkStreamArgs is WalkStream telling the calls with recorded arguments as functions of
+// their own per distinct values (args; nil: as WalkStream); with args it sets st.Values.
+func WalkStreamArgs(st *tracefile.Stream, lookup Lookup, tids []int, newObs func(*tracefile.Thread) Observer, progress Progress, args *ArgKeys) ([]Observer, []*Thread, error) {
+	if args != nil {
+		st.Values = true
+	}
 	tr := st.Trace
 	var todo []int
 	for i, th := range tr.Threads {
@@ -36,7 +45,7 @@ func WalkStream(st *tracefile.Stream, lookup Lookup, tids []int, newObs func(*tr
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				obs[i], threads[i], errs[i] = walkThread(st, i, lookup, newObs, prog)
+				obs[i], threads[i], errs[i] = walkThread(st, i, lookup, newObs, prog, args)
 			}
 		}()
 	}
@@ -63,11 +72,14 @@ const batchEvents = 8192
 
 // walkThread follows thread i: one goroutine decodes, this one walks. A stream the
 // walker cannot follow alone is read again into memory and built as a tree.
-func walkThread(st *tracefile.Stream, i int, lookup Lookup, newObs func(*tracefile.Thread) Observer, prog *progress) (Observer, *Thread, error) {
+func walkThread(st *tracefile.Stream, i int, lookup Lookup, newObs func(*tracefile.Thread) Observer, prog *progress, args *ArgKeys) (Observer, *Thread, error) {
 	th := st.Trace.Threads[i]
 	a := newObs(th)
 	w := NewWalker(th, lookup, a)
 	w.Text = st.MarkerText
+	if args != nil {
+		w.Vals, w.Args = st.TakeValues, args
+	}
 	full := make(chan []tracefile.Event, 4)
 	free := make(chan []tracefile.Event, 4)
 	for k := 0; k < cap(free); k++ {

@@ -162,7 +162,7 @@ func (p *callPrinter) Call(c *calltree.Call, _ int) {
 	}
 	name := c.Func.Name
 	if p.args != nil {
-		name = withArgs(c.Func, p.vals.Args(c.Func, p.args))
+		name = argfmt.WithArgs(c.Func, p.vals.Args(c.Func, p.args))
 	}
 	p.args = nil
 	p.ew.printf("%13.3f   %s <- %s\n", float64(c.TS-p.f.Start)/1e3, name, caller)
@@ -249,18 +249,9 @@ func callText(fn *symbolize.Func) string {
 	return fn.Name + "()"
 }
 
-// withArgs is fn's name with the recorded arguments in place of its parameter list.
-func withArgs(fn *symbolize.Func, args string) string {
-	name := fn.Name
-	if i := strings.LastIndexByte(name, '('); i > 0 && strings.HasSuffix(strings.TrimSuffix(name, " const"), ")") && !strings.HasSuffix(name, "operator()") {
-		name = name[:i]
-	}
-	return name + "(" + args + ")"
-}
-
 func (g *gframe) text() string {
 	if g.valued {
-		return withArgs(g.fn, g.args)
+		return argfmt.WithArgs(g.fn, g.args)
 	}
 	return callText(g.fn)
 }

@@ -49,6 +49,8 @@ type Options struct {
 	// Filter wraps each thread's observer (a read-time filter: the figures are those of
 	// the calls it tells on); nil: none.
 	Filter func(calltree.Observer) calltree.Observer
+	// Args splits each function by the arguments recorded with its calls (nil: not).
+	Args *calltree.ArgKeys
 }
 
 // wrap is obs through the filter, if any.

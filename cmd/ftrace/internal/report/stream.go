@@ -14,7 +14,7 @@ func ComputeStream(st *tracefile.Stream, lookup calltree.Lookup, o Options) ([]*
 	if err != nil {
 		return nil, nil, err
 	}
-	obs, threads, err := calltree.WalkStream(st, lookup, o.TIDs, func(th *tracefile.Thread) calltree.Observer { return o.wrap(newAgg(th.TID)) }, o.Progress)
+	obs, threads, err := calltree.WalkStreamArgs(st, lookup, o.TIDs, func(th *tracefile.Thread) calltree.Observer { return o.wrap(newAgg(th.TID)) }, o.Progress, o.Args)
 	if err != nil {
 		return nil, nil, err
 	}
