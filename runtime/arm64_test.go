@@ -224,6 +224,122 @@ func TestArm64GraphFibBTIPAC(t *testing.T) {
 	a64GraphFib(t, dir, prog)
 }
 
+// a64BTIStart is a program entry with a BTI landing pad (Debian 12's crt1.o and crti.o have
+// none, so no program built here is BTI-enforced otherwise) and __dso_handle (crtbegin's).
+const a64BTIStart = `	.text
+	.globl _start
+	.type _start, %function
+_start:
+	bti jc			// reached by br from the dynamic loader
+	mov x29, #0
+	mov x30, #0
+	mov x5, x0		// rtld_fini
+	ldr x1, [sp]		// argc
+	add x2, sp, #8		// argv
+	mov x6, sp
+	adrp x0, :got:main
+	ldr x0, [x0, :got_lo12:main]
+	mov x3, #0
+	mov x4, #0
+	bl __libc_start_main
+	brk #0
+	.size _start, .-_start
+	.data
+	.p2align 3
+	.globl __dso_handle
+	.hidden __dso_handle
+__dso_handle:
+	.quad __dso_handle
+	.pushsection .note.gnu.property, "a"
+	.p2align 3
+	.word 4, 16, 5
+	.asciz "GNU"
+	.word 0xc0000000, 4, 3, 0	// AARCH64_FEATURE_1_AND: BTI, PAC
+	.popsection
+	.section .note.GNU-stack,"",%progbits
+`
+
+// fib, dlopen and dlclose (the runtime's hooks, which libraries reach through their PLT)
+// called through function pointers (blr): each needs a landing pad once BTI is enforced.
+const a64BTIProg = `#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline, optimize("no-optimize-sibling-calls"))) int fib(int n)
+{
+	return n < 2 ? n : fib(n - 1) + fib(n - 2);
+}
+int (*volatile fp)(int) = fib;
+void *(*volatile dlo)(const char *, int) = dlopen;
+int (*volatile dlc)(void *) = dlclose;
+__attribute__((noinline)) int probe(void) { return 42; }
+int main(int argc, char **argv)
+{
+	void *h = dlo("libm.so.6", RTLD_NOW);
+
+	if (!h || dlc(h))
+		return 3;
+	printf("fib(15) = %d\n", fp(argc > 1 ? atoi(argv[1]) : 15));
+	if (argc > 2) {	/* past probe's landing pad: SIGILL where its page is guarded */
+		fflush(stdout);
+		printf("unguarded %d\n", ((int (*)(void))((char *)probe + 4))());
+	}
+	return 0;
+}
+`
+
+// BTI enforced: a program whose every object has the BTI property note keeps it when it
+// links the runtime (the runtime's C code has landing pads and its assembly the note and
+// a bti c at each target of an indirect branch), and runs traced and not under qemu, which
+// enforces BTI on such a program: a missing landing pad is a SIGILL. Linked with -z
+// force-bti because Debian 12's libgcc.a and libc_nonshared.a (the cache flush, the fork
+// handlers: reached by bl only) have no note; the linker names each such input, and none
+// may be the runtime.
+func TestArm64BTIEnforced(t *testing.T) {
+	dir := t.TempDir()
+	b := a64Runtime(t)
+	start, src := filepath.Join(dir, "start.S"), filepath.Join(dir, "bti.c")
+	for f, text := range map[string]string{start: a64BTIStart, src: a64BTIProg} {
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prot := "-mbranch-protection=standard"
+	testenv.Run(t, dir, a64CC, "-c", start, "-o", filepath.Join(dir, "start.o"))
+	testenv.Run(t, dir, a64CC, "-O2", "-g", "-fpatchable-function-entry=2", prot, "-c", src, "-o", filepath.Join(dir, "bti.o"))
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), filepath.Join(dir, "bti.o"))
+	prog := filepath.Join(dir, "bti")
+	out, err := exec.Command(a64CC, prot, "-nostartfiles", filepath.Join(dir, "start.o"), filepath.Join(dir, "bti.o"),
+		"-rdynamic", "-Wl,-u,__fentry__", "-L"+filepath.Join(b, "lib"), "-lftrt", "-lpthread", "-ldl",
+		"-Wl,-z,force-bti", "-o", prog).CombinedOutput()
+	if err != nil {
+		t.Fatalf("link: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "BTI") && (strings.Contains(l, "libftrt") || strings.Contains(l, dir)) {
+			t.Errorf("an input without the BTI note: %s", l)
+		}
+	}
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), prog)
+	notes, err := exec.Command("aarch64-linux-gnu-readelf", "-n", prog).Output()
+	if err != nil {
+		t.Skipf("aarch64-linux-gnu-readelf: %v", err)
+	}
+	if !strings.Contains(string(notes), "AArch64 feature: BTI") {
+		t.Fatalf("the program is not marked for BTI:\n%s", notes)
+	}
+	a64FunctionFib(t, dir, prog)
+	a64GraphFib(t, dir, prog)
+	// the code pages stay guarded after the sites on them were written, by either method
+	// (mprotect must give PROT_BTI back)
+	for _, env := range [][]string{nil, {"FTRACE_TRACER=function", "FTRT_POKE=procmem"},
+		{"FTRACE_TRACER=function", "FTRT_POKE=mprotect"}} {
+		out, ws := a64Run(t, dir, prog, env, "15", "probe")
+		if !ws.Signaled() || ws.Signal() != syscall.SIGILL || strings.Contains(out, "unguarded") {
+			t.Errorf("%v: a branch past a landing pad: %q (status %v), want SIGILL", env, out, ws)
+		}
+	}
+}
+
 // Arguments in x0-x7 and on the stack, the indirect result in x8, float and HFA results in
 // q0-q3 and 128-bit integers: the same output traced (both tracers) and not.
 const a64ArgsC = `#include <stdio.h>

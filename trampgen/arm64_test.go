@@ -43,7 +43,7 @@ func armAssemble(t *testing.T) ([]byte, map[string]uint64) {
 		t.Fatal(err)
 	}
 	obj := filepath.Join(dir, "t.o")
-	if out, err := exec.Command(cc, "-c", src, "-o", obj).CombinedOutput(); err != nil {
+	if out, err := exec.Command(cc, "-I", filepath.Join("..", "runtime", "src", "arch", "arm64"), "-c", src, "-o", obj).CombinedOutput(); err != nil {
 		t.Fatalf("assembling the arm64 templates: %v\n%s", err, out)
 	}
 	f, err := elf.Open(obj)

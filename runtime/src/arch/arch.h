@@ -167,6 +167,8 @@ void ftrt_arch_fexit_fill(unsigned char *data, uintptr_t block);
  * instruction of site->new at site->addr.  Async-signal-safe.
  * ftrt_arch_site_insn(): is p the first byte of an instruction the runtime writes at sites?
  * ftrt_arch_pc(), ftrt_arch_set_pc(), ftrt_arch_sp(): a ucontext_t's pc and stack pointer.
+ * ftrt_arch_code_prot(): protection bits besides PROT_READ | PROT_EXEC that the code mapping
+ * holding addr has and mprotect must be given to keep (arm64: PROT_BTI), or 0.
  */
 int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
 		    unsigned *early, const char **why);
@@ -175,6 +177,7 @@ int ftrt_arch_site_insn(const unsigned char *p);
 uintptr_t ftrt_arch_pc(const void *uc);
 void ftrt_arch_set_pc(void *uc, uintptr_t pc);
 uintptr_t ftrt_arch_sp(const void *uc);
+int ftrt_arch_code_prot(uintptr_t addr);
 
 /*
  * ftrt_arch_syscall_at() (inline, asm.h): was the interrupted context (ucontext_t *) in a

@@ -470,6 +470,7 @@ struct span {
 /* Page runs made writable by the mprotect method, to be restored to r-x. */
 struct run {
 	uintptr_t start, end;
+	int prot;	/* ftrt_arch_code_prot() of its mapping: given back with each mprotect */
 };
 
 static struct work *work;
@@ -625,8 +626,8 @@ static int read_spans(size_t n, size_t *bad)
 static int prepare_mprotect(size_t n, size_t *bad)
 {
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	size_t i, m = 0;
-	int err;
+	size_t i, m = 0, prot_of = (size_t)-1;
+	int err, prot = 0;
 
 	if ((err = maps_read()))
 		return err;
@@ -648,14 +649,18 @@ static int prepare_mprotect(size_t n, size_t *bad)
 			}
 			pe = maps[m].end < e ? maps[m].end : e;
 			if (!(maps[m].prot & PROT_WRITE)) {
-				if (nruns && runs[nruns - 1].end >= a) {
+				if (prot_of != m) {
+					prot = ftrt_arch_code_prot(a);
+					prot_of = m;
+				}
+				if (nruns && runs[nruns - 1].end >= a && runs[nruns - 1].prot == prot) {
 					if (runs[nruns - 1].end < pe)
 						runs[nruns - 1].end = pe;
 				} else {
 					if ((err = grow((void **)&runs, &capruns, nruns + 1,
 							sizeof(*runs))))
 						return err;
-					runs[nruns++] = (struct run){ a, pe };
+					runs[nruns++] = (struct run){ a, pe, prot };
 				}
 			}
 			a = pe;
@@ -669,7 +674,7 @@ static int protect_runs(int prot)
 	size_t i;
 
 	for (i = 0; i < nruns; i++) {
-		if (mprotect((void *)runs[i].start, runs[i].end - runs[i].start, prot)) {
+		if (mprotect((void *)runs[i].start, runs[i].end - runs[i].start, prot | runs[i].prot)) {
 			int err = -errno;
 
 			if (prot & PROT_WRITE) {
@@ -681,7 +686,7 @@ static int protect_runs(int prot)
 				while (i--)
 					mprotect((void *)runs[i].start,
 						 runs[i].end - runs[i].start,
-						 PROT_READ | PROT_EXEC);
+						 PROT_READ | PROT_EXEC | runs[i].prot);
 			}
 			return err;
 		}

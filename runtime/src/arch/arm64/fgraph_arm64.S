@@ -11,6 +11,8 @@
  * with -fipa-ra may keep values there across a call to a function it knows leaves them).
  * fgraph_return() gets them as struct ftrace_ret_regs and gives back the real return address, which goes into x30 for the ret.
  */
+#include "gnu_property.h"
+
 	.text
 	.globl return_to_handler
 	.hidden return_to_handler
@@ -53,4 +55,5 @@ return_to_handler:
 	ret
 	.size return_to_handler, .-return_to_handler
 
+FTRT_GNU_PROPERTY_BTI_PAC
 	.section .note.GNU-stack, "", %progbits

@@ -5,11 +5,14 @@
  * path; any other caller is passed to the real dlopen untouched.  dlclose is always hooked.
  * x16/x17 (intra-procedure-call scratch) are free at a call.
  */
+#include "gnu_property.h"
+
 	.text
 	.globl dlopen
 	.type dlopen, %function
 	.p2align 4
 dlopen:
+	bti c				/* called through the PLT (br x17) */
 	adrp x16, ftrt_real_dlopen
 	ldr x16, [x16, :lo12:ftrt_real_dlopen]
 	cbz x16, 2f			/* before the constructor: resolve first */
@@ -30,7 +33,9 @@ dlopen:
 	.type dlclose, %function
 	.p2align 4
 dlclose:
+	bti c
 	b ftrt_dlclose_hooked
 	.size dlclose, .-dlclose
 
+FTRT_GNU_PROPERTY_BTI_PAC
 	.section .note.GNU-stack,"",%progbits

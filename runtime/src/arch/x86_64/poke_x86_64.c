@@ -177,3 +177,9 @@ void ftrt_arch_emulate(const struct ftrt_poke_site *site, void *ucv)
 	}
 	g[REG_RIP] = (greg_t)target;
 }
+
+int ftrt_arch_code_prot(uintptr_t addr)
+{
+	(void)addr;
+	return 0;
+}
