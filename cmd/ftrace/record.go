@@ -160,9 +160,10 @@ func doRecord(c *cli.Context) error {
 			return fmt.Errorf("record: removing old %s: %w", out, err)
 		}
 	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(withoutFtraceEnv(os.Environ()), env...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
 	// The terminal's ^C goes to the program; ftrace waits for it to finish. Caught, not
 	// ignored: an ignored signal stays ignored across exec, and the program (make, a
 	// shell) would never see ^C.
@@ -170,7 +171,8 @@ func doRecord(c *cli.Context) error {
 	signal.Notify(swallow, syscall.SIGINT, syscall.SIGQUIT)
 	defer signal.Stop(swallow)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	cmd, err := startProgram(path, args, append(withoutFtraceEnv(os.Environ()), env...), os.Stdin, c.App.Writer, c.App.ErrWriter)
+	if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
 	// Termination requests to ftrace are passed on; the program decides what to do.
@@ -178,28 +180,24 @@ func doRecord(c *cli.Context) error {
 	signal.Notify(fwd, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		for sig := range fwd {
-			cmd.Process.Signal(sig)
+			cmd.proc.Signal(sig)
 		}
 	}()
 	stopped := make(chan string, 1)
 	done := make(chan struct{})
 	if limited {
-		go stopRecording(c, cmd.Process.Pid, strings.ReplaceAll(out, "%p", strconv.Itoa(cmd.Process.Pid)), limitSize, done, stopped)
+		go stopRecording(c, cmd.proc.Pid, strings.ReplaceAll(out, "%p", strconv.Itoa(cmd.proc.Pid)), limitSize, done, stopped)
 	}
-	err = cmd.Wait()
+	state, err := cmd.wait()
 	close(done)
 	signal.Stop(fwd)
 	close(fwd)
-	code := 0
 	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return fmt.Errorf("record: %w", err)
-		}
-		code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
+		return fmt.Errorf("record: %w", err)
+	}
+	code := state.ExitCode()
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		code = 128 + int(ws.Signal())
 	}
 	if !c.Bool("quiet") {
 		select {
@@ -207,8 +205,8 @@ func doRecord(c *cli.Context) error {
 			fmt.Fprintf(c.App.ErrWriter, "ftrace: recording stopped %s\n", why)
 		default:
 		}
-		summarise(c, out, cmd.Process.Pid, start)
-		noTableHint(c.App.ErrWriter, cmd.Path)
+		summarise(c, out, cmd.proc.Pid, start)
+		noTableHint(c.App.ErrWriter, path)
 	}
 	if code != 0 {
 		return exitError{code}
