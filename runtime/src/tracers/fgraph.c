@@ -98,9 +98,13 @@ static struct fgraph_frame *shadow_get(struct ft_thread *t)
 	return p;
 }
 
-/* Run the return callbacks of frame f (already popped; depth = its index). */
-static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, uint64_t now,
-			const struct ftrace_ret_regs *rr)
+/*
+ * Run the return callbacks of frame f (already popped; depth = its index), with t->in_ret
+ * raised by the caller (their own calls are not graphed).  Inline: fgraph_return, the
+ * path of every return, then builds the record once and calls no function of its own.
+ */
+static inline __attribute__((always_inline)) void frame_close_raised(struct fgraph_frame *f,
+		int depth, unsigned int flags, uint64_t now, const struct ftrace_ret_regs *rr)
 {
 	struct ftrace_graph_ret r = {
 		.func = f->ip,
@@ -113,10 +117,7 @@ static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, u
 		.retval = rr ? ftrace_ret_regs_get_value(rr) : 0,
 	};
 	uint32_t users = f->users;
-	struct ft_thread *t = &ft_cur;
 
-	t->in_ret++;
-	barrier();
 	while (users) {
 		int i = __builtin_ctz(users);
 		struct fgraph_ops *g;
@@ -126,6 +127,17 @@ static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, u
 		if (g && fgraph_users[i].epoch <= f->epoch && g->retfunc)
 			g->retfunc(&r, g);
 	}
+}
+
+/* frame_close_raised from anywhere. */
+static void frame_close(struct fgraph_frame *f, int depth, unsigned int flags, uint64_t now,
+			const struct ftrace_ret_regs *rr)
+{
+	struct ft_thread *t = &ft_cur;
+
+	t->in_ret++;
+	barrier();
+	frame_close_raised(f, depth, flags, now, rr);
 	barrier();
 	t->in_ret--;
 }
@@ -374,19 +386,6 @@ static void drop_stale(struct ft_thread *t, unsigned long *slot)
 		pop_unwound(t, d, POP_ORPHAN);
 }
 
-/* Calls made by the callbacks themselves (traced code) are not graphed. */
-static inline int call_entryfunc(struct ft_thread *t, struct fgraph_ops *gops,
-				 struct ftrace_graph_ent *e)
-{
-	int r;
-
-	t->in_ret++;
-	barrier();
-	r = gops->entryfunc(e, gops);
-	barrier();
-	t->in_ret--;
-	return r;
-}
 
 /*
  * The body of fgraph_entry, run with t->in_ret raised: a signal handler that
@@ -395,6 +394,7 @@ static inline int call_entryfunc(struct ft_thread *t, struct fgraph_ops *gops,
  * push frames of its own (it would overwrite the half-built frame and record
  * out of order), so its traced calls are not graphed; they are counted with
  * the frames over depth. A handler that runs anywhere else nests normally.
+ * The same guard keeps the entry callbacks' own calls (traced code) out of the graph.
  */
 static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, int idx,
 				 unsigned long ip, unsigned long *slot, struct ftrace_regs *fregs)
@@ -417,7 +417,7 @@ static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, i
 		e.calltime = f->calltime;
 		e.retaddr = f->ret;
 		e.fregs = fregs;
-		if (call_entryfunc(t, gops, &e))
+		if (gops->entryfunc(&e, gops))
 			f->users |= 1u << idx;
 		return;
 	}
@@ -433,7 +433,7 @@ static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, i
 	e.calltime = ft_clock_read();
 	e.retaddr = *slot;
 	e.fregs = fregs;
-	if (!call_entryfunc(t, gops, &e))
+	if (!gops->entryfunc(&e, gops))
 		return;
 	f = &t->shadow[d];
 	f->ret = *slot;
@@ -535,7 +535,7 @@ unsigned long fgraph_return(unsigned long sp, const struct ftrace_ret_regs *rr)
 	t->depth = d;
 	t->last_slot = NULL;
 	barrier();
-	frame_close(&f, d, 0, now, rr);
+	frame_close_raised(&f, d, 0, now, rr);
 	barrier();
 	t->in_ret--;
 	return f.ret;
