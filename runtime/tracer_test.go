@@ -1718,7 +1718,7 @@ func TestTracerTrigger(t *testing.T) {
 	for _, tracer := range []string{"function", "function_graph"} {
 		os.Remove(filepath.Join(dir, "ftrace.dat.snap.1"))
 		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer,
-			"FTRACE_TRIGGER=off@traceoff;on@traceon;deep@stacktrace:2;fin@finish;snap@snapshot"})
+			"FTRACE_TRIGGER=off@traceoff;on@traceon;deep@stacktrace:2;tailee@stacktrace;fin@finish;snap@snapshot"})
 		if ws.ExitStatus() != 0 || out == "" {
 			t.Fatalf("%s: output %q, status %v", tracer, out, ws)
 		}
@@ -1741,19 +1741,27 @@ func TestTracerTrigger(t *testing.T) {
 				leaves++
 			}
 		}
-		// 5, then on's leaf, 9, deep's and fin's: not off's, the 7 or the 11
-		if leaves != 17 {
-			t.Errorf("%s: %d leaf calls recorded, want 17", tracer, leaves)
+		// 5, then on's leaf, 9, deep's, tailee's and fin's: not off's, the 7 or the 11
+		if leaves != 18 {
+			t.Errorf("%s: %d leaf calls recorded, want 18", tracer, leaves)
 		}
 		// the graph tracer's shadow stack gives the traced callers; the function tracer
-		// has the caller, and frame pointers that -O2 does not keep
-		want := [][]string{{"deep", "main"}, {"deep", "deep", "main"}}
+		// has the caller, and frame pointers that -O2 does not keep. tailer jumped to
+		// tailee: tailee returns into main (the graph tracer had hooked that return
+		// when it entered tailer, and the trace showed its hook's address)
+		want := [][]string{{"deep", "main"}, {"deep", "deep", "main"}, {"tailee", "main"}}
 		if tracer == "function" {
 			want[1] = want[1][:2]
 		}
-		ok := len(stacks) == 2
-		for k := 0; ok && k < 2; k++ {
+		ok := len(stacks) == 3
+		for k := 0; ok && k < 3; k++ {
 			ok = len(stacks[k]) >= len(want[k]) && fmt.Sprint(stacks[k][:len(want[k])]) == fmt.Sprint(want[k])
+			for _, name := range stacks[k] { // the program's frames: all named
+				if name == "main" {
+					break
+				}
+				ok = ok && !strings.HasPrefix(name, "0x") && name != "return_to_handler"
+			}
 		}
 		if !ok {
 			t.Errorf("%s: stack traces %v, want them to begin %v", tracer, stacks, want)
@@ -1846,7 +1854,7 @@ func TestTracerGraphUsers(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_users.c")
 	out, ws := trRun(t, dir, prog, nil)
-	want := "a: ent=3 ret=3 bad=0\nb: ent=5 ret=5 bad=0 depth=0\nc: ent=25 ret=25 bad=0\n"
+	want := "a: ent=3 ret=3 bad=0\nb: ent=5 ret=5 bad=0 depth=0\nc: ent=28 ret=28 bad=0\nparent ip changed: 0\n"
 	if out != want || ws.ExitStatus() != 0 {
 		t.Errorf("got %q (%v), want %q", out, ws, want)
 	}

@@ -330,7 +330,10 @@ const (
 // name_seg_op gets the ops, the call at name_call its callback), then the epilogue, with
 // the jz re-aimed at it.  Each segment reloads the arguments: a callback may clobber them.
 // The frame's ip field is not reread: an IPMODIFY callback's new ip must not become the
-// next callback's site.
+// next callback's site. Nor is the parent ip: the graph tracer's callback replaces it in the
+// stack with its return hook, and every ops of the set must see the caller (as the
+// kernel's list function passes them all one parent ip); it is read once into %rbx, which
+// the callbacks keep, saved in the frame's rbx field (full frames save it there anyway).
 func (a *asm) multiCaller(name string, kind multiKind) {
 	a.fn(name)
 	switch kind {
@@ -342,6 +345,7 @@ func (a *asm) multiCaller(name string, kind multiKind) {
 		for _, r := range callerSaved {
 			a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
 		}
+		a.l("movq %%rbx, %d(%%rsp)", RegOff("rbx"))
 	case multiNovec:
 		a.l("subq $%d, %%rsp", FrameSize)
 		for _, r := range callerSaved {
@@ -349,6 +353,7 @@ func (a *asm) multiCaller(name string, kind multiKind) {
 				a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
 			}
 		}
+		a.l("movq %%rbx, %d(%%rsp)", RegOff("rbx"))
 	}
 	if kind != multiNovec {
 		a.l("movq %d(%%rsp), %%rax", FrameSize)
@@ -362,15 +367,16 @@ func (a *asm) multiCaller(name string, kind multiKind) {
 		a.l("movq $%d, %d(%%rsp)", full, RegOff("full"))
 	}
 	a.enterDepth()
+	a.l("movq %d(%%rsp), %%rbx", FrameSize+8) // parent ip, before any callback runs
 	a.label(name + "_op_ptr")
 	a.l("movq ftrace_template_op(%%rip), %%rdx") // 48 8b 15 rel32, re-pointed in clones
 	a.l("testq %%rdx, %%rdx")
 	a.l(".byte 0x0f, 0x84") // jz rel32 to name_fallback, re-aimed in clones
 	a.l(".long %s_fallback - (. + 4)", name)
 	a.label(name + "_seg")
-	a.l("movq %d(%%rsp), %%rdi", FrameSize)   // return address = site + 5
-	a.l("movq %d(%%rsp), %%rsi", FrameSize+8) // parent ip
-	a.l("subq $5, %%rdi")                     // ip of the site
+	a.l("movq %d(%%rsp), %%rdi", FrameSize) // return address = site + 5
+	a.l("movq %%rbx, %%rsi")                // parent ip
+	a.l("subq $5, %%rdi")                   // ip of the site
 	a.label(name + "_seg_op")
 	a.l("movabsq $0, %%rdx") // 48 ba imm64: this segment's ops
 	if kind != multiNovec {
@@ -412,6 +418,7 @@ func (a *asm) multiExit(name string, kind multiKind, fallback bool) {
 				a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
 			}
 		}
+		a.l("movq %d(%%rsp), %%rbx", RegOff("rbx"))
 		a.l("addq $%d, %%rsp", FrameSize)
 	}
 	if !fallback {

@@ -1,5 +1,6 @@
 /* Triggers on function hits: traceoff/traceon around calls that must not be recorded, a
-   stack trace at two nested hits, finish, and a snapshot after recording stopped. */
+   stack trace at two nested hits and at a tail-called function, finish, and a snapshot
+   after recording stopped. */
 #include <stdio.h>
 
 volatile long sink;
@@ -16,6 +17,9 @@ __attribute__((noinline, optimize("no-optimize-sibling-calls"))) void deep(int n
 	else
 		leaf(3);
 }
+/* tailer's call of tailee is a jump (-O2): tailee returns straight into main */
+__attribute__((noinline)) void tailee(void) { leaf(5); }
+__attribute__((noinline)) void tailer(void) { sink++; tailee(); }
 __attribute__((noinline)) void fin(void) { leaf(4); }
 __attribute__((noinline)) void snap(void) { sink++; }
 
@@ -27,6 +31,7 @@ int main(void)
 	on();
 	calls(9);
 	deep(3);
+	tailer();
 	fin();
 	calls(11);	/* not recorded: recording stopped when fin returned */
 	snap();

@@ -91,19 +91,36 @@ static unsigned long peek(unsigned long addr)
  * callers.  With graph frames open on the thread they come from its shadow stack (the
  * traced calls); else from the frame pointers, as far as they are kept (code built with
  * -fno-omit-frame-pointer: all of it), a return address the graph tracer hooked being
- * replaced by the real one from the shadow stack (matched by the stack slot).
+ * replaced by the real one from the shadow stack (matched by the stack slot).  slot: this
+ * call's return slot (NULL: unknown).
  */
-static int walk(unsigned long ip, unsigned long parent, unsigned long fp, uint64_t *out)
+static int walk(unsigned long ip, unsigned long parent, unsigned long *slot, unsigned long fp,
+		uint64_t *out)
 {
+	const unsigned long rth = (unsigned long)return_to_handler;
 	struct ft_thread *t = &ft_cur;
 	int n = 0;
 
 	out[n++] = ip;
-	out[n++] = parent;
+	/* hooked (the graph tracer ran first, or a tail call left its caller's hook on the
+	   slot): the real return is on the shadow stack */
+	if (parent != rth)
+		out[n++] = parent;
 	if (t->shadow && t->depth > 0) {
-		for (int i = t->depth - 1; i >= 0 && n < STACK_MAX; i--)
-			if (t->shadow[i].ret != out[n - 1])	/* the call being entered may be on it */
-				out[n++] = t->shadow[i].ret;
+		for (int i = t->depth - 1; i >= 0 && n < STACK_MAX; i--) {
+			const struct fgraph_frame *f = &t->shadow[i];
+
+			/* the call being entered, if the graph tracer pushed it already */
+			if (i == t->depth - 1 && slot && f->slot == slot && f->ip == ip) {
+				if (n == 1 && f->ret != rth)
+					out[n++] = f->ret;
+				continue;
+			}
+			/* a frame pushed on a hooked slot (a tail call): its caller's frame,
+			   older, holds the address the call returns to */
+			if (f->ret != rth)
+				out[n++] = f->ret;
+		}
 		return n;
 	}
 	while (n < STACK_MAX && fp) {
@@ -111,7 +128,7 @@ static int walk(unsigned long ip, unsigned long parent, unsigned long fp, uint64
 
 		if (!ret)
 			break;
-		if (ret == (unsigned long)return_to_handler)
+		if (ret == rth)
 			for (int i = t->depth - 1; i >= 0; i--)
 				if (t->shadow && (unsigned long)t->shadow[i].slot == fp + 8) {
 					ret = t->shadow[i].ret;
@@ -133,7 +150,8 @@ static void act_stack(unsigned long ip, unsigned long parent, struct ftrace_regs
 
 	if (!t)
 		return;
-	n = walk(ip, parent, fregs ? ftrace_regs_get_frame_pointer(fregs) : 0, pcs);
+	n = walk(ip, parent, fregs ? ftrace_regs_get_return_slot(fregs) : NULL,
+		 fregs ? ftrace_regs_get_frame_pointer(fregs) : 0, pcs);
 	ft_ev_stack(t, ft_clock_read(), pcs, (unsigned)n);
 }
 

@@ -271,12 +271,14 @@ ftrace_multi_caller:
 	movq %r9, 64(%rsp)
 	movq %rax, 80(%rsp)
 	movq %r10, 56(%rsp)
+	movq %rbx, 40(%rsp)
 	movq 288(%rsp), %rax
 	movq %rax, 120(%rsp)
 	leaq 296(%rsp), %rax
 	movq %rax, 128(%rsp)
 	movq $0, 136(%rsp)
 	incl %fs:ftrt_cb_depth@tpoff
+	movq 296(%rsp), %rbx
 ftrace_multi_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	testq %rdx, %rdx
@@ -284,7 +286,7 @@ ftrace_multi_caller_op_ptr:
 	.long ftrace_multi_caller_fallback - (. + 4)
 ftrace_multi_caller_seg:
 	movq 288(%rsp), %rdi
-	movq 296(%rsp), %rsi
+	movq %rbx, %rsi
 	subq $5, %rdi
 ftrace_multi_caller_seg_op:
 	movabsq $0, %rdx
@@ -309,6 +311,7 @@ ftrace_multi_caller_done:
 	movq 64(%rsp), %r9
 	movq 80(%rsp), %rax
 	movq 56(%rsp), %r10
+	movq 40(%rsp), %rbx
 	addq $288, %rsp
 ftrace_multi_caller_end:
 	ret
@@ -330,6 +333,7 @@ ftrace_multi_caller_fallback:
 	movq 64(%rsp), %r9
 	movq 80(%rsp), %rax
 	movq 56(%rsp), %r10
+	movq 40(%rsp), %rbx
 	addq $288, %rsp
 	.byte 0xe9
 	.long 0
@@ -346,7 +350,9 @@ ftrace_multi_caller_novec:
 	movq %r9, 64(%rsp)
 	movq %rax, 80(%rsp)
 	movq %r10, 56(%rsp)
+	movq %rbx, 40(%rsp)
 	incl %fs:ftrt_cb_depth@tpoff
+	movq 296(%rsp), %rbx
 ftrace_multi_caller_novec_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	testq %rdx, %rdx
@@ -354,7 +360,7 @@ ftrace_multi_caller_novec_op_ptr:
 	.long ftrace_multi_caller_novec_fallback - (. + 4)
 ftrace_multi_caller_novec_seg:
 	movq 288(%rsp), %rdi
-	movq 296(%rsp), %rsi
+	movq %rbx, %rsi
 	subq $5, %rdi
 ftrace_multi_caller_novec_seg_op:
 	movabsq $0, %rdx
@@ -369,6 +375,7 @@ ftrace_multi_caller_novec_done:
 	movq 64(%rsp), %r9
 	movq 80(%rsp), %rax
 	movq 56(%rsp), %r10
+	movq 40(%rsp), %rbx
 	addq $288, %rsp
 ftrace_multi_caller_novec_end:
 	ret
@@ -381,6 +388,7 @@ ftrace_multi_caller_novec_fallback:
 	movq 64(%rsp), %r9
 	movq 80(%rsp), %rax
 	movq 56(%rsp), %r10
+	movq 40(%rsp), %rbx
 	addq $288, %rsp
 	.byte 0xe9
 	.long 0
@@ -422,6 +430,7 @@ ftrace_regs_multi_caller:
 	movq %rax, 128(%rsp)
 	movq $1, 136(%rsp)
 	incl %fs:ftrt_cb_depth@tpoff
+	movq 296(%rsp), %rbx
 ftrace_regs_multi_caller_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
 	testq %rdx, %rdx
@@ -429,7 +438,7 @@ ftrace_regs_multi_caller_op_ptr:
 	.long ftrace_regs_multi_caller_fallback - (. + 4)
 ftrace_regs_multi_caller_seg:
 	movq 288(%rsp), %rdi
-	movq 296(%rsp), %rsi
+	movq %rbx, %rsi
 	subq $5, %rdi
 ftrace_regs_multi_caller_seg_op:
 	movabsq $0, %rdx
