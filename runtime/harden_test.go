@@ -445,3 +445,32 @@ func TestTracerWriterTable(t *testing.T) {
 	}
 	trCheckComplete(t, trRead(t, filepath.Join(dir, "t.dat")), 1)
 }
+
+// Descriptor limits low enough that the control socket's directory cannot be opened: the
+// message names the directory and the reason (it said the directory was not private to
+// the user), and the program prints what it prints untraced.
+func TestTracerControlDirEMFILE(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fib.c")
+	plain, _ := trRun(t, dir, prog, nil, "5")
+	said := false
+	for n := 4; n <= 8; n++ {
+		cmd := exec.Command("sh", "-c", fmt.Sprintf("ulimit -n %d && exec %s 5", n, prog))
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "XDG_RUNTIME_DIR=")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != plain {
+			t.Errorf("ulimit -n %d: output %q (%v), untraced %q", n, out, err, plain)
+		}
+		if strings.Contains(stderr.String(), "not a private directory") {
+			t.Errorf("ulimit -n %d: %s", n, stderr.String())
+		}
+		said = said || strings.Contains(stderr.String(), "cannot open /tmp/ftkit-") &&
+			strings.Contains(stderr.String(), "Too many open files; no control socket")
+	}
+	if !said {
+		t.Errorf("no limit from 4 to 8 made the runtime say it could not open the socket's directory")
+	}
+}

@@ -59,8 +59,9 @@ static int private_dir(const char *dir)
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int ok;
 
-	if (fd < 0)
-		return 0;
+	if (fd < 0)	/* not one (a symlink, a file, missing), or not openable now (EMFILE) */
+		return errno == ELOOP || errno == ENOTDIR || errno == ENOENT || errno == EACCES ?
+		       0 : -errno;
 	ok = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
 	     !(st.st_mode & 077);
 	close(fd);
@@ -73,8 +74,9 @@ static int make_path(void)
 {
 	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
 	char dir[80];
+	int ok;
 
-	if (xdg && *xdg && strlen(xdg) < 80 && private_dir(xdg)) {
+	if (xdg && *xdg && strlen(xdg) < 80 && private_dir(xdg) > 0) {
 		snprintf(sock_path, sizeof(sock_path), "%s/ftkit-%d.sock", xdg, (int)getpid());
 		snprintf(sock_dir, sizeof(sock_dir), "%s", xdg);
 		return 0;
@@ -82,7 +84,12 @@ static int make_path(void)
 	snprintf(dir, sizeof(dir), "/tmp/ftkit-%u", (unsigned)geteuid());
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return -errno;
-	if (!private_dir(dir)) {
+	ok = private_dir(dir);
+	if (ok < 0) {
+		fprintf(stderr, "ftkit: cannot open %s: %s; no control socket\n", dir, ft_strerror(-ok));
+		return ok;
+	}
+	if (!ok) {
 		fprintf(stderr, "ftkit: %s is not a private directory of this user; no control socket\n",
 			dir);
 		return -EPERM;
