@@ -431,7 +431,9 @@ static __attribute__((noinline)) void pend_flush(struct ft_thread *t)
 			ft_ev_ext(t, FTKIT_EXT_ARGS, f->vn, f->ts, t->pv + f->vat, f->vwords * 4u);
 		ft_ev_entry(t, f->ip, f->ts);
 		if (unlikely(!t->blk)) {
-			/* dropped (no free block): its exit, and theirs, find no recorded frame */
+			/* dropped (no free block, counted): its exit, and the entries and exits
+			   of the frames waiting inside it, find no recorded frame */
+			ft_ev_lost_n(t, 2 * t->npend - 1);
 			t->npend = 0;
 			return;
 		}
@@ -528,8 +530,10 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
 		args_entry(t, e->func, e->calltime, e->fregs);
 	ft_ev_entry(t, e->func, e->calltime);
-	if (unlikely(!t->blk))
-		return 0;	/* dropped (no free block): its exit is not wanted */
+	if (unlikely(!t->blk)) {
+		ft_ev_lost_n(t, 1);	/* dropped (no free block): nor is its exit recorded */
+		return 0;
+	}
 	t->rs[t->open].ip = e->func;
 	t->rs[t->open].ts = e->calltime;
 	t->rs[t->open].depth = e->depth;

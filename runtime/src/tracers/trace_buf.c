@@ -1691,13 +1691,20 @@ static void ev_lost(struct ft_thread *t)
 	__atomic_fetch_add(&t->tb->lost, 1, __ATOMIC_RELAXED);
 }
 
+void ft_ev_lost_n(struct ft_thread *t, unsigned n)
+{
+	if (t->state != FT_THREAD_LIVE || !n)
+		return;
+	t->lost_pending += n;
+	__atomic_fetch_add(&t->tb->lost, n, __ATOMIC_RELAXED);
+}
+
 /*
- * A program's marker (EXT MARKER: its time and at most FT_MARKER_MAX bytes of text) or a
- * trigger's stack trace (EXT STACK), in the thread's stream among its events.  0, -EBUSY
- * (re-entered from a signal handler on this thread), -ENOSPC (no free block: counted
- * lost).
+ * An EXT record of n words (payload: u64 time, then data of len bytes) in the stream: a
+ * program's marker, a trigger's stack trace, a call's values.  0, -EBUSY (re-entered from
+ * a signal handler on this thread), -ENOSPC (no free block).  Not an event: a record
+ * dropped is not counted with the lost events (the calls around it are).
  */
-/* An EXT record of n words (payload: u64 time, then data of len bytes) in the stream. */
 int ft_ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, const void *data,
 	      size_t len)
 {
@@ -1715,7 +1722,6 @@ int ft_ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, cons
 		if (unlikely(t->tb->cfg_gen != __atomic_load_n(&cfg.gen, __ATOMIC_RELAXED)))
 			rebuffer(t);
 		if (!blk_open(t, ts, 0, 0)) {
-			ev_lost(t);
 			err = -ENOSPC;
 			goto out;
 		}

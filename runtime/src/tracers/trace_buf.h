@@ -130,6 +130,8 @@ extern __thread struct ft_thread ft_cur FT_TLS;
 /* trace_buf.c */
 struct ft_thread *ft_thread_buf(void);	/* allocates on first use; NULL → drop */
 void ft_note_lost_depth(void);
+/* n events of t that will not be recorded (a dropped entry's exit, which is not hooked). */
+void ft_ev_lost_n(struct ft_thread *t, unsigned n);
 void ft_thread_exit(void);
 
 /*
