@@ -474,3 +474,25 @@ func TestTracerControlDirEMFILE(t *testing.T) {
 		t.Errorf("no limit from 4 to 8 made the runtime say it could not open the socket's directory")
 	}
 }
+
+// A write failure of the writer thread (here RLIMIT_FSIZE) is said while the program
+// runs, by one of its threads, not at exit only: a program that closes stderr before it
+// exits (gnulib's close_stdout: the m4 trial) still shows it.
+func TestTracerWriteErrorSaidEarly(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_closeerr.c")
+	for _, tracer := range []string{"function", "function_graph"} {
+		cmd := exec.Command("sh", "-c", "ulimit -f 128 && exec "+prog)
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER="+tracer)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != "59898\n" {
+			t.Errorf("%s: output %q (%v)", tracer, out, err)
+		}
+		if n := strings.Count(stderr.String(), "cannot write the trace file, events are lost"); n != 1 {
+			t.Errorf("%s: the write failure said %d times (want once, before stderr was closed):\n%s", tracer, n, stderr.String())
+		}
+	}
+}

@@ -539,7 +539,8 @@ static struct ft_tbuf *tbuf_free;	/* tbufs of exited threads (under the session 
 static pthread_t writer_th;
 static int write_failed;		/* reported once */
 static int writer_private;		/* the writer thread has a descriptor table of its own */
-static int write_err_later;		/* its write error, said at finish (its table has no stderr) */
+static int write_err_later;		/* its write error, said by a program thread (its table
+					   has no stderr): the next block opened, or finish */
 static const char write_failed_msg[] = "cannot write the trace file, events are lost";
 /* a snapshot's temporary file while it is written: finalisation removes it (the process may
    end during a long snapshot) */
@@ -1564,6 +1565,13 @@ static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t pare
 	uint64_t seq = tb->seq_next;
 	struct ft_blk *b = ft_tbuf_blk(tb, seq);
 	uint32_t depth = t->open;
+	int werr;
+
+	/* the writer's write error, said by a thread of the program (the writer's table has
+	   no stderr) soon after, not at finish only: the program may close stderr first */
+	if (unlikely(__atomic_load_n(&write_err_later, __ATOMIC_RELAXED)) &&
+	    (werr = __atomic_exchange_n(&write_err_later, 0, __ATOMIC_ACQ_REL)))
+		ft_msg_err(write_failed_msg, NULL, werr);
 
 	while (!tb->ring && __atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != FT_BLK_FREE) {
 		struct timespec w = { 0, 50000 };
