@@ -577,6 +577,15 @@ func TestE2EUnwinding(t *testing.T) {
 	if out := testenv.Run(t, dir, ftrace, "record", "-q", "--", prog); out != "recurse 100000\n" {
 		t.Errorf("output %q", out)
 	}
+	// the summary counts the frames over depth, and no lost events when none were
+	sum := exec.Command(ftrace, "record", "--no-loss", "-o", "sum.dat", "--", prog)
+	sum.Dir = dir
+	var se strings.Builder
+	sum.Stderr = &se
+	if err := sum.Run(); err != nil || !regexp.MustCompile(`events, \d+ frames over depth \(`).MatchString(se.String()) ||
+		strings.Contains(se.String(), " lost") {
+		t.Errorf("record's summary (%v):\n%s", err, se.String())
+	}
 	g := graphFunctions(t, dir, "ftrace.dat", "--depth", "5")
 	wantDeep := `main() {
   deep() {

@@ -285,8 +285,11 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) {
 	}
 	tr := st.Trace
 	fmt.Fprintf(stderr, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), calls+entries+exits)
-	if sum := tracefile.LostSummary(tr); sum.Lost+lostDepth > 0 {
-		fmt.Fprintf(stderr, ", %d lost (%s), %d frames over depth", sum.Lost, pct(sum.Lost, sum.Lost+sum.Recorded), lostDepth)
+	if sum := tracefile.LostSummary(tr); sum.Lost > 0 {
+		fmt.Fprintf(stderr, ", %d lost (%s)", sum.Lost, pct(sum.Lost, sum.Lost+sum.Recorded))
+	}
+	if lostDepth > 0 {
+		fmt.Fprintf(stderr, ", %d frames over depth", lostDepth)
 	}
 	fmt.Fprintf(stderr, " (%.2fs)\n", d.Seconds())
 }
