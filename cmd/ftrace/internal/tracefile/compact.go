@@ -279,7 +279,7 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 		if err != nil {
 			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
 		}
-		th.N += uint64(len(evs))
+		th.N += callEvents(evs)
 		if err := emit(evs); err != nil {
 			return err
 		}

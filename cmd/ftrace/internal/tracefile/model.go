@@ -139,13 +139,25 @@ type Thread struct {
 	// MissingBlocks counts event blocks of a version-2 stream that are not in the file
 	// (dropped, or overwritten in a ring after its first block in the file).
 	MissingBlocks uint64
-	// N counts the events read (all of Events, or those a Stream has decoded).
+	// N counts the call events read (calls, entries and exits of Events, or of those a
+	// Stream has decoded; not markers, stack traces or values).
 	N uint64
 }
 
 // Len is the number of events recorded for the thread: those in Events, or those a
 // Stream decoded.
-func (t *Thread) Len() uint64 { return max(uint64(len(t.Events)), t.N) }
+func (t *Thread) Len() uint64 { return max(callEvents(t.Events), t.N) }
+
+// callEvents counts the calls, entries and exits of evs.
+func callEvents(evs []Event) uint64 {
+	var n uint64
+	for i := range evs {
+		if k := evs[i].Kind; k == Call || k == Entry || k == Exit {
+			n++
+		}
+	}
+	return n
+}
 
 // Thread flags.
 const (

@@ -386,7 +386,7 @@ func (s *Stream) decodeV1(th *Thread, v v1records, emit func([]Event) error) err
 			}
 			evs = append(evs, ev)
 		}
-		th.N += uint64(len(evs))
+		th.N += callEvents(evs)
 		if err := emit(evs); err != nil {
 			return err
 		}

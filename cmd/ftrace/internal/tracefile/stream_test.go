@@ -54,7 +54,7 @@ func TestStreamMatchesRead(t *testing.T) {
 				if !reflect.DeepEqual(got, w.Events) && !(len(got) == 0 && len(w.Events) == 0) {
 					t.Fatalf("%s thread %d pass %d: %d events, Read has %d (or they differ)", name, th.TID, pass, len(got), len(w.Events))
 				}
-				if th.N != uint64(len(w.Events)) || th.Lost != w.Lost || th.Len() != w.Len() {
+				if th.N != callEvents(w.Events) || th.Lost != w.Lost || th.Len() != w.Len() {
 					t.Errorf("%s thread %d pass %d: N %d lost %d, Read: %d events lost %d", name, th.TID, pass, th.N, th.Lost, len(w.Events), w.Lost)
 				}
 				if name == "v2small" && batches < len(w.Events)/2 {
@@ -71,6 +71,38 @@ func TestStreamMatchesRead(t *testing.T) {
 			t.Errorf("%s: Counts %v, Read's %v", name, [5]uint64{c1, e1, x1, l1, d1}, [5]uint64{c2, e2, x2, l2, d2})
 		}
 		st.Close()
+	}
+}
+
+// A thread's event count is of its calls, entries and exits: its markers are not events
+// (ftrace info printed 2 more in a thread's row than in the header's count).
+func TestThreadLenCallEvents(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	evs := expectV2(randomStream(rng, 2000))
+	var with []Event
+	for i, ev := range evs {
+		with = append(with, ev)
+		if i%300 == 0 {
+			with = append(with, Event{Kind: Marker, TS: ev.TS, IP: uint64(len(with) % 2), Depth: -1})
+		}
+	}
+	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete}, Markers: []string{"a", "b"},
+		Threads: []*Thread{{TID: 9, Events: with}}}
+	path := filepath.Join(t.TempDir(), "m.dat")
+	if err := os.WriteFile(path, encodeV2(t, tr, WriteOptions{BlockEvents: 100}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenStream(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	calls, entries, exits, _, _, err := st.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Trace.Threads[0].Len(); n != calls+entries+exits || n != uint64(len(evs)) {
+		t.Errorf("thread's count %d; the trace's %d; events without the markers %d", n, calls+entries+exits, len(evs))
 	}
 }
 
