@@ -160,9 +160,11 @@ func doRecord(c *cli.Context) error {
 			return fmt.Errorf("record: removing old %s: %w", out, err)
 		}
 	}
-	path, err := exec.LookPath(args[0])
-	if err != nil {
-		return fmt.Errorf("record: %w", err)
+	path := args[0]
+	if !strings.Contains(path, "/") { // as exec.Command: a name is looked up in $PATH
+		if path, err = exec.LookPath(path); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
 	}
 	// The terminal's ^C goes to the program; ftrace waits for it to finish. Caught, not
 	// ignored: an ignored signal stays ignored across exec, and the program (make, a
