@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -1787,6 +1788,39 @@ func TestTracerTrigger(t *testing.T) {
 		if err := cmd.Run(); err != nil || !strings.Contains(stderr.String(), "ignoring FTRACE_TRIGGER") {
 			t.Errorf("%q: %v, stderr %q", bad, err, stderr.String())
 		}
+	}
+}
+
+// The function tracer's stack traces walk frame pointers: through code that keeps none, the
+// walk stops at the first word that is no return address (gawk's -O2 code gave chains
+// like "make_str_node <- main <- 0x54e0ba" and "<- _fini").
+func TestTracerStackNoFramePointers(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x86-64 inline assembly")
+	}
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fpwalk.c")
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_TRIGGER=victim@stacktrace"})
+	if out != "2\n" || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q, status %v", out, ws)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	s := trSymbols(t, tr, prog)
+	var stacks []string
+	for _, r := range tr.Threads[0].Recs {
+		if r.Type == 6 {
+			var names []string
+			for k, pc := range r.PCs {
+				if k > 0 {
+					pc--
+				}
+				names = append(names, s.name(pc))
+			}
+			stacks = append(stacks, strings.Join(names, " <- "))
+		}
+	}
+	if want := "victim <- bad_fp"; len(stacks) != 2 || stacks[0] != want || stacks[1] != want {
+		t.Errorf("stack traces %q, want two %q", stacks, want)
 	}
 }
 

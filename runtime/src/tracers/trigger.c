@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +41,7 @@
 #define TRIG_MAX	16	/* triggers */
 #define TRIG_ACTS	8	/* actions per trigger */
 #define STACK_MAX	32	/* frames a stacktrace records */
+#define FRAME_MAX	(1UL << 20)	/* a larger step between frame pointers is not one */
 
 enum { ACT_TRACEON = 1, ACT_TRACEOFF, ACT_SNAPSHOT, ACT_STACK, ACT_DEPTH, ACT_FINISH };
 
@@ -84,6 +86,45 @@ static unsigned long peek(unsigned long addr)
 	if (!addr || addr & 7 || ft_mem_read(&v, addr, sizeof(v)) != sizeof(v))
 		return 0;
 	return v;
+}
+
+struct code_query {
+	unsigned long addr;
+	int found;
+};
+
+static int code_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct code_query *q = arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		unsigned long lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && q->addr >= lo &&
+		    q->addr - lo < ph->p_memsz) {
+			q->found = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Is ret a return address: in the code of a loaded object, after a call instruction?
+ * (A frame-pointer walk through code built without frame pointers reads other words.)
+ */
+static int return_address(unsigned long ret)
+{
+	struct code_query q = { .addr = ret };
+	unsigned char code[8];
+
+	if (ret < 8 || ft_mem_read(code, ret - 8, sizeof(code)) != sizeof(code) ||
+	    !ftrt_arch_after_call(code))
+		return 0;
+	dl_iterate_phdr(code_module, &q);
+	return q.found;
 }
 
 /*
@@ -134,8 +175,11 @@ static int walk(unsigned long ip, unsigned long parent, unsigned long *slot, uns
 					ret = t->shadow[i].ret;
 					break;
 				}
+		/* code built without frame pointers: fp is any register's value */
+		if (!return_address(ret))
+			break;
 		out[n++] = ret;
-		if (next <= fp)		/* frames go up the stack */
+		if (next <= fp || next - fp > FRAME_MAX)	/* frames go up the stack */
 			break;
 		fp = next;
 	}
