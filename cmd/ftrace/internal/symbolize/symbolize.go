@@ -283,7 +283,10 @@ func findNote(data []byte, bo binary.ByteOrder, want string, wantType uint32) []
 type object struct {
 	path  string
 	funcs []*Func // sorted by Addr
-	lines []lineEntry
+	// secEnd[i]: the end of the section funcs[i] is in (0: unknown), which bounds a
+	// symbol of size 0 (_fini, labels of assembly) that is the last of its section
+	secEnd []uint64
+	lines  []lineEntry
 }
 
 type lineEntry struct {
@@ -329,8 +332,14 @@ func loadObject(path string, f *elf.File) (*object, error) {
 			Addr:   sym.Value,
 			Size:   sym.Size,
 		})
+		var end uint64
+		if int(sym.Section) < len(f.Sections) {
+			sec := f.Sections[sym.Section]
+			end = sec.Addr + sec.Size
+		}
+		o.secEnd = append(o.secEnd, end)
 	}
-	sort.Slice(o.funcs, func(i, j int) bool { return o.funcs[i].Addr < o.funcs[j].Addr })
+	sort.Sort(byAddr{o})
 	if d, err := f.DWARF(); err == nil {
 		o.lines = readLines(d, sectionSize(f, ".debug_info"), sectionSize(f, ".debug_line"))
 		for _, fn := range o.funcs {
@@ -350,10 +359,20 @@ func (o *object) lookup(vaddr uint64) *Func {
 		return nil
 	}
 	fn := o.funcs[i]
-	if fn.Size > 0 && vaddr >= fn.Addr+fn.Size {
+	if fn.Size > 0 && vaddr >= fn.Addr+fn.Size || fn.Size == 0 && o.secEnd[i] != 0 && vaddr >= o.secEnd[i] {
 		return nil
 	}
 	return fn
+}
+
+// byAddr sorts an object's functions (and their section ends) by address.
+type byAddr struct{ o *object }
+
+func (b byAddr) Len() int           { return len(b.o.funcs) }
+func (b byAddr) Less(i, j int) bool { return b.o.funcs[i].Addr < b.o.funcs[j].Addr }
+func (b byAddr) Swap(i, j int) {
+	b.o.funcs[i], b.o.funcs[j] = b.o.funcs[j], b.o.funcs[i]
+	b.o.secEnd[i], b.o.secEnd[j] = b.o.secEnd[j], b.o.secEnd[i]
 }
 
 // sectionSize is the (uncompressed) size of the named section, 0 without it.

@@ -197,6 +197,36 @@ func TestNoLineOutsideSequences(t *testing.T) {
 	}
 }
 
+// A symbol of size 0 (an assembly label, _fini) names the addresses up to the next symbol
+// but not past the end of its section: an address beyond a program's code is unknown.
+func TestSizeZeroEndsWithSection(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.c"), []byte("int main(void) { return 0; }\n"+
+		"__asm__(\".section .text.zlast,\\\"ax\\\",@progbits\\n.globl zlast\\n.type zlast,@function\\nzlast:\\n\\tnop\\n\\tnop\\n\\tret\\n.previous\");\n"), 0o644)
+	testenv.Run(t, dir, "gcc", "-O1", "-o", "prog", "a.c")
+	prog := filepath.Join(dir, "prog")
+	s := New([]tracefile.Mapping{{Path: prog, Start: 0, End: 1 << 40}})
+	z, _ := symAddr(t, prog, "zlast")
+	f, err := elf.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var end uint64 // of all code
+	for _, sec := range f.Sections {
+		if sec.Flags&elf.SHF_EXECINSTR != 0 {
+			end = max(end, sec.Addr+sec.Size)
+		}
+	}
+	if fn := s.Lookup(z + 2); fn == nil || fn.Name != "zlast" {
+		t.Errorf("zlast+2: %+v, want zlast", fn)
+	}
+	if fn := s.Lookup(end + 0x100); fn != nil && !fn.Unknown {
+		t.Errorf("%#x, past all code (ends %#x): named %s", end+0x100, end, fn.Name)
+	}
+}
+
 // Functions in their own sections, packed end to end (-ffunction-sections
 // -falign-functions=1): a line sequence ends at the address where the next function's
 // begins, and a last row of no length there must not name the next function's line.
