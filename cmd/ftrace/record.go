@@ -207,8 +207,10 @@ func doRecord(c *cli.Context) error {
 			fmt.Fprintf(c.App.ErrWriter, "ftrace: recording stopped %s\n", why)
 		default:
 		}
-		summarise(c, out, cmd.proc.Pid, start)
-		noTableHint(c.App.ErrWriter, path)
+		// the program started may be a wrapper (env, a shell) of one that was traced
+		if summarise(c, out, cmd.proc.Pid, start) == 0 {
+			noTableHint(c.App.ErrWriter, path)
+		}
 	}
 	if code != 0 {
 		return exitError{code}
@@ -226,8 +228,9 @@ func withoutFtraceEnv(env []string) []string {
 	return out
 }
 
-// summarise tells where the trace went (or why there is none).
-func summarise(c *cli.Context, out string, pid int, start time.Time) {
+// summarise tells where the trace went (or why there is none); it returns the events of
+// the trace (0 without one).
+func summarise(c *cli.Context, out string, pid int, start time.Time) (events uint64) {
 	stderr := c.App.ErrWriter
 	d := time.Since(start)
 	path := strings.ReplaceAll(out, "%p", strconv.Itoa(pid))
@@ -286,7 +289,8 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) {
 		return
 	}
 	tr := st.Trace
-	fmt.Fprintf(stderr, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), calls+entries+exits)
+	events = calls + entries + exits
+	fmt.Fprintf(stderr, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), events)
 	if sum := tracefile.LostSummary(tr); sum.Lost > 0 {
 		fmt.Fprintf(stderr, ", %d lost (%s)", sum.Lost, pct(sum.Lost, sum.Lost+sum.Recorded))
 	}
@@ -294,6 +298,7 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) {
 		fmt.Fprintf(stderr, ", %d frames over depth", lostDepth)
 	}
 	fmt.Fprintf(stderr, " (%.2fs)\n", d.Seconds())
+	return events
 }
 
 func liveCommand() *cli.Command {

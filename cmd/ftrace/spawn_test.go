@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -71,5 +72,20 @@ func TestRecordClosedStdio(t *testing.T) {
 		if got := strings.TrimSpace(string(b)); got != tc.want {
 			t.Errorf("%s: the program found %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A traced program started through a wrapper (env): the trace is the program's, and the
+// wrapper's missing call-site table is no reason to say nothing was traced (the gawk trial).
+func TestRecordThroughWrapper(t *testing.T) {
+	testenv.Need(t, "env")
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "loop", loopSrc)
+	r := testenv.Exec(t, dir, testenv.Tool(t, "ftrace"), "record", "-o", "w.dat", "--", "env", "X=1", prog, "1", "100")
+	if r.Stdout != "rounds 1 sum 100\n" {
+		t.Errorf("output %q", r.Stdout)
+	}
+	if strings.Contains(r.Stderr, "call-site table") || !regexp.MustCompile(`w\.dat: 1 threads, [1-9][0-9]* events`).MatchString(r.Stderr) {
+		t.Errorf("stderr:\n%s", r.Stderr)
 	}
 }
