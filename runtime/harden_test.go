@@ -2,6 +2,7 @@ package ftrt_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -494,5 +495,16 @@ func TestTracerWriteErrorSaidEarly(t *testing.T) {
 		if n := strings.Count(stderr.String(), "cannot write the trace file, events are lost"); n != 1 {
 			t.Errorf("%s: the write failure said %d times (want once, before stderr was closed):\n%s", tracer, n, stderr.String())
 		}
+		// finalising failed too: the file stays .part, and its header does not say
+		// complete (it did: the gawk trial)
+		parts, _ := filepath.Glob(filepath.Join(dir, "ftrace.dat.*.part"))
+		if len(parts) != 1 {
+			t.Fatalf("%s: .part files %v, want one", tracer, parts)
+		}
+		h, err := os.ReadFile(parts[0])
+		if err != nil || len(h) < 20 || binary.LittleEndian.Uint32(h[16:])&1 != 0 {
+			t.Errorf("%s: %s: header flags say complete (%v)", tracer, parts[0], err)
+		}
+		os.Remove(parts[0])
 	}
 }

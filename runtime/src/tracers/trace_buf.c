@@ -2001,12 +2001,17 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	ft_session_counts(&lost, &depth, &nthr);
 	if (lost + depth)
 		h->flags |= FTKIT_F_LOST;
+	/* the last chunks did not all reach the file: it stays .part and not complete */
+	if (err)
+		h->flags &= ~FTKIT_F_COMPLETE;
 	if (write_all(s->fd, h, sizeof(*h), 0) != 0 && !err)
 		err = -EIO;
+	if (!err && (err = rename_output(s->part, s->final))) {
+		h->flags &= ~FTKIT_F_COMPLETE;
+		write_all(s->fd, h, sizeof(*h), 0);
+	}
 	if (locked)
 		lock_put();
-	if (!err)
-		err = rename_output(s->part, s->final);
 	if (err)
 		ft_msg_err("cannot finalise trace file ", s->part, err);
 	return err;
