@@ -657,8 +657,9 @@ static int sort_globs(const char *globs, int list, char *out, size_t outlen, int
 			if (report)
 				fprintf(stderr, "ftkit: %s '%s': %s%s\n", list_names[list], g,
 					ft_glob_error(r), r == -ENODEV && !strpbrk(g, "*?[(") ?
-					" (no function of that name; C++ functions match demangled"
-					" with their parameters, 'name(int)', or as 'name*')" : "");
+					" (no function of that name in the program and the libraries"
+					" loaded so far; C++ functions match demangled with their"
+					" parameters, 'name(int)', or as 'name*')" : "");
 			if (!err) {
 				err = r;
 				if (bad)
@@ -1657,6 +1658,7 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 		if (err)
 			fprintf(stderr, "ftkit: ignoring FTRACE_TRIGGER=%s: '%s': %s\n", trig, bad,
 				err == -EINVAL ? "not GLOB@ACTION[:COUNT],... (traceon, traceoff, snapshot, stacktrace, depth=N, finish)" :
-				err == -ENODEV ? "matches no function" : strerror(-err));
+				err == -ENODEV ? "matches no function (of the program and the libraries loaded so far)" :
+				strerror(-err));
 	}
 }
