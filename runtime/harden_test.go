@@ -239,10 +239,11 @@ func TestTracerDescriptorReplaced(t *testing.T) {
 	}
 }
 
-// A program that closes every descriptor and moves its own file onto the number of the
-// patcher's /proc/self/mem descriptor, then makes the runtime patch (register, filter,
-// unregister): the patcher reopens /proc/self/mem and patches; it neither reads nor writes
-// code through the program's file (it refused every site as "not mapped", reading the file).
+// The patcher's /proc/self/mem descriptor is open during a batch only; a program that
+// closes every descriptor and moves its own file onto the runtime's first number, then
+// makes the runtime patch (register, filter, unregister): the patcher opens /proc/self/mem
+// again and patches; it neither reads nor writes code through the program's file (when it
+// kept the descriptor, it once refused every site as "not mapped", reading the file).
 func TestTracerMemDescriptorReplaced(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_memfd.c")
@@ -258,9 +259,9 @@ func TestTracerMemDescriptorReplaced(t *testing.T) {
 	}
 }
 
-// When /proc/self/mem cannot be opened again (the program closed every descriptor, then
-// lowered RLIMIT_NOFILE so that none can be opened), the runtime says so once and falls
-// back to mprotect; the program computes the same and its file is never touched.  What
+// When /proc/self/mem cannot be opened (the program closed every descriptor, then lowered
+// RLIMIT_NOFILE so that none can be opened), the runtime says so once and patches through
+// mprotect; the program computes the same and its file is never touched.  What
 // needs a descriptor besides (listing the threads to wait for their callbacks) fails
 // with -EMFILE and changes nothing: registrations stay as they were.
 func TestTracerMemFallback(t *testing.T) {
@@ -284,7 +285,7 @@ func TestTracerMemFallback(t *testing.T) {
 			t.Errorf("an API call failed otherwise than for want of a descriptor: %q", line)
 		}
 	}
-	if n := strings.Count(stderr.String(), "code is written through mprotect from now on"); n != 1 {
+	if n := strings.Count(stderr.String(), "code is written through mprotect while it cannot be"); n != 1 {
 		t.Errorf("the fallback said %d times (want once):\n%s", n, stderr.String())
 	}
 }
@@ -495,16 +496,21 @@ func TestTracerWriteErrorSaidEarly(t *testing.T) {
 		if n := strings.Count(stderr.String(), "cannot write the trace file, events are lost"); n != 1 {
 			t.Errorf("%s: the write failure said %d times (want once, before stderr was closed):\n%s", tracer, n, stderr.String())
 		}
-		// finalising failed too: the file stays .part, and its header does not say
-		// complete (it did: the gawk trial)
+		// when finalising fails too (its last chunks lie past the limit) the file stays
+		// .part, and its header does not say complete (it did: the gawk trial); when
+		// they fit below it (written where the failed writes began), it is finalised
 		parts, _ := filepath.Glob(filepath.Join(dir, "ftrace.dat.*.part"))
-		if len(parts) != 1 {
-			t.Fatalf("%s: .part files %v, want one", tracer, parts)
+		_, ferr := os.Stat(filepath.Join(dir, "ftrace.dat"))
+		if len(parts)+map[bool]int{true: 1}[ferr == nil] != 1 {
+			t.Errorf("%s: .part files %v, final file: %v; want one of them", tracer, parts, ferr)
 		}
-		h, err := os.ReadFile(parts[0])
-		if err != nil || len(h) < 20 || binary.LittleEndian.Uint32(h[16:])&1 != 0 {
-			t.Errorf("%s: %s: header flags say complete (%v)", tracer, parts[0], err)
+		for _, p := range parts {
+			h, err := os.ReadFile(p)
+			if err != nil || len(h) < 20 || binary.LittleEndian.Uint32(h[16:])&1 != 0 {
+				t.Errorf("%s: %s: header flags say complete (%v)", tracer, p, err)
+			}
+			os.Remove(p)
 		}
-		os.Remove(parts[0])
+		os.Remove(filepath.Join(dir, "ftrace.dat"))
 	}
 }

@@ -40,7 +40,7 @@ var traceSources = []string{
 	"src/tracers/clock.c", "src/tracers/trace_buf.c", "src/tracers/trace.c", "src/tracers/trace_util.c",
 	"src/tracers/fgraph.c", "src/arch/x86_64/fgraph_x86_64.S", "src/tracers/fgraph_interpose.c",
 	"src/tracers/control.c", "src/tracers/trigger.c", "src/tracers/args.c",
-	"src/arch/x86_64/args_x86_64.c", "tests/trace_mockcore.c",
+	"src/arch/x86_64/args_x86_64.c", "src/arch/x86_64/unwind_x86_64.c", "tests/trace_mockcore.c",
 }
 
 type trLibBuild struct {

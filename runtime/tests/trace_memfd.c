@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The program takes the patcher's /proc/self/mem descriptor number: after a first patch
- * (which opens it) it closes every descriptor above 2 and moves a file of its own onto that
- * number, then makes the runtime patch again (unregister, register with a filter, change
- * the filter while registered, unregister).  The runtime must neither read nor write code
- * through the program's file, and the patching must still work.  Prints the callback
- * counts and whether FILE (argv[1]) still holds only what the program wrote; exits 0.
- * With argv[2] "limit", RLIMIT_NOFILE is then lowered so that no descriptor can be opened:
- * the runtime cannot have /proc/self/mem again and must patch another way.
+ * After a first patch the program finds no /proc/self/mem descriptor of the patcher's (it
+ * is open during a batch only), closes every descriptor above 2 and moves a file of its
+ * own onto 768 (the first number the runtime gives its descriptors), then makes the
+ * runtime patch again (unregister, register with a filter, change the filter while
+ * registered, unregister).  The runtime must neither read nor write code through the
+ * program's file, and the patching must still work.  Prints the callback counts and
+ * whether FILE (argv[1]) still holds only what the program wrote; exits 0.  With argv[2]
+ * "limit", RLIMIT_NOFILE is then lowered so that no descriptor can be opened: the runtime
+ * cannot have /proc/self/mem and must patch another way.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -78,10 +79,11 @@ int main(int argc, char **argv)
 		sum += work(i);
 	h[0] = hits;
 	n = mem_number();
-	if (n < 0) {
-		printf("no /proc/self/mem descriptor\n");
+	if (n >= 0) {
+		printf("the patcher keeps /proc/self/mem open at %d between batches\n", n);
 		return 2;
 	}
+	n = 768;
 	for (int i = 3; i < 4096; i++)
 		close(i);
 	fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0600);

@@ -169,9 +169,6 @@ void ftrt_arch_fexit_fill(unsigned char *data, uintptr_t block);
  * ftrt_arch_pc(), ftrt_arch_set_pc(), ftrt_arch_sp(): a ucontext_t's pc and stack pointer.
  * ftrt_arch_code_prot(): protection bits besides PROT_READ | PROT_EXEC that the code mapping
  * holding addr has and mprotect must be given to keep (arm64: PROT_BTI), or 0.
- * ftrt_arch_after_call(): do the 8 bytes b, which end where a word found on a stack points,
- * end with a call instruction?  (A frame-pointer walk through code that keeps no frame
- * pointers reads other words: they rarely follow a call.)
  */
 int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
 		    unsigned *early, const char **why);
@@ -181,6 +178,14 @@ uintptr_t ftrt_arch_pc(const void *uc);
 void ftrt_arch_set_pc(void *uc, uintptr_t pc);
 uintptr_t ftrt_arch_sp(const void *uc);
 int ftrt_arch_code_prot(uintptr_t addr);
+
+/* ---- stack walks (unwind_<arch>.c) ----------------------------------------------------- */
+
+/*
+ * ftrt_arch_after_call(): do the 8 bytes b, which end where a word found on a stack points,
+ * end with a call instruction?  (A frame-pointer walk through code that keeps no frame
+ * pointers reads other words: they rarely follow a call.)
+ */
 int ftrt_arch_after_call(const unsigned char *b);
 
 /*

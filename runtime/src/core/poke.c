@@ -260,7 +260,9 @@ static int trap_install(void)
 /* ---- writing code ---------------------------------------------------------------------- */
 
 enum method { M_UNSET, M_PROCMEM, M_MPROTECT };
-static enum method method;
+static enum method method;		/* of the batch being applied */
+static enum method preferred;		/* chosen once (method_init) */
+/* open during a batch only: the program's descriptors are its own between batches */
 static int mem_fd = -1;
 static pid_t mem_pid;
 static struct ft_fdid mem_id;
@@ -299,8 +301,8 @@ static int mem_open(void)
 }
 
 /*
- * The descriptor could not be had again (descriptors exhausted): code is written the
- * mprotect way from now on.  Said once.
+ * The descriptor could not be had (descriptors exhausted): this batch's code is written the
+ * mprotect way.  Said once.
  */
 static void mem_lost(int err)
 {
@@ -309,8 +311,16 @@ static void mem_lost(int err)
 	method = M_MPROTECT;
 	if (said++)
 		return;
-	report("ftrt: cannot reopen /proc/self/mem (%s) after the program closed or replaced "
-	       "its descriptor; code is written through mprotect from now on", strerror(-err));
+	report("ftrt: cannot open /proc/self/mem (%s); code is written through mprotect while "
+	       "it cannot be", strerror(-err));
+}
+
+/* After a batch: the descriptor is not kept (one fewer of the program's descriptors). */
+static void mem_close(void)
+{
+	if (mem_fd >= 0 && mem_pid == getpid())
+		ft_fd_close_same(mem_fd, &mem_id);	/* unless the program reused the number */
+	mem_fd = -1;
 }
 
 static int mem_pwrite(const void *buf, size_t len, uintptr_t addr)
@@ -352,29 +362,32 @@ static int method_init(void)
 	unsigned char probe;
 	uintptr_t at = (uintptr_t)&ftrt_arch_pc;
 
-	if (method == M_PROCMEM) {
-		int err = mem_open();	/* checks the descriptor is still the runtime's */
+	if (preferred == M_PROCMEM) {
+		int err = mem_open();
 
+		method = M_PROCMEM;
 		if (err)
 			mem_lost(err);
 		return 0;
 	}
-	if (method != M_UNSET)
+	if (preferred != M_UNSET)
 		return 0;
 	if (env && !strcmp(env, "mprotect")) {
-		method = M_MPROTECT;
+		method = preferred = M_MPROTECT;
 		return 0;
 	}
 	/* Probe: rewrite one byte of our own (r-x) text with its current value. */
 	if (mem_open() == 0 && mem_pread(&probe, 1, at) == 0 && mem_pwrite(&probe, 1, at) == 0) {
-		method = M_PROCMEM;
+		method = preferred = M_PROCMEM;
 		return 0;
 	}
 	if (env && !strcmp(env, "procmem")) {
 		report("ftrt: cannot write code through /proc/self/mem: %s", strerror(errno));
+		mem_close();
 		return -EPERM;
 	}
-	method = M_MPROTECT;
+	mem_close();
+	method = preferred = M_MPROTECT;
 	return 0;
 }
 
@@ -1275,6 +1288,7 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 	while (atomic_load(&trap_users))
 		sched_yield();
 out:
+	mem_close();
 	pthread_mutex_unlock(&patch_lock);
 	return err;
 }

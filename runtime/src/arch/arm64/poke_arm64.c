@@ -151,13 +151,3 @@ int ftrt_arch_code_prot(uintptr_t addr)
 	dl_iterate_phdr(bti_module, &q);
 	return q.found && q.bti ? PROT_BTI : 0;
 }
-
-int ftrt_arch_after_call(const unsigned char *b)
-{
-	uint32_t insn;
-
-	memcpy(&insn, b + 4, 4);
-	return (insn & 0xfc000000u) == 0x94000000u ||	/* bl */
-	       (insn & 0xfffffc1fu) == 0xd63f0000u ||	/* blr */
-	       (insn & 0xfefff800u) == 0xd63f0800u;	/* blraa, blrab, blraaz, blrabz */
-}
