@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ftkit/ftkit/internal/testenv"
 )
@@ -155,7 +158,7 @@ func TestCommands(t *testing.T) {
 		{[]string{"-c", "s.S", "-o", "s.o"}, "", []string{"cc -c s.S -o s.o"}},
 		{[]string{"-c", "a.c", "b.c"}, "", []string{"cc --version", "cc -c a.c b.c -pg -mfentry -fno-ipa-ra", "recordmcount a.o", "recordmcount b.o"}},
 		{[]string{"-c", "a.c", "gen.c"}, "gen*", []string{"cc -c a.c", "cc -c gen.c -pg -mfentry"}[:0]},
-		{[]string{"a.o", "-o", "prog"}, "", []string{"cc a.o -o prog -rdynamic -Wl,-u,__fentry__ $LIB -lpthread -ldl"}},
+		{[]string{"a.o", "-o", "prog"}, "", []string{"cc a.o -o prog -x none -rdynamic -Wl,-u,__fentry__ $LIB -lpthread -ldl"}},
 		{[]string{"-shared", "a.o", "-o", "libx.so"}, "", []string{"cc -shared a.o -o libx.so"}},
 	}
 	for _, tt := range tests {
@@ -332,5 +335,38 @@ int main() {
 	testenv.Run(t, dir, filepath.Join(build, "bin", "ftrace"), "record", "-q", "-o", "y.dat", "--", "./y")
 	if rep := testenv.Run(t, dir, filepath.Join(build, "bin", "ftrace"), "report", "y.dat"); !strings.Contains(rep, "twice(int)") {
 		t.Errorf("report of the dynamically linked build:\n%s", rep)
+	}
+}
+
+// A language still in force at the link (`-x c m.c`, `-x c -` from stdin: configure-style
+// checks) must not make the runtime archive a C source: gcc compiled libftrt.a as C for
+// minutes (the zstd trial).
+func TestLanguageInForceAtLink(t *testing.T) {
+	testenv.Need(t, "gcc")
+	build := testenv.BuildDir()
+	if build == "" {
+		t.Skip("FTKIT_BUILD not set (run through make test)")
+	}
+	ftcc := filepath.Join(build, "bin", "ftcc")
+	if _, err := os.Stat(ftcc); err != nil {
+		t.Skip("ftcc not built")
+	}
+	dir := t.TempDir()
+	src := "int main(void) { return 0; }\n"
+	os.WriteFile(filepath.Join(dir, "m.c"), []byte(src), 0o644)
+	for _, args := range [][]string{{"-x", "c", "m.c", "-o", "m1"}, {"-x", "c", "-", "-o", "m2"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, ftcc, append([]string{"gcc"}, args...)...)
+		cmd.Dir = dir
+		cmd.Stdin = strings.NewReader(src)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Errorf("ftcc gcc %q: %v\n%.500s", args, err, out)
+			continue
+		}
+		if out := testenv.Run(t, dir, filepath.Join(dir, args[len(args)-1])); out != "" {
+			t.Errorf("%s: %q", args[len(args)-1], out)
+		}
 	}
 }

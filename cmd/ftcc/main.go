@@ -336,8 +336,9 @@ func (w *wrapper) link(cc string, args []string, inv *invocation) (int, error) {
 			return 1, fmt.Errorf("linking %s: the ftkit runtime %s is missing (set FTCC_PREFIX to where ftkit is installed)", inv.output(), lib)
 		}
 		// -rdynamic: instrumented libraries find __fentry__ and names resolve;
-		// -u __fentry__: the runtime is linked even when only libraries are instrumented
-		linkArgs = append(linkArgs, "-rdynamic", "-Wl,-u,__fentry__", lib, "-lpthread", "-ldl")
+		// -u __fentry__: the runtime is linked even when only libraries are instrumented;
+		// -x none: a language still in force (-x c -) must not make the archive a source
+		linkArgs = append(linkArgs, "-x", "none", "-rdynamic", "-Wl,-u,__fentry__", lib, "-lpthread", "-ldl")
 	}
 	if code, err := w.compiler(cc, linkArgs); code != 0 || err != nil {
 		return code, err
