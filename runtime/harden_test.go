@@ -448,14 +448,14 @@ func TestTracerWriterTable(t *testing.T) {
 	trCheckComplete(t, trRead(t, filepath.Join(dir, "t.dat")), 1)
 }
 
-// Descriptor limits low enough that the control socket's directory cannot be opened: the
-// message names the directory and the reason (it said the directory was not private to
-// the user), and the program prints what it prints untraced.
+// Descriptor limits from 4 to 8: the program prints what it prints untraced, and a control
+// socket directory that cannot be opened (EMFILE) is never said to be "not private" (the m4
+// trial; since the patcher holds /proc/self/mem during batches only, such limits no
+// longer leave the directory unopenable at start: the message is checked where it can be).
 func TestTracerControlDirEMFILE(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_fib.c")
 	plain, _ := trRun(t, dir, prog, nil, "5")
-	said := false
 	for n := 4; n <= 8; n++ {
 		cmd := exec.Command("sh", "-c", fmt.Sprintf("ulimit -n %d && exec %s 5", n, prog))
 		cmd.Dir = dir
@@ -469,11 +469,6 @@ func TestTracerControlDirEMFILE(t *testing.T) {
 		if strings.Contains(stderr.String(), "not a private directory") {
 			t.Errorf("ulimit -n %d: %s", n, stderr.String())
 		}
-		said = said || strings.Contains(stderr.String(), "cannot open /tmp/ftkit-") &&
-			strings.Contains(stderr.String(), "Too many open files; no control socket")
-	}
-	if !said {
-		t.Errorf("no limit from 4 to 8 made the runtime say it could not open the socket's directory")
 	}
 }
 
@@ -512,5 +507,26 @@ func TestTracerWriteErrorSaidEarly(t *testing.T) {
 			os.Remove(p)
 		}
 		os.Remove(filepath.Join(dir, "ftrace.dat"))
+	}
+}
+
+// A descriptor limit at which the tracer cannot be registered (waiting for callbacks needs
+// /proc/self/task): the runtime gives the trace file's descriptor back, and the program,
+// which needs one of its own, runs untraced as it does without tracing (zstd trial: it
+// failed with EMFILE while the runtime held a file it could not use).
+func TestTracerUnregisterableGivesBack(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_openself.c")
+	cmd := exec.Command("sh", "-c", "ulimit -n 4 && exec "+prog)
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "XDG_RUNTIME_DIR=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || string(out) != "fib 55\n" {
+		t.Errorf("output %q (%v), stderr:\n%s", out, err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "cannot register the function_graph tracer") {
+		t.Skipf("the tracer was registered at this limit here (nothing to give back):\n%s", stderr.String())
 	}
 }

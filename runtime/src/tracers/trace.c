@@ -1366,6 +1366,13 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 	e2 = ops_apply();
 	err = err ? err : e2;
 	pthread_mutex_unlock(&trace_mu);
+	if (e2 && tr.tracer != FTRACE_TRACER_NOP) {
+		/* nothing can be recorded: the (empty) trace is finished now, its descriptor
+		   given back to the program, which runs on untraced */
+		ftrace_trace_finish();
+		ft_session_release();
+		return err;
+	}
 	if (cfg->control)
 		ft_control_start();
 	return err;

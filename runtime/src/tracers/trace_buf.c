@@ -2017,6 +2017,18 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	return err;
 }
 
+void ft_session_release(void)
+{
+	struct ft_session *s = &ft_sess;
+
+	if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FT_SESS_DONE || s->fd < 0)
+		return;
+	lock_get();	/* the writer's last pass is over */
+	ft_fd_close_same(s->fd, &s->fd_id);
+	s->fd = -1;
+	lock_put();
+}
+
 /* ---- snapshots ---- */
 
 static int copy_range(int in, int out, uint64_t from, uint64_t len, uint64_t to)

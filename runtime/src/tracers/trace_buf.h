@@ -251,6 +251,9 @@ extern char ft_exec_prev[PATH_MAX];
 int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t depth,
 		    int force_mono, int fork_child);
 int ft_session_finish(int reason, int sig, int in_signal);
+/* After finish, when nothing more is to come of the session (no snapshot): its descriptor
+   is closed (unless the program took the number since). */
+void ft_session_release(void);
 int ft_session_snapshot(const char *path, char *out, size_t outlen);
 void ft_session_forked(void);
 /* events lost, graph frames not recorded (depth), threads that recorded */
