@@ -174,6 +174,11 @@ func doRecord(c *cli.Context) error {
 	defer signal.Stop(swallow)
 	start := time.Now()
 	cmd, err := startProgram(path, args, append(withoutFtraceEnv(os.Environ()), env...), os.Stdin, c.App.Writer, c.App.ErrWriter)
+	if errors.Is(err, syscall.EMFILE) {
+		// ftrace's own descriptors (the exec status pipe, the runtime's epoll), not the
+		// program's: it never ran
+		return fmt.Errorf("record: %w: ftrace needs a few descriptors of its own to start %s (raise ulimit -n)", err, path)
+	}
 	if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
