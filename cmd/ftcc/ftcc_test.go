@@ -244,14 +244,7 @@ func TestCommands(t *testing.T) {
 // functions of both.
 func TestMakeBuild(t *testing.T) {
 	testenv.Need(t, "gcc", "g++", "make")
-	build := testenv.BuildDir()
-	if build == "" {
-		t.Skip("FTKIT_BUILD not set (run through make test)")
-	}
-	ftcc := filepath.Join(build, "bin", "ftcc")
-	if _, err := os.Stat(ftcc); err != nil {
-		t.Skip("ftcc not built")
-	}
+	build, ftcc := builtFtcc(t)
 	dir := t.TempDir()
 	files := map[string]string{
 		"Makefile": `CFLAGS = -O2 -g -MMD
@@ -301,11 +294,7 @@ int main(void) { printf("%d %.0f\n", scale(3), area(2)); return 0; }
 // nothing was traced.
 func TestStaticLibstdcxx(t *testing.T) {
 	testenv.Need(t, "g++")
-	build := testenv.BuildDir()
-	if build == "" {
-		t.Skip("FTKIT_BUILD not set (run through make test)")
-	}
-	ftcc := filepath.Join(build, "bin", "ftcc")
+	build, ftcc := builtFtcc(t)
 	dir := t.TempDir()
 	src := `#include <iostream>
 #include <stdexcept>
@@ -338,19 +327,26 @@ int main() {
 	}
 }
 
+// builtFtcc is the build directory and its ftcc (the test is skipped without them).
+func builtFtcc(t *testing.T) (build, ftcc string) {
+	t.Helper()
+	build = testenv.BuildDir()
+	if build == "" {
+		t.Skip("FTKIT_BUILD not set (run through make test)")
+	}
+	ftcc = filepath.Join(build, "bin", "ftcc")
+	if _, err := os.Stat(ftcc); err != nil {
+		t.Skip("ftcc not built")
+	}
+	return build, ftcc
+}
+
 // A language still in force at the link (`-x c m.c`, `-x c -` from stdin: configure-style
 // checks) must not make the runtime archive a C source: gcc compiled libftrt.a as C for
 // minutes (the zstd trial).
 func TestLanguageInForceAtLink(t *testing.T) {
 	testenv.Need(t, "gcc")
-	build := testenv.BuildDir()
-	if build == "" {
-		t.Skip("FTKIT_BUILD not set (run through make test)")
-	}
-	ftcc := filepath.Join(build, "bin", "ftcc")
-	if _, err := os.Stat(ftcc); err != nil {
-		t.Skip("ftcc not built")
-	}
+	_, ftcc := builtFtcc(t)
 	dir := t.TempDir()
 	src := "int main(void) { return 0; }\n"
 	os.WriteFile(filepath.Join(dir, "m.c"), []byte(src), 0o644)
