@@ -183,8 +183,7 @@ static inline void ft_ev_entry(struct ft_thread *t, uint64_t ip, uint64_t ts)
 	ft_ev_publish(t, p + 2);
 }
 
-/* FUNC_NEAR (two words) when it fits, else FUNC. */
-/* The near form only (no call): 0 when the event needs ft_ev_slow. */
+/* FUNC_NEAR (two words) only, with no call: 0 when the event needs ft_ev_slow. */
 static inline int ft_ev_func_near(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
 {
 	uint32_t *p = t->wp;
@@ -203,6 +202,7 @@ static inline int ft_ev_func_near(struct ft_thread *t, uint64_t ip, uint64_t par
 	return 1;
 }
 
+/* FUNC_NEAR when it fits, else FUNC. */
 static inline void ft_ev_func(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
 {
 	if (unlikely(!ft_ev_func_near(t, ip, parent, ts)))
