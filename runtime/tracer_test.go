@@ -2931,3 +2931,75 @@ func TestTracerRingLive(t *testing.T) {
 		t.Errorf("after clear: %d ticks, want the 10 new ones and at most a block before", n)
 	}
 }
+
+// The graph tracer's fused hot path (fgraph_fast.h) records what fgraph's generic paths
+// record: for programs with longjmp, signal handlers, C++ exceptions, tail calls, fork,
+// recursion past the shadow stack and pthread_exit, each thread's calls and exits (names,
+// nesting, unwound flags) and its lost counts are the same with FTRT_GRAPH_FUSED=0.
+func TestTracerGraphFused(t *testing.T) {
+	cases := []struct {
+		src  string
+		args []string
+	}{
+		{"trace_longjmp.c", nil},
+		{"trace_cxx.cc", nil},
+		{"trace_misc.c", []string{"exit", "10000"}},
+		{"trace_threads.c", nil},
+		{"trace_tailself.c", nil},
+		{"trace_ucontext.c", nil},
+		{"trace_ucontext.c", []string{"raw"}},
+	}
+	// one line per record: what it is, of which function, how deep; no times
+	shape := func(tr *trTrace, s *trSyms) map[string]string {
+		m := map[string]string{}
+		for _, th := range tr.Threads {
+			var b strings.Builder
+			fmt.Fprintf(&b, "lost %d lost_depth %d\n", th.Lost, th.LostDepth)
+			for _, r := range th.Recs {
+				fmt.Fprintf(&b, "%d %d %s %d\n", r.Type, r.Flags, s.name(r.IP), r.Depth)
+			}
+			m[th.Name] += b.String()
+		}
+		return m
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.src, func(t *testing.T) {
+			dir := t.TempDir()
+			prog := trBuild(t, dir, tc.src)
+			var got [2]map[string]string
+			var outs [2]string
+			for i, env := range [][]string{nil, {"FTRT_GRAPH_FUSED=0"}} {
+				rdir := filepath.Join(dir, fmt.Sprint(i))
+				if err := os.Mkdir(rdir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				outs[i], _ = trRun(t, rdir, prog, append(env, "FTRACE_TRACER=function_graph"), tc.args...)
+				tr := trRead(t, filepath.Join(rdir, "ftrace.dat"))
+				trCheckComplete(t, tr, 1)
+				got[i] = shape(tr, trSymbols(t, tr, prog))
+			}
+			if outs[0] != outs[1] {
+				t.Errorf("output: fused %q, generic %q", outs[0], outs[1])
+			}
+			if len(got[0]) != len(got[1]) {
+				t.Fatalf("threads: fused %d, generic %d", len(got[0]), len(got[1]))
+			}
+			for name, g := range got[1] {
+				if f := got[0][name]; f != g {
+					fl, gl := strings.Split(f, "\n"), strings.Split(g, "\n")
+					for i := 0; i < len(fl) && i < len(gl); i++ {
+						if fl[i] != gl[i] {
+							t.Errorf("thread %s, line %d: fused %q, generic %q (%d and %d lines)",
+								name, i, fl[i], gl[i], len(fl), len(gl))
+							break
+						}
+					}
+					if len(fl) != len(gl) {
+						t.Errorf("thread %s: fused %d lines, generic %d", name, len(fl), len(gl))
+					}
+				}
+			}
+		})
+	}
+}

@@ -227,8 +227,9 @@ unsigned long ftrt_arch_arg_sp(const struct ftrace_regs *fregs);
 /*
  * Assembly entry points (<arch>'s .S files):
  *   __fentry__, ftrace_stub, the trampoline templates	(ftrace_<arch>.S, by trampgen)
- *   return_to_handler: where a hooked return lands; calls fgraph_return(sp, regs) (fgraph.c) and
- *	returns to what it answers, the return value registers kept	(fgraph_<arch>.S)
+ *   return_to_handler: where a hooked return lands; calls fgraph_return_hook(sp, regs)
+ *	(fgraph_return of fgraph.c, or a fused user's: fgraph_fast.h) and returns to what it
+ *	answers, the return value registers kept			(fgraph_<arch>.S)
  *   dlopen, dlclose: the runtime's, calling ftrt_dlopen_hooked / ftrt_dlclose_hooked
  *	(ftrace_core.c) around the C library's			(ftrace_dl_<arch>.S)
  */

@@ -51,21 +51,19 @@
 
 #include <ftrace.h>
 
-#include "fgraph.h"
-#include "trace_buf.h"
+#include "fgraph_fast.h"
 
 #define SHADOW_BYTES (FGRAPH_SHADOW_DEPTH * sizeof(struct fgraph_frame))
 #define ORPHANS 1024
 #define MAP_BYTES (SHADOW_BYTES + ORPHANS * sizeof(struct fgraph_orphan))
 
-struct fgraph_user {
-	struct fgraph_ops *gops;
-	uint32_t epoch;			/* fgraph_epoch when registered */
-};
-
-static struct fgraph_user fgraph_users[FGRAPH_MAX_USERS];
-static uint32_t fgraph_epoch;
+struct fgraph_user fgraph_users[FGRAPH_MAX_USERS];
+uint32_t fgraph_epoch;
 static pthread_mutex_t fgraph_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* What return_to_handler calls: fgraph_return, or the fused user's return (fgraph_fast.h). */
+__attribute__((visibility("hidden"))) fgraph_return_t fgraph_return_hook = fgraph_return;
+static struct fgraph_ops *fgraph_fused;
 
 unsigned long long ftrace_graph_clock(void)
 {
@@ -451,8 +449,8 @@ static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, i
 	t->last_ip = ip;
 }
 
-static FT_CALLBACK void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
-			 struct ftrace_regs *fregs)
+FT_CALLBACK void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			      struct ftrace_regs *fregs)
 {
 	struct fgraph_ops *gops = op->private;
 	struct ft_thread *t = &ft_cur;
@@ -678,7 +676,7 @@ void fgraph_thread_release(void)
 	}
 }
 
-int register_ftrace_graph(struct fgraph_ops *gops)
+static int graph_register(struct fgraph_ops *gops, ftrace_func_t entry, fgraph_return_t ret)
 {
 	int i, err;
 
@@ -700,15 +698,38 @@ int register_ftrace_graph(struct fgraph_ops *gops)
 	fgraph_users[i].epoch = __atomic_add_fetch(&fgraph_epoch, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&fgraph_users[i].gops, gops, __ATOMIC_RELEASE);
 	gops->idx = i;
-	gops->ops.func = fgraph_entry;
+	if (ret && fgraph_fused) {	/* one fused user at a time */
+		entry = fgraph_entry;
+		ret = NULL;
+	}
+	gops->ops.func = entry;
 	gops->ops.private = gops;
+	if (ret) {
+		/* before the first site calls entry: its frames return through ret */
+		fgraph_fused = gops;
+		__atomic_store_n(&fgraph_return_hook, ret, __ATOMIC_RELEASE);
+	}
 	err = register_ftrace_function(&gops->ops);
 	if (err) {
 		__atomic_store_n(&fgraph_users[i].gops, NULL, __ATOMIC_RELEASE);
 		gops->idx = -1;
+		if (fgraph_fused == gops) {
+			fgraph_fused = NULL;
+			__atomic_store_n(&fgraph_return_hook, fgraph_return, __ATOMIC_RELEASE);
+		}
 	}
 	pthread_mutex_unlock(&fgraph_mu);
 	return err;
+}
+
+int register_ftrace_graph(struct fgraph_ops *gops)
+{
+	return graph_register(gops, fgraph_entry, NULL);
+}
+
+int fgraph_register_fused(struct fgraph_ops *gops, ftrace_func_t entry, fgraph_return_t ret)
+{
+	return graph_register(gops, entry, ret);
 }
 
 void unregister_ftrace_graph(struct fgraph_ops *gops)
@@ -724,6 +745,11 @@ void unregister_ftrace_graph(struct fgraph_ops *gops)
 		/* frames already hooked still return through the handler: they skip us */
 		__atomic_store_n(&fgraph_users[i].gops, NULL, __ATOMIC_RELEASE);
 		gops->idx = -1;
+		if (fgraph_fused == gops) {
+			/* a thread still in the fused return finishes there: its code stays */
+			fgraph_fused = NULL;
+			__atomic_store_n(&fgraph_return_hook, fgraph_return, __ATOMIC_RELEASE);
+		}
 	}
 	pthread_mutex_unlock(&fgraph_mu);
 }

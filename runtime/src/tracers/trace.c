@@ -32,7 +32,7 @@
 #include "core/ftrt_core.h"
 #include "args.h"
 #include "control.h"
-#include "fgraph.h"
+#include "fgraph_fast.h"
 #include "trace.h"
 #include "trace_buf.h"
 #include "trigger.h"
@@ -596,6 +596,91 @@ static struct fgraph_ops trace_gops = {
 	.idx = -1,
 };
 
+/*
+ * The common call and return, fused with fgraph's (fgraph_fast.h): a recording thread,
+ * the cycle counter, no list, depth limit, time filter or arguments, no frame pending
+ * or stale, the event fitting its block.  They do what fgraph_entry + trace_graph_ent
+ * and fgraph_return + trace_graph_ret do for such a call, in one function each with
+ * no call (bench/RESULTS.md); anything else goes the generic way before a thing changes.
+ */
+static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long parent_ip,
+					       struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	struct ft_thread *t = &ft_cur;
+	unsigned long *slot = ftrace_regs_get_return_slot(fregs);
+	int idx = trace_gops.idx, d = fgraph_fast_depth(t, slot);
+
+	if (likely(idx >= 0 && d >= 0 &&
+		   t->thr_state == __atomic_load_n(&tr.thr_want, __ATOMIC_RELAXED) &&
+		   !(tr.sel_in | tr.sel_out | tr.depth) && t->state == FT_THREAD_LIVE &&
+		   !t->npend && (!t->open || t->rs[t->open - 1].depth < d) &&
+		   t->open < FGRAPH_SHADOW_DEPTH && ft_clock_source == FT_CLOCK_TSC &&
+		   !__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED) &&
+		   !__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
+		uint64_t ts;
+
+		t->in_ret++;	/* as fgraph_entry: a signal handler here graphs nothing */
+		barrier();
+		ts = ftrt_arch_cycles();
+		if (likely(ft_ev_entry_fast(t, ip, ts))) {
+			struct ft_rframe *r = &t->rs[t->open];
+
+			r->ip = ip;
+			r->ts = ts;
+			r->depth = d;
+			t->open++;
+			fgraph_fast_push(t, d, idx, ip, slot, ts);
+			barrier();
+			t->in_ret--;
+			return;
+		}
+		barrier();
+		t->in_ret--;
+	}
+	fgraph_entry(ip, parent_ip, op, fregs);
+}
+
+/* FTRT_GRAPH_FUSED=0: the generic paths only (to compare; ignored in secure-execution mode). */
+static int graph_fused(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *e = secure_getenv("FTRT_GRAPH_FUSED");
+
+		on = !(e && !strcmp(e, "0"));
+	}
+	return on;
+}
+
+static unsigned long trace_graph_return_fast(unsigned long sp, const struct ftrace_ret_regs *rr)
+{
+	struct ft_thread *t = &ft_cur;
+	unsigned long *slot = (unsigned long *)sp - 1;
+	int idx = __atomic_load_n(&trace_gops.idx, __ATOMIC_RELAXED);
+	const struct fgraph_frame *f;
+
+	if (likely(idx >= 0 && (f = fgraph_fast_top(t, slot, idx)) &&
+		   !(t->sel_in | t->sel_out | t->npend | t->need_depth) &&
+		   t->state == FT_THREAD_LIVE && f->calltime >= ft_sess.hdr.start_ticks &&
+		   t->open && t->rs[t->open - 1].depth == t->depth - 1 &&
+		   ft_clock_source == FT_CLOCK_TSC && !__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
+		t->in_ret++;	/* as fgraph_return */
+		barrier();
+		if (likely(ft_ev_exit_fast(t, FTKIT_EV_EXIT, ftrt_arch_cycles()))) {
+			unsigned long ret = fgraph_fast_pop(t);
+
+			t->open--;
+			barrier();
+			t->in_ret--;
+			return ret;
+		}
+		barrier();
+		t->in_ret--;
+	}
+	return fgraph_return(sp, rr);
+}
+
 /* ---- ops management (under trace_mu) ---- */
 
 /* The next glob of the comma-separated list at *pp, trimmed, into buf ("" for an empty one). */
@@ -728,7 +813,9 @@ static int ops_apply(void)
 		tr.sel_in = tr.globs[FT_LIST_GRAPH_FUNCTION] != NULL;
 		tr.sel_out = tr.globs[FT_LIST_GRAPH_NOTRACE] != NULL;
 		__atomic_store_n(&tr.sel_gen, tr.sel_gen + 1, __ATOMIC_RELAXED);
-		e2 = register_ftrace_graph(&trace_gops);
+		e2 = graph_fused() ? fgraph_register_fused(&trace_gops, trace_graph_entry_fast,
+							   trace_graph_return_fast)
+				   : register_ftrace_graph(&trace_gops);
 	}
 	if (e2) {
 		fprintf(stderr, "ftkit: cannot register the %s tracer: %s\n",

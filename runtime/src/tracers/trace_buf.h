@@ -147,40 +147,50 @@ static inline void ft_ev_publish(struct ft_thread *t, uint32_t *end)
 	__atomic_store_n(&t->blk->pub, (uint32_t)((char *)end - (char *)t->data), __ATOMIC_RELEASE);
 }
 
-/* EXIT / EXIT_UNWOUND: one word. */
-static inline void ft_ev_exit(struct ft_thread *t, uint32_t type, uint64_t ts)
+/* EXIT / EXIT_UNWOUND (one word) with no call: 0 when the event needs ft_ev_slow. */
+static inline int ft_ev_exit_fast(struct ft_thread *t, uint32_t type, uint64_t ts)
 {
 	uint32_t *p = t->wp;
 	uint64_t d = ts - t->last_ts;
 
-	if (unlikely(p + 1 > t->wend || d >= FTKIT_DELTA_MAX)) {
-		ft_ev_slow(t, type, 0, 0, ts);
-		return;
-	}
+	if (unlikely(p + 1 > t->wend || d >= FTKIT_DELTA_MAX))
+		return 0;
 	t->wp = p + 1;
 	barrier();	/* the words are taken before they are filled (a signal handler nests) */
 	t->last_ts = ts;
 	p[0] = type | (uint32_t)d << 3;
 	ft_ev_publish(t, p + 1);
+	return 1;
 }
 
-/* ENTRY: two words. */
-static inline void ft_ev_entry(struct ft_thread *t, uint64_t ip, uint64_t ts)
+static inline void ft_ev_exit(struct ft_thread *t, uint32_t type, uint64_t ts)
+{
+	if (unlikely(!ft_ev_exit_fast(t, type, ts)))
+		ft_ev_slow(t, type, 0, 0, ts);
+}
+
+/* ENTRY (two words) with no call: 0 when the event needs ft_ev_slow. */
+static inline int ft_ev_entry_fast(struct ft_thread *t, uint64_t ip, uint64_t ts)
 {
 	uint32_t *p = t->wp;
 	uint64_t d = ts - t->last_ts;
 
 	if (unlikely(p + 2 > t->wend || d >= FTKIT_DELTA_MAX || (uint32_t)(ip >> 32) != t->ip_hi ||
-		     t->need_depth)) {
-		ft_ev_slow(t, FTKIT_EV_ENTRY, ip, 0, ts);
-		return;
-	}
+		     t->need_depth))
+		return 0;
 	t->wp = p + 2;
 	barrier();
 	t->last_ts = ts;
 	p[0] = FTKIT_EV_ENTRY | (uint32_t)d << 3;
 	p[1] = (uint32_t)ip;
 	ft_ev_publish(t, p + 2);
+	return 1;
+}
+
+static inline void ft_ev_entry(struct ft_thread *t, uint64_t ip, uint64_t ts)
+{
+	if (unlikely(!ft_ev_entry_fast(t, ip, ts)))
+		ft_ev_slow(t, FTKIT_EV_ENTRY, ip, 0, ts);
 }
 
 /* FUNC_NEAR (two words) only, with no call: 0 when the event needs ft_ev_slow. */

@@ -9,7 +9,9 @@
  * Kept around the C part: x0-x7 (integer and pointer results, small structs), q0-q7
  * (floating-point and vector results, HFAs), and x8-x15 (caller-saved; a caller built
  * with -fipa-ra may keep values there across a call to a function it knows leaves them).
- * fgraph_return() gets them as struct ftrace_ret_regs and gives back the real return address, which goes into x30 for the ret.
+ * fgraph_return() (or the fused graph user's return: fgraph_return_hook, fgraph_fast.h) gets
+ * them as struct ftrace_ret_regs and gives back the real return address, which goes into
+ * x30 for the ret.
  */
 #include "gnu_property.h"
 
@@ -36,7 +38,9 @@ return_to_handler:
 	stp q6, q7, [sp, #240]
 	add x0, sp, #272
 	add x1, sp, #16		/* x0-x15, q0-q7: struct ftrace_ret_regs */
-	bl fgraph_return
+	adrp x16, fgraph_return_hook
+	ldr x16, [x16, #:lo12:fgraph_return_hook]
+	blr x16
 	mov x30, x0
 	ldp x0, x1, [sp, #16]
 	ldp x2, x3, [sp, #32]

@@ -10,7 +10,8 @@
  * interprocedural register allocation (gcc turns -fipa-ra back on for functions
  * with an optimize attribute, even under -pg) keeps values in the registers it
  * knows its callee leaves alone, and this path runs C code between the two.
- * fgraph_return(sp, regs) gives back the real return address; we jump there through
+ * fgraph_return(sp, regs), or the fused graph user's return (fgraph_return_hook,
+ * fgraph_fast.h), gives back the real return address; we jump there through
  * memory (below the stack pointer, in the red zone), so r11 is preserved too.
  */
 	.text
@@ -36,7 +37,7 @@ return_to_handler:
 	movq %r11, 96(%rsp)
 	leaq 8(%rbp), %rdi
 	movq %rsp, %rsi		/* rax, rdx, xmm0, xmm1: struct ftrace_ret_regs */
-	call fgraph_return@PLT
+	call *fgraph_return_hook(%rip)
 	/* -8(%rbp) is past the saved registers (offset 104 at the lowest) */
 	movq %rax, -8(%rbp)
 	movq 0(%rsp), %rax
