@@ -1284,6 +1284,14 @@ static int batch_grow(void **p, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
+/* Do r's bytes change to call target (0: nop)?  A call's bytes are its target's alone. */
+static int rec_changes(const struct ftrt_rec *r, uintptr_t target)
+{
+	if (r->flags & REC_NOP6)
+		return target != 0;
+	return target != ((r->flags & REC_CALL) ? ftrt_arch_call_target(r->ip, r->rel) : 0);
+}
+
 /*
  * The poke that takes r from what its record says it holds to target (0: nop); 0 when the
  * site needs no write.  back: the reverse (from target to the record's state).
@@ -1293,9 +1301,9 @@ static int rec_poke(const struct ftrt_rec *r, uintptr_t target, int back, struct
 	unsigned char cur[FTRT_ARCH_SITE_MAX], want[FTRT_ARCH_SITE_MAX];
 	unsigned len = FTRT_ARCH_CALL_SIZE;
 
+	if (!rec_changes(r, target))
+		return 0;
 	if (r->flags & REC_NOP6) {
-		if (!target)
-			return 0;
 		memcpy(cur, ftrt_arch_nop(6), 6);
 		ftrt_arch_make_call(want, r->ip, target, 6);
 		len = 6;
@@ -1308,8 +1316,6 @@ static int rec_poke(const struct ftrt_rec *r, uintptr_t target, int back, struct
 			ftrt_arch_make_call(want, r->ip, target, len);
 		else
 			memcpy(want, ftrt_arch_nop(len), len);
-		if (!memcmp(cur, want, len))
-			return 0;
 	}
 	p->addr = (void *)r->ip;
 	p->len = (unsigned char)len;
@@ -1591,7 +1597,7 @@ static int patch_dirty(void)
 				cell_put(rec_cell(r), callops_fallback(r));
 			else if (cv && (r->flags & REC_SLOT) && cell_after_patch(o, r, t))
 				cell_put(rec_cell(r), cv);	/* now calling the full caller */
-			if ((r->flags & REC_REFUSED) || !rec_poke(r, t, 0, &batch_pk[0]))
+			if ((r->flags & REC_REFUSED) || !rec_changes(r, t))
 				continue;
 			multi_ref(r, -1);
 			r->flags &= ~REC_NOP6;

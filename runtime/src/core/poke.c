@@ -472,6 +472,7 @@ struct work {
 	const unsigned char *old;
 	size_t idx;
 	int change;
+	uint32_t span;		/* spans[] holding it (read_spans) */
 };
 
 struct span {
@@ -508,11 +509,27 @@ static size_t nruns, capruns;
 
 /*
  * Grow a buffer that is kept between batches from old to new bytes (contents kept).  From
- * BIG_BYTES on it is mapped 2 MiB-aligned, asked for transparent huge pages and populated
- * with one call: the first batch of a big program (300k sites: 25 MB of work arrays) took
- * 6,000 page faults otherwise, the bulk of a cold first enable on this VM (bench/RESULTS.md).
- * Below BIG_BYTES it is malloc'ed; a buffer only grows, so old tells which kind it is.
+ * BIG_BYTES on it is mapped on its own, 2 MiB-aligned and reserved to the next 2 MiB, and
+ * its pages are populated with one call: the first batch of a big program (300k sites:
+ * 25 MB of work arrays) took 6,000 page faults otherwise, the bulk of a cold first enable
+ * on this VM (bench/RESULTS.md).  Only a buffer of 2 MiB or more is asked for transparent
+ * huge pages: a huge page is cleared whole at its first touch, 2 MiB for a buffer of a few
+ * hundred KiB, which cost more than the faults saved.  Growing within the reserve maps
+ * nothing new.  Below BIG_BYTES it is malloc'ed; a buffer only grows, so old tells which
+ * kind it is.
  */
+static size_t big_reserve(size_t bytes)
+{
+	return (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
+}
+
+static void big_populate(uintptr_t from, uintptr_t to)
+{
+	from &= ~(uintptr_t)4095;
+	if (to > from)
+		madvise((void *)from, to - from, MADV_POPULATE_WRITE);	/* best effort */
+}
+
 void *ftrt_big_grow(void *p, size_t old, size_t new)
 {
 	uintptr_t m, a;
@@ -522,7 +539,11 @@ void *ftrt_big_grow(void *p, size_t old, size_t new)
 		return p;
 	if (new < BIG_BYTES)
 		return realloc(p, new);
-	len = (new + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
+	if (p && old >= BIG_BYTES && new <= big_reserve(old)) {
+		big_populate((uintptr_t)p + old, (uintptr_t)p + new);
+		return p;
+	}
+	len = big_reserve(new);
 	m = (uintptr_t)mmap(NULL, len + HUGE_BYTES, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if ((void *)m == MAP_FAILED)
@@ -531,14 +552,15 @@ void *ftrt_big_grow(void *p, size_t old, size_t new)
 	if (a > m)
 		munmap((void *)m, a - m);
 	munmap((void *)(a + len), m + len + HUGE_BYTES - (a + len));
-	madvise((void *)a, len, MADV_HUGEPAGE);
-	madvise((void *)a, len, MADV_POPULATE_WRITE);	/* best effort */
+	if (new >= HUGE_BYTES)
+		madvise((void *)a, len, MADV_HUGEPAGE);
+	big_populate(a, a + new);
 	if (p && old)
 		memcpy((void *)a, p, old);
 	if (p && old < BIG_BYTES)
 		free(p);
 	else if (p)
-		munmap(p, (old + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1));
+		munmap(p, big_reserve(old));
 	return (void *)a;
 }
 
@@ -596,10 +618,12 @@ static int read_spans(size_t n, size_t *bad)
 		if (sp && a <= sp->start + sp->len + SPAN_GAP && e - sp->start <= SPAN_MAX) {
 			total += e - (sp->start + sp->len);
 			sp->len = e - sp->start;
+			work[i].span = (uint32_t)(nspans - 1);
 			continue;
 		}
 		if ((err = grow((void **)&spans, &capspans, nspans + 1, sizeof(*spans))))
 			return err;
+		work[i].span = (uint32_t)nspans;
 		spans[nspans++] = (struct span){ a, e - a, total, 0 };
 		total += e - a;
 	}
@@ -725,12 +749,33 @@ static struct span *span_of(uintptr_t addr)
 	return NULL;	/* unreachable: every site is in a span */
 }
 
-static void put(uintptr_t addr, const unsigned char *b, size_t len)
+/* Do len (at most 8) bytes differ?  Inline: it runs for every site in every phase. */
+static inline int bytes_differ(const unsigned char *a, const unsigned char *b, size_t len)
 {
-	struct span *sp = span_of(addr);
+	if (len >= 4) {
+		/* two 4-byte loads, overlapping below 8, cover the bytes (no byte beyond them) */
+		uint32_t a0, a1, b0, b1;
 
-	if (memcmp(img + sp->off + (addr - sp->start), b, len)) {
-		memcpy(img + sp->off + (addr - sp->start), b, len);
+		memcpy(&a0, a, 4);
+		memcpy(&b0, b, 4);
+		memcpy(&a1, a + len - 4, 4);
+		memcpy(&b1, b + len - 4, 4);
+		return ((a0 ^ b0) | (a1 ^ b1)) != 0;
+	}
+	for (size_t k = 0; k < len; k++)
+		if (a[k] != b[k])
+			return 1;
+	return 0;
+}
+
+/* The bytes at addr, of w's span, become b in the image (the span is written if they change). */
+static void put(const struct work *w, uintptr_t addr, const unsigned char *b, size_t len)
+{
+	struct span *sp = &spans[w->span];
+	unsigned char *dst = img + sp->off + (addr - sp->start);
+
+	if (bytes_differ(dst, b, len)) {
+		memcpy(dst, b, len);
 		sp->dirty = 1;
 	}
 }
@@ -753,23 +798,6 @@ static int precow_on = -1;
 
 static int only_thread(void);
 
-static int cow_done(uintptr_t pg)
-{
-	size_t lo = 0, hi = ncow;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (cow_pages[mid] == pg)
-			return 1;
-		if (cow_pages[mid] < pg)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
-}
-
 /*
  * Before a batch (procmem) whose changing sites lie on many pages not written yet: park the
  * other threads, make each page's copy by writing one of its current bytes back, unpark.
@@ -779,7 +807,7 @@ static int cow_done(uintptr_t pg)
 static void precow(size_t n)
 {
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	size_t i, nf = 0, a, b;
+	size_t i, nf = 0, c = 0, a, b;
 
 	if (precow_on < 0) {	/* FTRT_PRECOW=0: off (to compare); =test: every batch */
 		const char *e = secure_getenv("FTRT_PRECOW");
@@ -797,7 +825,10 @@ static void precow(size_t n)
 		if (!work[i].change)
 			continue;
 		for (uintptr_t p = p0; p <= p1; p += pg) {
-			if ((nf && (fresh[nf - 1] & ~(pg - 1)) >= p) || cow_done(p))
+			/* work and cow_pages are sorted: one walk along both */
+			while (c < ncow && cow_pages[c] < p)
+				c++;
+			if ((nf && (fresh[nf - 1] & ~(pg - 1)) >= p) || (c < ncow && cow_pages[c] == p))
 				continue;
 			if (grow((void **)&fresh, &capfresh, nf + 1, sizeof(*fresh)))
 				return;
@@ -902,29 +933,29 @@ static int phase(size_t nw, enum phase ph)
 		switch (ph) {
 		case PH_EARLY:
 			if (w->s.early)
-				put(w->s.addr + w->s.early, w->s.new + w->s.early,
+				put(w, w->s.addr + w->s.early, w->s.new + w->s.early,
 				    w->s.len - w->s.early);
 			break;
 		case PH_INT3:
-			put(w->s.addr, &bp, 1);
+			put(w, w->s.addr, &bp, 1);
 			break;
 		case PH_TAIL:
-			put(w->s.addr + 1, w->s.new + 1, w->s.len - 1);
+			put(w, w->s.addr + 1, w->s.new + 1, w->s.len - 1);
 			break;
 		case PH_HEAD:
-			put(w->s.addr, w->s.new, 1);
+			put(w, w->s.addr, w->s.new, 1);
 			break;
 		case PH_UNDO_TAIL:
-			put(w->s.addr + 1, w->old + 1, w->s.len - 1);
+			put(w, w->s.addr + 1, w->old + 1, w->s.len - 1);
 			break;
 		case PH_UNDO_HEAD:
-			put(w->s.addr, w->old, 1);
+			put(w, w->s.addr, w->old, 1);
 			break;
 		case PH_WHOLE:
-			put(w->s.addr, w->s.new, w->s.len);
+			put(w, w->s.addr, w->s.new, w->s.len);
 			break;
 		case PH_UNDO_WHOLE:
-			put(w->s.addr, w->old, w->s.len);
+			put(w, w->s.addr, w->old, w->s.len);
 			break;
 		}
 	}
@@ -1170,13 +1201,14 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 		const char *why = NULL;
 		unsigned early = 0;
 
-		memset(w, 0, sizeof(*w));
 		w->s.addr = (uintptr_t)p[i].addr;
 		w->s.len = p[i].len;
+		w->s.early = 0;
 		w->old = p[i].old;
 		w->idx = i;
-		if (p[i].len >= 1 && p[i].len <= 8)
-			memcpy(w->s.new, p[i].new, p[i].len);
+		w->change = 0;
+		w->span = 0;
+		memcpy(w->s.new, p[i].new, sizeof(w->s.new));	/* both 8 bytes: no length to trust */
 		if (data && (p[i].len < 1 || p[i].len > 8))
 			why = "bad length";
 		else if (!data && ftrt_arch_check(p[i].old, p[i].new, p[i].len, &early, &why) &&
@@ -1192,14 +1224,14 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 			goto out;
 		}
 		w->s.early = early;
-		w->change = memcmp(p[i].old, p[i].new, p[i].len) != 0;
+		w->change = bytes_differ(p[i].old, p[i].new, p[i].len);
 		nchange += w->change;
 		if (i && w->s.addr < work[i - 1].s.addr)
 			sorted = 0;
 	}
 	if (!sorted)
 		qsort(work, n, sizeof(*work), work_cmp);
-	for (i = 1; i < n; i++) {
+	for (i = 1; i < n; i++) {	/* sorted: a site overlaps the one before it, if any */
 		if (work[i - 1].s.addr + work[i - 1].s.len > work[i].s.addr) {
 			*bad = work[i].idx;
 			refuse(&work[i], "overlaps another site of the batch", NULL);
@@ -1213,10 +1245,10 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 	if ((err = read_spans(n, bad)))
 		goto out;
 	for (i = 0; i < n; i++) {
-		const struct span *sp = span_of(work[i].s.addr);
+		const struct span *sp = &spans[work[i].span];
 		const unsigned char *cur = img + sp->off + (work[i].s.addr - sp->start);
 
-		if (memcmp(cur, work[i].old, work[i].s.len)) {
+		if (bytes_differ(cur, work[i].old, work[i].s.len)) {
 			*bad = work[i].idx;
 			refuse(&work[i], NULL, cur);
 			err = -EINVAL;
@@ -1327,4 +1359,5 @@ static void fork_child(void)
 __attribute__((constructor)) static void poke_init(void)
 {
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	ft_fd_table_reserve();	/* each batch opens /proc/self/mem up there */
 }
