@@ -99,6 +99,8 @@ func TestPoke(t *testing.T) {
 		{"fork", nil, []string{"fork", "800", "3"}, []string{"ok toggle: batches=800", "forks="}},
 		{"fork-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"fork", "400", "3"}, []string{"ok toggle", "forks="}},
 		{"refuse", nil, []string{"refuse"}, []string{"ok refuse"}},
+		// the instruction check's shortcuts for common transitions give its rules' verdicts
+		{"rules", nil, []string{"rules"}, []string{"ok rules: "}},
 		{"chain", nil, []string{"chain"}, []string{"ok chain"}},
 		// foreign int3s while batches are live reach the program's handler, every one
 		{"chain-live", nil, []string{"chain-live", "1000", "3"}, []string{"ok chain-live", "ok toggle: batches=1000"}},

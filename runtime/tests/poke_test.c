@@ -12,6 +12,9 @@
  *   poke_test fork BATCHES THREADS     the same, and the main thread forks; each child checks
  *                                      its code and patches it itself
  *   poke_test refuse                   wrong old bytes / unsafe transitions change nothing
+ *   poke_test rules                    x86-64: the instruction check's shortcuts give the
+ *                                      verdicts of its rules, on every pairing of site forms
+ *                                      and on random byte strings
  *   poke_test chain                    breakpoints that are not ours reach the program's
  *                                      handler, or kill by default
  *   poke_test chain-live BATCHES THREADS  the toggle test while one more thread executes
@@ -445,6 +448,88 @@ static void run_toggle(int batches, int nthreads, int mode_signals, int mode_for
 	       b, nthreads, atomic_load(&total_calls), atomic_load(&sig_calls), forks,
 	       ftrt_poke_method(), ftrt_sync_cores_method());
 }
+
+/* ---- the instruction check's shortcuts (x86-64) -------------------------------------- */
+
+#if defined(__x86_64__)
+int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
+		    unsigned *early, const char **why);
+int ftrt_arch_check_rules(const unsigned char *old, const unsigned char *new, unsigned len,
+			  unsigned *early, const char **why);
+
+static long rules_compared;
+
+static void rules_same(const unsigned char *o, const unsigned char *n, unsigned len)
+{
+	const char *w1 = NULL, *w2 = NULL;
+	unsigned e1 = 99, e2 = 98;
+	int r1 = ftrt_arch_check(o, n, len, &e1, &w1);
+	int r2 = ftrt_arch_check_rules(o, n, len, &e2, &w2);
+
+	if (r1 != r2 || (!r1 && e1 != e2) || (r1 && w1 != w2)) {
+		char a[32], b[32];
+
+		for (unsigned k = 0; k < len; k++) {
+			snprintf(a + 2 * k, 3, "%02x", o[k]);
+			snprintf(b + 2 * k, 3, "%02x", n[k]);
+		}
+		FAIL("check %s -> %s (len %u): %d early %u, rules %d early %u", a, b, len, r1, e1, r2, e2);
+	}
+	rules_compared++;
+}
+
+static void run_rules(void)
+{
+	/* the forms a site takes, 5 and 6 bytes (rel32 and free bytes varied) */
+	static const unsigned char f5[][5] = {
+		{ 0x0f, 0x1f, 0x44, 0x00, 0x00 }, { 0x0f, 0x1f, 0x44, 0x00, 0x90 },
+		{ 0xe8, 0x10, 0x20, 0x30, 0x40 }, { 0xe8, 0xf0, 0xff, 0xff, 0xff },
+		{ 0xe9, 0x10, 0x20, 0x30, 0x40 }, { 0x90, 0x90, 0x90, 0x90, 0x90 },
+		{ 0xc3, 0x90, 0x90, 0x90, 0x90 }, { 0x90, 0xe8, 0x01, 0x02, 0x03 },
+	};
+	static const unsigned char f6[][6] = {
+		{ 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 }, { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x90 },
+		{ 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x5a }, { 0x67, 0xe8, 0x10, 0x20, 0x30, 0x40 },
+		{ 0xff, 0x15, 0x10, 0x20, 0x30, 0x40 }, { 0xe8, 0x10, 0x20, 0x30, 0x40, 0x90 },
+		{ 0xe9, 0x10, 0x20, 0x30, 0x40, 0x90 }, { 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x90 },
+		{ 0x90, 0x90, 0x90, 0x90, 0x90, 0x90 }, { 0x90, 0xe8, 0x10, 0x20, 0x30, 0x40 },
+		{ 0xe8, 0x10, 0x20, 0x30, 0x40, 0xc3 },
+	};
+	static const unsigned char alphabet[] = { 0x90, 0xe8, 0xe9, 0x67, 0xff, 0x15, 0x0f,
+						  0x1f, 0x44, 0x00, 0x66, 0xc3, 0x5a };
+	unsigned char o[8], n[8];
+	unsigned seed = 12345;
+
+	for (size_t i = 0; i < sizeof(f5) / sizeof(f5[0]); i++)
+		for (size_t j = 0; j < sizeof(f5) / sizeof(f5[0]); j++)
+			rules_same(f5[i], f5[j], 5);
+	for (size_t i = 0; i < sizeof(f6) / sizeof(f6[0]); i++)
+		for (size_t j = 0; j < sizeof(f6) / sizeof(f6[0]); j++)
+			rules_same(f6[i], f6[j], 6);
+	/* strings of the site forms' bytes, every length, often valid */
+	for (long it = 0; it < 2000000; it++) {
+		unsigned len = 1 + (seed = seed * 1103515245u + 12345u) % 8;
+
+		for (unsigned k = 0; k < 8; k++) {
+			seed = seed * 1103515245u + 12345u;
+			o[k] = alphabet[(seed >> 16) % sizeof(alphabet)];
+			seed = seed * 1103515245u + 12345u;
+			n[k] = alphabet[(seed >> 16) % sizeof(alphabet)];
+		}
+		if (it & 1)	/* start both from a site form: the shortcuts' cases */
+			memcpy(o, len == 6 ? f6[it / 2 % 3] : f5[it / 2 % 2], len == 6 ? 6 : len < 5 ? len : 5);
+		rules_same(o, n, len);
+		if (it % 3 == 0)
+			rules_same(n, o, len);
+	}
+	printf("ok rules: %ld transitions\n", rules_compared);
+}
+#else
+static void run_rules(void)
+{
+	printf("ok rules: not this architecture\n");
+}
+#endif
 
 /* ---- refusals ------------------------------------------------------------------------ */
 
@@ -897,6 +982,8 @@ int main(int argc, char **argv)
 		run_toggle(batches, threads, 0, 1);
 	else if (!strcmp(mode, "refuse"))
 		run_refuse();
+	else if (!strcmp(mode, "rules"))
+		run_rules();
 	else if (!strcmp(mode, "chain"))
 		run_chain();
 	else if (!strcmp(mode, "chain-live")) {

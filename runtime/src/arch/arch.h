@@ -162,7 +162,8 @@ void ftrt_arch_fexit_fill(unsigned char *data, uintptr_t block);
 /*
  * ftrt_arch_check(): validate one transition; returns 0 and sets *early (0 or the offset
  * from which bytes of new may and must be written before the breakpoint), or -EINVAL with
- * a static reason in *why.
+ * a static reason in *why.  ftrt_arch_check_rules() (x86-64): the same verdict without the
+ * shortcuts for common transitions (for the tests).
  * ftrt_arch_emulate(): make the interrupted context (ucontext_t *) execute the first
  * instruction of site->new at site->addr.  Async-signal-safe.
  * ftrt_arch_site_insn(): is p the first byte of an instruction the runtime writes at sites?
@@ -172,6 +173,8 @@ void ftrt_arch_fexit_fill(unsigned char *data, uintptr_t block);
  */
 int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
 		    unsigned *early, const char **why);
+int ftrt_arch_check_rules(const unsigned char *old, const unsigned char *new, unsigned len,
+			  unsigned *early, const char **why);
 void ftrt_arch_emulate(const struct ftrt_poke_site *site, void *uc);
 int ftrt_arch_site_insn(const unsigned char *p);
 uintptr_t ftrt_arch_pc(const void *uc);

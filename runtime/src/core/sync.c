@@ -1158,6 +1158,7 @@ void ftrt_sync_unpark(void)
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static pthread_create_fn next_pthread_create;
+static void cores_setup(void);
 extern int __pthread_create_2_1(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
 	__attribute__((weak));	/* static links: no dlsym */
 
@@ -1167,6 +1168,12 @@ __attribute__((constructor(101))) static void sync_threads_init(void)
 	if (!next_pthread_create)
 		next_pthread_create = __pthread_create_2_1;
 	tls_register();		/* the main thread */
+	/*
+	 * Register for membarrier now, while the process has one thread: registering once
+	 * there are others waits for an RCU grace period in the kernel (7 ms on this
+	 * project's VM, in the middle of the first patch batch).
+	 */
+	cores_setup();
 }
 
 struct start {
@@ -1261,6 +1268,12 @@ static void cores_init(void)
 		return;
 	}
 	cores = CORES_SIGNALS;
+}
+
+static void cores_setup(void)
+{
+	if (cores == CORES_UNSET)
+		cores_init();
 }
 
 const char *ftrt_sync_cores_method(void)

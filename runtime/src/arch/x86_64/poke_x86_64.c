@@ -73,8 +73,13 @@ static int boundaries(const unsigned char *b, unsigned len, unsigned char bound[
 	return off == len;
 }
 
-int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
-		    unsigned *early, const char **why)
+/*
+ * The rules, whatever the transition (x86-64: sites are instruction sequences written
+ * under a breakpoint).  ftrt_arch_check answers its common cases first with the same
+ * verdict; TestPokeRules compares the two on every pairing of the site forms.
+ */
+int ftrt_arch_check_rules(const unsigned char *old, const unsigned char *new, unsigned len,
+			  unsigned *early, const char **why)
 {
 	unsigned char bo[9], bn[9];
 	struct insn first;
@@ -85,10 +90,6 @@ int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned
 		*why = "length not in 1..8";
 		return -EINVAL;
 	}
-	/* the common case (a nop for a call or back): one instruction each, no inner boundary
-	   to keep, nothing to write early; what the checks below conclude too */
-	if (decode(old, len).len == len && decode(new, len).len == len)
-		return 0;
 	if (!boundaries(old, len, bo)) {
 		*why = "old bytes are not a known instruction sequence";
 		return -EINVAL;
@@ -126,6 +127,28 @@ int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
+		    unsigned *early, const char **why)
+{
+	struct insn first;
+
+	if (len < 1 || len > 8)
+		return ftrt_arch_check_rules(old, new, len, early, why);
+	*early = 0;
+	/* a nop for a call or back: one instruction each, no inner boundary to keep */
+	first = decode(old, len);
+	if (first.len == len && decode(new, len).len == len)
+		return 0;
+	/* a first enable of a 6-byte site: its nop for a 5-byte call and a nop, the free byte
+	   of the old nop written early if it changes */
+	if (first.kind == INSN_NOP && first.len == len && first.disp_off == (int)len - 1 &&
+	    decode(new, len - 1).len == len - 1 && decode(new + len - 1, 1).len == 1) {
+		*early = old[len - 1] != new[len - 1] ? len - 1 : 0;
+		return 0;
+	}
+	return ftrt_arch_check_rules(old, new, len, early, why);
 }
 
 /* Does an instruction of the forms the runtime writes start at p?  Async-signal-safe. */
