@@ -238,7 +238,9 @@ func capAtBranches(f *elfrw.File, arch *Arch, fs funcStarts, sites []ObjSite) {
 // mergePatchable adds the patchable sites to the call sites. An area with no nops at the
 // entry (N = M) describes the call at the entry, if there is one (gcc -pg -mfentry with
 // -fpatchable-function-entry=8,8: the x86-64 CALL_OPS layout); without one there is
-// nothing to patch and it is reported.
+// nothing to patch: a function compiled without the hook (no_instrument_function; gcc
+// and clang both still list it), passed over. Only when no such area of the object has a
+// hook is it reported, once: the object was built without -pg -mfentry.
 func mergePatchable(calls, patch []ObjSite, res *Result) []ObjSite {
 	type key struct {
 		sec int
@@ -249,14 +251,16 @@ func mergePatchable(calls, patch []ObjSite, res *Result) []ObjSite {
 		at[key{c.SecIndex, c.Offset}] = i
 	}
 	out := calls
+	var hookless []ObjSite
+	hooked := 0
 	for _, p := range patch {
 		if p.Len == 0 {
 			if i, ok := at[key{p.SecIndex, p.Offset}]; ok {
 				out[i].Pad, out[i].PreBytes = p.Pad, p.PreBytes
+				hooked++
 				continue
 			}
-			res.Problems = append(res.Problems, fmt.Sprintf("%s+%#x (%s): listed in %s, but no nop and no hook call at the entry: nothing to record",
-				p.Section, p.Offset, p.Func, PatchableSection))
+			hookless = append(hookless, p)
 			continue
 		}
 		if _, ok := at[key{p.SecIndex, p.Offset}]; ok {
@@ -264,6 +268,11 @@ func mergePatchable(calls, patch []ObjSite, res *Result) []ObjSite {
 			continue
 		}
 		out = append(out, p)
+	}
+	if len(hookless) > 0 && hooked == 0 {
+		p := hookless[0]
+		res.Problems = append(res.Problems, fmt.Sprintf("%s+%#x (%s) and %d more: listed in %s, but no nop and no hook call at the entry (built with -fpatchable-function-entry=N,N but without -pg -mfentry?): nothing to record",
+			p.Section, p.Offset, p.Func, len(hookless)-1, PatchableSection))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].SecIndex != out[j].SecIndex {

@@ -185,25 +185,33 @@ func patchableCase(t *testing.T, obj string, wantLen, wantPre int) {
 // TestRecordPatchableMixed: gcc -pg -mfentry with -fpatchable-function-entry=8,8 (the
 // x86-64 CALL_OPS layout): the __fentry__ call sites carry the 8 bytes before the function;
 // with -fcf-protection also the landing pad. An area the entry cannot hold (3 bytes) is
-// reported and the site is kept.
+// reported and the site is kept. A function without the hook (no_instrument_function,
+// which gcc and clang still list) is passed over without a word; an object built without
+// -pg -mfentry, whose areas have no hook at all, is reported once.
 func TestRecordPatchableMixed(t *testing.T) {
 	testenv.Need(t, "gcc")
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"t.c": oracleC + patchLoopC})
+	const notraceC = "__attribute__((no_instrument_function)) int quiet_fn(int x) { return x * 7; }\n"
+	writeFiles(t, dir, map[string]string{"t.c": oracleC + patchLoopC + notraceC})
 	for _, c := range []struct {
+		cc      string
 		flags   string
 		pre     int
 		problem string
 	}{
-		{"-pg -mfentry -fpatchable-function-entry=8,8 -falign-functions=16", 8, ""},
-		{"-pg -mfentry -fpatchable-function-entry=8,8 -fcf-protection -fPIC", 8, ""},
-		{"-pg -mfentry -fpatchable-function-entry=16,16 -fcf-protection", 16, ""},
-		{"-fpatchable-function-entry=8,3", 0, "the area of 3 bytes of nops before the function"},
-		{"-fpatchable-function-entry=4,4", -1, "no nop and no hook call at the entry"},
+		{"gcc", "-pg -mfentry -fpatchable-function-entry=8,8 -falign-functions=16", 8, ""},
+		{"gcc", "-pg -mfentry -fpatchable-function-entry=8,8 -fcf-protection -fPIC", 8, ""},
+		{"gcc", "-pg -mfentry -fpatchable-function-entry=16,16 -fcf-protection", 16, ""},
+		{"clang", "-pg -mfentry -fpatchable-function-entry=8,8 -falign-functions=16", 8, ""},
+		{"clang", "-pg -mfentry -fpatchable-function-entry=8,8 -fcf-protection -fPIC", 8, ""},
+		{"gcc", "-fpatchable-function-entry=8,3", 0, "the area of 3 bytes of nops before the function"},
+		{"gcc", "-fpatchable-function-entry=4,4", -1, "no nop and no hook call at the entry"},
+		{"clang", "-fpatchable-function-entry=8,8", -1, "no nop and no hook call at the entry"},
 	} {
-		t.Run(strings.ReplaceAll(strings.ReplaceAll(c.flags, " ", ""), "-", "_"), func(t *testing.T) {
-			obj := filepath.Join(dir, fmt.Sprintf("m%d.o", len(c.flags)+c.pre))
-			testenv.Run(t, dir, "gcc", append(strings.Fields("-O2 -c t.c -o "+obj), strings.Fields(c.flags)...)...)
+		t.Run(c.cc+strings.ReplaceAll(strings.ReplaceAll(c.flags, " ", ""), "-", "_"), func(t *testing.T) {
+			testenv.Need(t, c.cc)
+			obj := filepath.Join(dir, fmt.Sprintf("m%s%d.o", c.cc, len(c.flags)+c.pre))
+			testenv.Run(t, dir, c.cc, append(strings.Fields("-O2 -c t.c -o "+obj), strings.Fields(c.flags)...)...)
 			res, err := mcountloc.Record(mustRead(t, obj))
 			if err != nil {
 				t.Fatal(err)

@@ -8,10 +8,13 @@ import (
 // callopsVariants: the C program built for CALL_OPS (-fpatchable-function-entry=8,8: an
 // 8-byte slot before each function), with plain sources (-pg -mfentry only) mixed in: PIE
 // and non-PIE through ftlink, without ftlink (the runtime nops the sites at load), under
-// the sanitizers. gcc's own tables (-mrecord-mcount) say nothing of the slot.
+// the sanitizers; and built by clang (the same flags). gcc's own tables (-mrecord-mcount)
+// say nothing of the slot.
 func callopsVariants(srcs []string, plain ...string) []variant {
 	return []variant{
 		{"pie", prog{srcs: srcs, plain: plain, pie: true, ftlink: true, callops: true}},
+		{"clang-pie", prog{srcs: srcs, plain: plain, pie: true, ftlink: true, callops: true, clang: true}},
+		{"clang-nopie-unlinked", prog{srcs: srcs, plain: plain, callops: true, clang: true}},
 		{"nopie", prog{srcs: srcs, plain: plain, ftlink: true, callops: true}},
 		{"pie-unlinked", prog{srcs: srcs, plain: plain, pie: true, callops: true}},
 		{"pie-asan-ubsan", prog{srcs: srcs, plain: plain, pie: true, ftlink: true, san: true, callops: true}},

@@ -26,6 +26,7 @@ type prog struct {
 	san      bool     // ASan + UBSan, runtime included
 	extraLD  []string // extra link arguments
 	callops  bool     // CALL_OPS build: an 8-byte slot before each function (docs/runtime.md)
+	clang    bool     // built by clang instead of gcc (C only)
 	plain    []string // with callops: sources built the usual way (-pg -mfentry only)
 }
 
@@ -72,6 +73,10 @@ func build(t *testing.T, dir, name string, p prog) string {
 	if p.cxx {
 		testenv.Need(t, "g++")
 		cc = "g++"
+	}
+	if p.clang {
+		testenv.Need(t, "clang")
+		cc = "clang"
 	}
 	cflags := []string{"-O2", "-g", "-pg", "-mfentry", "-Wall", "-Wextra", "-Werror", "-I" + inc, "-I" + srcDir()}
 	if !p.cxx {

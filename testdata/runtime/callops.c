@@ -42,9 +42,10 @@ static struct ftrace_ops unrel[NUNREL];
 
 static long none_or_both, total_calls;
 
+static volatile int sink;	/* keeps the calls */
+
 static void *caller(void *arg)
 {
-	volatile int sink = 0;
 	long bad = 0, n = 0;
 
 	(void)arg;
@@ -63,7 +64,6 @@ static void *caller(void *arg)
 
 static void calls(int (*fn)(int), int n)
 {
-	volatile int sink = 0;
 	int i;
 
 	for (i = 0; i < n; i++)
