@@ -76,6 +76,13 @@ func a64Runtime(t *testing.T) string {
 // when it holds a newline.
 func a64Build(t *testing.T, dir, name, src string, cflags ...string) string {
 	t.Helper()
+	return a64BuildCC(t, dir, name, src, nil, cflags...)
+}
+
+// a64BuildCC is a64Build with the objects compiled by compile (a command and its first
+// arguments, e.g. clang --target=aarch64-linux-gnu) instead of the cross gcc, which links.
+func a64BuildCC(t *testing.T, dir, name, src string, compile []string, cflags ...string) string {
+	t.Helper()
 	b := a64Runtime(t)
 	path := filepath.Join(testenv.Root(), "runtime", "tests", src)
 	if strings.Contains(src, "\n") {
@@ -91,7 +98,12 @@ func a64Build(t *testing.T, dir, name, src string, cflags ...string) string {
 		cc = a64CXX
 	}
 	args := append([]string{"-O2", "-g", "-fpatchable-function-entry=2", "-I", filepath.Join(b, "include")}, cflags...)
-	testenv.Run(t, dir, cc, append(args, "-c", path, "-o", obj)...)
+	if len(compile) > 0 {
+		testenv.Need(t, compile[0])
+		testenv.Run(t, dir, compile[0], append(append(append([]string{}, compile[1:]...), args...), "-c", path, "-o", obj)...)
+	} else {
+		testenv.Run(t, dir, cc, append(args, "-c", path, "-o", obj)...)
+	}
 	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
 	testenv.Run(t, dir, cc, append(cflags, obj, "-rdynamic", "-Wl,-u,__fentry__",
 		"-L"+filepath.Join(b, "lib"), "-lftrt", "-lpthread", "-ldl", "-o", prog)...)
@@ -666,16 +678,22 @@ func TestArm64CallopsFib(t *testing.T) {
 // with FTRT_POKE=mprotect (see the program: qemu-user keeps stale translations of code
 // written through /proc/self/mem).
 func TestArm64Callops(t *testing.T) {
+	clang := []string{"clang", "--target=aarch64-linux-gnu"}
 	for _, v := range []struct {
-		name  string
-		flags []string
+		name    string
+		compile []string
+		flags   []string
 	}{
-		{"plain", nil},
-		{"bti-pac", []string{"-mbranch-protection=standard"}},
+		{"plain", nil, nil},
+		{"bti-pac", nil, []string{"-mbranch-protection=standard"}},
+		// clang aligns functions to 4 only: -falign-functions=8 puts the area where the
+		// CALL_OPS caller looks (docs/runtime.md, "arm64")
+		{"clang", clang, []string{"-falign-functions=8"}},
+		{"clang-bti-pac", clang, []string{"-falign-functions=8", "-mbranch-protection=standard"}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			dir := t.TempDir()
-			prog := a64Build(t, dir, "callops", "callops_arm64.c", append([]string{"-fpatchable-function-entry=4,2"}, v.flags...)...)
+			prog := a64BuildCC(t, dir, "callops", "callops_arm64.c", v.compile, append([]string{"-fpatchable-function-entry=4,2"}, v.flags...)...)
 			out, ws := a64Run(t, dir, prog, []string{"FTRT_POKE=mprotect"})
 			if ws.ExitStatus() != 0 || out != "ok\n" {
 				t.Fatalf("status %v:\n%s", ws, out)
