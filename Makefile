@@ -3,6 +3,8 @@
 #   make test   run every test (Go tests drive the C tests too)
 #   make install PREFIX=/usr/local DESTDIR=   tools, libftrt.a, headers, pkg-config and CMake
 #               files, man pages;  make uninstall  removes them
+#   make runtime-aarch64   the runtime for aarch64 (cross gcc: AARCH64_CC), into
+#               build/lib/aarch64-linux-gnu/, where ftcc looks for it (installed by make install)
 GO      ?= go
 BUILD   := $(CURDIR)/build
 BIN     := $(BUILD)/bin
@@ -23,7 +25,7 @@ PKG     := $(CURDIR)/runtime/pkg
 D       := $(DESTDIR)$(PREFIX)
 HEADERS := $(notdir $(wildcard runtime/include/*.h))
 
-.PHONY: all tools runtime demo test gotest fuzz vet clean install uninstall pkgconfig
+.PHONY: all tools runtime runtime-aarch64 demo test gotest fuzz vet clean install uninstall pkgconfig
 
 all: tools runtime demo
 
@@ -34,6 +36,13 @@ tools:
 runtime: tools
 	$(MAKE) -C runtime BUILD=$(BUILD)
 	@$(MAKE) --no-print-directory pkgconfig
+
+# A cross runtime: built apart, its archive put under lib/<triple>/ (docs/ftcc.md).
+AARCH64_CC ?= aarch64-linux-gnu-gcc
+runtime-aarch64:
+	$(MAKE) -C runtime CC=$(AARCH64_CC) ARCH=arm64 BUILD=$(BUILD)/cross/aarch64
+	@mkdir -p $(BUILD)/lib/aarch64-linux-gnu
+	cp $(BUILD)/cross/aarch64/lib/libftrt.a $(BUILD)/lib/aarch64-linux-gnu/libftrt.a
 
 # build/lib/pkgconfig/ftrt.pc: the build tree as a prefix (PKG_CONFIG_PATH=build/lib/pkgconfig)
 pkgconfig:
@@ -68,6 +77,8 @@ install: tools runtime
 	install -d $(D)/bin $(D)/lib/pkgconfig $(D)/lib/cmake/ftkit $(D)/include $(D)/share/man/man1
 	install -m 755 $(addprefix $(BIN)/,$(TOOLS)) $(PKG)/ftkit-launch $(D)/bin/
 	install -m 644 $(BUILD)/lib/libftrt.a $(D)/lib/
+	if [ -f $(BUILD)/lib/aarch64-linux-gnu/libftrt.a ]; then install -d $(D)/lib/aarch64-linux-gnu && \
+	  install -m 644 $(BUILD)/lib/aarch64-linux-gnu/libftrt.a $(D)/lib/aarch64-linux-gnu/; fi
 	install -m 644 $(addprefix runtime/include/,$(HEADERS)) $(D)/include/
 	for p in ftrt ftrt-cgo; do \
 	  sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $(PKG)/$$p.pc.in > $(D)/lib/pkgconfig/$$p.pc || exit 1; done
@@ -76,7 +87,7 @@ install: tools runtime
 	for t in $(TOOLS); do $(BIN)/$$t --man > $(D)/share/man/man1/$$t.1 || exit 1; done
 
 uninstall:
-	rm -f $(addprefix $(D)/bin/,$(TOOLS) ftkit-launch) $(D)/lib/libftrt.a \
+	rm -f $(addprefix $(D)/bin/,$(TOOLS) ftkit-launch) $(D)/lib/libftrt.a $(D)/lib/aarch64-linux-gnu/libftrt.a \
 	  $(addprefix $(D)/include/,$(HEADERS)) $(D)/lib/pkgconfig/ftrt.pc $(D)/lib/pkgconfig/ftrt-cgo.pc \
 	  $(D)/lib/cmake/ftkit/ftkitConfig.cmake $(D)/lib/cmake/ftkit/ftkitConfigVersion.cmake \
 	  $(addprefix $(D)/share/man/man1/,$(addsuffix .1,$(TOOLS)))

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,6 +117,8 @@ func fakePrefix(t *testing.T) (prefix, cc, log string) {
 	}
 	cc = filepath.Join(prefix, "fakecc")
 	os.WriteFile(cc, []byte(`#!/bin/sh
+# what it builds for: asked by ftcc before it instruments (not logged)
+if [ "$1" = -dumpmachine ]; then echo "${FAKECC_MACHINE:-x86_64-linux-gnu}"; exit 0; fi
 echo cc "$@" >> `+log+`
 if [ "$1" = --version ]; then if [ -n "$FAKECC_CLANG" ]; then echo "Debian clang version 14.0.6"; else echo "fakecc (GCC) 12.2.0"; fi; fi
 out=
@@ -220,11 +225,59 @@ func TestCommands(t *testing.T) {
 		if code := run(c.args, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
 			t.Errorf("%q: exit %d", c.args, code)
 		}
-		if b, _ := os.ReadFile(log); !strings.Contains(string(b), "cc -c a.c -pg -mfentry -fno-ipa-ra -fpatchable-function-entry=8,8 -falign-functions=16\n") {
+		if b, _ := os.ReadFile(log); !strings.Contains(string(b), "cc -c a.c -pg -mfentry -fpatchable-function-entry=8,8 -falign-functions=16 -fno-ipa-ra\n") {
 			t.Errorf("%q FTCC_CALLOPS=%s: ran %q", c.args, c.env, b)
 		}
 	}
 	os.Unsetenv("FTCC_CALLOPS")
+	// a compiler for aarch64 (a cross gcc, clang --target=…): the kernel's arm64 flags, its
+	// own runtime under lib/<triple>/, never the host's
+	t.Setenv("FAKECC_MACHINE", "aarch64-unknown-linux-gnu")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{cc, "-c", "a.c"}, "cc -c a.c -fpatchable-function-entry=2 -fno-ipa-ra\n"},
+		{[]string{cc, "--ftrace-callops", "-c", "a.c"}, "cc -c a.c -fpatchable-function-entry=4,2 -falign-functions=8 -fno-ipa-ra\n"},
+	} {
+		os.Remove(log)
+		if code := run(c.args, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+			t.Errorf("%q: exit %d", c.args, code)
+		}
+		if b, _ := os.ReadFile(log); !strings.Contains(string(b), c.want) {
+			t.Errorf("aarch64 %q: ran %q, want %q", c.args, b, c.want)
+		}
+	}
+	var xerr bytes.Buffer
+	if code := run([]string{cc, "a.o", "-o", "p"}, nil, &bytes.Buffer{}, &xerr); code == 0 ||
+		!strings.Contains(xerr.String(), "no ftkit runtime for aarch64-linux-gnu") ||
+		!strings.Contains(xerr.String(), "make runtime-aarch64") {
+		t.Errorf("aarch64 without its runtime: exit %d: %s", code, xerr.String())
+	}
+	if !testing.Short() {
+		// the host's runtime (a real x86-64 archive) is refused by name
+		if host, err := filepath.Glob(filepath.Join(testenv.BuildDir(), "lib", "libftrt.a")); err == nil && len(host) == 1 {
+			b, _ := os.ReadFile(host[0])
+			os.WriteFile(lib, b, 0o644)
+			xerr.Reset()
+			if code := run([]string{cc, "a.o", "-o", "p"}, nil, &bytes.Buffer{}, &xerr); code == 0 ||
+				!strings.Contains(xerr.String(), lib+" (EM_X86_64) not for it") {
+				t.Errorf("aarch64 with the host's runtime: exit %d: %s", code, xerr.String())
+			}
+		}
+	}
+	a64lib := filepath.Join(prefix, "lib", "aarch64-linux-gnu", "libftrt.a")
+	os.MkdirAll(filepath.Dir(a64lib), 0o755)
+	os.WriteFile(a64lib, arWithMachine(elf.EM_AARCH64), 0o644)
+	os.Remove(log)
+	if code := run([]string{cc, "a.o", "-o", "p"}, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		t.Errorf("aarch64 link: exit %d", code)
+	}
+	if b, _ := os.ReadFile(log); !strings.Contains(string(b), "-Wl,-u,__fentry__ "+a64lib+" -lpthread") {
+		t.Errorf("aarch64 link: ran %q, want %s", b, a64lib)
+	}
+	os.Setenv("FAKECC_MACHINE", "")
+	os.WriteFile(lib, nil, 0o644)
 	// a missing runtime is named
 	os.Remove(lib)
 	var stderr bytes.Buffer
@@ -365,4 +418,17 @@ func TestLanguageInForceAtLink(t *testing.T) {
 			t.Errorf("%s: %q", args[len(args)-1], out)
 		}
 	}
+}
+
+// arWithMachine is an ar archive holding one ELF object header of machine m (what ftcc
+// reads of a runtime archive).
+func arWithMachine(m elf.Machine) []byte {
+	obj := make([]byte, 64)
+	copy(obj, "\x7fELF\x02\x01\x01")
+	binary.LittleEndian.PutUint16(obj[16:], uint16(elf.ET_REL))
+	binary.LittleEndian.PutUint16(obj[18:], uint16(m))
+	binary.LittleEndian.PutUint32(obj[20:], 1)
+	binary.LittleEndian.PutUint16(obj[52:], 64)
+	hdr := fmt.Sprintf("%-16s%-12s%-6s%-6s%-8s%-10d`\n", "libftrt.o/", "0", "0", "0", "644", len(obj))
+	return append(append([]byte("!<arch>\n"), hdr...), obj...)
 }

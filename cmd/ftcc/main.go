@@ -4,9 +4,10 @@
 //	./configure CC="ftcc gcc"; cmake -DCMAKE_C_COMPILER_LAUNCHER=ftcc …
 //
 // It runs the compiler it is given with the same arguments, and adds the ftkit steps:
-// C and C++ sources compiled to objects get -pg -mfentry and their objects go through
-// recordmcount; executables are linked with the runtime (-rdynamic, -Wl,-u,__fentry__,
-// libftrt.a); linked programs and shared libraries with call-site tables go through
+// C and C++ sources compiled to objects get -pg -mfentry (aarch64 targets:
+// -fpatchable-function-entry=2; target.go) and their objects go through recordmcount;
+// executables are linked with the runtime built for the target (-rdynamic,
+// -Wl,-u,__fentry__, libftrt.a); linked programs and shared libraries with call-site tables go through
 // ftlink. Everything else (preprocessing, -S, probes such as --version, assembler
 // sources, depfiles) passes through unchanged. See docs/ftcc.md.
 package main
@@ -52,7 +53,8 @@ type wrapper struct {
 	off            []string // --ftrace-off globs
 	prefix         string   // where lib/libftrt.a and the tools are
 	toolDir        string
-	gcc            *bool // the compiler is gcc (asked once: instrumentFor)
+	gcc            *bool   // the compiler is gcc (asked once: instrumentFor)
+	tgt            *target // what it builds for (asked once)
 }
 
 func (w *wrapper) main(argv []string) (int, error) {
@@ -110,16 +112,19 @@ func (w *wrapper) main(argv []string) (int, error) {
 const usage = `usage: ftcc COMPILER [ARGS...]    e.g. make CC="ftcc gcc" CXX="ftcc g++"
        ftcc [ARGS...]             the compiler is $FTCC_CC, else cc (make CC=ftcc)
 
-Compiles C/C++ sources with -pg -mfentry and records their call sites (recordmcount),
-links executables with the ftkit runtime and runs ftlink on what it links; everything
+Compiles C/C++ sources with -pg -mfentry (x86-64; aarch64: -fpatchable-function-entry=2,
+after COMPILER -dumpmachine) and records their call sites (recordmcount), links executables
+with the ftkit runtime built for that target and runs ftlink on what it links; everything
 else passes through to COMPILER unchanged.
 
   --ftrace-off=GLOB[,GLOB]  leave matching sources uninstrumented (also FTCC_OFF)
   --ftrace-verbose          say each ftkit step on stderr (also FTCC_VERBOSE=1)
   --ftrace-callops          per-call-site ops: also -fpatchable-function-entry=8,8
-                            -falign-functions=16 (also FTCC_CALLOPS=1; docs/runtime.md)
-  FTCC_PREFIX               where lib/libftrt.a, include/ and bin/ are (default: the
-                            directory above ftcc's own)
+                            -falign-functions=16 (aarch64: =4,2 -falign-functions=8)
+                            (also FTCC_CALLOPS=1; docs/runtime.md)
+  FTCC_PREFIX               where lib/libftrt.a (lib/<triple>/libftrt.a for another
+                            target), include/ and bin/ are (default: the directory
+                            above ftcc's own)
 `
 
 // manPage is the usage as a troff page (make install writes it; the other tools generate
@@ -207,7 +212,7 @@ func (w *wrapper) step(tool string, file string, extra ...string) error {
 	return nil
 }
 
-// instrumented reports whether src is to be compiled with -pg -mfentry.
+// instrumented reports whether src is to be compiled with the instrumentation flags.
 func (w *wrapper) instrumented(src source) bool {
 	if !src.lang.instrumentable() {
 		return false
@@ -223,43 +228,44 @@ func (w *wrapper) instrumented(src source) bool {
 	return true
 }
 
-var instrumentFlags = []string{"-pg", "-mfentry"}
-
-// instrumentFor is instrumentFlags for compiler cc. gcc gets -fno-ipa-ra too: it turns
-// interprocedural register allocation back on for functions with an optimize attribute
-// even under -pg, and its callers then rely on registers the tracers' code may use.
-// (clang has no such option and no such allocation across -pg functions.)
-//
-// With callops, the 8-byte area before each function that CALL_OPS sites use.
-func (w *wrapper) instrumentFor(cc string) []string {
+// instrumentFor is the flags that make cc's functions traceable (target.instrument), for
+// the target of args. gcc gets -fno-ipa-ra too: it turns interprocedural register
+// allocation back on for functions with an optimize attribute even under -pg, and its
+// callers then rely on registers the tracers' code may use. (clang has no such option and
+// no such allocation across instrumented functions.)
+func (w *wrapper) instrumentFor(cc string, args []string) ([]string, error) {
 	if w.gcc == nil {
 		out, err := exec.Command(cc, "--version").Output()
 		gcc := err == nil && !strings.Contains(strings.ToLower(string(out)), "clang")
 		w.gcc = &gcc
 	}
-	flags := append([]string{}, instrumentFlags...)
+	flags, err := w.target(cc, args).instrument(w.callops)
+	if err != nil {
+		return nil, err
+	}
 	if *w.gcc {
 		flags = append(flags, "-fno-ipa-ra")
-	}
-	if w.callops {
-		flags = append(flags, callopsFlags...)
 	}
 	// the runtime's headers (ftrace_trace.h: markers, live control from the program),
 	// searched after the program's own
 	if inc := filepath.Join(w.prefix, "include"); fileExists(filepath.Join(inc, "ftrace_trace.h")) {
 		flags = append(flags, "-idirafter", inc)
 	}
-	return flags
+	return flags, nil
+}
+
+func (w *wrapper) target(cc string, args []string) target {
+	if w.tgt == nil {
+		t := targetOf(cc, args)
+		w.tgt = &t
+	}
+	return *w.tgt
 }
 
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()
 }
-
-// callopsFlags: an 8-byte nop area right before each function, 8-byte aligned, for
-// CALL_OPS sites (docs/runtime.md, "Per-call-site ops").
-var callopsFlags = []string{"-fpatchable-function-entry=8,8", "-falign-functions=16"}
 
 // compile handles -c: instrumented sources get the flags and their objects are recorded;
 // a command mixing instrumented and --ftrace-off sources is run once for each kind.
@@ -282,7 +288,11 @@ func (w *wrapper) compile(cc string, args []string, inv *invocation) (int, error
 		}
 		args = inv.without(off)
 	}
-	if code, err := w.compiler(cc, append(append([]string{}, args...), w.instrumentFor(cc)...)); code != 0 || err != nil {
+	iflags, err := w.instrumentFor(cc, args)
+	if err != nil {
+		return 1, err
+	}
+	if code, err := w.compiler(cc, append(append([]string{}, args...), iflags...)); code != 0 || err != nil {
 		return code, err
 	}
 	for _, obj := range inv.objects(on) {
@@ -312,7 +322,11 @@ func (w *wrapper) link(cc string, args []string, inv *invocation) (int, error) {
 				continue // compiled by the link command itself, as it was
 			}
 			obj := filepath.Join(tmp, fmt.Sprintf("%d-%s.o", i, strings.TrimSuffix(filepath.Base(s.path), filepath.Ext(s.path))))
-			cargs := append(append(append([]string{}, cflags...), w.instrumentFor(cc)...), s.langArgs()...)
+			iflags, err := w.instrumentFor(cc, args)
+			if err != nil {
+				return 1, err
+			}
+			cargs := append(append(append([]string{}, cflags...), iflags...), s.langArgs()...)
 			cargs = append(cargs, "-c", s.path, "-o", obj)
 			if code, err := w.compiler(cc, cargs); code != 0 || err != nil {
 				return code, err
@@ -331,9 +345,9 @@ func (w *wrapper) link(cc string, args []string, inv *invocation) (int, error) {
 		fmt.Fprintf(w.stderr, "ftcc: %s: linked without the ftkit runtime (%s); it runs untraced, "+
 			"its call sites nops (%s)\n", inv.output(), why, instead)
 	} else if inv.executable() {
-		lib := filepath.Join(w.prefix, "lib", "libftrt.a")
-		if !isFile(lib) {
-			return 1, fmt.Errorf("linking %s: the ftkit runtime %s is missing (set FTCC_PREFIX to where ftkit is installed)", inv.output(), lib)
+		lib, err := w.target(cc, args).runtimeLib(w.prefix)
+		if err != nil {
+			return 1, fmt.Errorf("linking %s: %w", inv.output(), err)
 		}
 		// -rdynamic: instrumented libraries find __fentry__ and names resolve;
 		// -u __fentry__: the runtime is linked even when only libraries are instrumented;
