@@ -125,6 +125,63 @@ int main(void) { printf("%.0f\n", total(4)); return 0; }
 	}
 }
 
+// A CMake project cross-built for aarch64 (CMAKE_SYSTEM_PROCESSOR from the toolchain
+// settings) finds the aarch64 runtime installed beside the host's (make runtime-aarch64,
+// make install) and the arm64 instrumentation flags; it runs traced under qemu-user.
+func TestCMakeAArch64(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross build and qemu")
+	}
+	testenv.Need(t, "cmake", "aarch64-linux-gnu-gcc", "qemu-aarch64")
+	prefix := install(t)
+	cross := t.TempDir()
+	testenv.Run(t, "", "make", "-s", "-j2", "-C", filepath.Join(testenv.Root(), "runtime"),
+		"CC=aarch64-linux-gnu-gcc", "ARCH=arm64", "BUILD="+cross)
+	lib := filepath.Join(prefix, "lib", "aarch64-linux-gnu")
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(cross, "lib", "libftrt.a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lib, "libftrt.a"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write(t, dir, map[string]string{
+		"CMakeLists.txt": `cmake_minimum_required(VERSION 3.13)
+project(sq C)
+find_package(ftkit REQUIRED)
+add_executable(app main.c)
+ftkit_instrument(app)
+`,
+		"main.c": progC,
+	})
+	bd := filepath.Join(dir, "b")
+	testenv.Run(t, dir, "cmake", "-S", dir, "-B", bd, "-DCMAKE_PREFIX_PATH="+prefix, "-DCMAKE_SYSTEM_NAME=Linux",
+		"-DCMAKE_SYSTEM_PROCESSOR=aarch64", "-DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc")
+	testenv.Run(t, dir, "cmake", "--build", bd)
+	cmd := exec.Command("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", filepath.Join(bd, "app"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT="+filepath.Join(dir, "t.dat"),
+		"FTRT_POKE=mprotect")
+	out, err := cmd.Output()
+	if err != nil || string(out) != "285\n" {
+		t.Fatalf("app under qemu: %q %v", out, err)
+	}
+	rep := testenv.Run(t, dir, filepath.Join(prefix, "bin", "ftrace"), "report", "t.dat")
+	found := false
+	for _, l := range strings.Split(rep, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "10" && f[len(f)-1] == "square" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("square not called 10 times:\n%s", rep)
+	}
+}
+
 func TestUninstall(t *testing.T) {
 	prefix := install(t)
 	args := []string{"-s", "-C", testenv.Root(), "uninstall", "PREFIX=" + prefix}
