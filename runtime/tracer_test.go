@@ -3003,3 +3003,76 @@ func TestTracerGraphFused(t *testing.T) {
 		})
 	}
 }
+
+// Names of a library loaded later in the start-up lists: applied again at the dlopen, so a
+// filter naming only the library's function traces it from then on (at start it matched
+// nothing), a glob takes the library's functions too, and notrace keeps its function out
+// (before, globs that matched nothing at start-up were dropped).
+func TestTracerDlopenNames(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	lib, inc := testenv.Runtime(t)
+	src := filepath.Join(testenv.Root(), "runtime", "tests", "trace_dlfilter.c")
+	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-fPIC", "-DLIB", "-c", src, "-o", "ext.o")
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), "ext.o")
+	testenv.Run(t, dir, "gcc", "-shared", "ext.o", "-o", "libext.so")
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), "libext.so")
+	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-I", inc, "-c", src, "-o", "main.o")
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), "main.o")
+	testenv.Run(t, dir, "gcc", "main.o", "-rdynamic", "-L"+lib, "-lftrt", "-lpthread", "-ldl", "-o", "prog")
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), "prog")
+	prog := filepath.Join(dir, "prog")
+	plain, _ := trRun(t, dir, prog, nil, "./libext.so")
+	for _, c := range []struct {
+		env  []string
+		want map[string]int // calls recorded per function (every function recorded listed)
+	}{
+		{[]string{"FTRACE_TRACER=function", "FTRACE_FILTER=ext_fn"}, map[string]int{"ext_fn": 3}},
+		{[]string{"FTRACE_TRACER=function_graph", "FTRACE_FILTER=ext_fn"}, map[string]int{"ext_fn": 3}},
+		{[]string{"FTRACE_TRACER=function", "FTRACE_FILTER=lib_*"}, map[string]int{"lib_local": 4, "lib_ext": 2}},
+		{[]string{"FTRACE_TRACER=function_graph", "FTRACE_FILTER=lib_*,ext_fn", "FTRACE_NOTRACE=lib_ext"},
+			map[string]int{"lib_local": 4, "ext_fn": 3}},
+		{[]string{"FTRACE_TRACER=function_graph", "FTRACE_GRAPH_FUNCTION=ext_fn"}, map[string]int{"ext_fn": 3}},
+	} {
+		t.Run(strings.Join(c.env, ","), func(t *testing.T) {
+			trace := filepath.Join(dir, "t.dat")
+			os.Remove(trace)
+			out, ws := trRun(t, dir, prog, append(c.env, "FTRACE_OUTPUT="+trace), "./libext.so")
+			if out != plain || ws.ExitStatus() != 0 {
+				t.Fatalf("output %q (%v), untraced %q", out, ws, plain)
+			}
+			tr := trRead(t, trace)
+			s := trSymbols(t, tr, prog)
+			// the library's names: its symbols at the bias its map entry gives
+			f, err := elf.Open(filepath.Join(dir, "libext.so"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			libSyms, _ := f.Symbols()
+			f.Close()
+			name := func(ip uint64) string {
+				for _, m := range tr.Maps {
+					if filepath.Base(m.Path) == "libext.so" && ip >= m.Start && ip < m.End {
+						for _, sym := range libSyms {
+							if a := ip - m.Bias; a >= sym.Value && a < sym.Value+sym.Size {
+								return sym.Name
+							}
+						}
+					}
+				}
+				return s.name(ip)
+			}
+			got := map[string]int{}
+			for _, th := range tr.Threads {
+				for _, r := range th.Recs {
+					if r.Type == 1 || r.Type == 2 { // a call (function) or an entry (graph)
+						got[name(r.IP)]++
+					}
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("recorded %v, want %v", got, c.want)
+			}
+		})
+	}
+}

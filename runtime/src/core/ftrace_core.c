@@ -44,6 +44,7 @@ static struct ftrt_object *objects;
 static struct ftrace_ops *_Atomic ops_list;
 static int initialized;
 static unsigned long long seen_adds, seen_subs;
+static unsigned long objects_added;	/* rescans that added objects with call sites */
 static unsigned long nr_refused;
 
 /* The ops the shared callers pass (their slot); never registered. */
@@ -2001,7 +2002,7 @@ static int rescan(void)
 	static int scanned;	/* the first scan is the start-up map, recorded already */
 	struct scan s = { 0 };
 	struct ftrt_object *o, **pp, *added = NULL, **tail;
-	int subs_changed, any_new = 0, gone = 0;
+	int subs_changed, any_new = 0, gone = 0, added_sites = 0;
 	size_t i, j;
 
 	dl_iterate_phdr(scan_cb, &s);
@@ -2039,6 +2040,7 @@ static int rescan(void)
 			continue;
 		}
 		load_table(o);
+		added_sites |= o->nrecs != 0;
 		o->next = added;
 		added = o;
 	}
@@ -2080,6 +2082,8 @@ static int rescan(void)
 	free(s.v);
 	if ((added || gone) && scanned && ftrt_objects_changed)
 		ftrt_objects_changed();
+	if (scanned && added_sites)
+		objects_added++;
 	scanned = 1;
 	/* Enable the new objects' sites for the registered ops. */
 	for (o = objects; o; o = o->next) {
@@ -2787,15 +2791,20 @@ int ftrace_print_functions(void *stream)
 int ftrace_rescan(void)
 {
 	struct ftrt_object *o;
+	unsigned long added;
 	long n = 0;
 	int ret = api_enter();
 
 	if (ret)
 		return ret;
+	added = objects_added;
 	ret = rescan();
 	for (o = objects; o; o = o->next)
 		n += (long)o->nrecs;
+	added = objects_added - added;
 	ftrt_unlock();
+	if (added && ftrt_objects_added)
+		ftrt_objects_added();
 	return ret ? ret : (int)n;
 }
 
@@ -2842,11 +2851,17 @@ static void dl_resolve(void)
 /* Pick up what changed, unless inside a callback or the API (then: at the next call). */
 static void dl_changed(void)
 {
+	unsigned long before;
+
 	if (ftrt_cb_depth > 0 || ftrt_lock())
 		return;
 	ensure_init();
+	before = objects_added;
 	check_objects();
+	before = objects_added - before;
 	ftrt_unlock();
+	if (before && ftrt_objects_added)
+		ftrt_objects_added();
 }
 
 void *ftrt_dlopen_hooked(const char *file, int mode);

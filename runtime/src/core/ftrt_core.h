@@ -218,4 +218,11 @@ int ftrt_sync_signal(void);
  */
 void ftrt_objects_changed(void) __attribute__((weak));
 
+/*
+ * Called after a dlopen (or ftrace_dlopen/ftrace_rescan) that loaded objects with call
+ * sites, once the core's lock is released: the tracers apply their name lists again, so
+ * names of a library loaded later match (trace.c).  Weak, as above.
+ */
+void ftrt_objects_added(void) __attribute__((weak));
+
 #endif /* FTRT_CORE_H */

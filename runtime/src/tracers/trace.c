@@ -45,6 +45,9 @@ static struct {
 	enum ftrace_tracer tracer;
 	unsigned int depth;
 	char *globs[FT_NLISTS];		/* only globs that matched when they were set */
+	/* each list as asked (start-up: with globs that matched nothing then): applied again
+	   when a library is loaded (ftrt_objects_added), so that its names match too */
+	char *asked[FT_NLISTS];
 	/* a start-up list named functions, none of which exists: a filter (or graph_function
 	   list) that would select everything if applied empty selects nothing instead */
 	int none[FT_NLISTS];
@@ -1353,15 +1356,16 @@ static int start_globs(const struct ftrace_trace_config *cfg)
 		r = sort_globs(g, list, kept, len, 1, NULL, 0, &positive, &nkept);
 		err = err ? err : r;
 		tr.globs[list] = dup_or_null(kept);
+		tr.asked[list] = dup_or_null(g);
 		tr.none[list] = positive && !nkept;
 		free(kept);
 	}
 	if (tr.none[FT_LIST_FILTER])
-		fprintf(stderr, "ftkit: no function matches the filter '%s': nothing is traced\n",
-			cfg->filter);
+		fprintf(stderr, "ftkit: no function matches the filter '%s': nothing is traced "
+			"until a library loaded later has one\n", cfg->filter);
 	if (tr.none[FT_LIST_GRAPH_FUNCTION])
-		fprintf(stderr, "ftkit: no function matches graph_function '%s': nothing is graphed\n",
-			cfg->graph_function);
+		fprintf(stderr, "ftkit: no function matches graph_function '%s': nothing is graphed "
+			"until a library loaded later has one\n", cfg->graph_function);
 	return err;
 }
 
@@ -1507,12 +1511,61 @@ int ft_trace_set_globs(int list, const char *globs, char *bad, size_t badlen)
 		goto out;
 	free(tr.globs[list]);
 	tr.globs[list] = dup_or_null(kept);
+	free(tr.asked[list]);
+	tr.asked[list] = dup_or_null(kept);
 	tr.none[list] = 0;
 	err = lists_apply(list);
 out:
 	pthread_mutex_unlock(&trace_mu);
 	free(kept);
 	return err;
+}
+
+/*
+ * Objects with call sites were loaded (dlopen; the core's weak hook, called outside its
+ * lock): each list is applied again as it was asked, so names of the new library match —
+ * a glob that matched nothing at start-up (said then) now does, a glob such as 'ext_*'
+ * takes the new library's functions too.  The kernel's filters hold addresses (it has
+ * ':mod:' for modules loaded later); uftrace applies its patterns to each library it loads,
+ * which is what a user of -F expects of a dlopen'ed library.  Calls made while the library
+ * was being loaded (its constructors) come before this.
+ */
+void ftrt_objects_added(void)
+{
+	int reapply = 0;
+
+	pthread_mutex_lock(&trace_mu);
+	if (!tr.started)
+		goto out;
+	for (int list = 0; list < FT_NLISTS; list++) {
+		size_t len;
+		char *kept;
+		int positive, nkept, none;
+
+		if (!tr.asked[list])
+			continue;
+		len = strlen(tr.asked[list]) + 1;
+		if (!(kept = malloc(len)))
+			break;
+		sort_globs(tr.asked[list], list, kept, len, 0, NULL, 0, &positive, &nkept);
+		none = positive && !nkept;
+		if (!tr.globs[list] || strcmp(kept, tr.globs[list])) {
+			if (*kept)
+				fprintf(stderr, "ftkit: %s '%s': matches functions of a library loaded now\n",
+					list_names[list], kept);
+			free(tr.globs[list]);
+			tr.globs[list] = dup_or_null(kept);
+		}
+		tr.none[list] = none;
+		free(kept);
+		if (tr.globs[list])
+			reapply |= 1 << list;
+	}
+	for (int list = 0; list < FT_NLISTS; list++)
+		if (reapply & (1 << list))
+			lists_apply(list);
+out:
+	pthread_mutex_unlock(&trace_mu);
 }
 
 int ftrace_trace_set_filter(const char *globs)
