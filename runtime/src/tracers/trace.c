@@ -1566,6 +1566,7 @@ void ftrt_objects_added(void)
 			lists_apply(list);
 out:
 	pthread_mutex_unlock(&trace_mu);
+	ft_triggers_added();
 }
 
 int ftrace_trace_set_filter(const char *globs)
@@ -1800,7 +1801,7 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 	}
 	if (trig) {
 		char bad[160] = "";
-		int err = ft_set_triggers(trig, bad, sizeof(bad));
+		int err = ft_set_triggers_startup(trig, bad, sizeof(bad));
 
 		if (err)
 			fprintf(stderr, "ftkit: ignoring FTRACE_TRIGGER=%s: '%s': %s\n", trig, bad,

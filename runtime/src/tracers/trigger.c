@@ -50,6 +50,8 @@ struct trig {
 	struct fgraph_ops gops;		/* finish only */
 	int registered, graph;
 	int ever;			/* was registered: never freed (a callback may run on it) */
+	int pending;			/* its glob matched nothing yet: registered when a
+					   library loaded later has a match (ft_triggers_added) */
 	char glob[128];
 	int nact;
 	struct {
@@ -357,9 +359,48 @@ static int trig_register(struct trig *tg)
 /*
  * Replace the triggers (NULL or "": none).  All or nothing: a malformed list, a glob that
  * matches no function or a registration that fails leaves the triggers as they were.
- * bad (if not NULL) gets the item refused.
+ * bad (if not NULL) gets the item refused.  With pending (the start-up list), a glob that
+ * matches nothing yet is no error: its trigger waits for a library loaded later.
  */
+static int set_triggers(const char *spec, char *bad, size_t badlen, int pending);
+
 int ft_set_triggers(const char *spec, char *bad, size_t badlen)
+{
+	return set_triggers(spec, bad, badlen, 0);
+}
+
+int ft_set_triggers_startup(const char *spec, char *bad, size_t badlen)
+{
+	return set_triggers(spec, bad, badlen, 1);
+}
+
+/*
+ * Objects with call sites were loaded: a waiting trigger whose glob matches now is
+ * registered (said on stderr), a registered one takes the new matches of its glob.
+ */
+void ft_triggers_added(void)
+{
+	pthread_mutex_lock(&trig_mu);
+	for (int i = 0; i < ntrigs; i++) {
+		struct trig *tg = trigs[i];
+		int n = (int)strlen(tg->glob);
+
+		if (tg->pending) {
+			if (trig_register(tg) == 0) {
+				tg->pending = 0;
+				fprintf(stderr, "ftkit: trigger '%s': matches functions of a library "
+					"loaded now\n", tg->glob);
+			}
+		} else if (tg->registered) {
+			ftrace_set_filter(&tg->ops, (unsigned char *)tg->glob, n, 1);
+			if (tg->graph)
+				ftrace_set_filter(&tg->gops.ops, (unsigned char *)tg->glob, n, 1);
+		}
+	}
+	pthread_mutex_unlock(&trig_mu);
+}
+
+static int set_triggers(const char *spec, char *bad, size_t badlen, int pending)
 {
 	struct trig *next[TRIG_MAX] = { 0 };
 	int n = 0, err = 0;
@@ -381,6 +422,13 @@ int ft_set_triggers(const char *spec, char *bad, size_t badlen)
 	pthread_mutex_lock(&trig_mu);
 	for (int i = 0; i < n && !err; i++) {
 		err = trig_register(next[i]);
+		if (err == -ENODEV && pending) {
+			next[i]->pending = 1;
+			fprintf(stderr, "ftkit: trigger '%s': matches no function yet: it waits for a "
+				"library loaded later\n", next[i]->glob);
+			err = 0;
+			continue;
+		}
 		if (err && bad)
 			snprintf(bad, badlen, "%s", next[i]->glob);
 		if (err)
