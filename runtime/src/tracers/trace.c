@@ -1530,6 +1530,16 @@ out:
  * which is what a user of -F expects of a dlopen'ed library.  Calls made while the library
  * was being loaded (its constructors) come before this.
  */
+/* Globs in a comma-separated list (NULL: none). */
+static int nglobs(const char *list)
+{
+	int n = list && *list;
+
+	for (; list && *list; list++)
+		n += *list == ',';
+	return n;
+}
+
 void ftrt_objects_added(void)
 {
 	int reapply = 0;
@@ -1550,7 +1560,7 @@ void ftrt_objects_added(void)
 		sort_globs(tr.asked[list], list, kept, len, 0, NULL, 0, &positive, &nkept);
 		none = positive && !nkept;
 		if (!tr.globs[list] || strcmp(kept, tr.globs[list])) {
-			if (*kept)
+			if (nglobs(kept) > nglobs(tr.globs[list]))	/* one that waited matches */
 				fprintf(stderr, "ftkit: %s '%s': matches functions of a library loaded now\n",
 					list_names[list], kept);
 			free(tr.globs[list]);
