@@ -1,8 +1,11 @@
 package ftrt
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ftkit/ftkit/internal/testenv"
 )
 
 // callopsVariants: the C program built for CALL_OPS (-fpatchable-function-entry=8,8: an
@@ -57,5 +60,24 @@ func TestCallops(t *testing.T) {
 			out := runOK(t, dir, build(t, dir, "prog", v.p), flips)
 			t.Log(strings.TrimSpace(out))
 		})
+	}
+}
+
+// A CALL_OPS library loaded and unloaded 20 times while an ops traces everything: every
+// load's calls are counted, and an unloaded library's cells are released (they were kept
+// for good: 8 bytes per site per load).
+func TestCallopsDlclose(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	lib, inc := testenv.Runtime(t)
+	src := filepath.Join(testenv.Root(), "runtime", "tests", "callops_dl.c")
+	testenv.Run(t, dir, "gcc", append([]string{"-O2", "-pg", "-mfentry", "-fPIC", "-DLIB", "-I", inc, "-c", src, "-o", "dl.o"}, callopsFlags...)...)
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), "dl.o")
+	testenv.Run(t, dir, "gcc", "-shared", "dl.o", "-o", "libdl.so")
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), "libdl.so")
+	testenv.Run(t, dir, "gcc", "-O2", "-I", inc, src, "-rdynamic", "-L"+lib, "-lftrt", "-lpthread", "-ldl", "-o", "prog")
+	out := runOK(t, dir, filepath.Join(dir, "prog"), "./libdl.so")
+	if !strings.Contains(out, "cells 8\n") {
+		t.Errorf("the library's 8 sites did not get cells:\n%s", out)
 	}
 }

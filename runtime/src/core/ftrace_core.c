@@ -957,18 +957,25 @@ static int callops_enabled(void)
 	return ftrt_env_on("FTRT_CALLOPS", &enabled);
 }
 
-/* Cells: 8-byte words in chunks that are never freed (one per CALL_OPS site used). */
-#define CELLS_PER_CHUNK	510
+/*
+ * Cells: 8-byte words in chunks, one per CALL_OPS site used, owned by the site's object and
+ * released when its code is unmapped (dlclose: no site can read them any more; unloading
+ * code a thread runs is the program's error).  Chunks of objects the tables were reloaded
+ * for while mapped (ftrt_debug_reload) stay: their slots still point there.
+ */
+#define CELLS_PER_CHUNK	509
 struct cell_chunk {
-	struct cell_chunk	*next;
+	struct cell_chunk	*next;		/* every chunk (cell_owned) */
+	struct cell_chunk	*onext;		/* its object's */
 	size_t			used;
 	uintptr_t		cell[CELLS_PER_CHUNK];
 };
 static struct cell_chunk *cell_chunks;
+static long cells_live;
 
-static uintptr_t *cell_alloc(void)
+static uintptr_t *cell_alloc(struct ftrt_object *o)
 {
-	struct cell_chunk *c = cell_chunks;
+	struct cell_chunk *c = o->cells;
 
 	if (!c || c->used == CELLS_PER_CHUNK) {
 		c = calloc(1, sizeof(*c));
@@ -976,9 +983,34 @@ static uintptr_t *cell_alloc(void)
 			return NULL;
 		c->next = cell_chunks;
 		cell_chunks = c;
+		c->onext = o->cells;
+		o->cells = c;
 	}
 	c->cell[c->used] = (uintptr_t)&ftrt_callops_stub;
+	cells_live++;
 	return &c->cell[c->used++];
+}
+
+static void cell_put(uintptr_t *cell, uintptr_t v);
+
+/* o's code is gone: its cells let go of their sets (swept at the next update) and are freed. */
+static void cells_release(struct ftrt_object *o)
+{
+	struct cell_chunk *c, *n, **pp;
+
+	for (c = o->cells; c; c = n) {
+		n = c->onext;
+		for (size_t i = 0; i < c->used; i++)
+			cell_put(&c->cell[i], 0);
+		cells_live -= (long)c->used;
+		for (pp = &cell_chunks; *pp; pp = &(*pp)->next)
+			if (*pp == c) {
+				*pp = c->next;
+				break;
+			}
+		free(c);
+	}
+	o->cells = NULL;
 }
 
 /* Is p one of our cells (a slot written before a reload of the tables)? */
@@ -1425,7 +1457,7 @@ static int write_slots(size_t n)
 				continue;
 			if (!batch_cell[k++] || (r->flags & (REC_SLOT | REC_REFUSED)))
 				continue;
-			cell = cell_alloc();
+			cell = cell_alloc(o);
 			if (!cell)
 				return -ENOMEM;
 			batch_pk[np].addr = (void *)ftrt_arch_callops_slot(r->ip);
@@ -2058,6 +2090,7 @@ static int rescan(void)
 						op->nr_sites--;
 			}
 			*pp = o->next;
+			cells_release(o);
 			object_free(o);
 			gone = 1;
 		} else {
@@ -2966,6 +2999,7 @@ long ftrt_debug_reload(void)
 	}
 	for (o = objects; o; o = n) {
 		n = o->next;
+		o->cells = NULL;	/* still mapped: its slots keep pointing there */
 		object_free(o);
 	}
 	objects = NULL;
@@ -2982,6 +3016,17 @@ long ftrt_debug_reload(void)
  * neither RECURSION nor SAVE_REGS, and stay so while the site can call it.  The next update
  * of the site puts its own ops back.  0, -EINVAL (no such site), -EBUSY (in a callback).
  */
+long ftrt_debug_cells(void)
+{
+	long n;
+
+	if (ftrt_lock())
+		return -EBUSY;
+	n = cells_live;
+	ftrt_unlock();
+	return n;
+}
+
 int ftrt_debug_callops_set(unsigned long ip, struct ftrace_ops *ops)
 {
 	struct ftrt_object *o;
