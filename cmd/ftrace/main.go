@@ -26,6 +26,10 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if !enoughDescriptors() {
+		fmt.Fprintln(stderr, "ftrace: too few file descriptors left to run (raise ulimit -n)")
+		return 1
+	}
 	app := newApp(stdout, stderr)
 	if done, code := cliargs.Man(app, args, stdout, stderr); done {
 		return code

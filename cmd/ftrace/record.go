@@ -156,8 +156,12 @@ func doRecord(c *cli.Context) error {
 	}
 	// A stale trace would be mistaken for this run's.
 	if !strings.Contains(out, "%p") {
-		if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("record: removing old %s: %w", out, err)
+		// only if there is one: on a read-only file system a missing file does not say
+		// ENOENT to remove, and the program runs anyway (the runtime says it writes no trace)
+		if _, err := os.Lstat(out); err == nil {
+			if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("record: removing old %s: %w", out, err)
+			}
 		}
 	}
 	path := args[0]

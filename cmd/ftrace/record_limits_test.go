@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ftkit/ftkit/internal/testenv"
@@ -78,6 +80,42 @@ func TestRecordLimits(t *testing.T) {
 		r := testenv.Exec(t, dir, ftrace, "record", bad, "--", prog, "1", "1")
 		if r.Code == 0 || strings.Contains(r.Stdout, "rounds") {
 			t.Errorf("%s: exit %d, stdout %q", bad, r.Code, r.Stdout)
+		}
+	}
+}
+
+// A directory on a read-only file system: the program runs, untraced where no trace can be
+// written (the runtime says so), instead of ftrace refusing because removing a trace that
+// is not there says EROFS, not ENOENT (found with GNU patch).
+func TestRecordReadOnlyDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a read-only file system needs root")
+	}
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "loop", loopSrc)
+	ro := filepath.Join(dir, "ro")
+	os.Mkdir(ro, 0o755)
+	if err := syscall.Mount("tmpfs", ro, "tmpfs", syscall.MS_RDONLY, "size=1m"); err != nil {
+		t.Skipf("mount: %v", err)
+	}
+	defer syscall.Unmount(ro, 0)
+	r := testenv.Exec(t, ro, testenv.Tool(t, "ftrace"), "record", "-q", "--", prog, "1", "5")
+	if r.Code != 0 || r.Stdout != "rounds 1 sum 5\n" {
+		t.Errorf("record in a read-only directory: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// Too few descriptors for ftrace itself: a message and exit 1, not the Go runtime's fatal
+// error and goroutine dump (its poller needs two; GNU patch trial at ulimit -n 6 and 7).
+func TestTooFewDescriptors(t *testing.T) {
+	testenv.Need(t, "sh")
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, n := range []int{4, 5, 6, 7} {
+		out, err := exec.Command("sh", "-c", "ulimit -n "+strconv.Itoa(n)+" && exec \"$0\" info /nonexistent.dat", ftrace).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || strings.Contains(string(out), "goroutine") ||
+			!strings.Contains(string(out), "ftrace: ") {
+			t.Errorf("ulimit -n %d: %v:\n%s", n, err, out)
 		}
 	}
 }

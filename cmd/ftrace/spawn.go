@@ -24,7 +24,7 @@ func detectClosedStdio() (closed [3]bool) {
 		if l, err := os.Readlink("/proc/self/fd/" + n); err != nil || l != "/dev/null" {
 			continue
 		}
-		b, err := os.ReadFile("/proc/self/fdinfo/" + n)
+		b, err := readRaw("/proc/self/fdinfo/" + n)
 		if err != nil {
 			continue
 		}
@@ -36,6 +36,49 @@ func detectClosedStdio() (closed [3]bool) {
 		}
 	}
 	return closed
+}
+
+// readRaw reads a small file with system calls alone: this runs before main, and the os
+// package's first Open sets up the runtime's poller (two descriptors), a fatal error under
+// a tight descriptor limit that main then could not report (enoughDescriptors).
+func readRaw(path string) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	var out []byte
+	buf := make([]byte, 512)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		out = append(out, buf[:n]...)
+	}
+}
+
+// enoughDescriptors tells whether ftrace can open what it needs (the runtime's poller, a
+// trace file, a pipe to the program): without them, the Go runtime's first file would
+// end ftrace with a fatal error and a goroutine dump instead of a message.
+func enoughDescriptors() bool {
+	var fds []int
+	ok := true
+	for i := 0; i < 4; i++ { // the poller's two, a trace file, one to spare
+		fd, err := syscall.Open("/", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			ok = err != syscall.EMFILE && err != syscall.ENFILE
+			break
+		}
+		fds = append(fds, fd)
+	}
+	for _, fd := range fds {
+		syscall.Close(fd)
+	}
+	return ok
 }
 
 // started is a program ftrace started: its process, and how to wait for it.
