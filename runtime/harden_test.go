@@ -491,13 +491,12 @@ func TestTracerWriteErrorSaidEarly(t *testing.T) {
 		if n := strings.Count(stderr.String(), "cannot write the trace file, events are lost"); n != 1 {
 			t.Errorf("%s: the write failure said %d times (want once, before stderr was closed):\n%s", tracer, n, stderr.String())
 		}
-		// when finalising fails too (its last chunks lie past the limit) the file stays
-		// .part, and its header does not say complete (it did: the gawk trial); when
-		// they fit below it (written where the failed writes began), it is finalised
+		// finalised all the same: its tables written where its events stopped (the file cut
+		// back to make room if need be: TestTracerFileSizeLimit); a .part, which it was
+		// when its last chunks did not fit, must not say complete (the gawk trial)
 		parts, _ := filepath.Glob(filepath.Join(dir, "ftrace.dat.*.part"))
-		_, ferr := os.Stat(filepath.Join(dir, "ftrace.dat"))
-		if len(parts)+map[bool]int{true: 1}[ferr == nil] != 1 {
-			t.Errorf("%s: .part files %v, final file: %v; want one of them", tracer, parts, ferr)
+		if _, err := os.Stat(filepath.Join(dir, "ftrace.dat")); err != nil || len(parts) != 0 {
+			t.Errorf("%s: .part files %v, final file: %v; want the final file only", tracer, parts, err)
 		}
 		for _, p := range parts {
 			h, err := os.ReadFile(p)
@@ -528,5 +527,54 @@ func TestTracerUnregisterableGivesBack(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "cannot register the function_graph tracer") {
 		t.Skipf("the tracer was registered at this limit here (nothing to give back):\n%s", stderr.String())
+	}
+}
+
+// A file-size limit reached in the middle of a chunk: the file is cut back to its last
+// whole chunk, so a smaller write that fits later does not leave the torn rest after it
+// (flex under ulimit -f: a trace flagged complete that every reader refused at the torn
+// chunk), and finalising fits the tables in, cutting back whole batches if need be: the
+// trace is complete, every reader reads it, and its recorded and lost events add up to
+// the run's.
+func TestTracerFileSizeLimitTorn(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fib.c")
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, tracer := range []string{"function", "function_graph"} {
+		full := filepath.Join(dir, tracer+"-full.dat")
+		plain, _ := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + full}, "25")
+		want := 0
+		for _, th := range trRead(t, full).Threads {
+			want += len(th.Recs)
+		}
+		for run := 0; run < 4; run++ {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%d.dat", tracer, run))
+			cmd := exec.Command("sh", "-c", "ulimit -f 512 && exec \"$0\" 25", prog)
+			cmd.Dir = dir
+			cmd.Env = append(trCleanEnv(), "FTRACE_TRACER="+tracer, "FTRACE_OUTPUT="+out)
+			got, err := cmd.Output()
+			if err != nil || string(got) != plain {
+				t.Fatalf("%s: output %q (%v), untraced %q", tracer, got, err, plain)
+			}
+			tr := trRead(t, out)
+			if tr.Flags&1 == 0 {
+				t.Errorf("%s run %d: not complete (flags %#x)", tracer, run, tr.Flags)
+			}
+			recorded, lost := 0, uint64(0)
+			for _, th := range tr.Threads {
+				recorded += len(th.Recs)
+				lost += th.Lost
+			}
+			if lost == 0 || float64(recorded)+float64(lost) < 0.999*float64(want) ||
+				float64(recorded)+float64(lost) > 1.001*float64(want) {
+				t.Errorf("%s run %d: %d recorded + %d lost, the run had %d", tracer, run, recorded, lost, want)
+			}
+			for _, c := range [][]string{{"info", out}, {"report", out}, {"graph", "-n", "5", out}} {
+				r := testenv.Exec(t, dir, ftrace, c...)
+				if r.Code != 0 || strings.Contains(r.Stderr, "bad size") {
+					t.Errorf("%s run %d: ftrace %s: exit %d\n%s", tracer, run, c[0], r.Code, r.Stderr)
+				}
+			}
+		}
 	}
 }

@@ -721,7 +721,7 @@ struct ft_batch {
 static const char zero8[8];
 
 static void batch_done(struct ft_batch *bt);
-static struct ft_batch writer_bt;
+static struct ft_batch writer_bt, final_bt;
 
 /*
  * After a batch was written at base: a block its owner began to reuse while the batch
@@ -745,6 +745,11 @@ static void batch_torn(struct ft_batch *bt, uint64_t base)
 	}
 }
 
+/* The offsets of the last batches written to the trace file (0: none): ft_session_finish
+   may cut the file back to one of them to make room for its tables. */
+#define FILE_STARTS	8
+static uint64_t file_starts[FILE_STARTS];
+
 static void batch_flush(struct ft_batch *bt)
 {
 	uint64_t bytes = 0;
@@ -766,11 +771,24 @@ static void batch_flush(struct ft_batch *bt)
 			bt->fd = fd;
 			xfsz_block(&g);
 			err = writev_all(fd, bt->iov, bt->niov, *bt->off);
+			/*
+			 * Part of the chunks may have reached the file (a full disk, RLIMIT_FSIZE
+			 * in the middle of one): cut it back to the last whole chunk, or a later,
+			 * smaller write that fits would leave the torn rest after it and the
+			 * reader would stop there (found with flex under ulimit -f).  Shrinking is
+			 * allowed at any file-size limit.
+			 */
+			if (err)
+				(void)!ftruncate(fd, (off_t)*bt->off);
 			xfsz_unblock(&g, err);
 		}
 	}
 	if (!err) {
 		batch_torn(bt, *bt->off);
+		if (bt->off == &ft_sess.end) {	/* where whole chunks start, newest last */
+			memmove(file_starts, file_starts + 1, sizeof(file_starts) - sizeof(file_starts[0]));
+			file_starts[FILE_STARTS - 1] = *bt->off;
+		}
 		*bt->off += bytes;
 	} else {
 		bt->err = err;
@@ -948,7 +966,10 @@ static void batch_done(struct ft_batch *bt)
 	for (int i = 0; i < bt->n; i++) {
 		struct ft_tbuf *tb = bt->ent[i].tb;
 
-		if (bt->err && tb && bt->ent[i].done == FT_DONE_FREE)
+		/* events that did not reach the file are lost: the writer's blocks, and at
+		   finalisation (which frees none) the blocks still in memory */
+		if (bt->err && tb && (bt->ent[i].done == FT_DONE_FREE ||
+				      (bt == &final_bt && bt->ent[i].b)))
 			__atomic_fetch_add(&tb->lost, bt->ent[i].nev, __ATOMIC_RELAXED);
 		switch (bt->ent[i].done) {
 		case FT_DONE_FREE:
@@ -1943,7 +1964,51 @@ static void batch_all(struct ft_batch *bt, int names, int more)
 	}
 }
 
-static struct ft_batch final_bt;
+/* The thread tables and the memory map alone (the events could not all be written). */
+static int batch_tables(struct ft_batch *bt, const char *maps, size_t maps_len)
+{
+	struct ft_session *s = &ft_sess;
+	uint64_t n = __atomic_load_n(&s->nreg, __ATOMIC_ACQUIRE);
+
+	bt->err = 0;
+	bt->n = bt->niov = 0;
+	bt->bytes = 0;
+	for (uint64_t i = 0; i < n && i < FT_MAX_REG; i++) {
+		struct ft_tbuf *tb = __atomic_load_n(&s->reg[i], __ATOMIC_ACQUIRE);
+
+		if (tb && !tb->retired)
+			batch_thread(bt, tb, __atomic_load_n(&tb->exited, __ATOMIC_ACQUIRE), FT_DONE_NONE);
+	}
+	if (maps && maps_len)
+		batch_raw(bt, maps, maps_len);
+	batch_flush(bt);
+	return bt->err;
+}
+
+/*
+ * The last chunks did not fit (a file-size limit, a full disk): the file was cut back to
+ * its last whole chunk (batch_flush).  Finish it with the tables alone, the events still
+ * in memory counted lost; if even they do not fit, cut the file back one written batch at
+ * a time (its events lost too: their blocks show as missing) until they do.  0 when the
+ * file could be finished.
+ */
+static int finish_smaller(struct ft_batch *bt, const char *maps, size_t maps_len)
+{
+	struct ft_session *s = &ft_sess;
+	int err = batch_tables(bt, maps, maps_len);
+
+	for (int k = FILE_STARTS - 1; err && k >= 0; k--) {
+		int fd = sess_fd(s->fd);
+
+		if (!file_starts[k] || file_starts[k] >= s->end || fd < 0)
+			continue;
+		if (ftruncate(fd, (off_t)file_starts[k]))
+			break;
+		s->end = file_starts[k];
+		err = batch_tables(bt, maps, maps_len);
+	}
+	return err;
+}
 
 /*
  * Finalise the trace file: every thread's remaining blocks, THREAD chunks, the last MAPS
@@ -1993,9 +2058,11 @@ int ft_session_finish(int reason, int sig, int in_signal)
 			((struct ftkit_maps_chunk *)m)->ts = h->end_ticks;
 			batch_raw(bt, m, ml);
 		}
+		batch_flush(bt);
+		err = bt->err;
+		if (err == -EFBIG || err == -ENOSPC || err == -EDQUOT)
+			err = finish_smaller(bt, m, ml);
 	}
-	batch_flush(bt);
-	err = bt->err;
 	if ((wr = __atomic_exchange_n(&write_err_later, 0, __ATOMIC_ACQ_REL)))
 		ft_msg_err(write_failed_msg, NULL, wr);
 	ft_session_counts(&lost, &depth, &nthr);
