@@ -52,7 +52,11 @@ func reportDiff(c *cli.Context) error {
 		}
 		timed = timed && (f.HasGraph() || f.Header.Tracer == "function_graph")
 	}
-	rows, err := report.Diff(stats[0], stats[1], c.String("sort"), c.Int("limit"))
+	key := c.String("sort")
+	if !timed && !c.IsSet("sort") {
+		key = "calls" // no times to sort by: the rows that changed come first
+	}
+	rows, err := report.Diff(stats[0], stats[1], key, c.Int("limit"))
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -64,5 +65,30 @@ func TestE2EReportDiff(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^\s*4\s+8\s+\+4\s+.*\s\+\d+(\.\d)?%\s.*\+\d+(\.\d)?%\s+spin`).MatchString(out) {
 		t.Errorf("spin's row lacks positive total and self changes:\n%s", out)
+	}
+}
+
+// Function (untimed) traces: rows go by the change in calls unless --sort says otherwise
+// (they went by total, 0 on both sides: the changed rows could come last; GNU patch trial).
+func TestE2EReportDiffFunction(t *testing.T) {
+	if testenv.BuildDir() == "" {
+		t.Skip("FTKIT_BUILD not set")
+	}
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "diffprog", diffSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	testenv.Run(t, dir, ftrace, "record", "-q", "-t", "function", "-o", "old.dat", "--", prog, "3", "1000")
+	testenv.Run(t, dir, ftrace, "record", "-q", "-t", "function", "-o", "new.dat", "--", prog, "7", "1000")
+	out := testenv.Run(t, dir, ftrace, "report", "--diff", "old.dat", "new.dat")
+	row := regexp.MustCompile(`^\s*(\d+)\s+(\d+)\s+([+-]\d+)\s+.*?(\w+)( \[.*\])?$`)
+	var deltas []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		if m := row.FindStringSubmatch(l); m != nil && strings.Contains(" main setup step spin ", " "+m[4]+" ") {
+			deltas = append(deltas, m[3])
+		}
+	}
+	// step and spin (+4) before main and setup (+0)
+	if fmt.Sprint(deltas) != "[+4 +4 +0 +0]" {
+		t.Errorf("call changes in row order %v, want the +4 rows first:\n%s", deltas, out)
 	}
 }
