@@ -23,6 +23,18 @@ int main(int argc, char **argv) {
 }
 `
 
+// diffRuns records diffprog 3 1000 and diffprog 7 newSpin with tracer and returns
+// `report --diff` of the two.
+func diffRuns(t *testing.T, tracer, newSpin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "diffprog", diffSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	testenv.Run(t, dir, ftrace, "record", "-q", "-t", tracer, "-o", "old.dat", "--", prog, "3", "1000")
+	testenv.Run(t, dir, ftrace, "record", "-q", "-t", tracer, "-o", "new.dat", "--", prog, "7", newSpin)
+	return testenv.Run(t, dir, ftrace, "report", "--diff", "old.dat", "new.dat")
+}
+
 // TestE2EReportDiff records one program twice, the second run with more and longer
 // steps, and checks that report --diff shows the calls each run made and puts the
 // function whose time grew most (spin, under step) first.
@@ -30,12 +42,7 @@ func TestE2EReportDiff(t *testing.T) {
 	if testenv.BuildDir() == "" {
 		t.Skip("FTKIT_BUILD not set")
 	}
-	dir := t.TempDir()
-	prog := buildTraced(t, dir, "diffprog", diffSrc)
-	ftrace := testenv.Tool(t, "ftrace")
-	testenv.Run(t, dir, ftrace, "record", "-q", "-o", "old.dat", "--", prog, "3", "1000")
-	testenv.Run(t, dir, ftrace, "record", "-q", "-o", "new.dat", "--", prog, "7", "200000")
-	out := testenv.Run(t, dir, ftrace, "report", "--diff", "old.dat", "new.dat")
+	out := diffRuns(t, "function_graph", "200000")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) < 5 || !strings.HasPrefix(strings.TrimSpace(lines[0]), "CALLS OLD") {
 		t.Fatalf("report --diff:\n%s", out)
@@ -74,12 +81,7 @@ func TestE2EReportDiffFunction(t *testing.T) {
 	if testenv.BuildDir() == "" {
 		t.Skip("FTKIT_BUILD not set")
 	}
-	dir := t.TempDir()
-	prog := buildTraced(t, dir, "diffprog", diffSrc)
-	ftrace := testenv.Tool(t, "ftrace")
-	testenv.Run(t, dir, ftrace, "record", "-q", "-t", "function", "-o", "old.dat", "--", prog, "3", "1000")
-	testenv.Run(t, dir, ftrace, "record", "-q", "-t", "function", "-o", "new.dat", "--", prog, "7", "1000")
-	out := testenv.Run(t, dir, ftrace, "report", "--diff", "old.dat", "new.dat")
+	out := diffRuns(t, "function", "1000")
 	row := regexp.MustCompile(`^\s*(\d+)\s+(\d+)\s+([+-]\d+)\s+.*?(\w+)( \[.*\])?$`)
 	var deltas []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {

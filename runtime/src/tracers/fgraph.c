@@ -431,22 +431,8 @@ static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, i
 	e.calltime = ft_clock_read();
 	e.retaddr = *slot;
 	e.fregs = fregs;
-	if (!gops->entryfunc(&e, gops))
-		return;
-	f = &t->shadow[d];
-	f->ret = *slot;
-	f->slot = slot;
-	f->ip = ip;
-	f->calltime = e.calltime;
-	f->users = 1u << idx;
-	f->epoch = __atomic_load_n(&fgraph_epoch, __ATOMIC_RELAXED);
-	f->lr = NULL;
-	barrier();
-	t->depth = d + 1;
-	barrier();
-	*slot = (unsigned long)return_to_handler;
-	t->last_slot = slot;
-	t->last_ip = ip;
+	if (gops->entryfunc(&e, gops))
+		fgraph_fast_push(t, d, idx, ip, slot, e.calltime);	/* the same push */
 }
 
 FT_CALLBACK void fgraph_entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,

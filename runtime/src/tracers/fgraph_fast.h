@@ -57,7 +57,7 @@ static inline int fgraph_fast_depth(const struct ft_thread *t, const unsigned lo
 	return d;
 }
 
-/* Push user idx's frame at depth d (fgraph_fast_depth's) and hook the return, as fgraph_entry. */
+/* Push user idx's frame at depth d and hook the return (fgraph_entry pushes with it too). */
 static inline void fgraph_fast_push(struct ft_thread *t, int d, int idx, unsigned long ip,
 				    unsigned long *slot, uint64_t ts)
 {
