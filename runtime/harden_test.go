@@ -578,3 +578,34 @@ func TestTracerFileSizeLimitTorn(t *testing.T) {
 		}
 	}
 }
+
+// A program's own handler that passes the signal on with its default action (GNU patch
+// under kill -TERM): the process still dies of the signal, and its trace is finalised
+// (complete, ended by that signal, every call recorded) where it stayed a .part.
+func TestTracerProgramReraises(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_reraise.c")
+	for _, tracer := range []string{"function", "function_graph"} {
+		out := filepath.Join(dir, tracer+".dat")
+		got, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out})
+		if got != "s=1000\ncleaning up\n" || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+			t.Fatalf("%s: output %q, status %v", tracer, got, ws)
+		}
+		tr := trRead(t, out)
+		if tr.Flags&1 == 0 || tr.Reason != 2 || tr.Signal != uint32(syscall.SIGTERM) {
+			t.Errorf("%s: flags %#x reason %d signal %d, want complete, ended by SIGTERM", tracer, tr.Flags, tr.Reason, tr.Signal)
+		}
+		s := trSymbols(t, tr, prog)
+		calls := 0
+		for _, th := range tr.Threads {
+			for _, r := range th.Recs {
+				if (r.Type == 1 || r.Type == 2) && s.name(r.IP) == "work" {
+					calls++
+				}
+			}
+		}
+		if calls != 1000 {
+			t.Errorf("%s: %d calls of work recorded, want 1000", tracer, calls)
+		}
+	}
+}

@@ -902,6 +902,45 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 	raise(sig);	/* pending until we return; then the default action */
 }
 
+static int ends_by_default(int sig)
+{
+	for (size_t i = 0; i < sizeof(fatal_sigs) / sizeof(fatal_sigs[0]); i++)
+		if (fatal_sigs[i] == sig)
+			return 1;
+	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++)
+		if (term_sigs[i] == sig)
+			return 1;
+	return 0;
+}
+
+static int (*real_raise)(int);
+
+__attribute__((constructor)) static void raise_resolve(void)
+{
+	real_raise = (int (*)(int))ft_next_sym("raise");	/* not in a signal handler */
+}
+
+/*
+ * raise() of a signal whose action is the default one, which ends the process: mostly a
+ * program's own handler passing the signal on after its clean-up (`signal(sig, SIG_DFL);
+ * raise(sig)`: GNU patch and many others).  That handler replaced the runtime's, so the
+ * trace would stay a .part: it is finalised first, as the runtime's handler does (it is
+ * pending until the handler returns, when the signal is blocked there).
+ */
+int raise(int sig)
+{
+	struct sigaction cur;
+
+	if (tr.started && ends_by_default(sig) && sigaction(sig, NULL, &cur) == 0 &&
+	    !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
+		ft_session_finish(FTKIT_R_SIGNAL, sig, 1);
+		ft_control_unlink();
+	}
+	if (real_raise)
+		return real_raise(sig);
+	return (int)syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig) ? -1 : 0;
+}
+
 static void install_fatal_handlers(void)
 {
 	struct sigaction sa;
