@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -25,12 +24,6 @@ const (
 	a64Root = "/usr/aarch64-linux-gnu" // qemu-aarch64 -L: the cross C library
 )
 
-var (
-	a64Once sync.Once
-	a64Dir  string
-	a64Err  string
-)
-
 // a64Need skips the test when the cross compiler or qemu-user is missing.
 func a64Need(t *testing.T) {
 	t.Helper()
@@ -45,29 +38,11 @@ func a64Need(t *testing.T) {
 	}
 }
 
-// a64Runtime builds libftrt.a for aarch64 once per test binary (make -C runtime
-// CC=aarch64-linux-gnu-gcc ARCH=arm64 BUILD=<temp>); it returns the BUILD directory.
+// a64Runtime is the aarch64 runtime's BUILD directory (testenv.AArch64Runtime).
 func a64Runtime(t *testing.T) string {
 	t.Helper()
 	a64Need(t)
-	a64Once.Do(func() {
-		dir, err := os.MkdirTemp("", "ftkit-arm64-")
-		if err != nil {
-			a64Err = err.Error()
-			return
-		}
-		cmd := exec.Command("make", "-s", "-j2", "-C", filepath.Join(testenv.Root(), "runtime"),
-			"CC="+a64CC, "ARCH=arm64", "BUILD="+dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			a64Err = fmt.Sprintf("%v\n%s", err, out)
-			return
-		}
-		a64Dir = dir
-	})
-	if a64Err != "" {
-		t.Fatalf("building the arm64 runtime: %s", a64Err)
-	}
-	return a64Dir
+	return testenv.AArch64Runtime(t)
 }
 
 // a64Build builds a C program for aarch64 through the real flow: -fpatchable-function-entry=2,

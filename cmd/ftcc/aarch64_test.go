@@ -27,11 +27,7 @@ func TestAArch64(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cross := t.TempDir()
-	if out, err := exec.Command("make", "-s", "-j2", "-C", filepath.Join(testenv.Root(), "runtime"),
-		"CC=aarch64-linux-gnu-gcc", "ARCH=arm64", "BUILD="+cross).CombinedOutput(); err != nil {
-		t.Fatalf("building the aarch64 runtime: %v\n%s", err, out)
-	}
+	cross := testenv.AArch64Runtime(t)
 	lib := filepath.Join(prefix, "lib", "aarch64-linux-gnu")
 	os.MkdirAll(lib, 0o755)
 	if b, err := os.ReadFile(filepath.Join(cross, "lib", "libftrt.a")); err != nil {

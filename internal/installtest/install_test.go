@@ -134,9 +134,7 @@ func TestCMakeAArch64(t *testing.T) {
 	}
 	testenv.Need(t, "cmake", "aarch64-linux-gnu-gcc", "qemu-aarch64")
 	prefix := install(t)
-	cross := t.TempDir()
-	testenv.Run(t, "", "make", "-s", "-j2", "-C", filepath.Join(testenv.Root(), "runtime"),
-		"CC=aarch64-linux-gnu-gcc", "ARCH=arm64", "BUILD="+cross)
+	cross := testenv.AArch64Runtime(t)
 	lib := filepath.Join(prefix, "lib", "aarch64-linux-gnu")
 	if err := os.MkdirAll(lib, 0o755); err != nil {
 		t.Fatal(err)

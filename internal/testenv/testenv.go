@@ -83,6 +83,37 @@ func Runtime(t testing.TB) (libDir, includeDir string) {
 	return libDir, includeDir
 }
 
+var (
+	a64Once sync.Once
+	a64Dir  string
+	a64Err  string
+)
+
+// AArch64Runtime builds libftrt.a for aarch64 once per test binary (make -C runtime
+// CC=aarch64-linux-gnu-gcc ARCH=arm64 BUILD=<temp>) and returns that BUILD directory
+// (lib/libftrt.a, include/). The caller checks the cross compiler is there.
+func AArch64Runtime(t testing.TB) string {
+	t.Helper()
+	a64Once.Do(func() {
+		dir, err := os.MkdirTemp("", "ftkit-arm64-")
+		if err != nil {
+			a64Err = err.Error()
+			return
+		}
+		cmd := exec.Command("make", "-s", "-j2", "-C", filepath.Join(Root(), "runtime"),
+			"CC=aarch64-linux-gnu-gcc", "ARCH=arm64", "BUILD="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			a64Err = fmt.Sprintf("%v\n%s", err, out)
+			return
+		}
+		a64Dir = dir
+	})
+	if a64Err != "" {
+		t.Fatalf("building the aarch64 runtime: %s", a64Err)
+	}
+	return a64Dir
+}
+
 // Result is the outcome of Exec.
 type Result struct {
 	Stdout, Stderr string

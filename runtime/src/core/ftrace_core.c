@@ -3010,12 +3010,6 @@ long ftrt_debug_reload(void)
 	return ret ? ret : sites;
 }
 
-/*
- * Tests only: make the CALL_OPS site at ip (calling the CALL_OPS caller) call ops instead
- * of its own ops, with the one store a real switch does; ops must be a registered ops with
- * neither RECURSION nor SAVE_REGS, and stay so while the site can call it.  The next update
- * of the site puts its own ops back.  0, -EINVAL (no such site), -EBUSY (in a callback).
- */
 long ftrt_debug_cells(void)
 {
 	long n;
@@ -3027,6 +3021,12 @@ long ftrt_debug_cells(void)
 	return n;
 }
 
+/*
+ * Tests only: make the CALL_OPS site at ip (calling the CALL_OPS caller) call ops instead
+ * of its own ops, with the one store a real switch does; ops must be a registered ops with
+ * neither RECURSION nor SAVE_REGS, and stay so while the site can call it.  The next update
+ * of the site puts its own ops back.  0, -EINVAL (no such site), -EBUSY (in a callback).
+ */
 int ftrt_debug_callops_set(unsigned long ip, struct ftrace_ops *ops)
 {
 	struct ftrt_object *o;

@@ -648,12 +648,7 @@ static int graph_fused(void)
 {
 	static int on = -1;
 
-	if (on < 0) {
-		const char *e = secure_getenv("FTRT_GRAPH_FUSED");
-
-		on = !(e && !strcmp(e, "0"));
-	}
-	return on;
+	return ftrt_env_on("FTRT_GRAPH_FUSED", &on);
 }
 
 static unsigned long trace_graph_return_fast(unsigned long sp, const struct ftrace_ret_regs *rr)

@@ -1942,10 +1942,10 @@ int ft_session_clear(void)
 }
 
 /*
- * Every thread's blocks not yet in the file and its THREAD chunk, at *off of fd.
- * more: see batch_pending.
+ * Every thread's blocks not yet in the file (unless !events) and its THREAD chunk, at *off
+ * of fd.  more: see batch_pending.
  */
-static void batch_all(struct ft_batch *bt, int names, int more)
+static void batch_all(struct ft_batch *bt, int names, int more, int events)
 {
 	struct ft_session *s = &ft_sess;
 	uint64_t n = __atomic_load_n(&s->nreg, __ATOMIC_ACQUIRE);
@@ -1955,7 +1955,8 @@ static void batch_all(struct ft_batch *bt, int names, int more)
 
 		if (!tb)
 			continue;
-		batch_pending(bt, tb, more);
+		if (events)
+			batch_pending(bt, tb, more);
 		if (tb->retired)
 			continue;	/* its thread's facts come with its current buffer */
 		if (names && !tb->exited)
@@ -1967,18 +1968,10 @@ static void batch_all(struct ft_batch *bt, int names, int more)
 /* The thread tables and the memory map alone (the events could not all be written). */
 static int batch_tables(struct ft_batch *bt, const char *maps, size_t maps_len)
 {
-	struct ft_session *s = &ft_sess;
-	uint64_t n = __atomic_load_n(&s->nreg, __ATOMIC_ACQUIRE);
-
 	bt->err = 0;
 	bt->n = bt->niov = 0;
 	bt->bytes = 0;
-	for (uint64_t i = 0; i < n && i < FT_MAX_REG; i++) {
-		struct ft_tbuf *tb = __atomic_load_n(&s->reg[i], __ATOMIC_ACQUIRE);
-
-		if (tb && !tb->retired)
-			batch_thread(bt, tb, __atomic_load_n(&tb->exited, __ATOMIC_ACQUIRE), FT_DONE_NONE);
-	}
+	batch_all(bt, 0, 0, 0);
 	if (maps && maps_len)
 		batch_raw(bt, maps, maps_len);
 	batch_flush(bt);
@@ -2049,7 +2042,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	bt->err = 0;
 	bt->n = bt->niov = 0;
 	bt->bytes = 0;
-	batch_all(bt, 1, locked);
+	batch_all(bt, 1, locked, 1);
 	{
 		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
 		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
@@ -2174,7 +2167,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		bt->err = 0;
 		bt->n = bt->niov = 0;
 		bt->bytes = 0;
-		batch_all(bt, 0, 0);
+		batch_all(bt, 0, 0, 1);
 		if (m && ml)
 			batch_raw(bt, m, ml);
 		batch_flush(bt);

@@ -329,6 +329,12 @@ static void trig_unregister(struct trig *tg)
 	tg->registered = 0;
 }
 
+/* ops (the trigger's, or its graph user's) traces the functions of tg's glob. */
+static int trig_filter(struct ftrace_ops *ops, const struct trig *tg)
+{
+	return ftrace_set_filter(ops, (unsigned char *)tg->glob, (int)strlen(tg->glob), 1);
+}
+
 static int trig_register(struct trig *tg)
 {
 	int err;
@@ -336,7 +342,7 @@ static int trig_register(struct trig *tg)
 	tg->ops.func = trig_func;
 	tg->ops.private = tg;
 	tg->ops.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_RECURSION;
-	err = ftrace_set_filter(&tg->ops, (unsigned char *)tg->glob, (int)strlen(tg->glob), 1);
+	err = trig_filter(&tg->ops, tg);
 	if (!err)
 		err = register_ftrace_function(&tg->ops);
 	if (err)
@@ -344,7 +350,7 @@ static int trig_register(struct trig *tg)
 	if (tg->graph) {
 		tg->gops.entryfunc = trig_gent;
 		tg->gops.retfunc = trig_gret;
-		err = ftrace_set_filter(&tg->gops.ops, (unsigned char *)tg->glob, (int)strlen(tg->glob), 1);
+		err = trig_filter(&tg->gops.ops, tg);
 		if (!err)
 			err = register_ftrace_graph(&tg->gops);
 		if (err) {
@@ -383,7 +389,6 @@ void ft_triggers_added(void)
 	pthread_mutex_lock(&trig_mu);
 	for (int i = 0; i < ntrigs; i++) {
 		struct trig *tg = trigs[i];
-		int n = (int)strlen(tg->glob);
 
 		if (tg->pending) {
 			if (trig_register(tg) == 0) {
@@ -392,9 +397,9 @@ void ft_triggers_added(void)
 					"loaded now\n", tg->glob);
 			}
 		} else if (tg->registered) {
-			ftrace_set_filter(&tg->ops, (unsigned char *)tg->glob, n, 1);
+			trig_filter(&tg->ops, tg);
 			if (tg->graph)
-				ftrace_set_filter(&tg->gops.ops, (unsigned char *)tg->glob, n, 1);
+				trig_filter(&tg->gops.ops, tg);
 		}
 	}
 	pthread_mutex_unlock(&trig_mu);
