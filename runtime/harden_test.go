@@ -585,27 +585,41 @@ func TestTracerFileSizeLimitTorn(t *testing.T) {
 func TestTracerProgramReraises(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_reraise.c")
-	for _, tracer := range []string{"function", "function_graph"} {
-		out := filepath.Join(dir, tracer+".dat")
-		got, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out})
-		if got != "s=1000\ncleaning up\n" || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
-			t.Fatalf("%s: output %q, status %v", tracer, got, ws)
-		}
-		tr := trRead(t, out)
-		if tr.Flags&1 == 0 || tr.Reason != 2 || tr.Signal != uint32(syscall.SIGTERM) {
-			t.Errorf("%s: flags %#x reason %d signal %d, want complete, ended by SIGTERM", tracer, tr.Flags, tr.Reason, tr.Signal)
-		}
-		s := trSymbols(t, tr, prog)
-		calls := 0
-		for _, th := range tr.Threads {
-			for _, r := range th.Recs {
-				if (r.Type == 1 || r.Type == 2) && s.name(r.IP) == "work" {
-					calls++
+	for _, how := range []string{"raise", "kill", "killpg", "sigqueue", "pthread_kill", "sigwait"} {
+		for _, tracer := range []string{"function", "function_graph"} {
+			out := filepath.Join(dir, how+"-"+tracer+".dat")
+			cmd := exec.Command(prog, how)
+			// its own process group, so that kill(0, sig) ends no one else
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			got, ws := trRunCmd(t, dir, prog, cmd, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out})
+			wantOut, wantCalls, wantReason := "s=1000\ncleaning up\n", 1000, uint32(2)
+			if how == "sigwait" {
+				wantOut, wantReason = "s=1000 got=1\n", 1
+				if ws.Signaled() || ws.ExitStatus() != 0 {
+					t.Fatalf("%s %s: status %v, want exit 0", how, tracer, ws)
+				}
+			} else if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+				t.Fatalf("%s %s: status %v, want killed by SIGTERM", how, tracer, ws)
+			}
+			if got != wantOut {
+				t.Fatalf("%s %s: output %q, want %q", how, tracer, got, wantOut)
+			}
+			tr := trRead(t, out)
+			if tr.Flags&1 == 0 || tr.Reason != wantReason || (wantReason == 2 && tr.Signal != uint32(syscall.SIGTERM)) {
+				t.Errorf("%s %s: flags %#x reason %d signal %d, want complete, reason %d", how, tracer, tr.Flags, tr.Reason, tr.Signal, wantReason)
+			}
+			s := trSymbols(t, tr, prog)
+			calls := 0
+			for _, th := range tr.Threads {
+				for _, r := range th.Recs {
+					if (r.Type == 1 || r.Type == 2) && s.name(r.IP) == "work" {
+						calls++
+					}
 				}
 			}
-		}
-		if calls != 1000 {
-			t.Errorf("%s: %d calls of work recorded, want 1000", tracer, calls)
+			if calls != wantCalls {
+				t.Errorf("%s %s: %d calls of work recorded, want %d", how, tracer, calls, wantCalls)
+			}
 		}
 	}
 }

@@ -873,6 +873,8 @@ static const int term_sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGT
 				  SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGVTALRM };
 static struct sigaction old_act[65];
 
+static int raise_real(int sig);
+
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction *old = &old_act[sig];
@@ -899,7 +901,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 	ft_session_finish(FTKIT_R_SIGNAL, sig, 1);
 	ft_control_unlink();
 	sigaction(sig, old, NULL);
-	raise(sig);	/* pending until we return; then the default action */
+	raise_real(sig);	/* pending until we return; then the default action */
 }
 
 static int ends_by_default(int sig)
@@ -914,41 +916,103 @@ static int ends_by_default(int sig)
 }
 
 static int (*real_raise)(int);
+static int (*real_kill)(pid_t, int);
+static int (*real_sigqueue)(pid_t, int, const union sigval);
+static int (*real_pthread_kill)(pthread_t, int);
 
-__attribute__((constructor)) static void raise_resolve(void)
+__attribute__((constructor)) static void send_resolve(void)
 {
-	real_raise = (int (*)(int))ft_next_sym("raise");	/* not in a signal handler */
+	/* not in a signal handler */
+	real_raise = (int (*)(int))ft_next_sym("raise");
+	real_kill = (int (*)(pid_t, int))ft_next_sym("kill");
+	real_sigqueue = (int (*)(pid_t, int, const union sigval))ft_next_sym("sigqueue");
+	real_pthread_kill = (int (*)(pthread_t, int))ft_next_sym("pthread_kill");
 }
 
-/*
- * raise() of a signal whose action is the default one, which ends the process: mostly a
- * program's own handler passing the signal on after its clean-up (`signal(sig, SIG_DFL);
- * raise(sig)`: GNU patch and many others).  That handler replaced the runtime's, so the
- * trace would stay a .part: it is finalised first, as the runtime's handler does (it is
- * pending until the handler returns, when the signal is blocked there).
- */
-int raise(int sig)
+static int raise_real(int sig)
 {
-	struct sigaction cur;
-
-	if (tr.started && ends_by_default(sig) && sigaction(sig, NULL, &cur) == 0 &&
-	    !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
-		ft_session_finish(FTKIT_R_SIGNAL, sig, 1);
-		ft_control_unlink();
-	}
 	if (real_raise)
 		return real_raise(sig);
 	return (int)syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig) ? -1 : 0;
+}
+
+static void fatal_action(struct sigaction *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sa_sigaction = fatal_handler;
+	sa->sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa->sa_mask);
+}
+
+/*
+ * This process sends itself a signal whose action is the default one, which ends it: mostly
+ * a program's own handler passing the signal on after its clean-up (`signal(sig, SIG_DFL);
+ * raise(sig)` as GNU patch does, or `kill(getpid(), sig)`).  That handler replaced the
+ * runtime's, so the trace would stay a .part.  The runtime's handler is put back as the
+ * action, with the default one as the action it passes on to: the trace is finalised when
+ * the signal is delivered — at once, or when a handler that blocks it returns — and not
+ * at all if the signal is blocked and taken by sigwait (finalising at the send stopped
+ * the trace of a program that went on).  Between reading the action and setting it,
+ * another thread's new action would be lost: a program setting one while it signals
+ * itself to die.
+ */
+static void arm_self(int sig)
+{
+	struct sigaction cur, sa;
+
+	if (!tr.started || ft_sess.state != FT_SESS_LIVE || (pid_t)ft_sess.hdr.pid != getpid() ||
+	    sig <= 0 || sig >= 65 || !ends_by_default(sig) || sigaction(sig, NULL, &cur) != 0 ||
+	    (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
+		return;
+	old_act[sig] = cur;
+	fatal_action(&sa);
+	sigaction(sig, &sa, NULL);
+}
+
+/* Whether kill()'s pid names this process (itself, or a process group it is in). */
+static int names_self(pid_t pid)
+{
+	return pid == 0 || pid == getpid() || (pid < -1 && -pid == getpgrp());
+}
+
+int raise(int sig)
+{
+	arm_self(sig);
+	return raise_real(sig);
+}
+
+int kill(pid_t pid, int sig)
+{
+	if (names_self(pid))
+		arm_self(sig);
+	if (real_kill)
+		return real_kill(pid, sig);
+	return (int)syscall(SYS_kill, pid, sig);
+}
+
+int sigqueue(pid_t pid, int sig, const union sigval value)
+{
+	if (pid == getpid())
+		arm_self(sig);
+	if (real_sigqueue)
+		return real_sigqueue(pid, sig, value);
+	errno = ENOSYS;
+	return -1;
+}
+
+int pthread_kill(pthread_t thread, int sig)
+{
+	arm_self(sig);	/* every thread it can name is this process's */
+	if (real_pthread_kill)
+		return real_pthread_kill(thread, sig);
+	return ENOSYS;
 }
 
 static void install_fatal_handlers(void)
 {
 	struct sigaction sa;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = fatal_handler;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-	sigemptyset(&sa.sa_mask);
+	fatal_action(&sa);
 	for (size_t i = 0; i < sizeof(fatal_sigs) / sizeof(fatal_sigs[0]); i++)
 		sigaction(fatal_sigs[i], &sa, &old_act[fatal_sigs[i]]);
 	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++) {
