@@ -285,6 +285,36 @@ func TestTracerArgsSpecs(t *testing.T) {
 	}
 }
 
+// -A / -R specs naming functions of a library the program loads later (dlopen) take them
+// from its load on, as -F does; both tracers.
+func TestTracerDlopenArgs(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildDlfilter(t, dir)
+	plain, _ := trRun(t, dir, prog, nil, "./libext.so")
+	ftrace := testenv.Tool(t, "ftrace")
+	env := []string{"FTRACE_ARGS=ext_fn@arg1/i32;lib_local@arg1/i32", "FTRACE_RETVAL=lib_ext@retval/i32"}
+	for _, c := range []struct {
+		tracer string
+		want   []string
+	}{
+		{"function_graph", []string{"lib_local(0)", "lib_local(1)", "lib_local(2)", "lib_local(3)",
+			"ext_fn(0)", "ext_fn(1)", "ext_fn(2)", "lib_ext() = 0", "lib_ext() = 2"}},
+		// the function tracer records no return values
+		{"function", []string{"lib_local(0)", "lib_local(1)", "lib_local(2)", "lib_local(3)",
+			"ext_fn(0)", "ext_fn(1)", "ext_fn(2)", "lib_ext", "lib_ext"}},
+	} {
+		trace := c.tracer + ".dat"
+		out, ws := trRun(t, dir, prog, append(env, "FTRACE_TRACER="+c.tracer, "FTRACE_OUTPUT="+trace), "./libext.so")
+		if out != plain || ws.ExitStatus() != 0 {
+			t.Fatalf("%s: output %q (%v), untraced %q", c.tracer, out, ws, plain)
+		}
+		got := argsCalls(t, testenv.Run(t, dir, ftrace, "graph", trace), c.tracer)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: calls %q, want %q", c.tracer, got, c.want)
+		}
+	}
+}
+
 // The live `args` and `retval` commands: a malformed spec is refused and nothing changes;
 // values are recorded from the change on and no more after `args off`.
 func TestTracerArgsLive(t *testing.T) {

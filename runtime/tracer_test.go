@@ -3013,9 +3013,10 @@ func TestTracerGraphFused(t *testing.T) {
 // filter naming only the library's function traces it from then on (at start it matched
 // nothing), a glob takes the library's functions too, notrace keeps its function out and a
 // trigger on it fires (before, globs that matched nothing at start-up were dropped).
-func TestTracerDlopenNames(t *testing.T) {
+// buildDlfilter builds trace_dlfilter.c's program and its library libext.so in dir.
+func buildDlfilter(t *testing.T, dir string) string {
+	t.Helper()
 	testenv.Need(t, "gcc")
-	dir := t.TempDir()
 	lib, inc := testenv.Runtime(t)
 	src := filepath.Join(testenv.Root(), "runtime", "tests", "trace_dlfilter.c")
 	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-fPIC", "-DLIB", "-c", src, "-o", "ext.o")
@@ -3026,7 +3027,12 @@ func TestTracerDlopenNames(t *testing.T) {
 	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), "main.o")
 	testenv.Run(t, dir, "gcc", "main.o", "-rdynamic", "-L"+lib, "-lftrt", "-lpthread", "-ldl", "-o", "prog")
 	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), "prog")
-	prog := filepath.Join(dir, "prog")
+	return filepath.Join(dir, "prog")
+}
+
+func TestTracerDlopenNames(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildDlfilter(t, dir)
 	plain, _ := trRun(t, dir, prog, nil, "./libext.so")
 	for _, c := range []struct {
 		env  []string

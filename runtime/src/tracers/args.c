@@ -413,6 +413,7 @@ static int build_table(struct ft_argtab **out, size_t *count)
 	}
 	t->mask = cap - 1;
 	t->count = b.n;
+	t->plans = b.plans;
 	for (size_t i = 0; i < b.n; i++) {
 		size_t j = (size_t)((b.plans[i].ip * 0x9E3779B97F4A7C15ull) >> 20) & t->mask;
 
@@ -518,6 +519,59 @@ out:
 	pthread_mutex_unlock(&args_mu);
 	free(file);
 	return err;
+}
+
+static int plan_eq(const struct ft_argplan *x, const struct ft_argplan *y)
+{
+	return x->ip == y->ip && x->nargs == y->nargs && x->nret == y->nret &&
+	       x->awords == y->awords && x->rwords == y->rwords &&
+	       !memcmp(x->a, y->a, x->nargs * sizeof(x->a[0])) &&
+	       !memcmp(x->r, y->r, x->nret * sizeof(x->r[0]));
+}
+
+static int table_eq(const struct ft_argtab *x, const struct ft_argtab *y)
+{
+	if (!x || !y)
+		return x == y;
+	if (x->count != y->count)
+		return 0;
+	for (size_t i = 0; i < x->count; i++)
+		if (!plan_eq(&x->plans[i], &y->plans[i]))
+			return 0;
+	return 1;
+}
+
+static void table_free(struct ft_argtab *t)
+{
+	if (t) {
+		free((void *)t->plans);
+		free(t);
+	}
+}
+
+/*
+ * A spec names a function by name: as the filters, it takes the functions of a library
+ * loaded later (uftrace applies its argument specs to each library it loads), and a library
+ * loaded where an unloaded one was gets its own plans, not the old one's.  A new table is
+ * published only when it differs, since a replaced one is never freed: a library loaded
+ * and unloaded in a loop at the same address adds nothing.
+ */
+void ft_args_objects_added(void)
+{
+	struct ft_argtab *t, *cur;
+	size_t count;
+
+	pthread_mutex_lock(&args_mu);
+	if ((lists[0].n || lists[1].n) && !build_table(&t, &count)) {
+		cur = __atomic_load_n(&ft_argtab, __ATOMIC_ACQUIRE);
+		if (table_eq(cur, t)) {
+			table_free(t);
+		} else {
+			__atomic_store_n(&ft_argtab, t, __ATOMIC_RELEASE);
+			nplans = count;
+		}
+	}
+	pthread_mutex_unlock(&args_mu);
 }
 
 void ft_args_status(char *buf, size_t len)

@@ -32,6 +32,7 @@ struct ft_argplan {
 /* Plans by site address; replaced whole on each change, never freed (callbacks may run). */
 struct ft_argtab {
 	size_t mask, count;
+	const struct ft_argplan *plans;	/* the count plans, in the order functions were listed */
 	const struct ft_argplan *slot[];
 };
 
@@ -77,6 +78,11 @@ void ft_args_exit(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
  * file is not safe to read).
  */
 int ft_args_set(int ret, const char *spec, char *bad, size_t badlen);
+/*
+ * Objects with call sites were loaded: the plans are made again from the specs as set, so
+ * that a spec naming a function of the new library takes it.
+ */
+void ft_args_objects_added(void);
 /* "args N functions" for status, or "" */
 void ft_args_status(char *buf, size_t len);
 

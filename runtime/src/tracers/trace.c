@@ -1679,6 +1679,7 @@ void ftrt_objects_added(void)
 			lists_apply(list);
 out:
 	pthread_mutex_unlock(&trace_mu);
+	ft_args_objects_added();
 	ft_triggers_added();
 }
 
