@@ -677,6 +677,25 @@ func TestArm64Callops(t *testing.T) {
 	}
 }
 
+// Direct calls on arm64 (runtime/tests/direct_arm64.c): the site's own bl to a direct
+// trampoline, the regs caller entering it behind a tracer and when it is beyond bl's reach,
+// ftrace_direct_count; with and without BTI and PAC.
+func TestArm64Direct(t *testing.T) {
+	for _, v := range []struct {
+		name  string
+		flags []string
+	}{{"plain", nil}, {"bti-pac", []string{"-mbranch-protection=standard"}}} {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			prog := a64Build(t, dir, "direct", "direct_arm64.c", v.flags...)
+			out, ws := a64Run(t, dir, prog, []string{"FTRT_POKE=mprotect"})
+			if ws.ExitStatus() != 0 || out != "ok\n" {
+				t.Fatalf("status %v:\n%s", ws, out)
+			}
+		})
+	}
+}
+
 // A =4,2 function that is not 8-aligned (-Os -falign-functions=4, aligned(4)) has its area
 // where the CALL_OPS caller does not look: its site is served as a =2 one (a trampoline),
 // and traced all the same.

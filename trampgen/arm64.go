@@ -139,6 +139,20 @@ func (a *asm) armFrameCaller(name, callLabel string, full int, callops bool) {
 		a.l("ldp x%d, x%d, [sp, #%d]", i, i+1, ArmRegOff(fmt.Sprintf("x%d", i)))
 	}
 	a.l("ldr x8, [sp, #%d]", ArmRegOff("x8"))
+	if full == 1 {
+		// A direct ops' callback set the frame's direct (ftrace_regs_set_direct): enter
+		// that direct trampoline as the site would have called it, x9 = the function's
+		// return address and x30 = where the function resumes. x16 (IP0) is free at a
+		// function's entry, and a br through it lands on bti c.
+		a.l("ldr x16, [sp, #%d]", ArmRegOff("direct"))
+		a.l("cbz x16, 2f")
+		a.l("ldr x9, [sp, #%d]", ArmRecCaller+8)
+		a.l("ldr x30, [sp, #%d]", ArmRegOff("ip"))
+		a.l("ldr x29, [sp, #%d]", ArmRegOff("fp"))
+		a.l("add sp, sp, #%d", ArmFrameTotal)
+		a.l("br x16")
+		a.raw("2:\n")
+	}
 	a.l("ldr x30, [sp, #%d]", ArmRecCaller+8) // the return slot: the caller, or return_to_handler
 	a.l("ldr x9, [sp, #%d]", ArmRegOff("ip"))
 	a.l("ldr x29, [sp, #%d]", ArmRegOff("fp"))
@@ -146,6 +160,61 @@ func (a *asm) armFrameCaller(name, callLabel string, full int, callops bool) {
 	a.label(name + "_end")
 	a.l("ret x9")
 	a.l(".size %s, .-%s", name, name)
+}
+
+// armDirectCount emits ftrace_direct_count, the per-site call counter of direct.go for
+// arm64: entered from a site as any direct trampoline (x9 = the function's return
+// address, x30 = the site's bl + 4), it finds or claims the site's slot with exclusive
+// loads and stores (no LSE atomics assumed), adds one, and returns into the function with
+// x30 restored. It uses x10-x17, which hold nothing at a function's entry.
+func (a *asm) armDirectCount() {
+	a.armFn("ftrace_direct_count")
+	a.l("bti c") // reached by br through a veneer when the site is far
+	a.l("sub x11, x30, #4") // the site
+	a.l("mov x12, #%#x", CountMult&0xffff)
+	a.l("movk x12, #%#x, lsl #16", CountMult>>16)
+	a.l("mul x13, x11, x12")
+	a.l("lsr x13, x13, #%d", CountShift)
+	a.l("and x13, x13, #%#x", CountSlots-1)
+	a.l("lsl x13, x13, #4") // 16-byte slots
+	a.l("adrp x14, ftrt_direct_counts")
+	a.l("add x14, x14, :lo12:ftrt_direct_counts")
+	a.l("mov w15, #%d", CountProbes)
+	a.raw("1:\n")
+	a.l("add x16, x14, x13")
+	a.l("ldar x10, [x16]")
+	a.l("cmp x10, x11")
+	a.l("b.eq 3f")
+	a.l("cbnz x10, 2f")
+	a.raw("5:\n") // claim the empty slot
+	a.l("ldaxr x10, [x16]")
+	a.l("cbnz x10, 6f")
+	a.l("stlxr w17, x11, [x16]")
+	a.l("cbnz w17, 5b")
+	a.l("b 3f")
+	a.raw("6:\n")
+	a.l("clrex")
+	a.l("cmp x10, x11") // claimed meanwhile: by this site?
+	a.l("b.eq 3f")
+	a.raw("2:\n")
+	a.l("add x13, x13, #16")
+	a.l("and x13, x13, #%#x", (CountSlots-1)<<4)
+	a.l("subs w15, w15, #1")
+	a.l("b.ne 1b")
+	a.l("adrp x16, ftrt_direct_count_lost")
+	a.l("add x16, x16, :lo12:ftrt_direct_count_lost")
+	a.l("b 7f")
+	a.raw("3:\n")
+	a.l("add x16, x16, #8") // the count
+	a.raw("7:\n")
+	a.l("ldxr x10, [x16]")
+	a.l("add x10, x10, #1")
+	a.l("stxr w17, x10, [x16]")
+	a.l("cbnz w17, 7b")
+	a.l("mov x10, x30")
+	a.l("mov x30, x9")
+	a.l("ret x10")
+	a.l(".size ftrace_direct_count, .-ftrace_direct_count")
 }
 
 // armEmpty emits labels at one address for the templates arm64 does not have yet: the
@@ -185,7 +254,7 @@ func ArmAssembly() string {
 	// ftrace_caller_novec: the same (the runtime never proves a callback lean on arm64).
 	a.armCaller("ftrace_caller_novec", "ftrace_novec_call", 0)
 	// ftrace_regs_caller: the same frame marked full; the callback may change ip (the
-	// trampoline branches there). No diversion into direct trampolines yet.
+	// trampoline branches there) or set direct (it enters that direct trampoline).
 	a.armCaller("ftrace_regs_caller", "ftrace_regs_call", 1)
 
 	// ftrace_callops_caller: the CALL_OPS caller, and its lean twin (arm64 proves no
@@ -199,17 +268,12 @@ func ArmAssembly() string {
 
 	// ftrace_callops_set_novec: a lean set's function. The callers always build the full
 	// frame here, so it is ftrt_callops_func (ftrace_core.c), under the name the core
-	// tells lean sets by. ftrace_direct_count (not implemented: returns into the function,
-	// counting nothing).
+	// tells lean sets by.
 	a.armFn("ftrace_callops_set_novec")
 	a.l("bti c") // an ops function: called by blr
 	a.l("b ftrt_callops_func")
 	a.l(".size ftrace_callops_set_novec, .-ftrace_callops_set_novec")
-	a.armFn("ftrace_direct_count")
-	a.l("mov x10, x30")
-	a.l("mov x30, x9")
-	a.l("ret x10")
-	a.l(".size ftrace_direct_count, .-ftrace_direct_count")
+	a.armDirectCount()
 
 	// The ready direct trampolines' counter table (read by ftrace_direct_count_read).
 	a.l(".bss")

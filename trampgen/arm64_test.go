@@ -204,6 +204,21 @@ func TestArmTemplatesDecode(t *testing.T) {
 				fmt.Sprintf("x29@%d", ArmRegOff("fp")), fmt.Sprintf("x30@%d", ArmRecSite+8), fmt.Sprintf("x30@%d", ArmRegOff("ip")))
 			want(loaded, "restores", fmt.Sprintf("x30@%d", ArmRecCaller+8), fmt.Sprintf("x9@%d", ArmRegOff("ip")),
 				fmt.Sprintf("x29@%d", ArmRegOff("fp")))
+			// the regs caller enters a direct trampoline the callbacks set: x9 = the
+			// function's return address, x30 = where it resumes, the frame freed
+			divert := strings.Join([]string{fmt.Sprintf("ldr x16, [sp,#%d]", ArmRegOff("direct")), "cbz x16,",
+				fmt.Sprintf("ldr x9, [sp,#%d]", ArmRecCaller+8), fmt.Sprintf("ldr x30, [sp,#%d]", ArmRegOff("ip")),
+				fmt.Sprintf("ldr x29, [sp,#%d]", ArmRegOff("fp")), fmt.Sprintf("add sp, sp, #0x%x", ArmFrameTotal), "br x16"}, "|")
+			var flat []string
+			for _, s := range insns {
+				if strings.HasPrefix(s, "cbz x16,") {
+					s = "cbz x16,"
+				}
+				flat = append(flat, s)
+			}
+			if got := strings.Contains(strings.Join(flat, "|"), divert); got != (tm.start == "ftrace_regs_caller") {
+				t.Errorf("diversion into a direct trampoline: %v, want it in the regs caller only\n%s", got, strings.Join(insns, "\n"))
+			}
 			if ArmRecCaller+16 != ArmFrameTotal {
 				t.Errorf("the caller's frame record is not at the entry sp - 16")
 			}

@@ -24,7 +24,7 @@ struct ftrace_pt_regs {
 	unsigned long fp;
 	unsigned long ip, sp;
 	unsigned long full;		/* non-zero: the regs caller saved the frame */
-	unsigned long direct;		/* not used on arm64 yet */
+	unsigned long direct;		/* set: the regs caller enters this direct trampoline */
 };
 
 struct ftrace_regs {
@@ -67,7 +67,10 @@ static inline unsigned long ftrace_regs_get_stack_pointer(struct ftrace_regs *fr
 	return fregs->regs.sp;
 }
 
-/* Not supported on arm64 yet: the trampolines do not divert into direct trampolines. */
+/*
+ * After the callbacks, the regs caller enters the direct trampoline at addr as if the site
+ * had called it (x9 = the function's return address, x30 = where it resumes).
+ */
 static inline void ftrace_regs_set_direct(struct ftrace_regs *fregs, unsigned long addr)
 {
 	if (fregs && fregs->regs.full)

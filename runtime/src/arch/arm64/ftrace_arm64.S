@@ -234,6 +234,14 @@ ftrace_regs_call:
 	ldp x4, x5, [sp, #32]
 	ldp x6, x7, [sp, #48]
 	ldr x8, [sp, #64]
+	ldr x16, [sp, #104]
+	cbz x16, 2f
+	ldr x9, [sp, #264]
+	ldr x30, [sp, #80]
+	ldr x29, [sp, #72]
+	add sp, sp, #272
+	br x16
+2:
 	ldr x30, [sp, #264]
 	ldr x9, [sp, #80]
 	ldr x29, [sp, #72]
@@ -408,6 +416,48 @@ ftrace_callops_set_novec:
 	.p2align 4
 	.type ftrace_direct_count, %function
 ftrace_direct_count:
+	bti c
+	sub x11, x30, #4
+	mov x12, #0x8647
+	movk x12, #0x61c8, lsl #16
+	mul x13, x11, x12
+	lsr x13, x13, #20
+	and x13, x13, #0xfff
+	lsl x13, x13, #4
+	adrp x14, ftrt_direct_counts
+	add x14, x14, :lo12:ftrt_direct_counts
+	mov w15, #32
+1:
+	add x16, x14, x13
+	ldar x10, [x16]
+	cmp x10, x11
+	b.eq 3f
+	cbnz x10, 2f
+5:
+	ldaxr x10, [x16]
+	cbnz x10, 6f
+	stlxr w17, x11, [x16]
+	cbnz w17, 5b
+	b 3f
+6:
+	clrex
+	cmp x10, x11
+	b.eq 3f
+2:
+	add x13, x13, #16
+	and x13, x13, #0xfff0
+	subs w15, w15, #1
+	b.ne 1b
+	adrp x16, ftrt_direct_count_lost
+	add x16, x16, :lo12:ftrt_direct_count_lost
+	b 7f
+3:
+	add x16, x16, #8
+7:
+	ldxr x10, [x16]
+	add x10, x10, #1
+	stxr w17, x10, [x16]
+	cbnz w17, 7b
 	mov x10, x30
 	mov x30, x9
 	ret x10

@@ -5,7 +5,8 @@
  * its adrp + ldr at op_ptr re-pointed at its op slot (the arena's data page, within
  * ±4 GiB), and its bl at the call marker aimed at the callback, or, when that is beyond
  * bl's ±128 MiB, at a veneer after the code: ldr x16, #8; br x16; .quad func.
- * There are no multi-ops, CALL_OPS or ready direct trampolines on arm64 yet.
+ * There are no multi-ops or entry/exit (ftrace_direct_fexit) clones on arm64 yet: sites
+ * shared by several ops use the list caller, unless they are CALL_OPS sites.
  */
 #include <string.h>
 
