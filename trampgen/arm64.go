@@ -169,7 +169,7 @@ func (a *asm) armFrameCaller(name, callLabel string, full int, callops bool) {
 // x30 restored. It uses x10-x17, which hold nothing at a function's entry.
 func (a *asm) armDirectCount() {
 	a.armFn("ftrace_direct_count")
-	a.l("bti c") // reached by br through a veneer when the site is far
+	a.l("bti c")            // reached by br through a veneer when the site is far
 	a.l("sub x11, x30, #4") // the site
 	a.l("mov x12, #%#x", CountMult&0xffff)
 	a.l("movk x12, #%#x, lsl #16", CountMult>>16)
