@@ -274,28 +274,27 @@ int main(int argc, char **argv)
 }
 `
 
-// BTI enforced: a program whose every object has the BTI property note keeps it when it
-// links the runtime (the runtime's C code has landing pads and its assembly the note and
-// a bti c at each target of an indirect branch), and runs traced and not under qemu, which
-// enforces BTI on such a program: a missing landing pad is a SIGILL. Linked with -z
-// force-bti because Debian 12's libgcc.a and libc_nonshared.a (the cache flush, the fork
-// handlers: reached by bl only) have no note; the linker names each such input, and none
-// may be the runtime.
-func TestArm64BTIEnforced(t *testing.T) {
-	dir := t.TempDir()
+// a64BuildBTI builds src (a path) for aarch64 with BTI enforced under qemu: every object
+// with the BTI property note (its own _start, a64BTIStart, instead of Debian's crt files,
+// which have none), linked with -z force-bti, ftlink'ed; it fails the test when an input
+// of the program or the runtime lacks the note or the program is not marked.
+func a64BuildBTI(t *testing.T, dir, name, src string) string {
+	t.Helper()
 	b := a64Runtime(t)
-	start, src := filepath.Join(dir, "start.S"), filepath.Join(dir, "bti.c")
-	for f, text := range map[string]string{start: a64BTIStart, src: a64BTIProg} {
-		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	start := filepath.Join(dir, "start.S")
+	if err := os.WriteFile(start, []byte(a64BTIStart), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	prot := "-mbranch-protection=standard"
+	obj := filepath.Join(dir, name+".o")
 	testenv.Run(t, dir, a64CC, "-c", start, "-o", filepath.Join(dir, "start.o"))
-	testenv.Run(t, dir, a64CC, "-O2", "-g", "-fpatchable-function-entry=2", prot, "-c", src, "-o", filepath.Join(dir, "bti.o"))
-	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), filepath.Join(dir, "bti.o"))
-	prog := filepath.Join(dir, "bti")
-	out, err := exec.Command(a64CC, prot, "-nostartfiles", filepath.Join(dir, "start.o"), filepath.Join(dir, "bti.o"),
+	// -mno-outline-atomics: libgcc's outline atomics bring a constructor without a landing
+	// pad (Debian 12's libgcc has no BTI), as for the runtime itself
+	testenv.Run(t, dir, a64CC, "-O2", "-g", "-fpatchable-function-entry=2", prot, "-mno-outline-atomics",
+		"-I", filepath.Join(b, "include"), "-c", src, "-o", obj)
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
+	prog := filepath.Join(dir, name)
+	out, err := exec.Command(a64CC, prot, "-nostartfiles", filepath.Join(dir, "start.o"), obj,
 		"-rdynamic", "-Wl,-u,__fentry__", "-L"+filepath.Join(b, "lib"), "-lftrt", "-lpthread", "-ldl",
 		"-Wl,-z,force-bti", "-o", prog).CombinedOutput()
 	if err != nil {
@@ -314,6 +313,23 @@ func TestArm64BTIEnforced(t *testing.T) {
 	if !strings.Contains(string(notes), "AArch64 feature: BTI") {
 		t.Fatalf("the program is not marked for BTI:\n%s", notes)
 	}
+	return prog
+}
+
+// BTI enforced: a program whose every object has the BTI property note keeps it when it
+// links the runtime (the runtime's C code has landing pads and its assembly the note and
+// a bti c at each target of an indirect branch), and runs traced and not under qemu, which
+// enforces BTI on such a program: a missing landing pad is a SIGILL. Linked with -z
+// force-bti because Debian 12's libgcc.a and libc_nonshared.a (the cache flush, the fork
+// handlers: reached by bl only) have no note; the linker names each such input, and none
+// may be the runtime.
+func TestArm64BTIEnforced(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "bti.c")
+	if err := os.WriteFile(src, []byte(a64BTIProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := a64BuildBTI(t, dir, "bti", src)
 	a64FunctionFib(t, dir, prog)
 	a64GraphFib(t, dir, prog)
 	// the code pages stay guarded after the sites on them were written, by either method
@@ -679,15 +695,21 @@ func TestArm64Callops(t *testing.T) {
 
 // Direct calls on arm64 (runtime/tests/direct_arm64.c): the site's own bl to a direct
 // trampoline, the regs caller entering it behind a tracer and when it is beyond bl's reach,
-// ftrace_direct_count; with and without BTI and PAC.
+// ftrace_direct_count, ftrace_direct_fexit clones; with and without BTI and PAC, and with
+// BTI enforced (the fexit clone enters the function's body, which is no landing pad).
 func TestArm64Direct(t *testing.T) {
 	for _, v := range []struct {
 		name  string
 		flags []string
-	}{{"plain", nil}, {"bti-pac", []string{"-mbranch-protection=standard"}}} {
+	}{{"plain", nil}, {"bti-pac", []string{"-mbranch-protection=standard"}}, {"bti-enforced", nil}} {
 		t.Run(v.name, func(t *testing.T) {
 			dir := t.TempDir()
-			prog := a64Build(t, dir, "direct", "direct_arm64.c", v.flags...)
+			var prog string
+			if v.name == "bti-enforced" {
+				prog = a64BuildBTI(t, dir, "direct", filepath.Join(testenv.Root(), "runtime", "tests", "direct_arm64.c"))
+			} else {
+				prog = a64Build(t, dir, "direct", "direct_arm64.c", v.flags...)
+			}
 			out, ws := a64Run(t, dir, prog, []string{"FTRT_POKE=mprotect"})
 			if ws.ExitStatus() != 0 || out != "ok\n" {
 				t.Fatalf("status %v:\n%s", ws, out)

@@ -217,9 +217,118 @@ func (a *asm) armDirectCount() {
 	a.l(".size ftrace_direct_count, .-ftrace_direct_count")
 }
 
+// The arm64 entry/exit trampoline's frame, from its sp: the argument registers x0-x7 (the
+// args passed to the callbacks), x8, where the function resumes (the site + 4), q0-q7,
+// the block, the function's results (x0, x1 and q0-q3: an HFA of four).
+const (
+	afxArgs   = 0
+	afxX8     = 64
+	afxResume = 72
+	afxQ      = 80
+	afxBlock  = 208
+	afxRetX   = 224
+	afxRetQ   = 240
+	afxSize   = 304
+)
+
+// armAtomicAdd emits an exclusive load/add/store loop adding d to the word at [reg]
+// (x11, w12 as scratch; label is a local numeric label).
+func (a *asm) armAtomicAdd(reg string, d int, label int) {
+	a.raw(fmt.Sprintf("%d:\n", label))
+	a.l("ldxr x11, [%s]", reg)
+	if d > 0 {
+		a.l("add x11, x11, #%d", d)
+	} else {
+		a.l("sub x11, x11, #%d", -d)
+	}
+	a.l("stxr w12, x11, [%s]", reg)
+	a.l("cbnz w12, %db", label)
+}
+
+// armDirectFexit emits the template ftrace_direct_fexit of direct.go for arm64. Entered as
+// any direct trampoline (x9 = the function's return address, x30 = the site's bl + 4), it
+// keeps a frame record {x29, x9} (unwinders see the caller), calls entry(ip, parent_ip,
+// args, data) with args = x0..x7 as saved, then the function itself past its site with
+// the arguments as entry left them and a copy of StackArgWords stack words, then
+// exit(ip, parent_ip, args, x0, data), and returns the function's results (x0, x1, q0-q3;
+// memory through x8) to the caller. The function is entered by ret, not blr: its body is
+// no BTI landing pad, and ret is not checked; its return comes back by the x30 given.
+// The block's address is four movz/movk of x16 at ftrace_direct_fexit_data, set in clones
+// (ftrt_arch_fexit_fill); the clone is copied whole: nothing pc-relative leaves it.
+func (a *asm) armDirectFexit() {
+	a.armFn("ftrace_direct_fexit")
+	a.l("bti c") // entered by br when the regs caller diverts into it
+	a.l("stp x29, x9, [sp, #-16]!")
+	a.l("mov x29, sp") // [x29, #8]: the parent; x29 + 16: the stack arguments
+	a.l("sub sp, sp, #%d", afxSize)
+	for i := 0; i < 8; i += 2 {
+		a.l("stp x%d, x%d, [sp, #%d]", i, i+1, afxArgs+8*i)
+	}
+	a.l("stp x8, x30, [sp, #%d]", afxX8) // x8, the resume address
+	for i := 0; i < 8; i += 2 {
+		a.l("stp q%d, q%d, [sp, #%d]", i, i+1, afxQ+16*i)
+	}
+	a.label("ftrace_direct_fexit_data")
+	a.l("movz x16, #0")
+	a.l("movk x16, #0, lsl #16")
+	a.l("movk x16, #0, lsl #32")
+	a.l("movk x16, #0, lsl #48")
+	a.l("str x16, [sp, #%d]", afxBlock)
+	a.l("add x10, x16, #%d", blockInflight)
+	a.armAtomicAdd("x10", 1, 1)
+	a.l("ldr x0, [sp, #%d]", afxResume)
+	a.l("sub x0, x0, #4") // ip: the site
+	a.l("ldr x1, [x29, #8]")
+	a.l("mov x2, sp")
+	a.l("ldr x3, [x16, #%d]", blockData)
+	a.l("ldr x10, [x16, #%d]", blockEntry)
+	a.l("blr x10")
+	a.l("sub sp, sp, #%d", 8*StackArgWords)
+	a.l("add x10, x29, #16")
+	for i := 0; i < StackArgWords; i += 2 {
+		a.l("ldp x11, x12, [x10, #%d]", 8*i)
+		a.l("stp x11, x12, [sp, #%d]", 8*i)
+	}
+	off := 8 * StackArgWords
+	for i := 0; i < 8; i += 2 {
+		a.l("ldp x%d, x%d, [sp, #%d]", i, i+1, off+afxArgs+8*i)
+	}
+	a.l("ldr x8, [sp, #%d]", off+afxX8)
+	for i := 0; i < 8; i += 2 {
+		a.l("ldp q%d, q%d, [sp, #%d]", i, i+1, off+afxQ+16*i)
+	}
+	a.l("ldr x16, [sp, #%d]", off+afxResume)
+	a.l("adr x30, 2f")
+	a.l("ret x16") // the function, past its site; it returns to 2f
+	a.raw("2:\n")
+	a.l("add sp, sp, #%d", 8*StackArgWords)
+	a.l("stp x0, x1, [sp, #%d]", afxRetX)
+	a.l("stp q0, q1, [sp, #%d]", afxRetQ)
+	a.l("stp q2, q3, [sp, #%d]", afxRetQ+32)
+	a.l("ldr x16, [sp, #%d]", afxBlock)
+	a.l("ldr x3, [sp, #%d]", afxRetX)
+	a.l("ldr x0, [sp, #%d]", afxResume)
+	a.l("sub x0, x0, #4")
+	a.l("ldr x1, [x29, #8]")
+	a.l("mov x2, sp")
+	a.l("ldr x4, [x16, #%d]", blockData)
+	a.l("ldr x10, [x16, #%d]", blockExit)
+	a.l("blr x10")
+	a.l("ldr x16, [sp, #%d]", afxBlock)
+	a.l("add x10, x16, #%d", blockInflight)
+	a.armAtomicAdd("x10", -1, 3)
+	a.l("ldp x0, x1, [sp, #%d]", afxRetX)
+	a.l("ldp q0, q1, [sp, #%d]", afxRetQ)
+	a.l("ldp q2, q3, [sp, #%d]", afxRetQ+32)
+	a.l("mov sp, x29")
+	a.l("ldp x29, x9, [sp], #16") // x9: the caller, where the appended ret x9 goes
+	a.label("ftrace_direct_fexit_end")
+	a.l("ret x9")
+	a.l(".size ftrace_direct_fexit, .-ftrace_direct_fexit")
+}
+
 // armEmpty emits labels at one address for the templates arm64 does not have yet: the
-// runtime sees their size 0 and does without them (multi-ops and ready direct
-// trampolines).
+// runtime sees their size 0 and does without them (the multi-ops trampolines).
 func (a *asm) armEmpty(names ...string) {
 	for _, n := range names {
 		a.label(n)
@@ -242,8 +351,8 @@ func ArmAssembly() string {
 		empty = append(empty, n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end",
 			n+"_fallback", n+"_fallback_end")
 	}
-	empty = append(empty, "ftrace_direct_fexit", "ftrace_direct_fexit_data", "ftrace_direct_fexit_end")
 	a.global(empty...)
+	a.global("ftrace_direct_fexit", "ftrace_direct_fexit_data", "ftrace_direct_fexit_end")
 	for _, n := range []string{"ftrace_callops_caller", "ftrace_callops_caller_novec"} {
 		a.global(n, n+"_op_ptr", n+"_call", n+"_end")
 	}
@@ -274,6 +383,7 @@ func ArmAssembly() string {
 	a.l("b ftrt_callops_func")
 	a.l(".size ftrace_callops_set_novec, .-ftrace_callops_set_novec")
 	a.armDirectCount()
+	a.armDirectFexit()
 
 	// The ready direct trampolines' counter table (read by ftrace_direct_count_read).
 	a.l(".bss")
@@ -327,7 +437,7 @@ func ArmHeader() string {
 	for _, f := range ArmRegFields {
 		fmt.Fprintf(&b, "#define FTRT_FRAME_%s %d\n", strings.ToUpper(f), ArmRegOff(f))
 	}
-	b.WriteString("\n/* Ready direct trampolines (trampgen/direct.go; only the counter table on arm64). */\n")
+	b.WriteString("\n/* Ready direct trampolines (trampgen/direct.go, arm64.go). */\n")
 	b.WriteString(directHeader())
 	b.WriteString("\n#endif\n")
 	return b.String()

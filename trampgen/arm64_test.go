@@ -248,3 +248,59 @@ func TestArmHeader(t *testing.T) {
 		t.Errorf("frame %d, q0 at %d: not 16-byte aligned", ArmFrameSize, ArmQBase)
 	}
 }
+
+// The arm64 entry/exit template, decoded: copied whole into clones, so every branch and
+// address it computes stays inside it; the block marker is the four movz/movk of x16 the
+// runtime fills; the frame is freed as allocated, and it ends with ret x9 (the caller,
+// from the frame record) after the function was entered by ret, not blr (BTI).
+func TestArmFexitTemplate(t *testing.T) {
+	text, syms := armAssemble(t)
+	start, data, end := syms["ftrace_direct_fexit"], syms["ftrace_direct_fexit_data"], syms["ftrace_direct_fexit_end"]
+	if !(start < data && data < end) || end+4 > uint64(len(text)) {
+		t.Fatalf("bad template bounds %#x %#x %#x", start, data, end)
+	}
+	var insns []string
+	frame := 0
+	for pc := start; pc <= end; pc += 4 {
+		in, err := arm64asm.Decode(text[pc : pc+4])
+		if err != nil {
+			t.Fatalf("%#x: %v", pc, err)
+		}
+		s := strings.ToLower(arm64asm.GNUSyntax(in))
+		insns = append(insns, s)
+		for _, arg := range in.Args {
+			if rel, ok := arg.(arm64asm.PCRel); ok {
+				if dst := int64(pc) + int64(rel); dst < int64(start) || dst > int64(end) {
+					t.Errorf("%#x: %q leaves the template", pc, s)
+				}
+			}
+		}
+		switch {
+		case in.Op == arm64asm.ADRP || in.Op == arm64asm.BL:
+			t.Errorf("%#x: %q in a template copied whole", pc, s)
+		case strings.HasPrefix(s, "sub sp, sp, #"):
+			frame += armImm(t, s[len("sub sp, sp, #"):])
+		case strings.HasPrefix(s, "add sp, sp, #"):
+			frame -= armImm(t, s[len("add sp, sp, #"):])
+		case in.Op == arm64asm.BLR && s != "blr x10":
+			t.Errorf("%#x: %q: only the callbacks are called by blr", pc, s)
+		}
+	}
+	want := []string{"mov x16, #0x0", "movk x16, #0x0, lsl #16", "movk x16, #0x0, lsl #32", "movk x16, #0x0, lsl #48"}
+	at := int(data-start) / 4
+	if got := strings.Join(insns[at:at+4], "; "); got != strings.Join(want, "; ") {
+		t.Errorf("data marker: %q, want %q", got, strings.Join(want, "; "))
+	}
+	all := strings.Join(insns, "\n")
+	for _, w := range []string{"hint #0x22" /* bti c */, "stp x29, x9, [sp,#-16]!", "adr x30,", "ret x16", "mov sp, x29", "ldp x29, x9, [sp],#16"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("no %q in the template:\n%s", w, all)
+		}
+	}
+	if insns[len(insns)-1] != "ret x9" {
+		t.Errorf("ends with %q, want ret x9", insns[len(insns)-1])
+	}
+	if frame != afxSize {
+		t.Errorf("the sub/add of sp leave %d bytes, want the %d-byte frame that mov sp, x29 frees", frame, afxSize)
+	}
+}

@@ -227,10 +227,11 @@ unsigned long ftrace_direct_count_read(unsigned long ip);
 
 /*
  * An entry/exit pair (the kernel's fentry/fexit): entry(ip, parent_ip, args, data) runs
- * before the traced function, which then runs with args[0..5] as its integer arguments
- * (entry may change them), the vector arguments and up to 16 words of stack arguments as
- * passed; exit(ip, parent_ip, args, retval, data) runs after it with the same args (as
- * entry left them) and its return value (rax), before the result goes back to the caller.
+ * before the traced function, which then runs with args[0..5] (x86-64; args[0..7] on
+ * arm64) as its integer arguments (entry may change them), the vector arguments (and x8
+ * on arm64) and up to 16 words of stack arguments as passed; exit(ip, parent_ip, args,
+ * retval, data) runs after it with the same args (as entry left them) and its return
+ * value (rax, x0), before the result goes back to the caller.
  * Callbacks run on the traced thread, should be ftrace_notrace, and exit must not use x87
  * (long double) state.  The traced function must not be left by longjmp or an exception (the
  * trampoline's frame has no unwind information).

@@ -9,6 +9,7 @@
  *
  * Under qemu-user, run with FTRT_POKE=mprotect (see callops_arm64.c).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,13 @@ NOINLINE int target(int x) { __asm__ volatile(""); return x + 1; }
 NOINLINE long args8(long a, long b, long c, long d, long e, long f, long g, long h)
 { __asm__ volatile(""); return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h; }
 NOINLINE double fmix(double x, long n, float y) { __asm__ volatile(""); return x * n + y; }
+/* two arguments on the stack, a result in memory (x8), an HFA result in d0-d3 */
+NOINLINE long args10(long a, long b, long c, long d, long e, long f, long g, long h, long i, long j)
+{ __asm__ volatile(""); return a + b + c + d + e + f + g + h + 9 * i + 10 * j; }
+struct big { long v[5]; };
+NOINLINE struct big mkbig(long x) { struct big b = { { x, x + 1, x + 2, x + 3, x + 4 } }; __asm__ volatile(""); return b; }
+struct hfa { double a, b, c, d; };
+NOINLINE struct hfa mkhfa(double x) { struct hfa h = { x, x * 2, x * 3, x * 4 }; __asm__ volatile(""); return h; }
 
 static int fails;
 #define CHECK(c) do { if (!(c)) { fails++; printf("%d: FAIL: %s\n", __LINE__, #c); } } while (0)
@@ -88,10 +96,42 @@ static unsigned long bl_dest(unsigned long ip)
 	return ip + (unsigned long)(long)(((int32_t)(w << 6)) >> 6) * 4;
 }
 
+/* ---- entry/exit callbacks (ftrace_direct_fexit) ---- */
+
+static long entries, exits, xbad;
+static unsigned long args8_site, args10_site, last_ret;
+
+static CB void fx_entry(unsigned long ip, unsigned long parent, unsigned long *args, void *data)
+{
+	(void)parent;
+	if (data != &entries)
+		__atomic_add_fetch(&xbad, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&entries, 1, __ATOMIC_RELAXED);
+	if (ip == args8_site && args[0] == 1000)
+		args[0] = 2000;	/* entry may change an argument */
+	if (ip == args10_site && (args[0] != 1 || args[7] != 8))
+		__atomic_add_fetch(&xbad, 1, __ATOMIC_RELAXED);
+}
+
+static CB void fx_exit(unsigned long ip, unsigned long parent, unsigned long *args,
+		       unsigned long ret, void *data)
+{
+	(void)parent;
+	if (data != &entries || (ip == args8_site && args[0] == 2000 && ret != 2000 + 203))
+		__atomic_add_fetch(&xbad, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&exits, 1, __ATOMIC_RELAXED);
+	if (ip == args8_site)
+		last_ret = ret;
+}
+
 static int (*volatile p_target)(int) = target;
+static long (*volatile p_args10)(long, long, long, long, long, long, long, long, long, long) = args10;
+static struct big (*volatile p_mkbig)(long) = mkbig;
+static struct hfa (*volatile p_mkhfa)(double) = mkhfa;
 static long (*volatile p_args8)(long, long, long, long, long, long, long, long) = args8;
 static double (*volatile p_fmix)(double, long, float) = fmix;
 static long wrong;
+static int fexit_too;	/* the calls of the entry/exit part too */
 
 /* n calls of each function, their results checked (arguments in x0-x7, d0, s1 intact). */
 static void *calls(void *arg)
@@ -102,6 +142,14 @@ static void *calls(void *arg)
 		w += p_target((int)i) != (int)i + 1;
 		w += p_args8(i, 2, 3, 4, 5, 6, 7, 8) != i + 203;
 		w += p_fmix(1.5, i, 0.25f) != 1.5 * (double)i + 0.25;
+		if (fexit_too) {
+			struct big b = p_mkbig(i);
+			struct hfa h = p_mkhfa((double)i);
+
+			w += p_args10(1, 2, 3, 4, 5, 6, 7, 8, i, 1) != 36 + 9 * i + 10;
+			w += b.v[0] != i || b.v[4] != i + 4;
+			w += h.a != (double)i || h.d != 4.0 * (double)i;
+		}
 	}
 	__atomic_add_fetch(&wrong, w, __ATOMIC_RELAXED);
 	return NULL;
@@ -187,6 +235,38 @@ int main(void)
 	CHECK(ftrace_direct_count_read(0) == 0);
 	CHECK(near_hits == 6 * calls_per);
 
+	/* entry/exit: a clone of ftrace_direct_fexit, alone and behind the tracer */
+	{
+		static const char filt2[] = "args10 mkbig mkhfa";
+		unsigned long fx = ftrace_direct_fexit_create(fx_entry, fx_exit, &entries);
+
+		CHECK(ftrace_lookup_function((unsigned long)args8, &fi) == 0);
+		args8_site = fi.ip;
+		CHECK(ftrace_lookup_function((unsigned long)args10, &fi) == 0);
+		args10_site = fi.ip;
+		CHECK(fx != 0);
+		CHECK(ftrace_set_filter(&direct, filt2, (int)strlen(filt2), 0) == 0);
+		CHECK(modify_ftrace_direct(&direct, fx) == 0);
+		CHECK(bl_dest(tsite) == fx);
+		CHECK(p_args8(1000, 2, 3, 4, 5, 6, 7, 8) == 2000 + 203);
+		CHECK(last_ret == 2000 + 203 && entries == 1 && exits == 1);
+		fexit_too = 1;
+		round_of(N);
+		CHECK(entries == 1 + 6 * calls_per && exits == entries);
+		CHECK(register_ftrace_function(&tracer) == 0);
+		CHECK(bl_dest(tsite) != fx);
+		round_of(N);
+		CHECK(entries == 1 + 12 * calls_per && exits == entries);
+		CHECK(tcount == 9 * calls_per);
+		CHECK(unregister_ftrace_function(&tracer) == 0);
+		CHECK(ftrace_direct_fexit_free(fx) == -EBUSY);	/* still registered */
+		CHECK(modify_ftrace_direct(&direct, (unsigned long)near_direct) == 0);
+		CHECK(ftrace_direct_fexit_free(fx) == 0);
+		CHECK(xbad == 0);
+		fexit_too = 0;
+		CHECK(ftrace_set_filter(&direct, filt, (int)strlen(filt), 1) == 0);
+	}
+
 	/* beyond bl's reach: the regs caller enters it */
 	far = far_copy(tsite);
 	CHECK(far != 0);
@@ -207,7 +287,7 @@ int main(void)
 	/* off: nops, nothing counted */
 	CHECK(word(tsite) == 0xd503201fu);
 	round_of(N);
-	CHECK(far_hits == 3 * calls_per && near_hits == 6 * calls_per && tcount == 6 * calls_per);
+	CHECK(far_hits == 3 * calls_per && near_hits == 6 * calls_per && tcount == 9 * calls_per);
 	CHECK(wrong == 0);
 	if (!fails)
 		printf("ok\n");

@@ -403,9 +403,6 @@ ftrace_regs_multi_caller_done:
 ftrace_regs_multi_caller_end:
 ftrace_regs_multi_caller_fallback:
 ftrace_regs_multi_caller_fallback_end:
-ftrace_direct_fexit:
-ftrace_direct_fexit_data:
-ftrace_direct_fexit_end:
 	udf #0
 	.p2align 4
 	.type ftrace_callops_set_novec, %function
@@ -462,6 +459,100 @@ ftrace_direct_count:
 	mov x30, x9
 	ret x10
 	.size ftrace_direct_count, .-ftrace_direct_count
+	.p2align 4
+	.type ftrace_direct_fexit, %function
+ftrace_direct_fexit:
+	bti c
+	stp x29, x9, [sp, #-16]!
+	mov x29, sp
+	sub sp, sp, #304
+	stp x0, x1, [sp, #0]
+	stp x2, x3, [sp, #16]
+	stp x4, x5, [sp, #32]
+	stp x6, x7, [sp, #48]
+	stp x8, x30, [sp, #64]
+	stp q0, q1, [sp, #80]
+	stp q2, q3, [sp, #112]
+	stp q4, q5, [sp, #144]
+	stp q6, q7, [sp, #176]
+ftrace_direct_fexit_data:
+	movz x16, #0
+	movk x16, #0, lsl #16
+	movk x16, #0, lsl #32
+	movk x16, #0, lsl #48
+	str x16, [sp, #208]
+	add x10, x16, #24
+1:
+	ldxr x11, [x10]
+	add x11, x11, #1
+	stxr w12, x11, [x10]
+	cbnz w12, 1b
+	ldr x0, [sp, #72]
+	sub x0, x0, #4
+	ldr x1, [x29, #8]
+	mov x2, sp
+	ldr x3, [x16, #16]
+	ldr x10, [x16, #0]
+	blr x10
+	sub sp, sp, #128
+	add x10, x29, #16
+	ldp x11, x12, [x10, #0]
+	stp x11, x12, [sp, #0]
+	ldp x11, x12, [x10, #16]
+	stp x11, x12, [sp, #16]
+	ldp x11, x12, [x10, #32]
+	stp x11, x12, [sp, #32]
+	ldp x11, x12, [x10, #48]
+	stp x11, x12, [sp, #48]
+	ldp x11, x12, [x10, #64]
+	stp x11, x12, [sp, #64]
+	ldp x11, x12, [x10, #80]
+	stp x11, x12, [sp, #80]
+	ldp x11, x12, [x10, #96]
+	stp x11, x12, [sp, #96]
+	ldp x11, x12, [x10, #112]
+	stp x11, x12, [sp, #112]
+	ldp x0, x1, [sp, #128]
+	ldp x2, x3, [sp, #144]
+	ldp x4, x5, [sp, #160]
+	ldp x6, x7, [sp, #176]
+	ldr x8, [sp, #192]
+	ldp q0, q1, [sp, #208]
+	ldp q2, q3, [sp, #240]
+	ldp q4, q5, [sp, #272]
+	ldp q6, q7, [sp, #304]
+	ldr x16, [sp, #200]
+	adr x30, 2f
+	ret x16
+2:
+	add sp, sp, #128
+	stp x0, x1, [sp, #224]
+	stp q0, q1, [sp, #240]
+	stp q2, q3, [sp, #272]
+	ldr x16, [sp, #208]
+	ldr x3, [sp, #224]
+	ldr x0, [sp, #72]
+	sub x0, x0, #4
+	ldr x1, [x29, #8]
+	mov x2, sp
+	ldr x4, [x16, #16]
+	ldr x10, [x16, #8]
+	blr x10
+	ldr x16, [sp, #208]
+	add x10, x16, #24
+3:
+	ldxr x11, [x10]
+	sub x11, x11, #1
+	stxr w12, x11, [x10]
+	cbnz w12, 3b
+	ldp x0, x1, [sp, #224]
+	ldp q0, q1, [sp, #240]
+	ldp q2, q3, [sp, #272]
+	mov sp, x29
+	ldp x29, x9, [sp], #16
+ftrace_direct_fexit_end:
+	ret x9
+	.size ftrace_direct_fexit, .-ftrace_direct_fexit
 	.bss
 	.p2align 6
 	.globl ftrt_direct_counts

@@ -23,7 +23,7 @@
 #define FTRT_FRAME_FULL 96
 #define FTRT_FRAME_DIRECT 104
 
-/* Ready direct trampolines (trampgen/direct.go; only the counter table on arm64). */
+/* Ready direct trampolines (trampgen/direct.go, arm64.go). */
 #define FTRT_DIRECT_COUNT_SLOTS 4096
 #define FTRT_DIRECT_COUNT_MULT 0x61c88647ul
 #define FTRT_DIRECT_COUNT_SHIFT 20

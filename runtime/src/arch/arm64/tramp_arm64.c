@@ -5,8 +5,8 @@
  * its adrp + ldr at op_ptr re-pointed at its op slot (the arena's data page, within
  * ±4 GiB), and its bl at the call marker aimed at the callback, or, when that is beyond
  * bl's ±128 MiB, at a veneer after the code: ldr x16, #8; br x16; .quad func.
- * There are no multi-ops or entry/exit (ftrace_direct_fexit) clones on arm64 yet: sites
- * shared by several ops use the list caller, unless they are CALL_OPS sites.
+ * There are no multi-ops trampolines on arm64 yet: sites shared by several ops use the
+ * list caller, unless they are CALL_OPS sites.
  */
 #include <string.h>
 
@@ -88,14 +88,22 @@ int ftrt_arch_multi_fill(unsigned char *code, const struct ftrt_multi_tmpl *m, u
 	return -1;
 }
 
+/*
+ * ftrace_direct_fexit: its data marker is movz x16, #0; movk x16, #0, lsl #16 / #32 / #48,
+ * the block's address 16 bits at a time.
+ */
 int ftrt_arch_fexit_ok(const unsigned char *data)
 {
-	(void)data;
-	return 0;
+	static const uint32_t want[4] = { 0xd2800010u, 0xf2a00010u, 0xf2c00010u, 0xf2e00010u };
+
+	for (int i = 0; i < 4; i++)
+		if (word(data + 4 * i) != want[i])
+			return 0;
+	return 1;
 }
 
 void ftrt_arch_fexit_fill(unsigned char *data, uintptr_t block)
 {
-	(void)data;
-	(void)block;
+	for (int i = 0; i < 4; i++)
+		put(data + 4 * i, word(data + 4 * i) | (uint32_t)((block >> (16 * i)) & 0xffff) << 5);
 }
