@@ -43,12 +43,32 @@ runtime-aarch64:
 	$(MAKE) -C runtime CC=$(AARCH64_CC) ARCH=arm64 BUILD=$(BUILD)/cross/aarch64
 	@mkdir -p $(BUILD)/lib/aarch64-linux-gnu
 	cp $(BUILD)/cross/aarch64/lib/libftrt.a $(BUILD)/lib/aarch64-linux-gnu/libftrt.a
+	@$(MAKE) --no-print-directory pkgconfig
+
+# The pkg-config files of the runtimes under prefix $(1): lib/pkgconfig for the host's,
+# lib/<triple>/pkgconfig for each cross runtime there (lib/<triple>/libftrt.a), with that
+# target's instrumentation flags (ftcc's, docs/ftcc.md).
+INSTRUMENT_x86_64-linux-gnu  := -pg -mfentry
+INSTRUMENT_aarch64-linux-gnu := -fpatchable-function-entry=2
+HOST_TRIPLE := $(shell $(CC) -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+define write_pc
+	for sub in lib $$(cd $(2)/lib && for a in */libftrt.a; do [ -f "$$a" ] && echo lib/$$(dirname $$a); done); do \
+	  triple=$${sub#lib/}; [ "$$sub" = lib ] && triple=$(HOST_TRIPLE); \
+	  case $$triple in \
+	    aarch64-linux-gnu) flags='$(INSTRUMENT_aarch64-linux-gnu)';; \
+	    *) flags='$(INSTRUMENT_x86_64-linux-gnu)';; \
+	  esac; \
+	  mkdir -p $(2)/$$sub/pkgconfig || exit 1; \
+	  for p in ftrt ftrt-cgo; do \
+	    sed -e 's|@PREFIX@|$(1)|' -e 's|@VERSION@|$(VERSION)|' -e "s|@LIBSUB@|$$sub|" \
+	      -e "s|@TRIPLE@|$$triple|" -e "s|@INSTRUMENT@|$$flags|" $(PKG)/$$p.pc.in > $(2)/$$sub/pkgconfig/$$p.pc || exit 1; \
+	  done; \
+	done
+endef
 
 # build/lib/pkgconfig/ftrt.pc: the build tree as a prefix (PKG_CONFIG_PATH=build/lib/pkgconfig)
 pkgconfig:
-	@mkdir -p $(BUILD)/lib/pkgconfig
-	@for p in ftrt ftrt-cgo; do \
-	  sed -e 's|@PREFIX@|$(BUILD)|' -e 's|@VERSION@|$(VERSION)|' $(PKG)/$$p.pc.in > $(BUILD)/lib/pkgconfig/$$p.pc; done
+	@$(call write_pc,$(BUILD),$(BUILD))
 
 demo: tools runtime
 	@if [ -f testdata/demo/Makefile ]; then $(MAKE) -s -C testdata/demo BUILD=$(BUILD) run; fi
@@ -80,18 +100,19 @@ install: tools runtime
 	if [ -f $(BUILD)/lib/aarch64-linux-gnu/libftrt.a ]; then install -d $(D)/lib/aarch64-linux-gnu && \
 	  install -m 644 $(BUILD)/lib/aarch64-linux-gnu/libftrt.a $(D)/lib/aarch64-linux-gnu/; fi
 	install -m 644 $(addprefix runtime/include/,$(HEADERS)) $(D)/include/
-	for p in ftrt ftrt-cgo; do \
-	  sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $(PKG)/$$p.pc.in > $(D)/lib/pkgconfig/$$p.pc || exit 1; done
+	$(call write_pc,$(PREFIX),$(D))
 	install -m 644 $(PKG)/ftkitConfig.cmake $(D)/lib/cmake/ftkit/
 	sed 's|@VERSION@|$(VERSION)|' $(PKG)/ftkitConfigVersion.cmake.in > $(D)/lib/cmake/ftkit/ftkitConfigVersion.cmake
 	for t in $(TOOLS); do $(BIN)/$$t --man > $(D)/share/man/man1/$$t.1 || exit 1; done
 
 uninstall:
 	rm -f $(addprefix $(D)/bin/,$(TOOLS) ftkit-launch) $(D)/lib/libftrt.a $(D)/lib/aarch64-linux-gnu/libftrt.a \
+	  $(D)/lib/aarch64-linux-gnu/pkgconfig/ftrt.pc $(D)/lib/aarch64-linux-gnu/pkgconfig/ftrt-cgo.pc \
 	  $(addprefix $(D)/include/,$(HEADERS)) $(D)/lib/pkgconfig/ftrt.pc $(D)/lib/pkgconfig/ftrt-cgo.pc \
 	  $(D)/lib/cmake/ftkit/ftkitConfig.cmake $(D)/lib/cmake/ftkit/ftkitConfigVersion.cmake \
 	  $(addprefix $(D)/share/man/man1/,$(addsuffix .1,$(TOOLS)))
 	-rmdir $(D)/lib/cmake/ftkit
+	-rmdir $(D)/lib/aarch64-linux-gnu/pkgconfig $(D)/lib/aarch64-linux-gnu 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)

@@ -125,15 +125,12 @@ int main(void) { printf("%.0f\n", total(4)); return 0; }
 	}
 }
 
-// A CMake project cross-built for aarch64 (CMAKE_SYSTEM_PROCESSOR from the toolchain
-// settings) finds the aarch64 runtime installed beside the host's (make runtime-aarch64,
-// make install) and the arm64 instrumentation flags; it runs traced under qemu-user.
-func TestCMakeAArch64(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cross build and qemu")
-	}
-	testenv.Need(t, "cmake", "aarch64-linux-gnu-gcc", "qemu-aarch64")
-	prefix := install(t)
+// installCross puts the aarch64 runtime, freshly built, into an installed prefix as make
+// install does after make runtime-aarch64 (lib/aarch64-linux-gnu/libftrt.a), and its
+// pkg-config files (make pkgconfig with the prefix as the build tree writes what make
+// install writes there).
+func installCross(t *testing.T, prefix string) {
+	t.Helper()
 	cross := testenv.AArch64Runtime(t)
 	lib := filepath.Join(prefix, "lib", "aarch64-linux-gnu")
 	if err := os.MkdirAll(lib, 0o755); err != nil {
@@ -146,6 +143,62 @@ func TestCMakeAArch64(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(lib, "libftrt.a"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Run(t, "", "make", "-s", "-C", testenv.Root(), "pkgconfig", "BUILD="+prefix)
+}
+
+// The aarch64 runtime's pkg-config file (lib/aarch64-linux-gnu/pkgconfig, what
+// aarch64-linux-gnu-pkg-config reads) gives the arm64 instrumentation flags and links the
+// aarch64 archive: a program built with it alone runs traced under qemu-user.
+func TestPkgConfigAArch64(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross build and qemu")
+	}
+	testenv.Need(t, "pkg-config", "aarch64-linux-gnu-gcc", "qemu-aarch64")
+	prefix := install(t)
+	installCross(t, prefix)
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"prog.c": progC})
+	pc := func(args ...string) []string {
+		cmd := exec.Command("pkg-config", args...)
+		cmd.Env = append(os.Environ(), "PKG_CONFIG_LIBDIR="+filepath.Join(prefix, "lib", "aarch64-linux-gnu", "pkgconfig"),
+			"PKG_CONFIG_PATH=")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("pkg-config %v: %v", args, err)
+		}
+		return strings.Fields(string(out))
+	}
+	inst := pc("--variable=instrument", "ftrt")
+	if strings.Join(inst, " ") != "-fpatchable-function-entry=2" {
+		t.Errorf("aarch64 instrument flags %q", inst)
+	}
+	cc := "aarch64-linux-gnu-gcc"
+	testenv.Run(t, dir, cc, append(append([]string{"-O1"}, append(pc("--cflags", "ftrt"), inst...)...), "-c", "prog.c")...)
+	testenv.Run(t, dir, filepath.Join(prefix, "bin", "recordmcount"), "prog.o")
+	testenv.Run(t, dir, cc, append([]string{"prog.o", "-o", "prog"}, pc("--libs", "ftrt")...)...)
+	testenv.Run(t, dir, filepath.Join(prefix, "bin", "ftlink"), "prog")
+	cmd := exec.Command("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "./prog")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FTRACE_TRACER=function", "FTRACE_OUTPUT=t.dat")
+	if out, err := cmd.Output(); err != nil || string(out) != "285\n" {
+		t.Fatalf("prog under qemu: %q %v", out, err)
+	}
+	rep := testenv.Run(t, dir, filepath.Join(prefix, "bin", "ftrace"), "report", "t.dat")
+	if !strings.Contains(rep, "square") || !strings.Contains(rep, "sum") {
+		t.Errorf("report:\n%s", rep)
+	}
+}
+
+// A CMake project cross-built for aarch64 (CMAKE_SYSTEM_PROCESSOR from the toolchain
+// settings) finds the aarch64 runtime installed beside the host's (make runtime-aarch64,
+// make install) and the arm64 instrumentation flags; it runs traced under qemu-user.
+func TestCMakeAArch64(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross build and qemu")
+	}
+	testenv.Need(t, "cmake", "aarch64-linux-gnu-gcc", "qemu-aarch64")
+	prefix := install(t)
+	installCross(t, prefix)
 	dir := t.TempDir()
 	write(t, dir, map[string]string{
 		"CMakeLists.txt": `cmake_minimum_required(VERSION 3.13)
