@@ -96,6 +96,10 @@ func TestPoke(t *testing.T) {
 		// of writing int3s (it died of SIGTRAP before)
 		{"rawtrap", nil, []string{"rawtrap", "1000", "4"}, []string{"ok toggle: batches=1000"}},
 		{"rawtrap-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"rawtrap", "500", "4"}, []string{"ok toggle: batches=500", "method=mprotect"}},
+		// the threads do not all park within the first limit (1 µs here; 200 ms passed on
+		// an overloaded machine): the batch asks again for longer instead of writing the
+		// int3 that kills the raw blocker
+		{"rawtrap-slowpark", []string{"FTRT_TEST_PARK_US=1"}, []string{"rawtrap", "100", "4"}, []string{"ok toggle: batches=100"}},
 		{"fork", nil, []string{"fork", "800", "3"}, []string{"ok toggle: batches=800", "forks="}},
 		{"fork-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"fork", "400", "3"}, []string{"ok toggle", "forks="}},
 		{"refuse", nil, []string{"refuse"}, []string{"ok refuse"}},

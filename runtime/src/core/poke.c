@@ -1011,19 +1011,20 @@ static int only_thread(void)
  * any site): the sites are written whole, no int3, so a thread blocking SIGTRAP meets only
  * old or new instructions.  The parked threads run on after a context switch, which
  * serialises their cores with membarrier SYNC_CORE registered, then ftrt_sync_cores() for
- * the others.  1, nothing written, when some thread did not park (it blocks the runtime's
- * signal too) or there is no signal to park them with (the program took them all).
+ * the others.  1, nothing written, when some thread did not park within limit_us (it
+ * blocks the runtime's signal too, or did not run meanwhile), 2 when there is no signal to
+ * park them with (the program took them all).
  */
-static int apply_parked(size_t nw)
+static int apply_parked(size_t nw, long limit_us)
 {
 	sigset_t all, old;
 	int err;
 
 	if (method == M_PROCMEM && (err = mem_check()))
 		return err;	/* it may allocate: not while the threads are parked */
-	if (ftrt_sync_park(200 * 1000)) {
+	if ((err = ftrt_sync_park(limit_us))) {
 		ftrt_sync_unpark();
-		return 1;	/* some did not park, or no signal to park them with */
+		return err == -EAGAIN ? 1 : 2;
 	}
 	/* nor may a handler on this thread run a site half written (mprotect: byte stores) */
 	sigfillset(&all);
@@ -1038,6 +1039,21 @@ static int apply_parked(size_t nw)
 		report("ftrt: writing code failed (%s); the old instructions are kept",
 		       strerror(-err));
 	return err ? err : ftrt_sync_cores();
+}
+
+/* 200 ms; FTRT_TEST_PARK_US sets it (the test that has it run out to see the retries). */
+static long first_park_us(void)
+{
+	static long us;
+
+	if (!us) {
+		const char *e = secure_getenv("FTRT_TEST_PARK_US");
+
+		us = e && *e ? strtol(e, NULL, 10) : 0;
+		if (us <= 0)
+			us = 200 * 1000;
+	}
+	return us;
 }
 
 static int apply(size_t nw)
@@ -1057,8 +1073,21 @@ static int apply(size_t nw)
 	/* a thread that blocks SIGTRAP would be killed by an int3 (poke_sigmask.c cannot see
 	   every mask): the batch then parks the others and writes whole sites */
 	if ((blocker = ftrt_sync_trap_blocker(name)) && blocker != unparked) {
-		if ((err = apply_parked(nw)) <= 0)
-			return err;
+		/*
+		 * A thread that takes the runtime's signal parks unless it does not run in
+		 * time (an overloaded machine: 200 ms was seen to pass): asked again for
+		 * longer, as an int3 would kill the process.  /proc cannot tell one that
+		 * blocks the signal too (threads in the runtime's handler show every signal
+		 * blocked): that waits 5 s, once (unparked).
+		 */
+		long limits_us[] = { first_park_us(), 1000 * 1000, 4000 * 1000 };
+
+		for (size_t k = 0; k < sizeof(limits_us) / sizeof(limits_us[0]); k++) {
+			if ((err = apply_parked(nw, limits_us[k])) <= 0)
+				return err;
+			if (err == 2)
+				break;	/* no signal to park them with */
+		}
 		/* glibc blocks every signal for a moment (a thread being created or ending,
 		   fork, posix_spawn): ask again, a little later, before saying anything */
 		for (int k = 0; k < 3 && (blocker = ftrt_sync_trap_blocker(name)); k++)
