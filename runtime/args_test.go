@@ -315,6 +315,46 @@ func TestTracerDlopenArgs(t *testing.T) {
 	}
 }
 
+// The graph tracer's fused call and return record arguments and return values as its
+// generic paths do (FTRT_GRAPH_FUSED=0): the same calls with the same values, with specs of
+// every kind, and on fib with a 64 KiB buffer (every event kept), where values start blocks.
+func TestTracerGraphFusedArgs(t *testing.T) {
+	dir := t.TempDir()
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, c := range []struct {
+		src  string
+		env  []string
+		args []string
+	}{
+		{"trace_args.c", []string{"FTRACE_ARGS=" + specArgs, "FTRACE_RETVAL=" + specRets}, nil},
+		{"trace_fib.c", []string{"FTRACE_ARGS=fib@arg1/i32", "FTRACE_RETVAL=fib@retval/i32", "FTRACE_BUFFER_KB=64", "FTRACE_NO_LOSS=1"}, []string{"18"}},
+	} {
+		prog := trBuild(t, dir, c.src)
+		var got [2][]string
+		for i, env := range [][]string{nil, {"FTRT_GRAPH_FUSED=0"}} {
+			trace := fmt.Sprintf("%s.%d.dat", c.src, i)
+			out, ws := trRun(t, dir, prog, append(append(env, c.env...), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT="+trace), c.args...)
+			if ws.ExitStatus() != 0 {
+				t.Fatalf("%s: %v %q", c.src, ws, out)
+			}
+			got[i] = argsCalls(t, testenv.Run(t, dir, ftrace, "graph", trace), "function_graph")
+		}
+		if len(got[0]) < 10 || fmt.Sprint(got[0]) != fmt.Sprint(got[1]) {
+			n := len(got[0])
+			if n > 20 {
+				n = 20
+			}
+			t.Errorf("%s: fused %d calls, generic %d; fused begins %q", c.src, len(got[0]), len(got[1]), got[0][:n])
+		}
+		for _, call := range got[0] {
+			if strings.HasSuffix(call, "()") && c.src == "trace_fib.c" {
+				t.Errorf("%s: a call without its argument: %q", c.src, call)
+				break
+			}
+		}
+	}
+}
+
 // The live `args` and `retval` commands: a malformed spec is refused and nothing changes;
 // values are recorded from the change on and no more after `args off`.
 func TestTracerArgsLive(t *testing.T) {

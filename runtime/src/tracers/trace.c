@@ -601,8 +601,9 @@ static struct fgraph_ops trace_gops = {
 
 /*
  * The common call and return, fused with fgraph's (fgraph_fast.h): a recording thread,
- * the cycle counter, no list, depth limit, time filter or arguments, no frame pending
- * or stale, the event fitting its block.  They do what fgraph_entry + trace_graph_ent
+ * the cycle counter, no list, depth limit or time filter, no frame pending or stale, the
+ * event fitting its block (or, with arguments asked for, any event: their records come
+ * first and may move to a new block, as in trace_graph_ent/ret).  They do what fgraph_entry + trace_graph_ent
  * and fgraph_return + trace_graph_ret do for such a call, in one function each with
  * no call (bench/RESULTS.md); anything else goes the generic way before a thing changes.
  */
@@ -618,14 +619,29 @@ static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long p
 		   !(tr.sel_in | tr.sel_out | tr.depth) && t->state == FT_THREAD_LIVE &&
 		   !t->npend && (!t->open || t->rs[t->open - 1].depth < d) &&
 		   t->open < FGRAPH_SHADOW_DEPTH && ft_clock_source == FT_CLOCK_TSC &&
-		   !__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED) &&
-		   !__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
+		   !__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED))) {
 		uint64_t ts;
+		int ok;
 
 		t->in_ret++;	/* as fgraph_entry: a signal handler here graphs nothing */
 		barrier();
 		ts = ftrt_arch_cycles();
-		if (likely(ft_ev_entry_fast(t, ip, ts))) {
+		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
+			/* as trace_graph_ent: the values, then the entry, which may take a new
+			   block; no block: dropped (counted), and its return not hooked */
+			args_entry(t, ip, ts, fregs);
+			ft_ev_entry(t, ip, ts);
+			if (unlikely(!t->blk)) {
+				ft_ev_lost_n(t, 1);
+				barrier();
+				t->in_ret--;
+				return;
+			}
+			ok = 1;
+		} else {
+			ok = ft_ev_entry_fast(t, ip, ts);
+		}
+		if (likely(ok)) {
 			struct ft_rframe *r = &t->rs[t->open];
 
 			r->ip = ip;
@@ -667,10 +683,25 @@ static unsigned long trace_graph_return_fast(unsigned long sp, const struct ftra
 		   !(t->sel_in | t->sel_out | t->npend | t->need_depth) &&
 		   t->state == FT_THREAD_LIVE && f->calltime >= ft_sess.hdr.start_ticks &&
 		   t->open && t->rs[t->open - 1].depth == t->depth - 1 &&
-		   ft_clock_source == FT_CLOCK_TSC && !__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
+		   ft_clock_source == FT_CLOCK_TSC)) {
+		uint64_t ts;
+		int ok;
+
 		t->in_ret++;	/* as fgraph_return */
 		barrier();
-		if (likely(ft_ev_exit_fast(t, FTKIT_EV_EXIT, ftrt_arch_cycles()))) {
+		ts = ftrt_arch_cycles();
+		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
+			/* as trace_graph_ret: the value, then the exit (a new block if need be) */
+			args_exit(t, t->rs[t->open - 1].ip, ts, rr);
+			if (unlikely(t->need_depth))
+				ft_ev_slow(t, FTKIT_EV_EXIT, 0, 0, ts);
+			else
+				ft_ev_exit(t, FTKIT_EV_EXIT, ts);
+			ok = 1;
+		} else {
+			ok = ft_ev_exit_fast(t, FTKIT_EV_EXIT, ts);
+		}
+		if (likely(ok)) {
 			unsigned long ret = fgraph_fast_pop(t);
 
 			t->open--;
