@@ -2821,23 +2821,33 @@ int ftrace_print_functions(void *stream)
 	return ftrace_for_each_function(print_one, stream ? stream : stdout);
 }
 
+/*
+ * Drop the lock; then, if objects with call sites came since objects_added was before, tell
+ * the tracers (ftrt_objects_added: outside the lock, as they call the API).
+ */
+static void unlock_tell_added(unsigned long before)
+{
+	int added = objects_added != before;
+
+	ftrt_unlock();
+	if (added && ftrt_objects_added)
+		ftrt_objects_added();
+}
+
 int ftrace_rescan(void)
 {
 	struct ftrt_object *o;
-	unsigned long added;
+	unsigned long before;
 	long n = 0;
 	int ret = api_enter();
 
 	if (ret)
 		return ret;
-	added = objects_added;
+	before = objects_added;
 	ret = rescan();
 	for (o = objects; o; o = o->next)
 		n += (long)o->nrecs;
-	added = objects_added - added;
-	ftrt_unlock();
-	if (added && ftrt_objects_added)
-		ftrt_objects_added();
+	unlock_tell_added(before);
 	return ret ? ret : (int)n;
 }
 
@@ -2891,10 +2901,7 @@ static void dl_changed(void)
 	ensure_init();
 	before = objects_added;
 	check_objects();
-	before = objects_added - before;
-	ftrt_unlock();
-	if (before && ftrt_objects_added)
-		ftrt_objects_added();
+	unlock_tell_added(before);
 }
 
 void *ftrt_dlopen_hooked(const char *file, int mode);
