@@ -69,7 +69,11 @@ func Write(w io.Writer, f *calltree.Forest, o Options) error {
 			ew.printf("\n")
 		}
 		first = false
-		threadHeader(ew, t)
+		if o.Limit > 0 {
+			limitedHeader(ew, t) // as WriteStream, which does not read all the events then
+		} else {
+			threadHeader(ew, t)
+		}
 		// A tracer switched through live control leaves both kinds in one trace.
 		if len(t.Calls) > 0 {
 			writeCalls(ew, f, t, o)
@@ -104,7 +108,7 @@ func writeCalls(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options
 		obs.Call(&t.Calls[i], -1)
 	}
 	if o.Limit > 0 && p.n < p.told {
-		ew.printf("# ... %d more calls\n", p.told-p.n)
+		ew.printf("# ... output limited to %d calls\n", o.Limit)
 	}
 }
 
@@ -122,7 +126,7 @@ func writeGraph(ew *errWriter, f *calltree.Forest, t *calltree.Thread, o Options
 	p := newGraphPrinter(ew, f, o, t.TID)
 	t.Frames(o.wrap(p))
 	if p.full {
-		ew.printf("# ... output limited to %d lines (thread %d made %d calls in all)\n", o.Limit, t.TID, t.Nodes)
+		ew.printf("# ... output limited to %d lines\n", o.Limit)
 	}
 }
 

@@ -1,10 +1,13 @@
 package graph
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"io"
 	"strings"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
@@ -35,6 +38,9 @@ func (c *counter) Close(f *calltree.Frame) {
 // A thread whose stream rearranges calls already seen (an exit without entry that
 // becomes the caller of earlier calls, possible in version-1 traces) is built as a tree.
 func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o Options, progress calltree.Progress) error {
+	if limitedAtOnce(st, o) {
+		return writeLimited(w, st, lookup, o)
+	}
 	// every thread: the times shown count from the trace's earliest event
 	obs, threads, err := calltree.WalkStream(st, lookup, nil,
 		func(*tracefile.Thread) calltree.Observer { return o.wrap(&counter{}) }, progress)
@@ -60,7 +66,11 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o Op
 			ew.printf("\n")
 		}
 		first = false
-		threadHeader(ew, t)
+		if o.Limit > 0 {
+			limitedHeader(ew, t)
+		} else {
+			threadHeader(ew, t)
+		}
 		i := idx[t.TID]
 		if o.Filter != nil && c.calls == 0 && c.frames == 0 {
 			ew.printf("# no calls match the filters\n")
@@ -102,6 +112,161 @@ func threadHeader(ew *errWriter, t *calltree.Thread) {
 		// said first: the calls below are not all there is
 		ew.printf("# thread %d: %d events lost (%.1f%% of %d), %d frames not recorded (depth), %d returns without entry\n",
 			t.TID, t.Lost, 100*float64(t.Lost)/float64(max(t.Lost+t.Events, 1)), t.Lost+t.Events, t.LostDepth, t.Unmatched)
+	}
+}
+
+// limitedAtOnce: with --limit and no read-time filter, a trace of one tracer (version 2
+// or later) is printed as it is read, each thread stopping at the limit, without the pass
+// that counts the whole trace first (it read gigabytes for graph -n 30). A thread that
+// turns out to need more (calls of the other tracer, a return that takes earlier calls as
+// its callees) is printed as WriteStream prints it otherwise.
+func limitedAtOnce(st *tracefile.Stream, o Options) bool {
+	h := st.Trace.Header
+	return o.Limit > 0 && o.Filter == nil && h.Version >= tracefile.Version2 &&
+		(h.Tracer == tracefile.TracerFunction || h.Tracer == tracefile.TracerFunctionGraph)
+}
+
+// errFirst stops reading a thread at its first call event.
+var errFirst = errors.New("graph: first event read")
+
+func writeLimited(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o Options) error {
+	if o.Counted != nil {
+		o.Counted() // the thread tables say what was lost: no need to read the events
+	}
+	tr := st.Trace
+	f := calltree.ForestOf(tr, nil)
+	// the times shown count from the trace's earliest event: the first of each thread
+	for i := range tr.Threads {
+		err := st.Events(i, func(evs []tracefile.Event) error {
+			for _, ev := range evs {
+				if ev.Kind == tracefile.Call || ev.Kind == tracefile.Entry || ev.Kind == tracefile.Exit {
+					if ev.TS < f.Start || f.Start == 0 {
+						f.Start = ev.TS
+					}
+					return errFirst
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errFirst) {
+			return err
+		}
+	}
+	graphs := tr.Header.Tracer == tracefile.TracerFunctionGraph
+	ew := &errWriter{w: w}
+	first := true
+	for i, th := range tr.Threads {
+		if !selected(th.TID, o.TIDs) {
+			continue
+		}
+		if !first {
+			ew.printf("\n")
+		}
+		first = false
+		t := &calltree.Thread{TID: th.TID, Name: th.Name, Lost: th.Lost, LostDepth: th.LostDepth, Events: st.Hint(i)}
+		limitedHeader(ew, t)
+		if t.Events == 0 {
+			ew.printf("# no calls recorded\n")
+			continue
+		}
+		var buf bytes.Buffer
+		bw := &errWriter{w: &buf}
+		var err error
+		other := false
+		st.Values = o.Values != nil
+		if graphs {
+			graphHeader(bw, o)
+			p := newGraphPrinter(bw, f, o, th.TID)
+			err = calltree.Follow(st, i, lookup, &onlyGraph{p, &other}, func() bool { return p.full || other })
+			if p.full {
+				bw.printf("# ... output limited to %d lines\n", o.Limit)
+			}
+		} else {
+			bw.printf("#   TIME (us)   FUNCTION <- CALLER\n")
+			p := &callPrinter{ew: bw, f: f, limit: o.Limit, markers: true, vals: o.Values}
+			err = calltree.Follow(st, i, lookup, &onlyCalls{p, &other}, func() bool { return p.told > p.limit || other })
+			if p.told > p.n {
+				bw.printf("# ... output limited to %d calls\n", o.Limit)
+			}
+		}
+		switch {
+		case err == nil && !other:
+			ew.printf("%s", buf.String())
+		case err == nil || errors.Is(err, calltree.ErrNeedTree):
+			if err := countedThread(ew, st, i, lookup, f, o); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+		if ew.err != nil {
+			return ew.err
+		}
+	}
+	return ew.err
+}
+
+// onlyGraph and onlyCalls pass a printer the calls of its tracer; one of the other tracer
+// (switched live) is noted, and the thread printed after counting it.
+type onlyGraph struct {
+	*graphPrinter
+	other *bool
+}
+
+func (g *onlyGraph) Call(*calltree.Call, int) { *g.other = true }
+
+type onlyCalls struct {
+	*callPrinter
+	other *bool
+}
+
+func (c *onlyCalls) Close(*calltree.Frame) { *c.other = true }
+
+// countedThread prints thread i as WriteStream does after its counting pass, counting
+// that thread alone.
+func countedThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, o Options) error {
+	c := &counter{}
+	if err := calltree.Follow(st, i, lookup, c, func() bool { return false }); err != nil {
+		return err
+	}
+	if c.adopted {
+		return treeThread(ew, st, i, lookup, f, c, o)
+	}
+	if c.calls > 0 {
+		p := &callPrinter{ew: ew, f: f, limit: o.Limit, markers: c.frames == 0, vals: o.Values}
+		ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
+		st.Values = o.Values != nil
+		if err := calltree.Follow(st, i, lookup, p, func() bool { return p.told > p.limit }); err != nil {
+			return err
+		}
+		if p.told > p.n {
+			ew.printf("# ... output limited to %d calls\n", o.Limit)
+		}
+	}
+	if c.frames > 0 {
+		graphHeader(ew, o)
+		p := newGraphPrinter(ew, f, o, st.Trace.Threads[i].TID)
+		st.Values = o.Values != nil
+		if err := calltree.Follow(st, i, lookup, p, func() bool { return p.full }); err != nil {
+			return err
+		}
+		if p.full {
+			ew.printf("# ... output limited to %d lines\n", o.Limit)
+		}
+	}
+	return nil
+}
+
+// limitedHeader is a thread's header under --limit: what was lost as the trace's thread
+// tables say, without the counts only a reading of all its events gives.
+func limitedHeader(ew *errWriter, t *calltree.Thread) {
+	name := ""
+	if t.Name != "" {
+		name = " (" + t.Name + ")"
+	}
+	ew.printf("# thread %d%s\n", t.TID, name)
+	if t.Lost > 0 || t.LostDepth > 0 {
+		ew.printf("# thread %d: events were lost or frames not recorded (ftrace info has the counts)\n", t.TID)
 	}
 }
 
@@ -176,7 +341,7 @@ func streamCalls(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Loo
 		return err
 	}
 	if o.Limit > 0 && uint64(p.n) < calls {
-		ew.printf("# ... %d more calls\n", calls-uint64(p.n))
+		ew.printf("# ... output limited to %d calls\n", o.Limit)
 	}
 	return nil
 }
@@ -324,7 +489,7 @@ func streamGraph(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Loo
 		return err
 	}
 	if p.full {
-		ew.printf("# ... output limited to %d lines (thread %d made %d calls in all)\n", o.Limit, t.TID, t.Nodes)
+		ew.printf("# ... output limited to %d lines\n", o.Limit)
 	}
 	return nil
 }
