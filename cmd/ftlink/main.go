@@ -14,10 +14,13 @@ import (
 
 	"github.com/ftkit/ftkit/elfrw"
 	"github.com/ftkit/ftkit/internal/cliargs"
+	"github.com/ftkit/ftkit/internal/version"
 	"github.com/ftkit/ftkit/mcountloc"
 	"github.com/ianlancetaylor/demangle"
 	"github.com/urfave/cli/v2"
 )
+
+func init() { cli.VersionFlag = version.Flag() }
 
 func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
@@ -27,6 +30,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	code := 0
 	app := &cli.App{
 		Name:      "ftlink",
+		Version:   version.Version,
 		Usage:     "verify, nop and sort the __fentry__/mcount call sites of linked programs and shared libraries",
 		UsageText: "ftlink [flags] FILE...",
 		Writer:    stdout,

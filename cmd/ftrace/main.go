@@ -9,12 +9,17 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/internal/cliargs"
+	"github.com/ftkit/ftkit/internal/version"
 )
+
+func init() { cli.VersionFlag = version.Flag() }
 
 func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
@@ -51,8 +56,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
-		Name:  "ftrace",
-		Usage: "record and read function traces of programs built with ftkit",
+		Name:    "ftrace",
+		Version: version.Version + " (trace format " + strconv.Itoa(tracefile.Version3) + ")",
+		Usage:   "record and read function traces of programs built with ftkit",
 		Description: "Record a program linked with libftrt:  ftrace record -- ./prog args\n" +
 			"then read the trace (default ftrace.dat): ftrace graph | report | info | dump --chrome | pprof | flame",
 		Writer:          stdout,

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ftkit/ftkit/internal/version"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
@@ -24,6 +25,8 @@ import (
 	"github.com/ftkit/ftkit/internal/cliargs"
 	"github.com/ftkit/ftkit/mcountloc"
 )
+
+func init() { cli.VersionFlag = version.Flag() }
 
 func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
@@ -33,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	code := 0
 	app := &cli.App{
 		Name:      "recordmcount",
+		Version:   version.Version,
 		Usage:     "add __mcount_loc call-site tables to relocatable objects, in place",
 		ArgsUsage: "FILE.o...",
 		Writer:    stdout,
