@@ -373,7 +373,7 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 		fmt.Fprintf(w, "command:\t%s\n", strings.Join(h.Command, " "))
 	}
 	var flags []string
-	for i, n := range []string{"complete", "abnormal", "snapshot", "lost"} {
+	for i, n := range []string{"complete", "abnormal", "snapshot", "lost", "write-error"} {
 		if h.Flags&(1<<i) != 0 {
 			flags = append(flags, n)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/mcountloc"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 func recordCommand() *cli.Command {
@@ -287,8 +288,12 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) (events uin
 		if os.IsNotExist(err) {
 			// the runtime said why it could not create the file; the hint is for a
 			// program that never tried
-			if st, derr := os.Stat(filepath.Dir(path)); derr != nil || !st.IsDir() {
-				fmt.Fprintf(stderr, "ftrace: no trace written to %s: no directory %s\n", path, filepath.Dir(path))
+			dir := filepath.Dir(path)
+			if st, derr := os.Stat(dir); derr != nil || !st.IsDir() {
+				fmt.Fprintf(stderr, "ftrace: no trace written to %s: no directory %s\n", path, dir)
+			} else if werr := unix.Access(dir, unix.W_OK); werr != nil {
+				// a read-only file system, or a directory of someone else's
+				fmt.Fprintf(stderr, "ftrace: no trace written to %s: cannot write in %s (%v); choose another with -o\n", path, dir, werr)
 			} else {
 				fmt.Fprintf(stderr, "ftrace: no trace written to %s (is the program linked with libftrt and built with ftlink?)\n", path)
 			}

@@ -792,6 +792,8 @@ static void batch_flush(struct ft_batch *bt)
 		*bt->off += bytes;
 	} else {
 		bt->err = err;
+		/* the reader's hint is then not --no-loss: the file could not take the events */
+		__atomic_fetch_or(&ft_sess.hdr.flags, FTKIT_F_WRITE_ERROR, __ATOMIC_RELAXED);
 		if (!__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED)) {
 			if (bt == &writer_bt && writer_private)
 				__atomic_store_n(&write_err_later, err, __ATOMIC_RELEASE);

@@ -17,6 +17,7 @@
 #define FTKIT_F_ABNORMAL	0x2
 #define FTKIT_F_SNAPSHOT	0x4
 #define FTKIT_F_LOST		0x8
+#define FTKIT_F_WRITE_ERROR	0x10	/* a write of the file failed (full disk, size limit) */
 
 /* finalisation reasons */
 enum {

@@ -74,12 +74,13 @@ const (
 	FlagAbnormal
 	FlagSnapshot
 	FlagLost
+	FlagWriteError // a write of the file failed (full disk, file-size limit)
 )
 
 // Header holds the trace-wide facts.
 type Header struct {
 	Version    uint32
-	Flags      uint32   // FlagComplete, FlagAbnormal, FlagSnapshot, FlagLost
+	Flags      uint32   // FlagComplete, FlagAbnormal, FlagSnapshot, FlagLost, FlagWriteError
 	Signal     int      // fatal signal when FlagAbnormal
 	GraphDepth int      // FTRACE_GRAPH_DEPTH at start (0: none)
 	Tracer     string   // TracerFunction or TracerFunctionGraph
@@ -254,6 +255,8 @@ func LostSummary(t *Trace) Loss {
 	})
 	switch {
 	case l.Lost == 0:
+	case t.Header.Flags&FlagWriteError != 0:
+		l.Hint = "; the trace file could not be written in full (a full disk or a file-size limit: --no-loss cannot help)"
 	case t.Header.Version >= Version2 && !t.Header.Ring:
 		l.Hint = "; record with --no-loss to keep every event"
 	case t.Header.Version < Version2:
