@@ -316,7 +316,7 @@ func TestRefusedSite(t *testing.T) {
 			runWantOK(t, r)
 			p := printed(r.Stdout)
 			wantReports(t, r, map[string]string{
-				"victim": "ftrt: refusing to patch site %[1]s: found bytes [" + p["found"] + "], expected [" + p["expected"] + "]",
+				"victim": "ftkit: refusing to patch site %[1]s: found bytes [" + p["found"] + "], expected [" + p["expected"] + "]",
 			})
 			if p["found"] == "" || p["found"] == p["expected"] {
 				t.Errorf("bad found/expected lines:\n%s", r.Stdout)
@@ -339,10 +339,10 @@ func TestLoadRefusal(t *testing.T) {
 			runWantOK(t, r)
 			const not = "refused (not a call to __fentry__ nor a nop): bytes "
 			wantReports(t, r, map[string]string{
-				"lr_bad_bytes":  "ftrt: /proc/self/exe: site %[1]s " + not + "55 48 89 e5 5d",
-				"lr_wrong_len":  "ftrt: /proc/self/exe: site %[1]s " + not + "e8 ",
-				"lr_other_site": "ftrt: /proc/self/exe: site %[1]s " + not + "e8 ",
-				"lr_data":       "ftrt: /proc/self/exe: site %[1]s refused (not in executable code)",
+				"lr_bad_bytes":  "ftkit: /proc/self/exe: site %[1]s " + not + "55 48 89 e5 5d",
+				"lr_wrong_len":  "ftkit: /proc/self/exe: site %[1]s " + not + "e8 ",
+				"lr_other_site": "ftkit: /proc/self/exe: site %[1]s " + not + "e8 ",
+				"lr_data":       "ftkit: /proc/self/exe: site %[1]s refused (not in executable code)",
 				"unknown":       "is not a known format",
 			})
 		})
@@ -401,9 +401,9 @@ func TestBadTable(t *testing.T) {
 			r := testenv.Exec(t, dir, exe)
 			runWantOK(t, r)
 			wantReports(t, r, map[string]string{
-				"bt_len7":  "ftrt: /proc/self/exe: site %[1]s refused (bad table entry)",
-				"bt_ro":    "ftrt: /proc/self/exe: site %[1]s refused (bad table entry)",
-				"bt_wrong": "ftrt: refusing to patch site %[1]s: found bytes [55 48 89 e5 5d], expected [0f 1f 44 00 00]",
+				"bt_len7":  "ftkit: /proc/self/exe: site %[1]s refused (bad table entry)",
+				"bt_ro":    "ftkit: /proc/self/exe: site %[1]s refused (bad table entry)",
+				"bt_wrong": "ftkit: refusing to patch site %[1]s: found bytes [55 48 89 e5 5d], expected [0f 1f 44 00 00]",
 			})
 		})
 	}
@@ -491,7 +491,7 @@ func TestENOMEM(t *testing.T) { runVariants(t, "enomem.c") }
 // fallback to transient rwx; MDWE (no executable memory gain) with and without the fallback
 // → clear errors, the program runs on untraced.
 func TestForbidden(t *testing.T) {
-	const nowrite = "ftrt: cannot make code writable (mprotect rwx "
+	const nowrite = "ftkit: cannot make code writable (mprotect rwx "
 	const forbids = "the system forbids writable executable memory"
 	for _, v := range variants("forbid.c") {
 		t.Run(v.name, func(t *testing.T) {
@@ -517,7 +517,7 @@ func TestForbidden(t *testing.T) {
 						if p["register"] != "-12" {
 							t.Errorf("register under MDWE: want -ENOMEM:\n%s", r.Stdout)
 						}
-						if w := "ftrt: cannot make a trampoline page executable (Permission denied)"; !strings.Contains(r.Stderr, w) {
+						if w := "ftkit: cannot make a trampoline page executable (Permission denied)"; !strings.Contains(r.Stderr, w) {
 							t.Errorf("stderr lacks %q:\n%s", w, r.Stderr)
 						}
 					case unlinked:
@@ -526,7 +526,7 @@ func TestForbidden(t *testing.T) {
 						if _, ok := p["untraced"]; !ok {
 							t.Errorf("want the program untraced:\n%s", r.Stdout)
 						}
-						for _, w := range []string{nowrite, forbids, "ftrt: /proc/self/exe: cannot nop the call sites (Permission denied): tracing disabled for it"} {
+						for _, w := range []string{nowrite, forbids, "ftkit: /proc/self/exe: cannot nop the call sites (Permission denied): tracing disabled for it"} {
 							if !strings.Contains(r.Stderr, w) {
 								t.Errorf("stderr lacks %q:\n%s", w, r.Stderr)
 							}

@@ -488,10 +488,10 @@ static void refuse_site(struct ftrt_object *o, uintptr_t ip, const char *why)
 
 	nr_refused++;
 	if (in_exec(o, ip, 6))
-		ftrt_warn("ftrt: %s: site %#lx refused (%s): bytes %02x %02x %02x %02x %02x %02x",
+		ftrt_warn("ftkit: %s: site %#lx refused (%s): bytes %02x %02x %02x %02x %02x %02x",
 			  o->path, (unsigned long)ip, why, b[0], b[1], b[2], b[3], b[4], b[5]);
 	else
-		ftrt_warn("ftrt: %s: site %#lx refused (%s)", o->path, (unsigned long)ip, why);
+		ftrt_warn("ftkit: %s: site %#lx refused (%s)", o->path, (unsigned long)ip, why);
 }
 
 extern void __fentry__(void);
@@ -580,7 +580,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		} else if (!(v >> 48)) {
 			ip = (uintptr_t)v;	/* gcc: absolute, relocated by the loader */
 		} else {
-			ftrt_warn("ftrt: %s: __mcount_loc entry %zu is not a known format", o->path, i);
+			ftrt_warn("ftkit: %s: __mcount_loc entry %zu is not a known format", o->path, i);
 			nr_refused++;
 			continue;
 		}
@@ -625,7 +625,7 @@ static int load_unlinked(struct ftrt_object *o, const unsigned char *tab, size_t
 		np--;
 	}
 	if (ret) {
-		ftrt_warn("ftrt: %s: cannot nop the call sites (%s): tracing disabled for it",
+		ftrt_warn("ftkit: %s: cannot nop the call sites (%s): tracing disabled for it",
 			  o->path, strerror(-ret));
 		nr = 0;
 	}
@@ -677,7 +677,7 @@ static int prepare_sites(struct ftrt_object *o)
 		np--;
 	}
 	if (ret) {
-		ftrt_warn("ftrt: %s: cannot prepare the call sites (%s): tracing disabled for it",
+		ftrt_warn("ftkit: %s: cannot prepare the call sites (%s): tracing disabled for it",
 			  o->path, strerror(-ret));
 		o->nrecs = 0;
 	}
@@ -722,7 +722,7 @@ static int load_table_sites(struct ftrt_object *o)
 	if (size < 8)
 		return 0;
 	if (!in_load(o, (uintptr_t)tab, size)) {
-		ftrt_warn("ftrt: %s: __mcount_loc is not inside a loaded segment: ignored", o->path);
+		ftrt_warn("ftkit: %s: __mcount_loc is not inside a loaded segment: ignored", o->path);
 		return -EINVAL;
 	}
 	n = size / 8;
@@ -1608,7 +1608,7 @@ static int patch_dirty(void)
 	if (ret) {
 		/* put the chunks already written back as the records say */
 		if (done && patch_chunks(done, 1, &undone))
-			ftrt_warn("ftrt: undoing a failed update failed: some sites are left "
+			ftrt_warn("ftkit: undoing a failed update failed: some sites are left "
 				  "calling what the update wanted");
 		cells_switch(1);
 		goto out;
@@ -1792,7 +1792,7 @@ static int grace_period(void)
 	int err = ftrt_sync_callbacks(NULL, NULL);
 
 	if (err) {
-		ftrt_warn("ftrt: waiting for callbacks to finish failed (%s); memory they may use "
+		ftrt_warn("ftkit: waiting for callbacks to finish failed (%s); memory they may use "
 			  "is kept", strerror(-err));
 		return err;
 	}
@@ -1869,7 +1869,7 @@ static int retire_trampolines(struct ftrace_ops *ops, uintptr_t pred_tag)
 		ftrt_tramp_kill(t);
 	err = ftrt_sync_callbacks(cb_busy, &c);
 	if (err)
-		ftrt_warn("ftrt: waiting for callbacks to finish failed (%s); the trampolines "
+		ftrt_warn("ftkit: waiting for callbacks to finish failed (%s); the trampolines "
 			  "are kept", strerror(-err));
 	for (t = ops->trampolines; t; t = n) {
 		n = t->next;

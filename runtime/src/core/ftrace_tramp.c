@@ -269,7 +269,7 @@ struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *op
 
 	total = ftrt_arch_tramp_size(start, size, op_off, call_off);
 	if (!total || total > PAGE) {
-		ftrt_warn("ftrt: trampoline template is not what the runtime expects");
+		ftrt_warn("ftkit: trampoline template is not what the runtime expects");
 		return NULL;
 	}
 	t = calloc(1, sizeof(*t));
@@ -288,7 +288,7 @@ struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *op
 	ftrt_arch_tramp_fill(code, start, size, op_off, call_off, (uintptr_t)slot, (uintptr_t)func);
 	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
 		/* E.g. prctl(PR_SET_MDWE): written pages may never become executable. */
-		ftrt_warn("ftrt: cannot make a trampoline page executable (%s)", strerror(errno));
+		ftrt_warn("ftkit: cannot make a trampoline page executable (%s)", strerror(errno));
 		page_free(a, code);
 		free(t);
 		return NULL;
@@ -349,7 +349,7 @@ struct ftrt_tramp *ftrt_tramp_create_callops(struct ftrt_arena *a, int lean)
 	memcpy(code, start, size);
 	ftrt_arch_put_ret(code + size);
 	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
-		ftrt_warn("ftrt: cannot make a trampoline page executable (%s)", strerror(errno));
+		ftrt_warn("ftkit: cannot make a trampoline page executable (%s)", strerror(errno));
 		page_free(a, code);
 		free(t);
 		return NULL;
@@ -412,7 +412,7 @@ struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_o
 	total = ftrt_arch_multi_size(m, n, &bad);	/* 0: none on this architecture */
 	if (!total || total > PAGE || bad) {
 		if (bad && total <= PAGE)
-			ftrt_warn("ftrt: multi-ops template is not what the runtime expects");
+			ftrt_warn("ftkit: multi-ops template is not what the runtime expects");
 		return NULL;
 	}
 	t = calloc(1, sizeof(*t));
@@ -442,7 +442,7 @@ struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_o
 		return NULL;
 	}
 	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
-		ftrt_warn("ftrt: cannot make a trampoline page executable (%s)", strerror(errno));
+		ftrt_warn("ftkit: cannot make a trampoline page executable (%s)", strerror(errno));
 		page_free(a, code);
 		free(t->vec);
 		free(t);

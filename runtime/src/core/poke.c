@@ -311,7 +311,7 @@ static void mem_lost(int err)
 	method = M_MPROTECT;
 	if (said++)
 		return;
-	report("ftrt: cannot open /proc/self/mem (%s); code is written through mprotect while "
+	report("ftkit: cannot open /proc/self/mem (%s); code is written through mprotect while "
 	       "it cannot be", strerror(-err));
 }
 
@@ -382,7 +382,7 @@ static int method_init(void)
 		return 0;
 	}
 	if (env && !strcmp(env, "procmem")) {
-		report("ftrt: cannot write code through /proc/self/mem: %s", strerror(errno));
+		report("ftkit: cannot write code through /proc/self/mem: %s", strerror(errno));
 		mem_close();
 		return -EPERM;
 	}
@@ -596,10 +596,10 @@ static void refuse(const struct work *w, const char *why, const unsigned char *f
 	hex(n, sizeof(n), w->s.new, w->s.len);
 	if (found) {
 		hex(f, sizeof(f), found, w->s.len);
-		report("ftrt: refusing to patch site %#lx: found bytes [%s], expected [%s] (new [%s])",
+		report("ftkit: refusing to patch site %#lx: found bytes [%s], expected [%s] (new [%s])",
 		       (unsigned long)w->s.addr, f, o, n);
 	} else {
-		report("ftrt: refusing to patch site %#lx: %s (old [%s], new [%s])",
+		report("ftkit: refusing to patch site %#lx: %s (old [%s], new [%s])",
 		       (unsigned long)w->s.addr, why, o, n);
 	}
 }
@@ -715,7 +715,7 @@ static int protect_runs(int prot)
 			int err = -errno;
 
 			if (prot & PROT_WRITE) {
-				report("ftrt: cannot make code writable (mprotect rwx %#lx-%#lx: %s)%s",
+				report("ftkit: cannot make code writable (mprotect rwx %#lx-%#lx: %s)%s",
 				       (unsigned long)runs[i].start, (unsigned long)runs[i].end,
 				       strerror(-err),
 				       err == -EACCES ? "; the system forbids writable executable "
@@ -1030,13 +1030,13 @@ static int apply_parked(size_t nw, long limit_us)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	if ((err = phase(nw, PH_WHOLE)) && phase(nw, PH_UNDO_WHOLE)) {
-		report("ftrt: cannot restore code after a failed write; aborting");
+		report("ftkit: cannot restore code after a failed write; aborting");
 		abort();
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	ftrt_sync_unpark();
 	if (err)
-		report("ftrt: writing code failed (%s); the old instructions are kept",
+		report("ftkit: writing code failed (%s); the old instructions are kept",
 		       strerror(-err));
 	return err ? err : ftrt_sync_cores();
 }
@@ -1096,7 +1096,7 @@ static int apply(size_t nw)
 	}
 	if (blocker) {
 		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-			report("ftrt: thread %d (%s) blocks SIGTRAP and the runtime's signal: should "
+			report("ftkit: thread %d (%s) blocks SIGTRAP and the runtime's signal: should "
 			       "it run a site while the code changes, the process dies",
 			       (int)blocker, name);
 	}
@@ -1124,10 +1124,10 @@ static int apply(size_t nw)
 	return ftrt_sync_cores();
 undo:
 	/* Put the old instructions back (an int3 stays until its tail is old again). */
-	report("ftrt: writing code failed (%s); restoring the old instructions", strerror(-err));
+	report("ftkit: writing code failed (%s); restoring the old instructions", strerror(-err));
 	if (phase(nw, PH_UNDO_TAIL) || ftrt_sync_cores() || phase(nw, PH_UNDO_HEAD) ||
 	    ftrt_sync_cores()) {
-		report("ftrt: cannot restore code after a failed write; aborting");
+		report("ftkit: cannot restore code after a failed write; aborting");
 		abort();
 	}
 	return err;
@@ -1180,11 +1180,11 @@ static int apply_atomic(size_t nw)
 		if (!work[i].change)
 			continue;
 		if ((err = store_site(&work[i], work[i].s.new))) {
-			report("ftrt: writing code failed (%s); restoring the old instructions",
+			report("ftkit: writing code failed (%s); restoring the old instructions",
 			       strerror(-err));
 			for (j = 0; j < i; j++)
 				if (work[j].change && store_site(&work[j], work[j].old)) {
-					report("ftrt: cannot restore code after a failed write; aborting");
+					report("ftkit: cannot restore code after a failed write; aborting");
 					abort();
 				}
 			ftrt_sync_cores();
@@ -1293,7 +1293,7 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 		if (!err) {
 			err = phase(n, PH_WHOLE);
 			if (method == M_MPROTECT && protect_runs(PROT_READ | PROT_EXEC)) {
-				report("ftrt: cannot make code read-only again: %s; aborting",
+				report("ftkit: cannot make code read-only again: %s; aborting",
 				       strerror(errno));
 				abort();
 			}
@@ -1310,7 +1310,7 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 		if (!err) {
 			err = apply_atomic(n);
 			if (method == M_MPROTECT && protect_runs(PROT_READ | PROT_EXEC)) {
-				report("ftrt: cannot make code read-only again: %s; aborting",
+				report("ftkit: cannot make code read-only again: %s; aborting",
 				       strerror(errno));
 				abort();
 			}
@@ -1337,7 +1337,7 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 	if (!err) {
 		err = apply(n);
 		if (method == M_MPROTECT && protect_runs(PROT_READ | PROT_EXEC)) {
-			report("ftrt: cannot make code read-only again: %s; aborting",
+			report("ftkit: cannot make code read-only again: %s; aborting",
 			       strerror(errno));
 			abort();
 		}
