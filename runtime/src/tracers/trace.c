@@ -312,23 +312,26 @@ static inline struct ft_thread *thread_buf(void)
 	return ft_thread_buf();
 }
 
-/* The arguments of the call of ip at ts, if it has a plan (before its event). */
-static __attribute__((noinline)) void args_entry(struct ft_thread *t, unsigned long ip, uint64_t ts,
-						 const struct ftrace_regs *fregs)
+/* The arguments of the call of ip at ts, if it has a plan (before its event): the plan. */
+static inline const struct ft_argplan *args_entry(struct ft_thread *t, unsigned long ip, uint64_t ts,
+						  const struct ftrace_regs *fregs)
 {
 	const struct ft_argplan *p = ft_args_find(ip);
 
 	if (p)
 		ft_args_entry(t, p, ts, fregs);
+	return p;
 }
 
-static __attribute__((noinline)) void args_exit(struct ft_thread *t, unsigned long ip, uint64_t ts,
-						const struct ftrace_ret_regs *rr)
+/*
+ * The return value of the call whose frame is f, as its entry's plan says (found then: no
+ * second lookup; plans are never freed).  Not once the values are off.
+ */
+static inline void args_exit(struct ft_thread *t, const struct ft_rframe *f, uint64_t ts,
+			     const struct ftrace_ret_regs *rr)
 {
-	const struct ft_argplan *p = ft_args_find(ip);
-
-	if (p)
-		ft_args_exit(t, p, ts, rr);
+	if (f->plan && __atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))
+		ft_args_exit(t, f->plan, ts, rr);
 }
 
 /* Everything trace_func does not do inline. */
@@ -458,6 +461,7 @@ static __attribute__((noinline)) void args_pend(struct ft_thread *t, struct ft_r
 	uint32_t top = f->vat;
 	unsigned n = 0;
 
+	f->plan = p;
 	if (!p)
 		return;
 	if (!t->pv) {	/* mmap: this may run in a signal handler */
@@ -524,14 +528,17 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 		/* its staged arguments go after those of the frame around it, if pending */
 		f->vat = t->npend > 1 ? f[-1].vat + f[-1].vwords : 0;
 		f->vwords = 0;
+		f->plan = NULL;
 		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
 			args_pend(t, f, e->fregs);
 		if (unlikely(sel == SEL_OPEN))
 			t->sel_in = e->depth + 1;
 		return 1;
 	}
+	const struct ft_argplan *plan = NULL;
+
 	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
-		args_entry(t, e->func, e->calltime, e->fregs);
+		plan = args_entry(t, e->func, e->calltime, e->fregs);
 	ft_ev_entry(t, e->func, e->calltime);
 	if (unlikely(!t->blk)) {
 		ft_ev_lost_n(t, 1);	/* dropped (no free block): nor is its exit recorded */
@@ -540,6 +547,7 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	t->rs[t->open].ip = e->func;
 	t->rs[t->open].ts = e->calltime;
 	t->rs[t->open].depth = e->depth;
+	t->rs[t->open].plan = plan;
 	t->open++;
 	if (unlikely(sel == SEL_OPEN))
 		t->sel_in = e->depth + 1;
@@ -581,8 +589,8 @@ static void trace_graph_ret(struct ftrace_graph_ret *e, struct fgraph_ops *gops)
 		if (!t->open || t->rs[t->open - 1].depth != e->depth)
 			return;
 	}
-	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)) && e->ret_regs)
-		args_exit(t, e->func, e->rettime, e->ret_regs);
+	if (e->ret_regs)
+		args_exit(t, &t->rs[t->open - 1], e->rettime, e->ret_regs);
 	/* popped after: a block started by this exit has the frame in its header */
 	if (unlikely(t->need_depth))
 		ft_ev_slow(t, (e->flags & FGRAPH_RET_UNWOUND) ? FTKIT_EV_EXIT_UNWOUND : FTKIT_EV_EXIT,
@@ -620,6 +628,7 @@ static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long p
 		   !t->npend && (!t->open || t->rs[t->open - 1].depth < d) &&
 		   t->open < FGRAPH_SHADOW_DEPTH && ft_clock_source == FT_CLOCK_TSC &&
 		   !__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED))) {
+		const struct ft_argplan *plan = NULL;
 		uint64_t ts;
 		int ok;
 
@@ -629,7 +638,7 @@ static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long p
 		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
 			/* as trace_graph_ent: the values, then the entry, which may take a new
 			   block; no block: dropped (counted), and its return not hooked */
-			args_entry(t, ip, ts, fregs);
+			plan = args_entry(t, ip, ts, fregs);
 			ft_ev_entry(t, ip, ts);
 			if (unlikely(!t->blk)) {
 				ft_ev_lost_n(t, 1);
@@ -647,6 +656,7 @@ static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long p
 			r->ip = ip;
 			r->ts = ts;
 			r->depth = d;
+			r->plan = plan;
 			t->open++;
 			fgraph_fast_push(t, d, idx, ip, slot, ts);
 			barrier();
@@ -692,7 +702,7 @@ static unsigned long trace_graph_return_fast(unsigned long sp, const struct ftra
 		ts = ftrt_arch_cycles();
 		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
 			/* as trace_graph_ret: the value, then the exit (a new block if need be) */
-			args_exit(t, t->rs[t->open - 1].ip, ts, rr);
+			args_exit(t, &t->rs[t->open - 1], ts, rr);
 			if (unlikely(t->need_depth))
 				ft_ev_slow(t, FTKIT_EV_EXIT, 0, 0, ts);
 			else

@@ -24,6 +24,8 @@ struct fgraph_orphan;
 #define FT_PV_WORDS	(64 * 1024)	/* ft_thread.pv: staged arguments, words */
 
 /* A recorded graph frame still open (the tracer's own stack, see ft_thread.rs). */
+struct ft_argplan;
+
 struct ft_rframe {
 	uint64_t ip;
 	uint64_t ts;
@@ -31,6 +33,8 @@ struct ft_rframe {
 	/* time filter, a frame not yet written: its staged arguments in ft_thread.pv */
 	uint32_t vat;
 	uint16_t vwords, vn;
+	/* the call's argument plan, found at its entry (NULL: none): its return value's */
+	const struct ft_argplan *plan;
 };
 
 enum { FT_BLK_FREE = 0, FT_BLK_FILL, FT_BLK_FULL };
