@@ -56,19 +56,25 @@ int sum(int n) { int s = 0; for (int i = 0; i < n; i++) s += square(i); return s
 int main(void) { printf("%d\n", sum(10)); return 0; }
 `
 
+// pkgConfig runs pkg-config with the environment additions and returns its words.
+func pkgConfig(t *testing.T, env []string, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("pkg-config", args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pkg-config %v: %v", args, err)
+	}
+	return strings.Fields(string(out))
+}
+
 func TestPkgConfig(t *testing.T) {
 	testenv.Need(t, "pkg-config")
 	prefix := install(t)
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"prog.c": progC})
 	pc := func(args ...string) []string {
-		cmd := exec.Command("pkg-config", args...)
-		cmd.Env = append(os.Environ(), "PKG_CONFIG_PATH="+filepath.Join(prefix, "lib", "pkgconfig"))
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("pkg-config %v: %v", args, err)
-		}
-		return strings.Fields(string(out))
+		return pkgConfig(t, []string{"PKG_CONFIG_PATH=" + filepath.Join(prefix, "lib", "pkgconfig")}, args...)
 	}
 	cflags := append(pc("--cflags", "ftrt"), pc("--variable=instrument", "ftrt")...)
 	if !strings.Contains(strings.Join(cflags, " "), "-pg -mfentry") {
@@ -159,14 +165,8 @@ func TestPkgConfigAArch64(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"prog.c": progC})
 	pc := func(args ...string) []string {
-		cmd := exec.Command("pkg-config", args...)
-		cmd.Env = append(os.Environ(), "PKG_CONFIG_LIBDIR="+filepath.Join(prefix, "lib", "aarch64-linux-gnu", "pkgconfig"),
-			"PKG_CONFIG_PATH=")
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("pkg-config %v: %v", args, err)
-		}
-		return strings.Fields(string(out))
+		return pkgConfig(t, []string{"PKG_CONFIG_LIBDIR=" + filepath.Join(prefix, "lib", "aarch64-linux-gnu", "pkgconfig"),
+			"PKG_CONFIG_PATH="}, args...)
 	}
 	inst := pc("--variable=instrument", "ftrt")
 	if strings.Join(inst, " ") != "-fpatchable-function-entry=2" {

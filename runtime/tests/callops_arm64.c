@@ -16,6 +16,8 @@
 #include <string.h>
 #include <ftrace.h>
 
+#include "arm64_insn.h"
+
 extern const unsigned char ftrace_callops_caller[], ftrace_callops_caller_end[];
 extern struct ftrace_ops ftrt_callops_stub;
 void ftrt_callops_func(unsigned long, unsigned long, struct ftrace_ops *, struct ftrace_regs *);
@@ -40,18 +42,6 @@ static CB void fa(unsigned long ip, unsigned long p, struct ftrace_ops *op, stru
 static CB void fb(unsigned long ip, unsigned long p, struct ftrace_ops *op, struct ftrace_regs *r)
 { (void)p; (void)op; (void)r; if (ip == tsite) hit_b++; __atomic_add_fetch(&cb, 1, __ATOMIC_RELAXED); }
 static struct ftrace_ops A = { .func = fa }, B = { .func = fb };
-
-static uint32_t word(unsigned long a) { uint32_t w; memcpy(&w, (void *)a, 4); return w; }
-
-/* Where the bl at ip goes (0: not a bl). */
-static unsigned long bl_dest(unsigned long ip)
-{
-	uint32_t w = word(ip);
-
-	if ((w & 0xfc000000u) != 0x94000000u)
-		return 0;
-	return ip + (unsigned long)(long)(((int32_t)(w << 6)) >> 6) * 4;
-}
 
 /* The site at ip calls a copy of ftrace_callops_caller. */
 static int calls_caller(unsigned long ip)

@@ -17,6 +17,8 @@
 #include <sys/mman.h>
 #include <ftrace.h>
 
+#include "arm64_insn.h"
+
 #define N	1000
 #define THREADS	3
 #define NOINLINE __attribute__((noinline))
@@ -83,18 +85,6 @@ static long tcount;
 static CB void tracer_cb(unsigned long ip, unsigned long p, struct ftrace_ops *op, struct ftrace_regs *r)
 { (void)ip; (void)p; (void)op; (void)r; __atomic_add_fetch(&tcount, 1, __ATOMIC_RELAXED); }
 static struct ftrace_ops direct, tracer = { .func = tracer_cb };
-
-static uint32_t word(unsigned long a) { uint32_t w; memcpy(&w, (void *)a, 4); return w; }
-
-/* Where the bl at ip goes (0: not a bl). */
-static unsigned long bl_dest(unsigned long ip)
-{
-	uint32_t w = word(ip);
-
-	if ((w & 0xfc000000u) != 0x94000000u)
-		return 0;
-	return ip + (unsigned long)(long)(((int32_t)(w << 6)) >> 6) * 4;
-}
 
 /* ---- entry/exit callbacks (ftrace_direct_fexit) ---- */
 
