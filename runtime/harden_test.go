@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -625,6 +626,48 @@ func TestTracerProgramReraises(t *testing.T) {
 			}
 			if calls != wantCalls {
 				t.Errorf("%s %s: %d calls of work recorded, want %d", how, tracer, calls, wantCalls)
+			}
+		}
+	}
+}
+
+// Two terminating signals in a row (timeout(1) signals the child and then its group; the
+// pigz trial): the second, taken by another thread, waited for nothing and ended the
+// process while the first one's handler wrote the trace, which stayed a .part (1 to 2 runs
+// in 10 here, half of them on the trial's machine). Now every run's trace is final.
+func TestTracerDoubleSignal(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_dblterm.c")
+	for _, tracer := range []string{"function", "function_graph"} {
+		for run := 0; run < 20; run++ {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%d.dat", tracer, run))
+			cmd := exec.Command(prog)
+			cmd.Dir = dir
+			cmd.Env = append(trCleanEnv(), "FTRACE_TRACER="+tracer, "FTRACE_OUTPUT="+out)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 6)
+			if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
+				t.Fatalf("%s: %q %v", tracer, buf, err)
+			}
+			time.Sleep(20 * time.Millisecond) // events to write at the end
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+				t.Fatalf("%s run %d: status %v, want killed by SIGTERM", tracer, run, ws)
+			}
+			if _, err := os.Stat(out); err != nil {
+				t.Fatalf("%s run %d: no final trace (%v): the second signal cut the first one's write", tracer, run, err)
+			}
+			if tr := trRead(t, out); tr.Flags&1 == 0 {
+				t.Errorf("%s run %d: flags %#x, want complete", tracer, run, tr.Flags)
 			}
 		}
 	}

@@ -1077,9 +1077,13 @@ static void install_fatal_handlers(void)
  */
 static __attribute__((noreturn)) void exit_now(int status)
 {
-	if (ft_sess.state == FT_SESS_LIVE && (pid_t)ft_sess.hdr.pid == getpid()) {
-		ft_session_finish(FTKIT_R_EXIT, 0, 1);
-		ft_control_unlink();
+	if ((pid_t)ft_sess.hdr.pid == getpid()) {
+		if (ft_sess.state == FT_SESS_LIVE) {
+			ft_session_finish(FTKIT_R_EXIT, 0, 1);
+			ft_control_unlink();
+		} else {
+			ft_session_wait_finished();	/* a signal's handler is writing it */
+		}
 	}
 	for (;;)
 		syscall(SYS_exit_group, status);

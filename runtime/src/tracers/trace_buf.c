@@ -1419,6 +1419,8 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	s->nthreads = 0;
 	s->lost_exited = s->lost_depth_exited = 0;
 	s->gen++;
+	s->finished = 0;
+	s->finisher = 0;
 	__atomic_store_n(&s->state, FT_SESS_LIVE, __ATOMIC_RELEASE);
 	err = writer_start();
 	if (err) {
@@ -2011,6 +2013,24 @@ static int finish_smaller(struct ft_batch *bt, const char *maps, size_t maps_len
  * MAPS image from the last build).  SIGXFSZ is blocked around each write (xfsz_guard): a
  * file-size limit must not kill the program here.
  */
+/*
+ * Another thread is finishing the session: wait (up to 5 s) until its file is written, so
+ * that this one, about to end the process (a second terminating signal — timeout(1) signals
+ * the child and then its group —, _exit, exit), does not cut the write short and leave a
+ * .part.  Not on the finishing thread itself (a signal taken while it finishes).
+ * Async-signal-safe.
+ */
+void ft_session_wait_finished(void)
+{
+	struct ft_session *s = &ft_sess;
+
+	if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FT_SESS_DONE ||
+	    __atomic_load_n(&s->finisher, __ATOMIC_ACQUIRE) == (pid_t)syscall(SYS_gettid))
+		return;
+	for (int i = 0; i < 5000 && !__atomic_load_n(&s->finished, __ATOMIC_ACQUIRE); i++)
+		nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+}
+
 int ft_session_finish(int reason, int sig, int in_signal)
 {
 	struct ft_session *s = &ft_sess;
@@ -2020,8 +2040,11 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	int locked, err = 0, wr;
 
 	if (!__atomic_compare_exchange_n(&s->state, &(int){ FT_SESS_LIVE }, FT_SESS_DONE, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		ft_session_wait_finished();
 		return -EALREADY;
+	}
+	__atomic_store_n(&s->finisher, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	if (!in_signal)
 		ft_maps_build(0, 0);
 	/* the writer may be in a write (it stops at its next pass); a signal may have
@@ -2076,6 +2099,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 		lock_put();
 	if (err)
 		ft_msg_err("cannot finalise trace file ", s->part, err);
+	__atomic_store_n(&s->finished, 1, __ATOMIC_RELEASE);
 	return err;
 }
 

@@ -236,6 +236,8 @@ struct ft_session {
 	int fd;
 	struct ft_fdid fd_id;		/* what fd names (closed after fork only if still so) */
 	int state;			/* FT_SESS_* */
+	int finished;			/* DONE and its file written (ft_session_finish returned) */
+	pid_t finisher;			/* the thread finishing it */
 	uint32_t gen;			/* bumped at each open (fork child) */
 	int maps_startup_done;
 	uint64_t end;			/* file size (under the session lock) */
@@ -265,6 +267,8 @@ extern char ft_exec_prev[PATH_MAX];
 int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t depth,
 		    int force_mono, int fork_child);
 int ft_session_finish(int reason, int sig, int in_signal);
+/* Another thread is finishing the session: wait until its file is written (up to 5 s). */
+void ft_session_wait_finished(void);
 /* After finish, when nothing more is to come of the session (no snapshot): its descriptor
    is closed (unless the program took the number since). */
 void ft_session_release(void);
