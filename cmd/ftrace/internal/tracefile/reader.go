@@ -152,6 +152,11 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 	} else {
 		hd.Reason = fmt.Sprintf("reason(%d)", reason)
 	}
+	if hd.Flags&FlagComplete == 0 {
+		// a killed process's .part, or one still running: said by every reader
+		hd.Warnings = append(hd.Warnings, "not finalised (the process was killed, or still runs): "+
+			"each thread's last events, up to about 100 ms, may be missing and are not counted as lost")
+	}
 	conv := func(ticks uint64) uint64 {
 		if nsPerTick == 1 { // clock_gettime: ticks are ns already
 			if v := int64(refMono) + int64(ticks-refTicks); v > 0 {
