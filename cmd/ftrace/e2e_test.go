@@ -470,8 +470,12 @@ func TestE2EEndings(t *testing.T) {
 		if !strings.Contains(info, "written because:    live (not finalised)") || !strings.Contains(info, "flags:              none") {
 			t.Errorf("info:\n%s", info)
 		}
-		testenv.Run(t, d, ftrace, "graph", parts[0])
-		testenv.Run(t, d, ftrace, "report", parts[0])
+		for _, cmd := range []string{"graph", "report"} {
+			r := testenv.Exec(t, d, ftrace, cmd, parts[0])
+			if r.Code != 0 || !strings.Contains(r.Stderr, "not finalised") {
+				t.Errorf("%s of a .part: exit %d, stderr %q (want it said not finalised)", cmd, r.Code, r.Stderr)
+			}
+		}
 	})
 	t.Run("fork", func(t *testing.T) {
 		d := t.TempDir()
