@@ -672,3 +672,65 @@ func TestTracerDoubleSignal(t *testing.T) {
 		}
 	}
 }
+
+// A trace stops short of filling its file system: a program that spins under the graph
+// tracer on a 64 MiB tmpfs leaves the reserve (5 %) free, its trace complete and readable,
+// flagged WRITE_ERROR, the events it could not write counted lost (the pigz trial filled a
+// shared disk with 47 GB). FTRACE_DISK_RESERVE=0 fills it, as before.
+func TestTracerDiskReserve(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_dblterm.c")
+	fs := filepath.Join(dir, "fs")
+	os.Mkdir(fs, 0o755)
+	if err := syscall.Mount("tmpfs", fs, "tmpfs", 0, "size=64m"); err != nil {
+		t.Skipf("mount: %v", err)
+	}
+	defer syscall.Unmount(fs, 0)
+	for _, c := range []struct {
+		env     string
+		minFree uint64
+	}{{"", 1 << 20}, {"FTRACE_DISK_RESERVE=0", 0}} {
+		out := filepath.Join(fs, "t.dat")
+		cmd := exec.Command(prog)
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT="+out, "FTRACE_BUFFER_KB=256", c.env)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // gigabytes a minute: 64 MiB well before
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		var sf syscall.Statfs_t
+		if err := syscall.Statfs(fs, &sf); err != nil {
+			t.Fatal(err)
+		}
+		free := sf.Bavail * uint64(sf.Bsize)
+		if c.minFree > 0 {
+			if free < c.minFree {
+				t.Errorf("%q: %d bytes left free, want at least %d", c.env, free, c.minFree)
+			}
+			if !strings.Contains(stderr.String(), "nearly full") {
+				t.Errorf("%q: stderr %q, want the reserve said", c.env, stderr.String())
+			}
+			tr := trRead(t, out)
+			var lost uint64
+			for _, th := range tr.Threads {
+				lost += th.Lost
+			}
+			if tr.Flags&1 == 0 || tr.Flags&0x10 == 0 || lost == 0 {
+				t.Errorf("%q: flags %#x, %d lost; want complete, write-error, events lost", c.env, tr.Flags, lost)
+			}
+		} else if free > 1<<20 {
+			t.Errorf("%q: %d bytes left free: did the reserve apply?", c.env, free)
+		}
+		os.Remove(out)
+		matches, _ := filepath.Glob(out + "*")
+		for _, m := range matches {
+			os.Remove(m)
+		}
+	}
+}

@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 #include <signal.h>
@@ -542,6 +543,7 @@ static int writer_private;		/* the writer thread has a descriptor table of its o
 static int write_err_later;		/* its write error, said by a program thread (its table
 					   has no stderr): the next block opened, or finish */
 static const char write_failed_msg[] = "cannot write the trace file, events are lost";
+#define FT_ERR_RESERVE	(-(1 << 20))	/* not an errno: the writes stopped at the disk reserve */
 /* a snapshot's temporary file while it is written: finalisation removes it (the process may
    end during a long snapshot) */
 static char snap_tmp[PATH_MAX + 64];
@@ -750,6 +752,58 @@ static void batch_torn(struct ft_batch *bt, uint64_t base)
 #define FILE_STARTS	8
 static uint64_t file_starts[FILE_STARTS];
 
+/*
+ * A trace does not fill its file system: once less than the reserve would be left (5 % of
+ * the file system, at most 1 GiB; FTRACE_DISK_RESERVE=SIZE, 0 for none), the writer's
+ * writes stop as on a full disk — their events counted lost, the file flagged
+ * WRITE_ERROR; finalisation still writes the threads' last blocks and tables.  A spinning
+ * program under function_graph writes gigabytes a minute (a trial filled a shared disk with
+ * 47 GB).  fstatfs again after half the room above the reserve is written (at most 16 MiB),
+ * and at every write once low.  In secure-execution mode the variable is not obeyed.
+ */
+static int disk_low(int fd, uint64_t bytes)
+{
+	static int64_t reserve = -1;	/* -1: the default; bytes otherwise */
+	static uint64_t next_check;	/* ft_sess.end to look again at */
+	static int low;
+	struct statfs sf;
+	uint64_t avail, want, room;
+
+	if (reserve == -1) {
+		const char *e = secure_getenv("FTRACE_DISK_RESERVE");
+		uint64_t v;
+
+		reserve = -2;
+		if (e && *e && !ft_parse_size(e, &v))
+			reserve = (int64_t)v;
+	}
+	if (!reserve)
+		return 0;
+	if (!low && ft_sess.end < next_check)
+		return 0;
+	if (fstatfs(fd, &sf) != 0 || !sf.f_blocks)
+		return 0;
+	avail = (uint64_t)sf.f_bavail * (uint64_t)sf.f_bsize;
+	want = reserve > 0 ? (uint64_t)reserve : (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize / 20;
+	if (reserve < 0 && want > (1ULL << 30))
+		want = 1ULL << 30;
+	low = avail < want + bytes;
+	/* again after half the room left above the reserve, at most 16 MiB on (others write too) */
+	room = avail > want ? (avail - want) / 2 : 0;
+	next_check = ft_sess.end + (room < (16u << 20) ? room : (16u << 20));
+	return low;
+}
+
+/* The write error err, said once by whichever thread has a stderr. */
+static void say_write_error(int err)
+{
+	if (err == FT_ERR_RESERVE)
+		ft_msg("the trace's file system is nearly full: its writes stop short of the "
+		       "reserve (FTRACE_DISK_RESERVE), events are lost", NULL);
+	else
+		ft_msg_err(write_failed_msg, NULL, err);
+}
+
 static void batch_flush(struct ft_batch *bt)
 {
 	uint64_t bytes = 0;
@@ -767,6 +821,8 @@ static void batch_flush(struct ft_batch *bt)
 
 		if (fd < 0) {
 			err = fd;
+		} else if (bt == &writer_bt && disk_low(fd, bytes)) {
+			err = FT_ERR_RESERVE;
 		} else {
 			bt->fd = fd;
 			xfsz_block(&g);
@@ -798,7 +854,7 @@ static void batch_flush(struct ft_batch *bt)
 			if (bt == &writer_bt && writer_private)
 				__atomic_store_n(&write_err_later, err, __ATOMIC_RELEASE);
 			else
-				ft_msg_err(write_failed_msg, NULL, err);
+				say_write_error(err);
 		}
 	}
 	batch_done(bt);
@@ -1596,7 +1652,7 @@ static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t pare
 	   no stderr) soon after, not at finish only: the program may close stderr first */
 	if (unlikely(__atomic_load_n(&write_err_later, __ATOMIC_RELAXED)) &&
 	    (werr = __atomic_exchange_n(&write_err_later, 0, __ATOMIC_ACQ_REL)))
-		ft_msg_err(write_failed_msg, NULL, werr);
+		say_write_error(werr);
 
 	while (!tb->ring && __atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != FT_BLK_FREE) {
 		struct timespec w = { 0, 50000 };
@@ -2082,7 +2138,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 			err = finish_smaller(bt, m, ml);
 	}
 	if ((wr = __atomic_exchange_n(&write_err_later, 0, __ATOMIC_ACQ_REL)))
-		ft_msg_err(write_failed_msg, NULL, wr);
+		say_write_error(wr);
 	ft_session_counts(&lost, &depth, &nthr);
 	if (lost + depth)
 		h->flags |= FTKIT_F_LOST;
