@@ -2025,13 +2025,18 @@ static void batch_all(struct ft_batch *bt, int names, int more, int events)
 	}
 }
 
-/* The thread tables and the memory map alone (the events could not all be written). */
-static int batch_tables(struct ft_batch *bt, const char *maps, size_t maps_len)
+/*
+ * From an empty batch: batch_all's chunks (its arguments), then the memory map, written;
+ * the error.  With !events: the thread tables and the map alone (the events could not all
+ * be written).
+ */
+static int batch_write(struct ft_batch *bt, int names, int more, int events, const char *maps,
+		       size_t maps_len)
 {
 	bt->err = 0;
 	bt->n = bt->niov = 0;
 	bt->bytes = 0;
-	batch_all(bt, 0, 0, 0);
+	batch_all(bt, names, more, events);
 	if (maps && maps_len)
 		batch_raw(bt, maps, maps_len);
 	batch_flush(bt);
@@ -2048,7 +2053,7 @@ static int batch_tables(struct ft_batch *bt, const char *maps, size_t maps_len)
 static int finish_smaller(struct ft_batch *bt, const char *maps, size_t maps_len)
 {
 	struct ft_session *s = &ft_sess;
-	int err = batch_tables(bt, maps, maps_len);
+	int err = batch_write(bt, 0, 0, 0, maps, maps_len);
 
 	for (int k = FILE_STARTS - 1; err && k >= 0; k--) {
 		int fd = sess_fd(s->fd);
@@ -2058,7 +2063,7 @@ static int finish_smaller(struct ft_batch *bt, const char *maps, size_t maps_len
 		if (ftruncate(fd, (off_t)file_starts[k]))
 			break;
 		s->end = file_starts[k];
-		err = batch_tables(bt, maps, maps_len);
+		err = batch_write(bt, 0, 0, 0, maps, maps_len);
 	}
 	return err;
 }
@@ -2120,20 +2125,13 @@ int ft_session_finish(int reason, int sig, int in_signal)
 		h->flags |= FTKIT_F_ABNORMAL;
 	bt->fd = s->fd;
 	bt->off = &s->end;
-	bt->err = 0;
-	bt->n = bt->niov = 0;
-	bt->bytes = 0;
-	batch_all(bt, 1, locked, 1);
 	{
 		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
 		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
 
-		if (m && ml) {
+		if (m && ml)
 			((struct ftkit_maps_chunk *)m)->ts = h->end_ticks;
-			batch_raw(bt, m, ml);
-		}
-		batch_flush(bt);
-		err = bt->err;
+		err = batch_write(bt, 1, locked, 1, m, ml);
 		if (err == -EFBIG || err == -ENOSPC || err == -EDQUOT)
 			err = finish_smaller(bt, m, ml);
 	}
@@ -2246,14 +2244,7 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
 		bt->fd = fd;
 		bt->off = &o;
-		bt->err = 0;
-		bt->n = bt->niov = 0;
-		bt->bytes = 0;
-		batch_all(bt, 0, 0, 1);
-		if (m && ml)
-			batch_raw(bt, m, ml);
-		batch_flush(bt);
-		err = bt->err;
+		err = batch_write(bt, 0, 0, 1, m, ml);
 	}
 	lock_put();
 	h = s->hdr;
