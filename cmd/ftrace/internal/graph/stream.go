@@ -102,12 +102,17 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o Op
 	return ew.err
 }
 
-func threadHeader(ew *errWriter, t *calltree.Thread) {
+// threadTitle is the first line of a thread's output.
+func threadTitle(ew *errWriter, t *calltree.Thread) {
 	name := ""
 	if t.Name != "" {
 		name = " (" + t.Name + ")"
 	}
 	ew.printf("# thread %d%s\n", t.TID, name)
+}
+
+func threadHeader(ew *errWriter, t *calltree.Thread) {
+	threadTitle(ew, t)
 	if t.Lost > 0 || t.LostDepth > 0 || t.Unmatched > 0 {
 		// said first: the calls below are not all there is
 		ew.printf("# thread %d: %d events lost (%.1f%% of %d), %d frames not recorded (depth), %d returns without entry\n",
@@ -193,7 +198,7 @@ func writeLimited(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o O
 		case err == nil && !other:
 			ew.printf("%s", buf.String())
 		case err == nil || errors.Is(err, calltree.ErrNeedTree):
-			if err := countedThread(ew, st, i, lookup, f, o); err != nil {
+			if err := countedThread(ew, st, i, lookup, f, t, o); err != nil {
 				return err
 			}
 		default:
@@ -222,37 +227,25 @@ type onlyCalls struct {
 
 func (c *onlyCalls) Close(*calltree.Frame) { *c.other = true }
 
-// countedThread prints thread i as WriteStream does after its counting pass, counting
-// that thread alone.
-func countedThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, o Options) error {
+// countedThread prints thread i (t) as WriteStream does after its counting pass, counting
+// that thread alone: built as a tree when its stream needs one, else streamed.
+func countedThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.Lookup, f *calltree.Forest, t *calltree.Thread, o Options) error {
 	c := &counter{}
-	if err := calltree.Follow(st, i, lookup, c, func() bool { return false }); err != nil {
-		return err
-	}
-	if c.adopted {
+	err := calltree.Follow(st, i, lookup, c, func() bool { return false })
+	if c.adopted || errors.Is(err, calltree.ErrNeedTree) {
 		return treeThread(ew, st, i, lookup, f, c, o)
 	}
+	if err != nil {
+		return err
+	}
+	t.Nodes = int(c.frames) // markers go with the calls when there is no graph
 	if c.calls > 0 {
-		p := &callPrinter{ew: ew, f: f, limit: o.Limit, markers: c.frames == 0, vals: o.Values}
-		ew.printf("#   TIME (us)   FUNCTION <- CALLER\n")
-		st.Values = o.Values != nil
-		if err := calltree.Follow(st, i, lookup, p, func() bool { return p.told > p.limit }); err != nil {
+		if err := streamCalls(ew, st, i, lookup, f, t, c.calls, o); err != nil {
 			return err
-		}
-		if p.told > p.n {
-			ew.printf("# ... output limited to %d calls\n", o.Limit)
 		}
 	}
 	if c.frames > 0 {
-		graphHeader(ew, o)
-		p := newGraphPrinter(ew, f, o, st.Trace.Threads[i].TID)
-		st.Values = o.Values != nil
-		if err := calltree.Follow(st, i, lookup, p, func() bool { return p.full }); err != nil {
-			return err
-		}
-		if p.full {
-			ew.printf("# ... output limited to %d lines\n", o.Limit)
-		}
+		return streamGraph(ew, st, i, lookup, f, t, o)
 	}
 	return nil
 }
@@ -260,11 +253,7 @@ func countedThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.L
 // limitedHeader is a thread's header under --limit: what was lost as the trace's thread
 // tables say, without the counts only a reading of all its events gives.
 func limitedHeader(ew *errWriter, t *calltree.Thread) {
-	name := ""
-	if t.Name != "" {
-		name = " (" + t.Name + ")"
-	}
-	ew.printf("# thread %d%s\n", t.TID, name)
+	threadTitle(ew, t)
 	if t.Lost > 0 || t.LostDepth > 0 {
 		ew.printf("# thread %d: events were lost or frames not recorded (ftrace info has the counts)\n", t.TID)
 	}
