@@ -110,9 +110,11 @@ func TestPoke(t *testing.T) {
 		{"chain-live", nil, []string{"chain-live", "1000", "3"}, []string{"ok chain-live", "ok toggle: batches=1000"}},
 		{"chain-live-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"chain-live", "500", "3"}, []string{"ok chain-live", "method=mprotect"}},
 		{"refuse-mprotect", []string{"FTRT_POKE=mprotect"}, []string{"refuse"}, []string{"ok refuse"}},
-		// every batch parks the other threads first and copies its pages (precow):
-		// workers calling sites, handlers interrupting them, threads blocking signals
+		// every batch parks the other threads and writes its sites whole while they wait
+		// (what a batch on many fresh pages does): workers calling sites, handlers
+		// interrupting them, threads blocking signals, threads being created
 		{"toggle-precow", []string{"FTRT_PRECOW=test"}, []string{"toggle", "1000", "4"}, []string{"ok toggle: batches=1000 threads=4"}},
+		{"spawn-precow", []string{"FTRT_PRECOW=test"}, []string{"spawn", "1000", "3"}, []string{"ok spawn: ", "ok toggle: batches=1000"}},
 		{"signals-precow", []string{"FTRT_PRECOW=test"}, []string{"signals", "500", "4"}, []string{"ok toggle: batches=500"}},
 		{"blocked-precow", []string{"FTRT_PRECOW=test"}, []string{"blocked", "200", "4"}, []string{"ok toggle: batches=200"}},
 		{"sync", nil, []string{"sync"}, []string{"ok sync idle", "ok sync signal taken", "ok sync churn", "sync stopped:", "ok sync callback:", "ok sync from a callback: -EDEADLK", "ok sync trampoline:", "ok sync callback-signals-blocked:"}},

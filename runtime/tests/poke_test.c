@@ -11,6 +11,10 @@
  *                                      call (the runtime's wrappers do not see it)
  *   poke_test fork BATCHES THREADS     the same, and the main thread forks; each child checks
  *                                      its code and patches it itself
+ *   poke_test spawn BATCHES THREADS    the same, and one more thread creates short-lived
+ *                                      threads that call every function (with FTRT_PRECOW=test
+ *                                      every batch parks the threads: one being created as
+ *                                      they are listed must not run sites being written)
  *   poke_test refuse                   wrong old bytes / unsafe transitions change nothing
  *   poke_test rules                    x86-64: the instruction check's shortcuts give the
  *                                      verdicts of its rules, on every pairing of site forms
@@ -238,6 +242,31 @@ static void *worker(void *arg)
 }
 
 static atomic_long sig_calls;
+static int with_spawn;
+static atomic_long spawned;
+
+static void *spawned_caller(void *arg)
+{
+	(void)arg;
+	call_all(0);
+	atomic_fetch_add(&total_calls, NFUNC);
+	return NULL;
+}
+
+static void *spawner(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		pthread_t t;
+		int e = pthread_create(&t, NULL, spawned_caller, NULL);
+
+		if (e)
+			FAIL("pthread_create: %s", strerror(e));
+		pthread_join(t, NULL);
+		atomic_fetch_add(&spawned, 1);
+	}
+	return NULL;
+}
 
 static void on_usr1(int sig)
 {
@@ -345,7 +374,7 @@ static void fork_child_check(unsigned r)
 static void run_toggle(int batches, int nthreads, int mode_signals, int mode_fork)
 {
 	unsigned char mask[NFUNC];
-	pthread_t sig_thread, int3_thread;
+	pthread_t sig_thread, int3_thread, spawn_thread;
 	unsigned r = 12345;
 	long b;
 	int i, forks = 0;
@@ -366,6 +395,8 @@ static void run_toggle(int batches, int nthreads, int mode_signals, int mode_for
 		sched_yield();	/* a mask set during a batch is not seen by it */
 	if (mode_signals)
 		pthread_create(&sig_thread, NULL, signaller, NULL);
+	if (with_spawn)
+		pthread_create(&spawn_thread, NULL, spawner, NULL);
 	if (with_int3) {
 		struct sigaction sa;
 
@@ -423,6 +454,12 @@ static void run_toggle(int batches, int nthreads, int mode_signals, int mode_for
 		pthread_join(workers[i], NULL);
 	if (mode_signals)
 		pthread_join(sig_thread, NULL);
+	if (with_spawn) {
+		pthread_join(spawn_thread, NULL);
+		if (!atomic_load(&spawned))
+			FAIL("spawn: no thread was created during the batches");
+		printf("ok spawn: %ld threads created during the batches\n", atomic_load(&spawned));
+	}
 	if (with_int3) {
 		pthread_join(int3_thread, NULL);
 		if (atomic_load(&prog_traps) != atomic_load(&int3_done))
@@ -980,6 +1017,10 @@ int main(int argc, char **argv)
 		run_toggle(batches, threads, 1, 0);
 	else if (!strcmp(mode, "fork"))
 		run_toggle(batches, threads, 0, 1);
+	else if (!strcmp(mode, "spawn")) {
+		with_spawn = 1;
+		run_toggle(batches, threads, 0, 0);
+	}
 	else if (!strcmp(mode, "refuse"))
 		run_refuse();
 	else if (!strcmp(mode, "rules"))

@@ -1261,27 +1261,17 @@ static void uncount_refused(struct ftrt_rec *r)
 	r->flags = (r->flags & ~REC_COUNT_MASK) | REC_REFUSED;
 }
 
-/* The arena of the object holding r (a walk of the objects: they are few). */
-static struct ftrt_arena *rec_arena(const struct ftrt_rec *r)
+/*
+ * Count the sites calling each multi-ops trampoline (an unused one is freed at a sweep):
+ * r, of an object whose arena is a, counts d more on the one it calls, if any.
+ */
+static void multi_ref(struct ftrt_arena *a, const struct ftrt_rec *r, int d)
 {
-	struct ftrt_object *o;
-
-	for (o = objects; o; o = o->next)
-		if (r >= o->recs && r < o->recs + o->nrecs)
-			return o->arena;
-	return NULL;
-}
-
-/* Count the sites calling each multi-ops trampoline (an unused one is freed at a sweep). */
-static void multi_ref(const struct ftrt_rec *r, int d)
-{
-	struct ftrt_arena *a;
 	struct ftrt_tramp *t;
 
-	if (!(r->flags & REC_CALL))
+	if (!(r->flags & REC_CALL) || !a || !a->nmultis)
 		return;
-	a = rec_arena(r);
-	t = a ? ftrt_tramp_at(a, ftrt_arch_call_target(r->ip, r->rel)) : NULL;
+	t = ftrt_tramp_at(a, ftrt_arch_call_target(r->ip, r->rel));
 	if (t && t->vec)
 		t->refs += (unsigned long)(long)d;
 }
@@ -1292,12 +1282,107 @@ static void multi_ref(const struct ftrt_rec *r, int d)
  * (here and in the patching layer: about 150 bytes per site) stay a few MB and warm: a
  * first enable of all 300k sites of a program touched 45 MB of fresh memory, which on this
  * VM cost more than the patching itself (bench/RESULTS.md, "Cold enable").
+ *
+ * A record's new (target, cell) pair and a CALL_OPS cell's old value are few distinct
+ * values (trampolines, callers, ops vectors): each record keeps a 4-byte index into a
+ * table of them (batch_val), not the values.  Three arrays of 8-byte values per record were
+ * 12 MB of fresh huge pages, cleared at first touch (a first enable of 300k sites: 14 % of
+ * the process's CPU samples in clearing them, 2 % with the indexes).
  */
 #define PATCH_CHUNK	32768
-static uintptr_t *batch_tgt, *batch_cell, *batch_old;
+struct batch_val {
+	uintptr_t tgt, cell;
+};
+static struct batch_val *batch_val;
+static uint32_t *batch_vhash;		/* open addressing: index + 1, 0 empty */
+static size_t nval, cap_val, vhash_mask;
+static uint32_t *batch_ti, *batch_oi;	/* per dirty record: new pair, old cell (as pairs) */
 static struct ftrt_poke *batch_pk;
 static struct ftrt_rec **batch_pr;
-static size_t cap_tgt, cap_cell, cap_old, cap_pk, cap_pr;
+static size_t cap_ti, cap_oi, cap_pk, cap_pr;
+
+static size_t val_slot(uintptr_t tgt, uintptr_t cell)
+{
+	uint64_t h = (tgt ^ (cell * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+	return (size_t)(h >> 32) & vhash_mask;
+}
+
+/* The index of (tgt, cell) in batch_val, added if new; -ENOMEM. */
+static long val_intern(uintptr_t tgt, uintptr_t cell)
+{
+	size_t i;
+
+	if (nval && batch_val[nval - 1].tgt == tgt && batch_val[nval - 1].cell == cell)
+		return (long)nval - 1;	/* records in a row mostly share one */
+	if (batch_vhash)
+		for (i = val_slot(tgt, cell); batch_vhash[i]; i = (i + 1) & vhash_mask)
+			if (batch_val[batch_vhash[i] - 1].tgt == tgt &&
+			    batch_val[batch_vhash[i] - 1].cell == cell)
+				return (long)batch_vhash[i] - 1;
+	if (nval == UINT32_MAX - 1)
+		return -ENOMEM;
+	if (nval == cap_val) {
+		size_t c = cap_val ? cap_val * 2 : 64;
+		struct batch_val *nv = realloc(batch_val, c * sizeof(*nv));
+		uint32_t *nh = calloc(c * 2, sizeof(*nh));
+
+		if (!nv || !nh) {
+			if (nv)
+				batch_val = nv;
+			free(nh);
+			return -ENOMEM;
+		}
+		batch_val = nv;
+		cap_val = c;
+		free(batch_vhash);
+		batch_vhash = nh;
+		vhash_mask = c * 2 - 1;
+		for (i = 0; i < nval; i++) {
+			size_t j = val_slot(batch_val[i].tgt, batch_val[i].cell);
+
+			while (batch_vhash[j])
+				j = (j + 1) & vhash_mask;
+			batch_vhash[j] = (uint32_t)i + 1;
+		}
+	}
+	batch_val[nval] = (struct batch_val){ tgt, cell };
+	for (i = val_slot(tgt, cell); batch_vhash[i]; i = (i + 1) & vhash_mask)
+		;
+	batch_vhash[i] = (uint32_t)nval + 1;
+	return (long)nval++;
+}
+
+static void vals_reset(void)
+{
+	if (nval)
+		memset(batch_vhash, 0, (vhash_mask + 1) * sizeof(*batch_vhash));
+	nval = 0;
+}
+
+static inline uintptr_t batch_tgt(size_t k)
+{
+	return batch_val[batch_ti[k]].tgt;
+}
+
+static inline uintptr_t batch_cell(size_t k)
+{
+	return batch_val[batch_ti[k]].cell;
+}
+
+/* Record k's target from rec_target; 0 or -errno. */
+static int batch_target(struct ftrt_object *o, struct ftrt_rec *r, size_t k)
+{
+	uintptr_t t, c;
+	long v = rec_target(o, r, &t, &c);
+
+	if (v)
+		return (int)v;
+	if ((v = val_intern(t, c)) < 0)
+		return (int)v;
+	batch_ti[k] = (uint32_t)v;
+	return 0;
+}
 
 /* Make *p hold n elements of size (capacity *cap, in elements). */
 static int batch_grow(void **p, size_t *cap, size_t n, size_t size)
@@ -1309,6 +1394,9 @@ static int batch_grow(void **p, size_t *cap, size_t n, size_t size)
 		return 0;
 	while (c < n)
 		c *= 2;
+	/* a big one is mapped with room to grow (ftrt_big_grow): no more than asked is touched */
+	if (c * size >= (256u << 10))
+		c = n;
 	np = ftrt_big_grow(*p, *cap * size, c * size);
 	if (!np)
 		return -ENOMEM;
@@ -1395,7 +1483,7 @@ static int patch_chunks(size_t upto, int back, size_t *done)
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
-			if (!(r->flags & REC_REFUSED) && rec_poke(r, batch_tgt[k], back, &batch_pk[np]))
+			if (!(r->flags & REC_REFUSED) && rec_poke(r, batch_tgt(k), back, &batch_pk[np]))
 				batch_pr[np++] = r;
 			k++;
 			if (np == PATCH_CHUNK) {
@@ -1455,7 +1543,7 @@ static int write_slots(size_t n)
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
-			if (!batch_cell[k++] || (r->flags & (REC_SLOT | REC_REFUSED)))
+			if (!batch_cell(k++) || (r->flags & (REC_SLOT | REC_REFUSED)))
 				continue;
 			cell = cell_alloc(o);
 			if (!cell)
@@ -1481,8 +1569,8 @@ static int write_slots(size_t n)
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
-			if (batch_cell[k] && !(r->flags & REC_CALLOPS) &&
-			    (ret = (int)rec_target(o, r, &batch_tgt[k], &batch_cell[k])))
+			if (batch_cell(k) && !(r->flags & REC_CALLOPS) &&
+			    (ret = batch_target(o, r, k)))
 				return ret;
 			k++;
 		}
@@ -1534,6 +1622,35 @@ static int cell_after_patch(const struct ftrt_object *o, const struct ftrt_rec *
 	return rec_calls_callops(o, r) == 2 && callops_kind(o, t) == 1;
 }
 
+/* The cells cells_switch changes: their old values, for its undo (before any changes). */
+static int cells_save(size_t n, int any)
+{
+	struct ftrt_object *o;
+	size_t k = 0, i;
+	long v;
+
+	if (!any)
+		return 0;
+	if (batch_grow((void **)&batch_oi, &cap_oi, n, sizeof(*batch_oi)))
+		return -ENOMEM;
+	for (o = objects; o; o = o->next) {
+		for (i = o->dirty_lo; i < o->dirty_end; i++) {
+			struct ftrt_rec *r = &o->recs[i];
+
+			if (!(r->flags & REC_DIRTY))
+				continue;
+			if (batch_cell(k) && (r->flags & REC_SLOT) && !(r->flags & REC_REFUSED) &&
+			    !cell_after_patch(o, r, batch_tgt(k))) {
+				if ((v = val_intern(0, *rec_cell(r))) < 0)
+					return (int)v;
+				batch_oi[k] = (uint32_t)v;
+			}
+			k++;
+		}
+	}
+	return 0;
+}
+
 /*
  * The cells of the dirty CALL_OPS sites get their new ops before the sites are patched (a
  * site already calling a CALL_OPS caller switches right here), except those moving to the
@@ -1553,13 +1670,11 @@ static void cells_switch(int undo)
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
-			if (batch_cell[k] && (r->flags & REC_SLOT) && !(r->flags & REC_REFUSED) &&
-			    !cell_after_patch(o, r, batch_tgt[k])) {
+			if (batch_cell(k) && (r->flags & REC_SLOT) && !(r->flags & REC_REFUSED) &&
+			    !cell_after_patch(o, r, batch_tgt(k))) {
 				uintptr_t *cell = rec_cell(r);
 
-				if (!undo)
-					batch_old[k] = *cell;
-				cell_put(cell, undo ? batch_old[k] : batch_cell[k]);
+				cell_put(cell, undo ? batch_val[batch_oi[k]].cell : batch_cell(k));
 			}
 			k++;
 		}
@@ -1571,13 +1686,12 @@ static int patch_dirty(void)
 {
 	size_t n = nr_dirty(), k = 0, done, undone, i;
 	struct ftrt_object *o;
-	int ret = 0;
+	int ret = 0, cells = 0;
 
 	if (!n)
 		return 0;
-	if (batch_grow((void **)&batch_tgt, &cap_tgt, n, sizeof(*batch_tgt)) ||
-	    batch_grow((void **)&batch_cell, &cap_cell, n, sizeof(*batch_cell)) ||
-	    batch_grow((void **)&batch_old, &cap_old, n, sizeof(*batch_old)) ||
+	vals_reset();
+	if (batch_grow((void **)&batch_ti, &cap_ti, n, sizeof(*batch_ti)) ||
 	    batch_grow((void **)&batch_pk, &cap_pk, n < PATCH_CHUNK ? n : PATCH_CHUNK,
 		       sizeof(*batch_pk)) ||
 	    batch_grow((void **)&batch_pr, &cap_pr, n < PATCH_CHUNK ? n : PATCH_CHUNK,
@@ -1591,17 +1705,17 @@ static int patch_dirty(void)
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
-			ret = (int)rec_target(o, r, &batch_tgt[k], &batch_cell[k]);
-			if (ret)
+			if ((ret = batch_target(o, r, k)))
 				goto out;
-			if (batch_tgt[k] && !ftrt_arch_call_reaches(r->ip, batch_tgt[k])) {
+			if (batch_tgt(k) && !ftrt_arch_call_reaches(r->ip, batch_tgt(k))) {
 				ret = -ENOMEM;	/* trampoline out of reach: cannot happen */
 				goto out;
 			}
+			cells |= batch_cell(k) != 0;
 			k++;
 		}
 	}
-	if ((ret = write_slots(n)))
+	if ((ret = write_slots(n)) || (ret = cells_save(n, cells)))
 		goto out;
 	cells_switch(0);
 	ret = patch_chunks(n, 0, &done);
@@ -1621,8 +1735,8 @@ static int patch_dirty(void)
 
 			if (!(r->flags & REC_DIRTY))
 				continue;
-			cv = batch_cell[k];
-			t = batch_tgt[k++];
+			cv = batch_cell(k);
+			t = batch_tgt(k++);
 			/* a CALL_OPS site not calling a CALL_OPS caller: the cell follows its ops */
 			if ((r->flags & REC_SLOT) && (r->flags & REC_REFUSED))
 				cell_put(rec_cell(r), (uintptr_t)&ftrt_callops_stub);
@@ -1632,7 +1746,7 @@ static int patch_dirty(void)
 				cell_put(rec_cell(r), cv);	/* now calling the full caller */
 			if ((r->flags & REC_REFUSED) || !rec_changes(r, t))
 				continue;
-			multi_ref(r, -1);
+			multi_ref(o->arena, r, -1);
 			r->flags &= ~REC_NOP6;
 			if (t) {
 				r->flags |= REC_CALL;
@@ -1645,7 +1759,7 @@ static int patch_dirty(void)
 				r->flags &= ~REC_CALL;
 				r->rel = 0;
 			}
-			multi_ref(r, 1);
+			multi_ref(o->arena, r, 1);
 		}
 	}
 out:

@@ -798,25 +798,29 @@ static int precow_on = -1;
 
 static int only_thread(void);
 
-/*
- * Before a batch (procmem) whose changing sites lie on many pages not written yet: park the
- * other threads, make each page's copy by writing one of its current bytes back, unpark.
- * Best effort: a thread that does not park, or a write that fails, only costs the IPIs
- * (the batch writes the page anyway).  The pages join cow_pages.
- */
-static void precow(size_t n)
+/* FTRT_PRECOW=0: never park for fresh pages (to compare); =test: every batch parks. */
+static int precow_mode(void)
 {
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	size_t i, nf = 0, c = 0, a, b;
-
-	if (precow_on < 0) {	/* FTRT_PRECOW=0: off (to compare); =test: every batch */
+	if (precow_on < 0) {
 		const char *e = secure_getenv("FTRT_PRECOW");
 
 		precow_on = !e || strcmp(e, "0") ? 1 : 0;
 		if (e && !strcmp(e, "test"))
 			precow_on = 2;
 	}
-	if (precow_on == 2)
+	return precow_on;
+}
+
+/*
+ * The pages the batch's changing sites lie on that this process has not written yet:
+ * fresh[], one site byte on each (sorted).  Their number.
+ */
+static size_t fresh_pages(size_t n)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	size_t i, nf = 0, c = 0;
+
+	if (precow_mode() == 2)
 		ncow = 0;	/* every batch parks the threads, whatever it touches */
 	for (i = 0; i < n; i++) {
 		uintptr_t p0 = work[i].s.addr & ~(pg - 1);
@@ -831,29 +835,58 @@ static void precow(size_t n)
 			if ((nf && (fresh[nf - 1] & ~(pg - 1)) >= p) || (c < ncow && cow_pages[c] == p))
 				continue;
 			if (grow((void **)&fresh, &capfresh, nf + 1, sizeof(*fresh)))
-				return;
+				return 0;
 			/* the site's first byte on page p */
 			fresh[nf++] = p < work[i].s.addr ? work[i].s.addr : p;
 		}
 	}
-	if (!nf)
-		return;
-	if (precow_on && nf >= (precow_on == 2 ? 1 : PRECOW_MIN) && mem_same() && !only_thread()) {
-		int err = ftrt_sync_park(2000);
+	return nf;
+}
 
-		if (!err || err == -EAGAIN) {
-			for (i = 0; i < nf; i++) {
-				/* the byte as it is (img holds every site's bytes) */
-				const struct span *sp = span_of(fresh[i]);
+/*
+ * A park that failed (a thread blocks the runtime's signal, or did not run within 2 ms)
+ * is not tried again for PARK_BACKOFF_MS: each try costs the batch its 2 ms of asking.
+ */
+#define PARK_BACKOFF_MS	1000
+static struct timespec park_failed;
 
-				if (mem_pwrite(img + sp->off + (fresh[i] - sp->start), 1, fresh[i]))
-					break;
-			}
-		}
-		ftrt_sync_unpark();
-	}
-	/* merge the fresh pages (sorted) into cow_pages */
-	if (grow((void **)&cow_pages, &capcow, ncow + nf, sizeof(*cow_pages)))
+static int park_backoff(void)
+{
+	struct timespec now;
+
+	if (!park_failed.tv_sec && !park_failed.tv_nsec)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - park_failed.tv_sec) * 1000 +
+	       (now.tv_nsec - park_failed.tv_nsec) / 1000000 < PARK_BACKOFF_MS;
+}
+
+static void park_failed_now(void)
+{
+	clock_gettime(CLOCK_MONOTONIC, &park_failed);
+}
+
+/*
+ * Parking the others pays for nf fresh pages.  Not for a big batch on pages written
+ * before, though it would go faster in one pass (a warm enable of 300k sites: 21 ms
+ * against 32): parking signals every thread, and a thread waiting in poll, epoll_wait or
+ * nanosleep gets EINTR (docs/live-patching.md), where the breakpoint protocol signals none.
+ */
+static int park_pays(size_t nf)
+{
+	int mode = precow_mode();
+
+	return method == M_PROCMEM && mode && nf >= (mode == 2 ? 1 : PRECOW_MIN) && mem_same() &&
+	       (mode == 2 || !park_backoff()) && !only_thread();
+}
+
+/* The fresh pages (written now) join cow_pages. */
+static void cow_merge(size_t nf)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	size_t a, b;
+
+	if (!nf || grow((void **)&cow_pages, &capcow, ncow + nf, sizeof(*cow_pages)))
 		return;
 	a = ncow;
 	b = nf;
@@ -866,6 +899,34 @@ static void precow(size_t n)
 		else
 			cow_pages[a + b - 1] = fp, b--;
 	}
+}
+
+/*
+ * Where a batch is not written parked (FTRT_ARCH_SITE_ATOMIC: one store a site): park the
+ * other threads, make each fresh page's copy by writing one of its current bytes back,
+ * unpark.  Best effort: a thread that does not park, or a write that fails, only costs the
+ * IPIs (the batch writes the page anyway).
+ */
+static void precow(size_t nf)
+{
+	size_t i;
+	int err;
+
+	if (!park_pays(nf))
+		return;
+	err = ftrt_sync_park(2000);
+	if (err)
+		park_failed_now();
+	if (!err || err == -EAGAIN) {
+		for (i = 0; i < nf; i++) {
+			/* the byte as it is (img holds every site's bytes) */
+			const struct span *sp = span_of(fresh[i]);
+
+			if (mem_pwrite(img + sp->off + (fresh[i] - sp->start), 1, fresh[i]))
+				break;
+		}
+	}
+	ftrt_sync_unpark();
 }
 
 /*
@@ -1056,7 +1117,16 @@ static long first_park_us(void)
 	return us;
 }
 
-static int apply(size_t nw)
+/*
+ * parked: the batch changes many pages this process has not written yet (park_pays).
+ * Their first writes are copies of the pages, each shooting down the TLB of the CPUs that
+ * run the other threads (an IPI, a VM exit on a virtual machine) unless those threads are
+ * parked.  Parked, the sites are also written whole: one pass and one serialisation where
+ * the breakpoint protocol takes three.  A first enable of 300k
+ * sites: bench/RESULTS.md.  A thread that does not park within 2 ms leaves the batch to
+ * the breakpoint protocol (and parking is not tried again for a while).
+ */
+static int apply(size_t nw, int parked)
 {
 	static int said;
 	static pid_t unparked;	/* did not park last time: not waited for again */
@@ -1069,6 +1139,11 @@ static int apply(size_t nw)
 		if ((err = phase(nw, PH_WHOLE)))
 			goto undo;
 		return ftrt_sync_cores();
+	}
+	if (parked) {
+		if ((err = apply_parked(nw, 2000)) <= 0)
+			return err;
+		park_failed_now();
 	}
 	/* a thread that blocks SIGTRAP would be killed by an int3 (poke_sigmask.c cannot see
 	   every mask): the batch then parks the others and writes whole sites */
@@ -1212,7 +1287,7 @@ int ftrt_text_write_data(struct ftrt_poke *p, size_t n, size_t *bad)
  */
 static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 {
-	size_t i, nchange = 0, dummy;
+	size_t i, nchange = 0, dummy, nfresh = 0;
 	int err, sorted = 1;
 
 	if (!bad)
@@ -1301,8 +1376,9 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 		goto out;
 	}
 
-	if (method == M_PROCMEM)
-		precow(n);
+	nfresh = method == M_PROCMEM ? fresh_pages(n) : 0;
+	if (FTRT_ARCH_SITE_ATOMIC)
+		precow(nfresh);
 	if (FTRT_ARCH_SITE_ATOMIC) {
 		/* one store per site: no breakpoint, no trap handler */
 		if (method == M_MPROTECT)
@@ -1335,7 +1411,7 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 	if (method == M_MPROTECT)
 		err = protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC);
 	if (!err) {
-		err = apply(n);
+		err = apply(n, park_pays(nfresh));
 		if (method == M_MPROTECT && protect_runs(PROT_READ | PROT_EXEC)) {
 			report("ftkit: cannot make code read-only again: %s; aborting",
 			       strerror(errno));
@@ -1349,6 +1425,7 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 	while (atomic_load(&trap_users))
 		sched_yield();
 out:
+	cow_merge(nfresh);
 	mem_close();
 	pthread_mutex_unlock(&patch_lock);
 	return err;

@@ -204,6 +204,7 @@ static atomic_int round_users;
  */
 static atomic_uint park_gate;
 static struct slot *park_slots;	/* freed once they are released */
+static size_t park_nslots;
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sync_sig;		/* 0 until chosen */
 
@@ -1053,6 +1054,7 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 		/* threads stay parked, maybe inside malloc or holding reg_lock: free nothing and
 		 * take no lock until ftrt_sync_unpark() */
 		park_slots = r.slots;
+		park_nslots = r.n;
 		return err;
 	}
 	cache_update(&r);
@@ -1134,6 +1136,46 @@ int ftrt_sync_retired(long limit_us)
  * once the signals are out (its slots are freed at the unpark).  0, -EAGAIN (some did not
  * answer), -errno (none parked: no signal to send).
  */
+/*
+ * Once every listed thread answered: is any thread of the process not among them?  One
+ * that a parked thread was creating as the round listed them (its clone had not returned)
+ * runs on.  Threads that are parked create none, so a list that shows no other one is
+ * final.  Reads /proc with getdents64 and no allocation (a parked thread may hold malloc's
+ * lock).  0, or -EAGAIN.
+ */
+static int park_complete(void)
+{
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	char buf[4096];
+	long n;
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -EAGAIN;
+	while (!err && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			const struct tdent {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *de = (const void *)(buf + off);
+			pid_t tid = (pid_t)atoi(de->name);
+			struct slot key = { .tid = tid };
+
+			off += de->reclen;
+			if (tid > 0 && tid != self &&
+			    !bsearch(&key, park_slots, park_nslots, sizeof(key), tid_cmp))
+				err = -EAGAIN;
+		}
+	}
+	if (n < 0)
+		err = -EAGAIN;
+	close(fd);
+	return err;
+}
+
 int ftrt_sync_park(long limit_us)
 {
 	int err;
@@ -1141,6 +1183,8 @@ int ftrt_sync_park(long limit_us)
 	pthread_mutex_lock(&sync_lock);
 	atomic_fetch_add(&park_gate, 1);	/* odd: on */
 	err = round_run(CHECK_PARK, limit_us, NULL, NULL);
+	if (!err)
+		err = park_complete();
 	pthread_mutex_unlock(&sync_lock);
 	return err;
 }
