@@ -316,8 +316,10 @@ func TestTracerDlopenArgs(t *testing.T) {
 }
 
 // The graph tracer's fused call and return record arguments and return values as its
-// generic paths do (FTRT_GRAPH_FUSED=0): the same calls with the same values, with specs of
-// every kind, and on fib with a 64 KiB buffer (every event kept), where values start blocks.
+// generic paths do (FTRT_GRAPH_FUSED=0), and the short records (ARGS_NEXT, RETVAL_NEXT)
+// read as the long ones (FTRT_ARGS_SHORT=0): the same calls with the same values, with
+// specs of every kind, and on fib with a 64 KiB buffer (every event kept), where values
+// start blocks.
 func TestTracerGraphFusedArgs(t *testing.T) {
 	dir := t.TempDir()
 	ftrace := testenv.Tool(t, "ftrace")
@@ -330,21 +332,29 @@ func TestTracerGraphFusedArgs(t *testing.T) {
 		{"trace_fib.c", []string{"FTRACE_ARGS=fib@arg1/i32", "FTRACE_RETVAL=fib@retval/i32", "FTRACE_BUFFER_KB=64", "FTRACE_NO_LOSS=1"}, []string{"18"}},
 	} {
 		prog := trBuild(t, dir, c.src)
-		var got [2][]string
-		for i, env := range [][]string{nil, {"FTRT_GRAPH_FUSED=0"}} {
+		var got [3][]string
+		var size [3]int64
+		for i, env := range [][]string{nil, {"FTRT_GRAPH_FUSED=0"}, {"FTRT_ARGS_SHORT=0"}} {
 			trace := fmt.Sprintf("%s.%d.dat", c.src, i)
 			out, ws := trRun(t, dir, prog, append(append(env, c.env...), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT="+trace), c.args...)
 			if ws.ExitStatus() != 0 {
 				t.Fatalf("%s: %v %q", c.src, ws, out)
 			}
 			got[i] = argsCalls(t, testenv.Run(t, dir, ftrace, "graph", trace), "function_graph")
-		}
-		if len(got[0]) < 10 || fmt.Sprint(got[0]) != fmt.Sprint(got[1]) {
-			n := len(got[0])
-			if n > 20 {
-				n = 20
+			fi, err := os.Stat(filepath.Join(dir, trace))
+			if err != nil {
+				t.Fatal(err)
 			}
-			t.Errorf("%s: fused %d calls, generic %d; fused begins %q", c.src, len(got[0]), len(got[1]), got[0][:n])
+			size[i] = fi.Size()
+		}
+		for i, name := range []string{"generic", "long records"} {
+			if len(got[0]) < 10 || fmt.Sprint(got[0]) != fmt.Sprint(got[i+1]) {
+				n := min(len(got[0]), 20)
+				t.Errorf("%s: fused %d calls, %s %d; fused begins %q", c.src, len(got[0]), name, len(got[i+1]), got[0][:n])
+			}
+		}
+		if c.src == "trace_fib.c" && size[0] >= size[2] {
+			t.Errorf("%s: %d bytes with the short records, %d without", c.src, size[0], size[2])
 		}
 		for _, call := range got[0] {
 			if strings.HasSuffix(call, "()") && c.src == "trace_fib.c" {

@@ -214,8 +214,10 @@ struct ftrace_ret_regs;
  * stack word of arguments (a spec's %stack+N).
  * ftrt_arch_arg_fp(): the N-th floating argument's register, or -2 (none).
  * ftrt_arch_ret_loc(): where an integer (fp = 0) or floating (fp = 1) result is.
- * ftrt_arch_arg_get(), ftrt_arch_ret_get(): a location's 8 bytes (the low 8 of a vector
- * register) in the trampoline's frame at entry, in return_to_handler's at exit.
+ * ftrt_arch_arg_off(), ftrt_arch_ret_off(): where a location's 8 bytes (the low 8 of a
+ * vector register) are, as a byte offset into the trampoline's frame at entry (struct
+ * ftrace_regs), into return_to_handler's at exit (struct ftrace_ret_regs); -1 for none.
+ * Found once per plan, so recording a value is one load.
  * ftrt_arch_arg_sp(): the stack pointer at entry (stack-passed arguments are above it).
  */
 int ftrt_arch_arg_reg(const char *name, size_t len, int ret);
@@ -223,8 +225,8 @@ int ftrt_arch_arg_int(unsigned n, unsigned *stack_off);
 unsigned ftrt_arch_arg_stack_off(unsigned n);
 int ftrt_arch_arg_fp(unsigned n);
 int ftrt_arch_ret_loc(int fp);
-unsigned long ftrt_arch_arg_get(const struct ftrace_regs *fregs, int loc);
-unsigned long ftrt_arch_ret_get(const struct ftrace_ret_regs *rr, int loc);
+int ftrt_arch_arg_off(int loc);
+int ftrt_arch_ret_off(int loc);
 unsigned long ftrt_arch_arg_sp(const struct ftrace_regs *fregs);
 
 /*

@@ -33,6 +33,7 @@
 
 #include "arch/arch.h"
 #include "args.h"
+#include "args_next.h"
 #include "trace_buf.h"
 #include "trace_format.h"
 #include "trace_util.h"
@@ -317,6 +318,19 @@ static uint16_t fixed_words(const struct ft_argval *v, unsigned n)
 	return (uint16_t)w;
 }
 
+/* FTRT_ARGS_SHORT=0: the long records only (to compare; ignored in secure-execution mode). */
+static int short_records(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *e = secure_getenv("FTRT_ARGS_SHORT");
+
+		on = !(e && !strcmp(e, "0"));
+	}
+	return on;
+}
+
 static int plan_one(const struct ftrace_func_info *fi, void *data)
 {
 	struct build *b = data;
@@ -356,6 +370,15 @@ static int plan_one(const struct ftrace_func_info *fi, void *data)
 		return 0;
 	p.awords = fixed_words(p.a, p.nargs);
 	p.rwords = fixed_words(p.r, p.nret);
+	p.anext = p.nargs && p.awords && short_records();
+	for (unsigned i = 0; i < p.nargs; i++) {
+		p.a[i].roff = (int16_t)(p.a[i].loc >= 0 ? ftrt_arch_arg_off(p.a[i].loc) : -1);
+		if (p.a[i].loc < 0)
+			p.anext = 0;	/* read from the stack: fault-safe, not inline */
+	}
+	for (unsigned i = 0; i < p.nret; i++)
+		p.r[i].roff = (int16_t)ftrt_arch_ret_off(p.r[i].loc);
+	p.rnext = p.nret && p.rwords && short_records();
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 64;
 		struct ft_argplan *np = realloc(b->plans, cap * sizeof(*np));
@@ -644,9 +667,9 @@ static inline unsigned long value(const struct ft_argval *v, const struct ftrace
 				  const struct ftrace_ret_regs *rr)
 {
 	if (rr)
-		return ftrt_arch_ret_get(rr, v->loc);
+		return ft_args_reg(rr, v);
 	if (v->loc >= 0)
-		return ftrt_arch_arg_get(fregs, v->loc);
+		return ft_args_reg(fregs, v);
 	return stack_word(ftrt_arch_arg_sp(fregs), v->off);
 }
 
@@ -730,6 +753,23 @@ static void record(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t
 	unsigned w = build(buf, ip, v, n, fregs, rr, &n);
 
 	ft_ev_ext(t, sub, n, ts, buf, w * 4);
+}
+
+int ft_args_staged_next(struct ft_thread *t, const struct ft_argplan *p, const uint32_t *staged,
+			unsigned words, unsigned n, unsigned long ip, uint64_t ts)
+{
+	uint32_t *w, d;
+
+	/* the staged record has the address first; none with a string */
+	if (!p || !p->anext || words != p->awords || n != p->nargs ||
+	    (uint32_t)(ip >> 32) != t->ip_hi || !(w = ft_args_next_take(t, words + 2, ts, &d)))
+		return 0;
+	w[0] = ftkit_ext(FTKIT_EXT_ARGS_NEXT, words - 1, n);
+	memcpy(w + 1, staged + 1, (words - 1) * 4u);
+	w[words] = FTKIT_EV_ENTRY | d << 3;
+	w[words + 1] = (uint32_t)ip;
+	ft_ev_publish(t, w + words + 2);
+	return 1;
 }
 
 unsigned ft_args_stage(const struct ft_argplan *p, const struct ftrace_regs *fregs,

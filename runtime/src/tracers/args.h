@@ -18,6 +18,7 @@ struct ft_argval {
 	uint8_t desc;		/* FTKIT_ARG_* | size | FTKIT_ARG_STR */
 	int8_t loc;		/* the arch's location, or -1: the stack word at off */
 	uint16_t off;
+	int16_t roff;		/* loc's byte offset in the register frame (-1: none) */
 };
 
 struct ft_argplan {
@@ -25,6 +26,8 @@ struct ft_argplan {
 	uint8_t nargs, nret;
 	/* a record's payload words after the time when no string is copied, else 0 */
 	uint16_t awords, rwords;
+	/* the values may go in the short records before their event (ft_args_entry_next) */
+	uint8_t anext, rnext;
 	struct ft_argval a[FT_ARGS_MAX];
 	struct ft_argval r[FT_RET_MAX];
 };
@@ -71,6 +74,12 @@ unsigned ft_args_stage(const struct ft_argplan *p, const struct ftrace_regs *fre
 /* An EXT RETVAL record for its return at ts (before its EXIT). */
 void ft_args_exit(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,
 		  const struct ftrace_ret_regs *rr);
+/*
+ * A time-filtered call's staged record (ft_args_stage: words, n values) and its ENTRY of
+ * ip at ts, as one short record and the entry (args_next.h); 0: nothing written.
+ */
+int ft_args_staged_next(struct ft_thread *t, const struct ft_argplan *p, const uint32_t *staged,
+			unsigned words, unsigned n, unsigned long ip, uint64_t ts);
 
 /*
  * Set the argument (ret = 0) or return-value (ret = 1) specs: the text (NULL or "" for

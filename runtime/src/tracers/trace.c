@@ -31,6 +31,7 @@
 
 #include "core/ftrt_core.h"
 #include "args.h"
+#include "args_next.h"
 #include "control.h"
 #include "fgraph_fast.h"
 #include "trace.h"
@@ -433,6 +434,12 @@ static __attribute__((noinline)) void pend_flush(struct ft_thread *t)
 	while (t->npend) {
 		struct ft_rframe *f = &t->rs[t->open];
 
+		if (f->vwords && ft_args_staged_next(t, f->plan, t->pv + f->vat, f->vwords, f->vn,
+						     f->ip, f->ts)) {
+			t->open++;	/* the values and the entry, in one short record */
+			t->npend--;
+			continue;
+		}
 		if (f->vwords)
 			ft_ev_ext(t, FTKIT_EXT_ARGS, f->vn, f->ts, t->pv + f->vat, f->vwords * 4u);
 		ft_ev_entry(t, f->ip, f->ts);
@@ -537,12 +544,18 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	}
 	const struct ft_argplan *plan = NULL;
 
-	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
-		plan = args_entry(t, e->func, e->calltime, e->fregs);
-	ft_ev_entry(t, e->func, e->calltime);
-	if (unlikely(!t->blk)) {
-		ft_ev_lost_n(t, 1);	/* dropped (no free block): nor is its exit recorded */
-		return 0;
+	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)) &&
+	    (plan = ft_args_find(e->func)) &&
+	    ft_args_entry_next(t, plan, e->func, e->calltime, e->fregs)) {
+		;	/* the values and the entry, in one short record */
+	} else {
+		if (plan)
+			ft_args_entry(t, plan, e->calltime, e->fregs);
+		ft_ev_entry(t, e->func, e->calltime);
+		if (unlikely(!t->blk)) {
+			ft_ev_lost_n(t, 1);	/* dropped (no free block): nor is its exit recorded */
+			return 0;
+		}
 	}
 	t->rs[t->open].ip = e->func;
 	t->rs[t->open].ts = e->calltime;
@@ -588,6 +601,12 @@ static void trace_graph_ret(struct ftrace_graph_ret *e, struct fgraph_ops *gops)
 		graph_close_stale(t, e->depth + 1);
 		if (!t->open || t->rs[t->open - 1].depth != e->depth)
 			return;
+	}
+	if (e->ret_regs && !(e->flags & FGRAPH_RET_UNWOUND) && t->rs[t->open - 1].plan &&
+	    __atomic_load_n(&ft_argtab, __ATOMIC_RELAXED) &&
+	    ft_args_exit_next(t, t->rs[t->open - 1].plan, e->rettime, e->ret_regs)) {
+		t->open--;	/* the value and the exit, in one short record */
+		return;
 	}
 	if (e->ret_regs)
 		args_exit(t, &t->rs[t->open - 1], e->rettime, e->ret_regs);
@@ -638,7 +657,13 @@ static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long p
 		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
 			/* as trace_graph_ent: the values, then the entry, which may take a new
 			   block; no block: dropped (counted), and its return not hooked */
-			plan = args_entry(t, ip, ts, fregs);
+			plan = ft_args_find(ip);
+			if (likely(plan && ft_args_entry_next(t, plan, ip, ts, fregs))) {
+				ok = 1;	/* both in one short record and the entry */
+				goto entered;
+			}
+			if (plan)
+				ft_args_entry(t, plan, ts, fregs);
 			ft_ev_entry(t, ip, ts);
 			if (unlikely(!t->blk)) {
 				ft_ev_lost_n(t, 1);
@@ -650,6 +675,7 @@ static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long p
 		} else {
 			ok = ft_ev_entry_fast(t, ip, ts);
 		}
+entered:
 		if (likely(ok)) {
 			struct ft_rframe *r = &t->rs[t->open];
 
@@ -702,11 +728,16 @@ static unsigned long trace_graph_return_fast(unsigned long sp, const struct ftra
 		ts = ftrt_arch_cycles();
 		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
 			/* as trace_graph_ret: the value, then the exit (a new block if need be) */
-			args_exit(t, &t->rs[t->open - 1], ts, rr);
-			if (unlikely(t->need_depth))
-				ft_ev_slow(t, FTKIT_EV_EXIT, 0, 0, ts);
-			else
-				ft_ev_exit(t, FTKIT_EV_EXIT, ts);
+			const struct ft_argplan *plan = t->rs[t->open - 1].plan;
+
+			/* the usual case: one short record and the exit */
+			if (!(plan && ft_args_exit_next(t, plan, ts, rr))) {
+				args_exit(t, &t->rs[t->open - 1], ts, rr);
+				if (unlikely(t->need_depth))
+					ft_ev_slow(t, FTKIT_EV_EXIT, 0, 0, ts);
+				else
+					ft_ev_exit(t, FTKIT_EV_EXIT, ts);
+			}
 			ok = 1;
 		} else {
 			ok = ft_ev_exit_fast(t, FTKIT_EV_EXIT, ts);

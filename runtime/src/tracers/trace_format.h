@@ -181,9 +181,13 @@ enum {
 	FTKIT_EXT_STACK = 6,
 	FTKIT_EXT_ARGS = 7,
 	FTKIT_EXT_RETVAL = 8,
+	FTKIT_EXT_ARGS_NEXT = 9,	/* ARGS of the event right after it: no time, no address */
+	FTKIT_EXT_RETVAL_NEXT = 10,	/* RETVAL of the EXIT right after it */
 };
 
 /*
+ * ARGS_NEXT / RETVAL_NEXT payload: the descriptors and values alone (no string), for the
+ * event that follows at once (ENTRY or FUNC / EXIT), whose time and address they take.
  * ARGS / RETVAL payload (after the u64 time): u32 low half of the function's address,
  * one descriptor byte per value (padded to a word), then each value: its low u32 word,
  * the high one too for an 8-byte value, and for FTKIT_ARG_STR a u32 string header

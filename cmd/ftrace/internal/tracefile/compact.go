@@ -328,6 +328,9 @@ func (s *Stream) readBlock(raw []byte, b block) ([]byte, error) {
 // frames the header lists that the stream has not entered (a ring that starts in the
 // middle of calls, a dropped block) are entered here with their recorded time.
 func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, conv func(uint64) uint64, mark func(string) uint64, stack func([]uint64) string, vs *valState) ([]Event, []frame, error) {
+	if vs != nil {
+		vs.next = nil // a short record and its event are never in two blocks
+	}
 	depth := int(le.Uint32(raw[52:]))
 	dataLen := int(le.Uint32(raw[56:]))
 	ipHi := uint64(le.Uint32(raw[60:])) << 32
@@ -363,6 +366,9 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 				return evs, open, fmt.Errorf("extended event %d: %d payload words past the end", sub, nw)
 			}
 			p := data[4*(i+1) : 4*(i+1+nw)]
+			if vs != nil && sub != extArgsNext && sub != extRetvalNext {
+				vs.next = nil // a short record belongs to the event right after it only
+			}
 			switch sub {
 			case extTime:
 				if nw >= 2 {
@@ -404,6 +410,10 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 						vs.record(ip32, le.Uint64(p), v)
 					}
 				}
+			case extArgsNext, extRetvalNext: // the values of the next event
+				if vs != nil {
+					vs.next = parseItems(p, int(arg&31), sub == extRetvalNext)
+				}
 			}
 			i += 1 + nw
 			continue
@@ -419,8 +429,16 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			if len(open) == 0 {
 				// An exit whose entry is nowhere in the file: nothing to close.
 				ev.Depth = -1
+				if vs != nil {
+					vs.next = nil
+				}
 			} else {
 				f := open[len(open)-1]
+				if vs != nil && vs.next != nil {
+					if v, ok := vs.takeNext(ts, true, conv); ok {
+						evs = append(evs, v)
+					}
+				}
 				if vs != nil && len(vs.pend) > 0 {
 					if v, ok := vs.take(f.ip, ts, true, conv); ok {
 						evs = append(evs, v)
@@ -438,6 +456,11 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			ts += uint64(w0 >> 3)
 			ip := ipHi | uint64(w1)
+			if vs != nil && vs.next != nil {
+				if v, ok := vs.takeNext(ts, false, conv); ok {
+					evs = append(evs, v)
+				}
+			}
 			if vs != nil && len(vs.pend) > 0 {
 				if v, ok := vs.take(ip, ts, false, conv); ok {
 					evs = append(evs, v)
@@ -453,6 +476,11 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			w1, _ := word(i + 1)
 			ts += uint64(w0 >> 3)
+			if vs != nil && vs.next != nil {
+				if v, ok := vs.takeNext(ts, false, conv); ok {
+					evs = append(evs, v)
+				}
+			}
 			if vs != nil && len(vs.pend) > 0 {
 				if v, ok := vs.take(ipHi|uint64(w1), ts, false, conv); ok {
 					evs = append(evs, v)
@@ -467,6 +495,11 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			ts += uint64(w0 >> 3 & (1<<nearDeltaBits - 1))
 			ip := ipHi | uint64(w1)
+			if vs != nil && vs.next != nil {
+				if v, ok := vs.takeNext(ts, false, conv); ok {
+					evs = append(evs, v)
+				}
+			}
 			if vs != nil && len(vs.pend) > 0 {
 				if v, ok := vs.take(ip, ts, false, conv); ok {
 					evs = append(evs, v)

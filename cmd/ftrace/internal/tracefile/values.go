@@ -6,6 +6,10 @@ import "sync"
 const (
 	extArgs   = 7
 	extRetval = 8
+	// extArgsNext, extRetvalNext: the same without time and address, for the event that
+	// follows at once (the graph tracer's usual call).
+	extArgsNext   = 9
+	extRetvalNext = 10
 
 	// ArgFmt* are a Value's format (Desc & ArgFmtMask).
 	ArgFmtAuto   = 0 // formatted from the program's DWARF
@@ -61,6 +65,7 @@ type Values struct {
 type valState struct {
 	pend []pendVal
 	add  func(*Values) uint64
+	next *Values // a short record: the values of the event right after it
 }
 
 type pendVal struct {
@@ -76,11 +81,18 @@ func parseValues(p []byte, n int, ret bool) (uint32, *Values) {
 	if len(p) < 4 {
 		return 0, nil
 	}
-	ip32 := le.Uint32(p)
-	p = p[4:]
+	v := parseItems(p[4:], n, ret)
+	if v == nil {
+		return 0, nil
+	}
+	return le.Uint32(p), v
+}
+
+// parseItems decodes the descriptors and values of a record; nil when malformed.
+func parseItems(p []byte, n int, ret bool) *Values {
 	dlen := (n + 3) &^ 3
 	if len(p) < dlen {
-		return 0, nil
+		return nil
 	}
 	desc := p[:n]
 	p = p[dlen:]
@@ -92,7 +104,7 @@ func parseValues(p []byte, n int, ret bool) (uint32, *Values) {
 			n = 8
 		}
 		if len(p) < n {
-			return 0, nil
+			return nil
 		}
 		if n == 8 {
 			it.Word = le.Uint64(p)
@@ -105,13 +117,13 @@ func parseValues(p []byte, n int, ret bool) (uint32, *Values) {
 		}
 		if it.IsString() {
 			if len(p) < 4 {
-				return 0, nil
+				return nil
 			}
 			h := le.Uint32(p)
 			p = p[4:]
 			l := int(h & strLen)
 			if len(p) < (l+3)&^3 {
-				return 0, nil
+				return nil
 			}
 			it.StrFlags = h &^ strLen
 			it.Str = append([]byte(nil), p[:l]...)
@@ -119,7 +131,7 @@ func parseValues(p []byte, n int, ret bool) (uint32, *Values) {
 		}
 		v.Items[i] = it
 	}
-	return ip32, v
+	return v
 }
 
 // record keeps a decoded record until its event comes.
@@ -128,6 +140,17 @@ func (vs *valState) record(ip32 uint32, ts uint64, v *Values) {
 		vs.pend = append(vs.pend[:0], vs.pend[maxPendVals/2:]...)
 	}
 	vs.pend = append(vs.pend, pendVal{ip32: ip32, ts: ts, v: v})
+}
+
+// takeNext returns the event for a short record before this event of kind ret, if any:
+// a short record belongs to the event right after it, or to none.
+func (vs *valState) takeNext(ts uint64, ret bool, conv func(uint64) uint64) (Event, bool) {
+	v := vs.next
+	vs.next = nil
+	if v == nil || v.Ret != ret {
+		return Event{}, false
+	}
+	return Event{Kind: ValuesKind, TS: conv(ts), IP: vs.add(v), Depth: -1}, true
 }
 
 // take returns the event for the record of the event at (ip, ts) of kind ret, if any.

@@ -93,3 +93,29 @@ func TestValuesPairing(t *testing.T) {
 		t.Error("the newest record was dropped")
 	}
 }
+
+// A short record (ARGS_NEXT, RETVAL_NEXT) belongs to the event right after it: taken by
+// that event if of its kind, else dropped, never by a later one.
+func TestValuesNext(t *testing.T) {
+	var n uint64
+	vs := &valState{add: func(*Values) uint64 { n++; return n }}
+	id := func(x uint64) uint64 { return x }
+	args := parseItems([]byte{0x25, 0, 0, 0, 7, 0, 0, 0}, 1, false) // one 4-byte signed 7
+	if args == nil || len(args.Items) != 1 || args.Items[0].Word != 7 || args.Items[0].Size() != 4 {
+		t.Fatalf("parseItems: %+v", args)
+	}
+	vs.next = args
+	if ev, ok := vs.takeNext(50, false, id); !ok || ev.Kind != ValuesKind || ev.TS != 50 || vs.next != nil {
+		t.Errorf("args before their entry: %+v %v", ev, ok)
+	}
+	vs.next = args
+	if _, ok := vs.takeNext(60, true, id); ok || vs.next != nil {
+		t.Error("arguments taken by an exit, or kept after it")
+	}
+	if _, ok := vs.takeNext(70, false, id); ok {
+		t.Error("a short record taken by a later event")
+	}
+	if parseItems([]byte{0x35, 0, 0, 0, 7, 0, 0, 0}, 1, true) != nil {
+		t.Error("an 8-byte value cut short was accepted")
+	}
+}

@@ -69,26 +69,22 @@ int ftrt_arch_ret_loc(int fp)
 	return fp ? LOC_Q : 0;
 }
 
-unsigned long ftrt_arch_arg_get(const struct ftrace_regs *fregs, int loc)
+int ftrt_arch_arg_off(int loc)
 {
-	unsigned long v = 0;
-
 	if (loc >= 0 && loc <= 8)
-		return fregs->regs.x[loc];
+		return (int)(offsetof(struct ftrace_regs, regs.x) + 8 * (size_t)loc);
 	if (loc >= LOC_Q && loc < LOC_Q + 8)
-		memcpy(&v, fregs->q[loc - LOC_Q], sizeof(v));
-	return v;
+		return (int)(offsetof(struct ftrace_regs, q) + 16 * (size_t)(loc - LOC_Q));
+	return -1;
 }
 
-unsigned long ftrt_arch_ret_get(const struct ftrace_ret_regs *rr, int loc)
+int ftrt_arch_ret_off(int loc)
 {
-	unsigned long v = 0;
-
 	if (loc >= 0 && loc < 16)
-		return rr->x[loc];
+		return (int)(offsetof(struct ftrace_ret_regs, x) + 8 * (size_t)loc);
 	if (loc >= LOC_Q && loc < LOC_Q + 8)
-		memcpy(&v, rr->q[loc - LOC_Q], sizeof(v));
-	return v;
+		return (int)(offsetof(struct ftrace_ret_regs, q) + 16 * (size_t)(loc - LOC_Q));
+	return -1;
 }
 
 unsigned long ftrt_arch_arg_sp(const struct ftrace_regs *fregs)

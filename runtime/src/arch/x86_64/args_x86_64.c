@@ -61,38 +61,31 @@ int ftrt_arch_ret_loc(int fp)
 	return fp ? 2 : 0;
 }
 
-unsigned long ftrt_arch_arg_get(const struct ftrace_regs *fregs, int loc)
+int ftrt_arch_arg_off(int loc)
 {
-	const struct ftrace_pt_regs *r = &fregs->regs;
-	unsigned long v;
+	static const unsigned short gpr[] = {
+		offsetof(struct ftrace_regs, regs.rdi), offsetof(struct ftrace_regs, regs.rsi),
+		offsetof(struct ftrace_regs, regs.rdx), offsetof(struct ftrace_regs, regs.rcx),
+		offsetof(struct ftrace_regs, regs.r8), offsetof(struct ftrace_regs, regs.r9),
+		offsetof(struct ftrace_regs, regs.rax),
+	};
 
-	switch (loc) {
-	case 0: return r->rdi;
-	case 1: return r->rsi;
-	case 2: return r->rdx;
-	case 3: return r->rcx;
-	case 4: return r->r8;
-	case 5: return r->r9;
-	case 6: return r->rax;
-	}
-	if (loc >= 8 && loc < 16) {
-		memcpy(&v, fregs->xmm[loc - 8], sizeof(v));
-		return v;
-	}
-	return 0;
+	if (loc >= 0 && loc < 7)
+		return gpr[loc];
+	if (loc >= 8 && loc < 16)
+		return (int)(offsetof(struct ftrace_regs, xmm) + 16 * (size_t)(loc - 8));
+	return -1;
 }
 
-unsigned long ftrt_arch_ret_get(const struct ftrace_ret_regs *rr, int loc)
+int ftrt_arch_ret_off(int loc)
 {
-	unsigned long v = 0;
-
 	switch (loc) {
-	case 0: return rr->rax;
-	case 1: return rr->rdx;
-	case 2: memcpy(&v, rr->xmm0, sizeof(v)); break;
-	case 3: memcpy(&v, rr->xmm1, sizeof(v)); break;
+	case 0: return offsetof(struct ftrace_ret_regs, rax);
+	case 1: return offsetof(struct ftrace_ret_regs, rdx);
+	case 2: return offsetof(struct ftrace_ret_regs, xmm0);
+	case 3: return offsetof(struct ftrace_ret_regs, xmm1);
 	}
-	return v;
+	return -1;
 }
 
 unsigned long ftrt_arch_arg_sp(const struct ftrace_regs *fregs)
