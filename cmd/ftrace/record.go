@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,7 +42,7 @@ func recordCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "notrace", Aliases: []string{"N"}, Usage: "never trace functions matching these `GLOBS`"},
 			&cli.StringSliceFlag{Name: "graph-function", Aliases: []string{"G"}, Usage: "function_graph: graph only these functions (`GLOBS`) and what they call"},
 			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions (`GLOBS`) and what they call"},
-			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "maximum graph depth (0: unlimited)"},
+			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "record `N` levels of graph calls (1: the outermost only; 0: unlimited)"},
 			&cli.GenericFlag{Name: "trigger", Aliases: []string{"T"}, Value: &specList{}, Usage: "act on hits of functions: `SPEC` is GLOB@ACTION[:COUNT] with actions (comma-separated) traceon, traceoff, snapshot, stacktrace, depth=N, finish (repeatable; FTRACE_TRIGGER)"},
 			&cli.GenericFlag{Name: "argument", Aliases: []string{"A"}, Value: &specList{}, Usage: "record arguments: `SPEC` is FUNC@arg1,arg2/s,fparg1 (uftrace syntax; repeatable; FTRACE_ARGS)"},
 			&cli.GenericFlag{Name: "retval", Aliases: []string{"R"}, Value: &specList{}, Usage: "record return values: `SPEC` is FUNC@retval[/FMT] (repeatable; FTRACE_RETVAL)"},
@@ -218,7 +219,7 @@ func doRecord(c *cli.Context) error {
 		default:
 		}
 		// the program started may be a wrapper (env, a shell) of one that was traced
-		if summarise(c, out, cmd.proc.Pid, start) == 0 {
+		if summarise(c, out, path, cmd.proc.Pid, start) == 0 {
 			noTableHint(c.App.ErrWriter, path)
 		}
 	}
@@ -240,11 +241,15 @@ func withoutFtraceEnv(env []string) []string {
 
 // summarise tells where the trace went (or why there is none); it returns the events of
 // the trace (0 without one).
-func summarise(c *cli.Context, out string, pid int, start time.Time) (events uint64) {
+func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (events uint64) {
 	stderr := c.App.ErrWriter
 	d := time.Since(start)
 	path := strings.ReplaceAll(out, "%p", strconv.Itoa(pid))
+	others := otherTraces(out, pid, start)
 	defer func() {
+		if len(others) > 0 {
+			fmt.Fprintf(stderr, "ftrace: traces of other processes (%%p): %s\n", strings.Join(others, " "))
+		}
 		// Forked children write PATH.<pid>.
 		kids, _ := filepath.Glob(path + ".[0-9]*")
 		var names []string
@@ -304,6 +309,12 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) (events uin
 			} else if werr := unix.Access(dir, unix.W_OK); werr != nil {
 				// a read-only file system, or a directory of someone else's
 				fmt.Fprintf(stderr, "ftrace: no trace written to %s: cannot write in %s (%v); choose another with -o\n", path, dir, werr)
+			} else if len(others) > 0 {
+				// a wrapper (a shell) whose descendants were traced
+				fmt.Fprintf(stderr, "ftrace: no trace written to %s by the program itself (pid %d)\n", path, pid)
+			} else if table, rt, ok := buildState(prog); ok && !table && !rt {
+				fmt.Fprintf(stderr, "ftrace: no trace written to %s: %s was not built for ftkit (no call-site table, no runtime); "+
+					"build it with ftcc (docs/ftcc.md)\n", path, prog)
 			} else {
 				fmt.Fprintf(stderr, "ftrace: no trace written to %s (is the program linked with libftrt and built with ftlink?)\n", path)
 			}
@@ -312,16 +323,23 @@ func summarise(c *cli.Context, out string, pid int, start time.Time) (events uin
 		fmt.Fprintf(stderr, "ftrace: %v\n", err)
 		return
 	}
-	tr := st.Trace
-	fmt.Fprintf(stderr, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), events)
+	fmt.Fprintln(stderr, summaryLine(path, st.Trace, events, lostDepth, d))
+	return events
+}
+
+// summaryLine is record's last word on a trace of events recorded events (its threads'
+// events are not loaded: the counts come from the file's tables).
+func summaryLine(path string, tr *tracefile.Trace, events, lostDepth uint64, d time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), events)
 	if sum := tracefile.LostSummary(tr); sum.Lost > 0 {
-		fmt.Fprintf(stderr, ", %d lost (%s)", sum.Lost, pct(sum.Lost, sum.Lost+sum.Recorded))
+		fmt.Fprintf(&b, ", %d lost (%s)", sum.Lost, pct(sum.Lost, sum.Lost+events))
 	}
 	if lostDepth > 0 {
-		fmt.Fprintf(stderr, ", %d frames over depth", lostDepth)
+		fmt.Fprintf(&b, ", %d frames over depth", lostDepth)
 	}
-	fmt.Fprintf(stderr, " (%.2fs)\n", d.Seconds())
-	return events
+	fmt.Fprintf(&b, " (%.2fs)", d.Seconds())
+	return b.String()
 }
 
 func liveCommand() *cli.Command {
@@ -572,19 +590,55 @@ func trustedSocket(path string) error {
 // noTableHint says when the program has no call-site table (compiled with -pg -mfentry but
 // never run through recordmcount): the trace then holds none of its functions.
 func noTableHint(stderr io.Writer, prog string) {
-	f, err := elf.Open(prog)
-	if err != nil {
-		return // a script, or unreadable: nothing to say
-	}
-	defer f.Close()
-	if f.Section(mcountloc.TableSection) == nil {
+	table, rt, ok := buildState(prog)
+	switch {
+	case !ok || (!table && !rt):
+		// a script, unreadable, or a program not built for ftkit at all (said above, or a
+		// wrapper of traced programs)
+	case !table:
 		fmt.Fprintf(stderr, "ftrace: %s has no %s call-site table, so none of its functions is traced: "+
 			"run recordmcount on its objects (compiled with gcc -pg -mfentry) before linking, then ftlink it\n",
 			prog, mcountloc.TableSection)
-	} else if runtimeNote(prog) == 0 {
+	case !rt:
 		// call sites but not the runtime: ftcc links -static and -static-libstdc++
 		// programs so
 		fmt.Fprintf(stderr, "ftrace: %s has call sites but not the ftkit runtime (linked without libftrt.a, "+
 			"e.g. with -static or -static-libstdc++), so nothing of it is traced\n", prog)
 	}
+}
+
+// buildState tells whether prog has a call-site table and the ftkit runtime (ok: an ELF
+// file that could be read).
+func buildState(prog string) (table, rt, ok bool) {
+	f, err := elf.Open(prog)
+	if err != nil {
+		return false, false, false
+	}
+	table = f.Section(mcountloc.TableSection) != nil
+	f.Close()
+	return table, runtimeNote(prog) != 0, true
+}
+
+// otherTraces lists the traces of other processes an output pattern with %p was given
+// (the program's descendants: a shell's pipeline), written since start.
+func otherTraces(out string, pid int, start time.Time) []string {
+	if !strings.Contains(out, "%p") {
+		return nil
+	}
+	re, err := regexp.Compile("^" + strings.ReplaceAll(regexp.QuoteMeta(out), "%p", "([0-9]+)") + "$")
+	if err != nil {
+		return nil
+	}
+	cands, _ := filepath.Glob(strings.ReplaceAll(out, "%p", "[0-9]*"))
+	var names []string
+	for _, c := range cands {
+		m := re.FindStringSubmatch(c)
+		if m == nil || m[1] == strconv.Itoa(pid) {
+			continue
+		}
+		if st, err := os.Stat(c); err == nil && !st.ModTime().Before(start.Add(-time.Second)) {
+			names = append(names, c)
+		}
+	}
+	return names
 }

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+)
+
+// The summary's lost fraction is of the events the file's tables count: record reads no
+// event back (a trial showed "(100.0%)" for every trace with losses).
+func TestSummaryLine(t *testing.T) {
+	tr := &tracefile.Trace{Header: tracefile.Header{Version: tracefile.Version2}, Threads: []*tracefile.Thread{
+		{TID: 1, Lost: 10863425}, {TID: 2},
+	}}
+	for _, c := range []struct {
+		tr                *tracefile.Trace
+		events, lostDepth uint64
+		want              string
+	}{
+		{tr, 44135243, 0, "ftrace: t.dat: 2 threads, 44135243 events, 10863425 lost (19.8%) (1.50s)"},
+		{&tracefile.Trace{Threads: []*tracefile.Thread{{TID: 1}}}, 7, 3, "ftrace: t.dat: 1 threads, 7 events, 3 frames over depth (1.50s)"},
+	} {
+		if got := summaryLine("t.dat", c.tr, c.events, c.lostDepth, 1500*time.Millisecond); got != c.want {
+			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
+	}
+}
