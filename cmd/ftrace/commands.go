@@ -439,6 +439,9 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 		if th.Flags&tracefile.ThreadFull != 0 {
 			fl = append(fl, "full")
 		}
+		if th.OverwrittenBlocks > 0 {
+			fl = append(fl, fmt.Sprintf("%d-blocks-overwritten-by-ring", th.OverwrittenBlocks))
+		}
 		if th.MissingBlocks > 0 {
 			fl = append(fl, fmt.Sprintf("%d-blocks-missing", th.MissingBlocks))
 		}

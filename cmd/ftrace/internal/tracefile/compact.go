@@ -247,7 +247,12 @@ func (s *v2state) finish(st *Stream) {
 		sort.Slice(blocks, func(i, j int) bool { return blocks[i].seq < blocks[j].seq })
 		next := uint64(0)
 		for i, b := range blocks {
-			if b.seq != next && (i > 0 || b.flags&BlockRing == 0) {
+			switch {
+			case b.seq == next || (i == 0 && b.flags&BlockRing != 0):
+				// a ring's overwritten start is not missing
+			case b.flags&BlockRing != 0:
+				th.OverwrittenBlocks += b.seq - next // a ring switched on live
+			default:
 				th.MissingBlocks += b.seq - next
 			}
 			next = b.seq + 1

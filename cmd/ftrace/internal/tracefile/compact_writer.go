@@ -12,6 +12,9 @@ type WriteOptions struct {
 	// DropFirst leaves out each thread's first DropFirst blocks, as a flight-recorder
 	// ring that wrapped does (blocks are marked RING when it is set).
 	DropFirst int
+	// RingFrom, RingDrop: from block RingFrom on the blocks are marked RING and the first
+	// RingDrop of them left out, as a ring switched on live mid-trace leaves them.
+	RingFrom, RingDrop int
 	// Partial writes each block twice: first a PARTIAL prefix of half its events.
 	Partial bool
 	// More writes each block in three pieces, as the runtime's writer does with a block
@@ -189,11 +192,12 @@ func writeThreadV2(th *Thread, o WriteOptions, markers []string, chunk chunkFunc
 			}
 		}
 		var flags uint32
-		if o.DropFirst > 0 {
+		if o.DropFirst > 0 || (o.RingDrop > 0 && seq >= uint64(o.RingFrom)) {
 			flags |= BlockRing
 		}
 		switch {
 		case seq < uint64(o.DropFirst):
+		case o.RingDrop > 0 && seq >= uint64(o.RingFrom) && seq < uint64(o.RingFrom+o.RingDrop):
 		case o.More && cut[0].nev > 0:
 			emit(hdr, e.data[:cut[0].words], uint32(cut[0].nev), flags|BlockPartial)
 			more := func(from, to, nev int, flags uint32) {

@@ -140,6 +140,9 @@ type Thread struct {
 	// MissingBlocks counts event blocks of a version-2 stream that are not in the file
 	// (dropped, or overwritten in a ring after its first block in the file).
 	MissingBlocks uint64
+	// OverwrittenBlocks counts blocks a flight-recorder ring overwrote after the thread's
+	// first block in the file (the ring was switched on live): the gaps before ring blocks.
+	OverwrittenBlocks uint64
 	// N counts the call events read (calls, entries and exits of Events, or of those a
 	// Stream has decoded; not markers, stack traces or values).
 	N uint64
