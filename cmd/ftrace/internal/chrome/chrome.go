@@ -13,10 +13,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"io"
+	"math"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
@@ -45,11 +49,14 @@ type File struct {
 
 // writer emits the document's events one by one.
 type writer struct {
-	bw    *bufio.Writer
-	n     int
-	pid   int
-	start uint64
-	err   error
+	bw     *bufio.Writer
+	n      int
+	pid    int
+	start  uint64
+	err    error
+	buf    []byte
+	quoted map[string][]byte // JSON of the strings seen
+	source map[*symbolize.Func]string
 }
 
 func newWriter(w io.Writer, h *tracefile.Header, start uint64) (*writer, error) {
@@ -78,16 +85,95 @@ func (cw *writer) emit(e Event) {
 	if cw.err != nil {
 		return
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		cw.err = err
-		return
-	}
 	if cw.n > 0 {
-		cw.bw.WriteString(",\n")
+		cw.buf = append(cw.buf[:0], ",\n"...)
+	} else {
+		cw.buf = cw.buf[:0]
 	}
+	cw.buf = cw.appendEvent(cw.buf, &e)
 	cw.n++
-	_, cw.err = cw.bw.Write(b)
+	_, cw.err = cw.bw.Write(cw.buf)
+}
+
+// appendEvent appends e as json.Marshal writes it, without its reflection: names repeat,
+// so each string is escaped once (encoding/json took 3/4 of dump --chrome's time: 0.5M
+// events/s).
+func (cw *writer) appendEvent(b []byte, e *Event) []byte {
+	b = append(b, `{"name":`...)
+	b = cw.appendString(b, e.Name)
+	if e.Cat != "" {
+		b = append(b, `,"cat":`...)
+		b = cw.appendString(b, e.Cat)
+	}
+	b = append(b, `,"ph":`...)
+	b = cw.appendString(b, e.Ph)
+	b = append(b, `,"ts":`...)
+	b = appendFloat(b, e.TS)
+	if e.Dur != nil {
+		b = append(b, `,"dur":`...)
+		b = appendFloat(b, *e.Dur)
+	}
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(e.PID), 10)
+	b = append(b, `,"tid":`...)
+	b = strconv.AppendInt(b, int64(e.TID), 10)
+	if e.S != "" {
+		b = append(b, `,"s":`...)
+		b = cw.appendString(b, e.S)
+	}
+	if len(e.Args) > 0 {
+		keys := make([]string, 0, len(e.Args))
+		for k := range e.Args {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b = append(b, `,"args":{`...)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = cw.appendString(b, k)
+			b = append(b, ':')
+			b = cw.appendString(b, e.Args[k])
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string, escaped once per distinct string.
+func (cw *writer) appendString(b []byte, s string) []byte {
+	q, ok := cw.quoted[s]
+	if !ok {
+		if cw.quoted == nil || len(cw.quoted) > 1<<16 {
+			cw.quoted = map[string][]byte{}
+		}
+		q = appendJSONString(nil, s)
+		cw.quoted[s] = q
+	}
+	return append(b, q...)
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always marshals
+	return append(b, q...)
+}
+
+// appendFloat formats f as encoding/json does.
+func appendFloat(b []byte, f float64) []byte {
+	abs, format := math.Abs(f), byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 func (cw *writer) us(ts uint64) float64 {
@@ -150,7 +236,15 @@ func (p *printer) Marker(ts uint64, text string) {
 func (p *printer) Enter(fn *symbolize.Func, _ int, start uint64) {
 	e := Event{Name: fn.Name, Cat: "function", Ph: "B", TS: p.cw.us(start), PID: p.cw.pid, TID: p.tid}
 	if fn.File != "" {
-		e.Args = map[string]string{"source": fmt.Sprintf("%s:%d", fn.File, fn.Line)}
+		src, ok := p.cw.source[fn]
+		if !ok {
+			if p.cw.source == nil {
+				p.cw.source = map[*symbolize.Func]string{}
+			}
+			src = fmt.Sprintf("%s:%d", fn.File, fn.Line)
+			p.cw.source[fn] = src
+		}
+		e.Args = map[string]string{"source": src}
 	}
 	if p.args != nil {
 		if e.Args == nil {

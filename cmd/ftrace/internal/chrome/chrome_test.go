@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"testing"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
@@ -85,5 +86,34 @@ func TestWriteFunction(t *testing.T) {
 	}
 	if c := validate(t, b.Bytes()); c["i"] != 2 || c["B"] != 0 {
 		t.Errorf("counts %v", c)
+	}
+}
+
+// The writer's own encoder writes what encoding/json writes, on events of every shape.
+func TestAppendEventMatchesMarshal(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	strs := []string{"", "main", "ns::f<int>(char const*)", "a\"b\\c", "<tag>&", "\x00\x1f\u2028é", "operator<<"}
+	floats := []float64{0, 1, 0.001, 123456.789, 1e-7, 3e21, 1.5e-9, 42.125, 1e20}
+	cw := &writer{}
+	for i := 0; i < 2000; i++ {
+		e := Event{Name: strs[rng.Intn(len(strs))], Cat: strs[rng.Intn(2)], Ph: []string{"B", "E", "i", "M"}[rng.Intn(4)],
+			TS: floats[rng.Intn(len(floats))], PID: rng.Intn(1 << 20), TID: -rng.Intn(3), S: []string{"", "t"}[rng.Intn(2)]}
+		if rng.Intn(3) == 0 {
+			d := floats[rng.Intn(len(floats))]
+			e.Dur = &d
+		}
+		if n := rng.Intn(4); n > 0 {
+			e.Args = map[string]string{}
+			for k := 0; k < n; k++ {
+				e.Args[strs[rng.Intn(len(strs))]] = strs[rng.Intn(len(strs))]
+			}
+		}
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cw.appendEvent(nil, &e); string(got) != string(want) {
+			t.Fatalf("event %+v:\n got %s\nwant %s", e, got, want)
+		}
 	}
 }
