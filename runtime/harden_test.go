@@ -734,3 +734,34 @@ func TestTracerDiskReserve(t *testing.T) {
 		}
 	}
 }
+
+// Under a small open-file limit the runtime leaves the program every descriptor but the
+// trace file's: the control socket, on by default with a tracer, is not started (pigz
+// under ulimit -n 6 failed traced only); asked for (FTRACE_CONTROL=1) it is, and takes one.
+func TestTracerFewDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limits.c")
+	opened := func(env ...string) int {
+		t.Helper()
+		out, ws := trRunCmd(t, dir, prog, exec.Command("sh", "-c", "ulimit -n 16 && exec \"$0\" nofile", prog), env)
+		var f, k int
+		if _, err := fmt.Sscanf(out, "fib %d, opened %d\n", &f, &k); err != nil || ws.ExitStatus() != 0 || f != 46368 {
+			t.Fatalf("%v: output %q, status %v", env, out, ws)
+		}
+		return k
+	}
+	plain := opened()
+	for _, c := range []struct {
+		env  []string
+		want int
+	}{
+		{[]string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=f.dat"}, plain - 1},
+		{[]string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=g.dat"}, plain - 1},
+		{[]string{"FTRACE_TRACER=function", "FTRACE_CONTROL=1", "FTRACE_OUTPUT=c.dat"}, plain - 2},
+	} {
+		if got := opened(c.env...); got != c.want {
+			t.Errorf("%v: the program opened %d descriptors, %d untraced (want %d)", c.env, got, plain, c.want)
+		}
+	}
+	trCheckComplete(t, trRead(t, filepath.Join(dir, "g.dat")), 1)
+}

@@ -5,7 +5,8 @@
  * before doing its work, "closeall FILE" closes every descriptor above 2 as daemons do,
  * opens FILE and moves it onto every high number the runtime may use, then works and checks
  * FILE still holds only what it wrote ("keepall FILE": the same without closing or
- * moving anything); "plain" only works. It prints its result and
+ * moving anything); "nofile" works, then prints how many more descriptors it could open
+ * ("opened K": run it under a small ulimit -n); "plain" only works. It prints its result and
  * exits 0.
  */
 #include <stdio.h>
@@ -56,6 +57,15 @@ int main(int argc, char **argv)
 			return 3;
 		}
 		printf("fib %ld, file intact\n", half);
+		return 0;
+	}
+	if (!strcmp(how, "nofile")) {
+		long f = fib(24);
+		int k = 0;
+
+		while (open("/dev/null", O_RDONLY) >= 0)
+			k++;
+		printf("fib %ld, opened %d\n", f, k);
 		return 0;
 	}
 	printf("fib %ld\n", fib(24));

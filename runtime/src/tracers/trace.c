@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -1915,6 +1916,17 @@ static void note_secure(void)
 	}
 }
 
+/* A soft limit of open files below this leaves the default control socket unstarted. */
+#define FT_FEW_FDS	64
+
+static int few_descriptors(void)
+{
+	struct rlimit rl;
+
+	return !getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	       rl.rlim_cur < FT_FEW_FDS;
+}
+
 __attribute__((constructor(65535))) static void trace_init_env(void)
 {
 	const char *tracer = secure_getenv("FTRACE_TRACER");
@@ -1939,7 +1951,17 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 				tracer);
 			return;
 		}
-		cfg.control = cfg.control || !(control && !strcmp(control, "0"));
+		/*
+		 * On by default with a tracer, but not where descriptors are few: the socket
+		 * would take one the program needs (pigz under ulimit -n 6 failed traced
+		 * only); `ftrace live` can still start it (attach).
+		 */
+		if (!cfg.control && !(control && !strcmp(control, "0"))) {
+			if (few_descriptors())
+				ft_control_attach_init();
+			else
+				cfg.control = 1;
+		}
 	} else if (!cfg.control) {
 		const char *attach = secure_getenv("FTRACE_ATTACH");
 
