@@ -215,11 +215,13 @@ func TestCommands(t *testing.T) {
 		t.Errorf("clang: ran %q, want -pg -mfentry alone", b)
 	}
 	os.Unsetenv("FAKECC_CLANG")
-	// --ftrace-callops and FTCC_CALLOPS=1: the area before each function
+	// --ftrace-callops and FTCC_CALLOPS=1: the area before each function; ftcc's options
+	// before the compiler too (ftcc --ftrace-off=x g++ ... ran cc with g++ as an input)
 	for _, c := range []struct {
 		args []string
 		env  string
-	}{{[]string{cc, "--ftrace-callops", "-c", "a.c"}, ""}, {[]string{cc, "-c", "a.c"}, "1"}} {
+	}{{[]string{cc, "--ftrace-callops", "-c", "a.c"}, ""}, {[]string{cc, "-c", "a.c"}, "1"},
+		{[]string{"--ftrace-callops", "--ftrace-verbose", cc, "-c", "a.c"}, ""}} {
 		os.Remove(log)
 		t.Setenv("FTCC_CALLOPS", c.env)
 		if code := run(c.args, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {

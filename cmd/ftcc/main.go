@@ -69,16 +69,10 @@ func (w *wrapper) main(argv []string) (int, error) {
 		}
 		return 0, nil
 	}
-	// ftcc COMPILER ARGS..., or ftcc ARGS... (CC=ftcc) with $FTCC_CC, else cc
-	cc, rest := argv[0], argv[1:]
-	if strings.HasPrefix(cc, "-") || byExtension(cc) != langLinkInput || strings.HasSuffix(cc, ".o") {
-		cc, rest = os.Getenv("FTCC_CC"), argv
-		if cc == "" {
-			cc = "cc"
-		}
-	}
-	var args []string
-	for _, a := range rest {
+	// ftcc's own options, wherever they are (before the compiler too: ftcc --ftrace-off=x
+	// g++ ... ran cc with g++ as an input file)
+	var rest []string
+	for _, a := range argv {
 		switch {
 		case strings.HasPrefix(a, "--ftrace-off="):
 			w.off = append(w.off, splitGlobs(strings.TrimPrefix(a, "--ftrace-off="))...)
@@ -87,7 +81,19 @@ func (w *wrapper) main(argv []string) (int, error) {
 		case a == "--ftrace-callops":
 			w.callops = true
 		default:
-			args = append(args, a)
+			rest = append(rest, a)
+		}
+	}
+	if len(rest) == 0 {
+		fmt.Fprint(w.stderr, usage)
+		return 2, nil
+	}
+	// ftcc COMPILER ARGS..., or ftcc ARGS... (CC=ftcc) with $FTCC_CC, else cc
+	cc, args := rest[0], rest[1:]
+	if strings.HasPrefix(cc, "-") || byExtension(cc) != langLinkInput || strings.HasSuffix(cc, ".o") {
+		cc, args = os.Getenv("FTCC_CC"), rest
+		if cc == "" {
+			cc = "cc"
 		}
 	}
 	w.off = append(w.off, splitGlobs(os.Getenv("FTCC_OFF"))...)
@@ -111,6 +117,7 @@ func (w *wrapper) main(argv []string) (int, error) {
 
 const usage = `usage: ftcc COMPILER [ARGS...]    e.g. make CC="ftcc gcc" CXX="ftcc g++"
        ftcc [ARGS...]             the compiler is $FTCC_CC, else cc (make CC=ftcc)
+ftcc's own options (--ftrace-*) may go anywhere, before COMPILER too.
 
 Compiles C/C++ sources with -pg -mfentry (x86-64; aarch64: -fpatchable-function-entry=2,
 after COMPILER -dumpmachine) and records their call sites (recordmcount), links executables
