@@ -81,10 +81,37 @@ func (f *Formatter) Args(fn *symbolize.Func, v *tracefile.Values) string {
 // parameter list: "parse(buf=\"GET /\", len=5)".
 func WithArgs(fn *symbolize.Func, args string) string {
 	name := fn.Name
-	if i := strings.LastIndexByte(name, '('); i > 0 && strings.HasSuffix(strings.TrimSuffix(name, " const"), ")") && !strings.HasSuffix(name, "operator()") {
+	if i := paramList(name); i > 0 {
 		name = name[:i]
 	}
 	return name + "(" + args + ")"
+}
+
+// paramList is where a demangled name's parameter list begins (its "(" matching the last
+// ")", before qualifiers such as " const"), or -1: the list may hold parentheses of its
+// own, "add(TestCase* (*)())".
+func paramList(name string) int {
+	end := strings.LastIndexByte(name, ')')
+	if end < 0 || strings.HasSuffix(name, "operator()") {
+		return -1
+	}
+	switch strings.TrimSpace(name[end+1:]) {
+	case "", "const", "volatile", "const volatile", "&", "&&", "const &", "const &&":
+	default:
+		return -1
+	}
+	depth := 0
+	for i := end; i >= 0; i-- {
+		switch name[i] {
+		case ')':
+			depth++
+		case '(':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // Ret prints a return value.

@@ -32,3 +32,23 @@ func TestSpecValues(t *testing.T) {
 		}
 	}
 }
+
+// The values replace the parameter list, whatever parentheses it holds (a jsoncpp trial
+// showed add(TestCase* (*)(this=..., factory=...) for a function-pointer parameter).
+func TestWithArgs(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"parse", "parse(a=1)"},
+		{"parse(char const*, int)", "parse(a=1)"},
+		{"JsonTest::Runner::add(JsonTest::TestCase* (*)())", "JsonTest::Runner::add(a=1)"},
+		{"f(void (*)(int), int (&) [3])", "f(a=1)"},
+		{"S::get() const", "S::get(a=1)"},
+		{"S::take(std::string&&) &&", "S::take(a=1)"},
+		{"S::operator()(int)", "S::operator()(a=1)"},
+		{"S::operator()", "S::operator()(a=1)"},
+		{"g<(1>0)>(int)", "g<(1>0)>(a=1)"},
+	} {
+		if got := WithArgs(&symbolize.Func{Name: c.name}, "a=1"); got != c.want {
+			t.Errorf("%q: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
