@@ -294,6 +294,7 @@ type lineEntry struct {
 	end  uint64 // end of the row's sequence: the row covers nothing at or after it
 	file string
 	line int
+	stmt bool // a recommended breakpoint location (is_stmt)
 }
 
 func loadObject(path string, f *elf.File) (*object, error) {
@@ -383,7 +384,7 @@ func sectionSize(f *elf.File, name string) uint64 {
 	return 0
 }
 
-// readLines collects the statement rows of every line table, sorted by address. Every
+// readLines collects the rows of every line table, sorted by address. Every
 // entry and every row takes at least one byte of its section: the walks stop after that
 // many (corrupt debug info can make debug/dwarf's readers go round for ever).
 func readLines(d *dwarf.Data, infoSize, lineSize uint64) []lineEntry {
@@ -414,7 +415,7 @@ func readLines(d *dwarf.Data, infoSize, lineSize uint64) []lineEntry {
 				if le.File == nil {
 					continue
 				}
-				out = append(out, lineEntry{addr: le.Address, file: le.File.Name, line: le.Line})
+				out = append(out, lineEntry{addr: le.Address, file: le.File.Name, line: le.Line, stmt: le.IsStmt})
 			}
 			out = out[:seq] // rows of an unterminated sequence have no known end
 		}
@@ -424,16 +425,29 @@ func readLines(d *dwarf.Data, infoSize, lineSize uint64) []lineEntry {
 	return out
 }
 
-// line returns the first row at exactly addr whose sequence goes on past it (a sequence
-// may end where the next function begins, with a last row of no length there), else the
-// last row before it if its sequence covers addr (objects without DWARF linked with ones
-// that have it).
+// line returns the first statement row (else the first row) at exactly addr whose
+// sequence goes on past it (a sequence may end where the next function begins, with a
+// last row of no length there), else the last row before it if its sequence covers addr
+// (objects without DWARF linked with ones that have it).  A function's first row may name
+// an inlined header's line that is no statement (basic_string.h:234 for a jsoncpp reader
+// function, whose statement row there is json_reader.cpp:1439); the first statement row
+// is the function's own opening line (addr2line reports the last row, which may be a
+// line of its body).
 func (o *object) line(addr uint64) (lineEntry, bool) {
 	i := sort.Search(len(o.lines), func(i int) bool { return o.lines[i].addr >= addr })
+	first := -1
 	for k := i; k < len(o.lines) && o.lines[k].addr == addr; k++ {
 		if o.lines[k].end > addr {
-			return o.lines[k], true
+			if o.lines[k].stmt {
+				return o.lines[k], true
+			}
+			if first < 0 {
+				first = k
+			}
 		}
+	}
+	if first >= 0 {
+		return o.lines[first], true
 	}
 	if i > 0 && addr < o.lines[i-1].end {
 		return o.lines[i-1], true

@@ -313,3 +313,80 @@ func TestNotRegularFiles(t *testing.T) {
 		})
 	}
 }
+
+// A function's file:line is its first statement row: a first row naming an inlined
+// header's line that is no statement is passed over (a jsoncpp trial showed
+// basic_string.h:234 for a json_reader.cpp function). The rows are gcc's of that case.
+func TestLineFirstStatement(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.s"), []byte(stmtAsm), 0o644)
+	testenv.Run(t, dir, "gcc", "-o", "f", "f.s")
+	prog := filepath.Join(dir, "f")
+	s := New([]tracefile.Mapping{{Path: prog, Start: 0, End: 1 << 40}})
+	for name, want := range map[string]string{"f": "src.c:1439", "main": "src.c:2000"} {
+		addr, _ := symAddr(t, prog, name)
+		if fn := s.Lookup(addr); fn == nil || fmt.Sprintf("%s:%d", filepath.Base(fn.File), fn.Line) != want {
+			t.Errorf("%s: %+v, want %s", name, fn, want)
+		}
+	}
+}
+
+// stmtAsm: f's first row is hdr.h:234 (no statement), then src.c:1439 at the same address.
+const stmtAsm = `	.file	"src.c"
+	.text
+.Ltext0:
+	.file 1 "src.c"
+	.file 2 "hdr.h"
+	.globl	f
+	.type	f, @function
+f:
+	.loc 2 234 1 is_stmt 0
+	.loc 1 1439 1 is_stmt 1
+	movl	$1, %eax
+	.loc 1 1440 1
+	ret
+	.size	f, .-f
+	.globl	main
+	.type	main, @function
+main:
+	.loc 1 2000 1 is_stmt 1
+	call	f
+	xorl	%eax, %eax
+	ret
+	.size	main, .-main
+.Letext0:
+	.section	.debug_info,"",@progbits
+	.long	.Linfo_end - .Linfo_start
+.Linfo_start:
+	.value	0x5
+	.byte	0x1
+	.byte	0x8
+	.long	.Ldebug_abbrev0
+	.uleb128 0x1
+	.string	"src.c"
+	.quad	.Ltext0
+	.quad	.Letext0-.Ltext0
+	.long	.Ldebug_line0
+	.byte	0
+.Linfo_end:
+	.section	.debug_abbrev,"",@progbits
+.Ldebug_abbrev0:
+	.uleb128 0x1
+	.uleb128 0x11
+	.byte	0x1
+	.uleb128 0x3
+	.uleb128 0x8
+	.uleb128 0x11
+	.uleb128 0x1
+	.uleb128 0x12
+	.uleb128 0x7
+	.uleb128 0x10
+	.uleb128 0x17
+	.byte	0
+	.byte	0
+	.byte	0
+	.section	.debug_line,"",@progbits
+.Ldebug_line0:
+	.section	.note.GNU-stack,"",@progbits
+`
