@@ -373,9 +373,13 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 		fmt.Fprintf(w, "command:\t%s\n", strings.Join(h.Command, " "))
 	}
 	var flags []string
-	for i, n := range []string{"complete", "abnormal", "snapshot", "lost", "write-error"} {
+	for i, name := range []string{"complete", "abnormal", "snapshot", "lost", "write-error"} {
 		if h.Flags&(1<<i) != 0 {
-			flags = append(flags, n)
+			// the runtime's LOST covers frames over the depth limit too: named apart
+			if name == "lost" && n.lost == 0 && n.lostDepth > 0 {
+				name = "over-depth"
+			}
+			flags = append(flags, name)
 		}
 	}
 	if len(flags) == 0 {

@@ -315,6 +315,8 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 			} else if table, rt, ok := buildState(prog); ok && !table && !rt {
 				fmt.Fprintf(stderr, "ftrace: no trace written to %s: %s was not built for ftkit (no call-site table, no runtime); "+
 					"build it with ftcc (docs/ftcc.md)\n", path, prog)
+			} else if ok && table != rt {
+				fmt.Fprintf(stderr, "ftrace: no trace written to %s\n", path) // noTableHint says why
 			} else {
 				fmt.Fprintf(stderr, "ftrace: no trace written to %s (is the program linked with libftrt and built with ftlink?)\n", path)
 			}
