@@ -119,9 +119,22 @@ func TestPoke(t *testing.T) {
 		{"blocked-precow", []string{"FTRT_PRECOW=test"}, []string{"blocked", "200", "4"}, []string{"ok toggle: batches=200"}},
 		{"sync", nil, []string{"sync"}, []string{"ok sync idle", "ok sync signal taken", "ok sync churn", "sync stopped:", "ok sync callback:", "ok sync from a callback: -EDEADLK", "ok sync trampoline:", "ok sync callback-signals-blocked:"}},
 	}
+	// A full queue of real-time signals (RLIMIT_SIGPENDING, filled by rounds that leave one
+	// queued on the thread that blocks them): a thread the park signal cannot reach is not
+	// parked (it was counted as gone, and every batch written whole under it: SIGILL).
+	cases = append(cases, struct {
+		name string
+		env  []string
+		args []string
+		want []string
+	}{"blocked-precow-sigpending", []string{"FTRT_PRECOW=test"}, []string{"-c", `ulimit -i 8 && exec "$0" blocked 300 4`, prog}, []string{"ok toggle: batches=300"}})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out := runC(t, 2*time.Minute, c.env, prog, c.args...)
+			p := prog
+			if c.args[0] == "-c" {
+				p = "bash"
+			}
+			out := runC(t, 2*time.Minute, c.env, p, c.args...)
 			wantLines(t, out, c.want...)
 			if strings.Contains(out, "skip sync stopped") {
 				t.Log("the stopped-thread case was skipped: ptrace is not allowed here")

@@ -1425,7 +1425,8 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 	while (atomic_load(&trap_users))
 		sched_yield();
 out:
-	cow_merge(nfresh);
+	if (!err)
+		cow_merge(nfresh);	/* written: their copies are made */
 	mem_close();
 	pthread_mutex_unlock(&patch_lock);
 	return err;

@@ -695,6 +695,17 @@ static int send_sig(pid_t tid, int sig)
 	return syscall(SYS_tgkill, getpid(), tid, sig) ? -errno : 0;
 }
 
+/*
+ * A thread the round's signal could not be sent to: gone (ESRCH).  Any other error (EAGAIN:
+ * the user's queue of real-time signals is full, RLIMIT_SIGPENDING, after rounds that left
+ * one queued on a thread that blocks it) leaves it running: a park must not count it as
+ * parked (its sites would be written under it).  The other rounds keep their old rule.
+ */
+static int gone(int err, int check)
+{
+	return err == -ESRCH || check != CHECK_PARK;
+}
+
 static long elapsed_us(const struct timespec *since)
 {
 	struct timespec now;
@@ -931,6 +942,10 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 		return err;
 	if (!r.n) {
 		free(r.slots);
+		if (check == CHECK_PARK) {
+			park_slots = NULL;
+			park_nslots = 0;
+		}
 		return 0;
 	}
 	if (check == CHECK_ALL || check == CHECK_RETIRED) {
@@ -956,8 +971,9 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 		}
 		if (!sync_sig)
 			continue;	/* no signal to sample with: /proc below */
-		if (send_sig(s->tid, sync_sig))
-			atomic_store(&s->state, SLOT_OUT);	/* gone */
+		if ((err = send_sig(s->tid, sync_sig)) && gone(err, check))
+			atomic_store(&s->state, SLOT_OUT);
+		err = 0;
 	}
 	for (polls = 0;;) {
 		int done = 1, resent = 0;
@@ -989,8 +1005,9 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 				/* Seen inside: look again later (it costs the thread a wake-up). */
 				atomic_store(&s->state, SLOT_PENDING);
 				clock_gettime(CLOCK_MONOTONIC, &s->since);
-				if (sync_sig && send_sig(s->tid, sync_sig))
+				if (sync_sig && (err = send_sig(s->tid, sync_sig)) && gone(err, check))
 					atomic_store(&s->state, SLOT_OUT);
+				err = 0;
 				resent = 1;
 				continue;
 			}
@@ -1196,6 +1213,7 @@ void ftrt_sync_unpark(void)
 	syscall(SYS_futex, (unsigned *)&park_gate, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	free(park_slots);
 	park_slots = NULL;
+	park_nslots = 0;
 }
 
 /* ---- threads publish their counter ------------------------------------------------------ */
