@@ -1622,47 +1622,22 @@ static int cell_after_patch(const struct ftrt_object *o, const struct ftrt_rec *
 	return rec_calls_callops(o, r) == 2 && callops_kind(o, t) == 1;
 }
 
-/* The cells cells_switch changes: their old values, for its undo (before any changes). */
-static int cells_save(size_t n, int any)
-{
-	struct ftrt_object *o;
-	size_t k = 0, i;
-	long v;
-
-	if (!any)
-		return 0;
-	if (batch_grow((void **)&batch_oi, &cap_oi, n, sizeof(*batch_oi)))
-		return -ENOMEM;
-	for (o = objects; o; o = o->next) {
-		for (i = o->dirty_lo; i < o->dirty_end; i++) {
-			struct ftrt_rec *r = &o->recs[i];
-
-			if (!(r->flags & REC_DIRTY))
-				continue;
-			if (batch_cell(k) && (r->flags & REC_SLOT) && !(r->flags & REC_REFUSED) &&
-			    !cell_after_patch(o, r, batch_tgt(k))) {
-				if ((v = val_intern(0, *rec_cell(r))) < 0)
-					return (int)v;
-				batch_oi[k] = (uint32_t)v;
-			}
-			k++;
-		}
-	}
-	return 0;
-}
-
 /*
  * The cells of the dirty CALL_OPS sites get their new ops before the sites are patched (a
  * site already calling a CALL_OPS caller switches right here), except those moving to the
  * full caller from the lean one (after the patch, in patch_dirty); undo puts the old values
  * back.  After the patch, the sites that no longer call one get the stub (done: a thread
  * that called before the patch then runs nothing or the old ops, whose callbacks the
- * unregister's grace period waits for).
+ * unregister's grace period waits for).  CELLS_SAVE, before any change, keeps the old
+ * values for the undo (it may fail: -ENOMEM).
  */
-static void cells_switch(int undo)
+enum { CELLS_SAVE, CELLS_SWITCH, CELLS_UNDO };
+
+static int cells_walk(int mode)
 {
 	struct ftrt_object *o;
 	size_t k = 0, i;
+	long v;
 
 	for (o = objects; o; o = o->next) {
 		for (i = o->dirty_lo; i < o->dirty_end; i++) {
@@ -1674,11 +1649,19 @@ static void cells_switch(int undo)
 			    !cell_after_patch(o, r, batch_tgt(k))) {
 				uintptr_t *cell = rec_cell(r);
 
-				cell_put(cell, undo ? batch_val[batch_oi[k]].cell : batch_cell(k));
+				if (mode == CELLS_SAVE) {
+					if ((v = val_intern(0, *cell)) < 0)
+						return (int)v;
+					batch_oi[k] = (uint32_t)v;
+				} else {
+					cell_put(cell, mode == CELLS_UNDO ? batch_val[batch_oi[k]].cell :
+									 batch_cell(k));
+				}
 			}
 			k++;
 		}
 	}
+	return 0;
 }
 
 /* Patch every dirty record to its target (targets first, so a failure leaves nothing half done). */
@@ -1715,16 +1698,21 @@ static int patch_dirty(void)
 			k++;
 		}
 	}
-	if ((ret = write_slots(n)) || (ret = cells_save(n, cells)))
+	if ((ret = write_slots(n)))
 		goto out;
-	cells_switch(0);
+	if (cells && (batch_grow((void **)&batch_oi, &cap_oi, n, sizeof(*batch_oi)) ||
+		      (ret = cells_walk(CELLS_SAVE)))) {
+		ret = ret ? ret : -ENOMEM;
+		goto out;
+	}
+	cells_walk(CELLS_SWITCH);
 	ret = patch_chunks(n, 0, &done);
 	if (ret) {
 		/* put the chunks already written back as the records say */
 		if (done && patch_chunks(done, 1, &undone))
 			ftrt_warn("ftkit: undoing a failed update failed: some sites are left "
 				  "calling what the update wanted");
-		cells_switch(1);
+		cells_walk(CELLS_UNDO);
 		goto out;
 	}
 	/* the records follow the bytes */

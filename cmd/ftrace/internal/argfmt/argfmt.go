@@ -87,9 +87,8 @@ func WithArgs(fn *symbolize.Func, args string) string {
 	return name + "(" + args + ")"
 }
 
-// paramList is where a demangled name's parameter list begins (its "(" matching the last
-// ")", before qualifiers such as " const"), or -1: the list may hold parentheses of its
-// own, "add(TestCase* (*)())".
+// paramList is where a demangled name's parameter list begins, if the name ends with it
+// (or with qualifiers such as " const"): -1 otherwise.
 func paramList(name string) int {
 	end := strings.LastIndexByte(name, ')')
 	if end < 0 || strings.HasSuffix(name, "operator()") {
@@ -97,19 +96,7 @@ func paramList(name string) int {
 	}
 	switch strings.TrimSpace(name[end+1:]) {
 	case "", "const", "volatile", "const volatile", "&", "&&", "const &", "const &&":
-	default:
-		return -1
-	}
-	depth := 0
-	for i := end; i >= 0; i-- {
-		switch name[i] {
-		case ')':
-			depth++
-		case '(':
-			if depth--; depth == 0 {
-				return i
-			}
-		}
+		return symbolize.ParamList(name)
 	}
 	return -1
 }

@@ -3,7 +3,6 @@ package filter
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
@@ -177,24 +176,8 @@ func (g *Glob) MatchFunc(fn *symbolize.Func) bool {
 
 // shortName cuts a demangled name's parameter list (and what follows it: const, &&).
 func shortName(name string) string {
-	end := strings.LastIndexByte(name, ')')
-	if end < 0 {
-		return name
-	}
-	depth := 0
-	for i := end; i >= 0; i-- {
-		switch name[i] {
-		case ')':
-			depth++
-		case '(':
-			depth--
-			if depth == 0 {
-				if i == 0 {
-					return name
-				}
-				return name[:i]
-			}
-		}
+	if i := symbolize.ParamList(name); i > 0 {
+		return name[:i]
 	}
 	return name
 }

@@ -455,5 +455,23 @@ func (o *object) line(addr uint64) (lineEntry, bool) {
 	return lineEntry{}, false
 }
 
+// ParamList is where a demangled name's parameter list begins: the "(" matching its last
+// ")", whatever parentheses the list holds ("add(TestCase* (*)())"); -1 without one.
+func ParamList(name string) int {
+	end := strings.LastIndexByte(name, ')')
+	depth := 0
+	for i := end; i >= 0; i-- {
+		switch name[i] {
+		case ')':
+			depth++
+		case '(':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
 // ShortFile returns the base name of a source path, for compact output.
 func ShortFile(p string) string { return filepath.Base(p) }
