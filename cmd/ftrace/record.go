@@ -631,7 +631,8 @@ func otherTraces(out string, pid int, start time.Time) []string {
 	if err != nil {
 		return nil
 	}
-	cands, _ := filepath.Glob(strings.ReplaceAll(out, "%p", "[0-9]*"))
+	esc := strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(out)
+	cands, _ := filepath.Glob(strings.ReplaceAll(esc, "%p", "[0-9]*"))
 	var names []string
 	for _, c := range cands {
 		m := re.FindStringSubmatch(c)
