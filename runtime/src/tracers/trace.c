@@ -326,14 +326,43 @@ static inline const struct ft_argplan *args_entry(struct ft_thread *t, unsigned 
 }
 
 /*
- * The return value of the call whose frame is f, as its entry's plan says (found then: no
- * second lookup; plans are never freed).  Not once the values are off.
+ * The graph tracer's ENTRY of ip at ts with the call's arguments, if it has a plan: one
+ * short record and the entry where they fit, else the long record and the entry (which
+ * may take a new block; none: t->blk is NULL).  The plan.
  */
-static inline void args_exit(struct ft_thread *t, const struct ft_rframe *f, uint64_t ts,
-			     const struct ftrace_ret_regs *rr)
+static inline const struct ft_argplan *args_entry_ev(struct ft_thread *t, unsigned long ip,
+						     uint64_t ts, const struct ftrace_regs *fregs)
 {
-	if (f->plan && __atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))
+	const struct ft_argplan *p = ft_args_find(ip);
+
+	if (!(p && ft_args_entry_next(t, p, ip, ts, fregs))) {
+		if (p)
+			ft_args_entry(t, p, ts, fregs);
+		ft_ev_entry(t, ip, ts);
+	}
+	return p;
+}
+
+/*
+ * The graph tracer's exit (type) at ts of the call whose frame is f, with its return value
+ * as its entry's plan says (found then: no second lookup; plans are never freed), not once
+ * the values are off: one short record and the exit where they fit, else the long record
+ * and the exit.
+ */
+static inline void args_exit_ev(struct ft_thread *t, const struct ft_rframe *f, uint64_t ts,
+				const struct ftrace_ret_regs *rr, uint32_t type)
+{
+	int values = rr && f->plan && __atomic_load_n(&ft_argtab, __ATOMIC_RELAXED);
+
+	if (values && type == FTKIT_EV_EXIT && ft_args_exit_next(t, f->plan, ts, rr))
+		return;
+	if (values)
 		ft_args_exit(t, f->plan, ts, rr);
+	/* a block started by this exit has the frame in its header (the caller pops it after) */
+	if (unlikely(t->need_depth))
+		ft_ev_slow(t, type, 0, 0, ts);
+	else
+		ft_ev_exit(t, type, ts);
 }
 
 /* Everything trace_func does not do inline. */
@@ -435,15 +464,14 @@ static __attribute__((noinline)) void pend_flush(struct ft_thread *t)
 	while (t->npend) {
 		struct ft_rframe *f = &t->rs[t->open];
 
-		if (f->vwords && ft_args_staged_next(t, f->plan, t->pv + f->vat, f->vwords, f->vn,
-						     f->ip, f->ts)) {
-			t->open++;	/* the values and the entry, in one short record */
-			t->npend--;
-			continue;
+		/* the values and the entry: one short record where they fit */
+		if (!(f->vwords && ft_args_staged_next(t, f->plan, t->pv + f->vat, f->vwords,
+						       f->vn, f->ip, f->ts))) {
+			if (f->vwords)
+				ft_ev_ext(t, FTKIT_EXT_ARGS, f->vn, f->ts, t->pv + f->vat,
+					  f->vwords * 4u);
+			ft_ev_entry(t, f->ip, f->ts);
 		}
-		if (f->vwords)
-			ft_ev_ext(t, FTKIT_EXT_ARGS, f->vn, f->ts, t->pv + f->vat, f->vwords * 4u);
-		ft_ev_entry(t, f->ip, f->ts);
 		if (unlikely(!t->blk)) {
 			/* dropped (no free block, counted): its exit, and the entries and exits
 			   of the frames waiting inside it, find no recorded frame */
@@ -545,18 +573,13 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	}
 	const struct ft_argplan *plan = NULL;
 
-	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)) &&
-	    (plan = ft_args_find(e->func)) &&
-	    ft_args_entry_next(t, plan, e->func, e->calltime, e->fregs)) {
-		;	/* the values and the entry, in one short record */
-	} else {
-		if (plan)
-			ft_args_entry(t, plan, e->calltime, e->fregs);
+	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
+		plan = args_entry_ev(t, e->func, e->calltime, e->fregs);
+	else
 		ft_ev_entry(t, e->func, e->calltime);
-		if (unlikely(!t->blk)) {
-			ft_ev_lost_n(t, 1);	/* dropped (no free block): nor is its exit recorded */
-			return 0;
-		}
+	if (unlikely(!t->blk)) {
+		ft_ev_lost_n(t, 1);	/* dropped (no free block): nor is its exit recorded */
+		return 0;
 	}
 	t->rs[t->open].ip = e->func;
 	t->rs[t->open].ts = e->calltime;
@@ -603,21 +626,8 @@ static void trace_graph_ret(struct ftrace_graph_ret *e, struct fgraph_ops *gops)
 		if (!t->open || t->rs[t->open - 1].depth != e->depth)
 			return;
 	}
-	if (e->ret_regs && !(e->flags & FGRAPH_RET_UNWOUND) && t->rs[t->open - 1].plan &&
-	    __atomic_load_n(&ft_argtab, __ATOMIC_RELAXED) &&
-	    ft_args_exit_next(t, t->rs[t->open - 1].plan, e->rettime, e->ret_regs)) {
-		t->open--;	/* the value and the exit, in one short record */
-		return;
-	}
-	if (e->ret_regs)
-		args_exit(t, &t->rs[t->open - 1], e->rettime, e->ret_regs);
-	/* popped after: a block started by this exit has the frame in its header */
-	if (unlikely(t->need_depth))
-		ft_ev_slow(t, (e->flags & FGRAPH_RET_UNWOUND) ? FTKIT_EV_EXIT_UNWOUND : FTKIT_EV_EXIT,
-			   0, 0, e->rettime);
-	else
-		ft_ev_exit(t, (e->flags & FGRAPH_RET_UNWOUND) ? FTKIT_EV_EXIT_UNWOUND : FTKIT_EV_EXIT,
-			   e->rettime);
+	args_exit_ev(t, &t->rs[t->open - 1], e->rettime, e->ret_regs,
+		     (e->flags & FGRAPH_RET_UNWOUND) ? FTKIT_EV_EXIT_UNWOUND : FTKIT_EV_EXIT);
 	t->open--;
 }
 
@@ -630,10 +640,11 @@ static struct fgraph_ops trace_gops = {
 /*
  * The common call and return, fused with fgraph's (fgraph_fast.h): a recording thread,
  * the cycle counter, no list, depth limit or time filter, no frame pending or stale, the
- * event fitting its block (or, with arguments asked for, any event: their records come
- * first and may move to a new block, as in trace_graph_ent/ret).  They do what fgraph_entry + trace_graph_ent
- * and fgraph_return + trace_graph_ret do for such a call, in one function each with
- * no call (bench/RESULTS.md); anything else goes the generic way before a thing changes.
+ * event fitting its block (or, with arguments asked for, any event: args_entry_ev and
+ * args_exit_ev may move to a new block, as in trace_graph_ent/ret).  They do what
+ * fgraph_entry + trace_graph_ent and fgraph_return + trace_graph_ret do for such a call,
+ * in one function each (bench/RESULTS.md); anything else goes the generic way before a
+ * thing changes.
  */
 static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long parent_ip,
 					       struct ftrace_ops *op, struct ftrace_regs *fregs)
@@ -656,16 +667,9 @@ static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long p
 		barrier();
 		ts = ftrt_arch_cycles();
 		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
-			/* as trace_graph_ent: the values, then the entry, which may take a new
+			/* as trace_graph_ent: the values and the entry, which may take a new
 			   block; no block: dropped (counted), and its return not hooked */
-			plan = ft_args_find(ip);
-			if (likely(plan && ft_args_entry_next(t, plan, ip, ts, fregs))) {
-				ok = 1;	/* both in one short record and the entry */
-				goto entered;
-			}
-			if (plan)
-				ft_args_entry(t, plan, ts, fregs);
-			ft_ev_entry(t, ip, ts);
+			plan = args_entry_ev(t, ip, ts, fregs);
 			if (unlikely(!t->blk)) {
 				ft_ev_lost_n(t, 1);
 				barrier();
@@ -676,7 +680,6 @@ static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long p
 		} else {
 			ok = ft_ev_entry_fast(t, ip, ts);
 		}
-entered:
 		if (likely(ok)) {
 			struct ft_rframe *r = &t->rs[t->open];
 
@@ -728,17 +731,8 @@ static unsigned long trace_graph_return_fast(unsigned long sp, const struct ftra
 		barrier();
 		ts = ftrt_arch_cycles();
 		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
-			/* as trace_graph_ret: the value, then the exit (a new block if need be) */
-			const struct ft_argplan *plan = t->rs[t->open - 1].plan;
-
-			/* the usual case: one short record and the exit */
-			if (!(plan && ft_args_exit_next(t, plan, ts, rr))) {
-				args_exit(t, &t->rs[t->open - 1], ts, rr);
-				if (unlikely(t->need_depth))
-					ft_ev_slow(t, FTKIT_EV_EXIT, 0, 0, ts);
-				else
-					ft_ev_exit(t, FTKIT_EV_EXIT, ts);
-			}
+			/* as trace_graph_ret: the value and the exit (a new block if need be) */
+			args_exit_ev(t, &t->rs[t->open - 1], ts, rr, FTKIT_EV_EXIT);
 			ok = 1;
 		} else {
 			ok = ft_ev_exit_fast(t, FTKIT_EV_EXIT, ts);
