@@ -1308,6 +1308,16 @@ static size_t val_slot(uintptr_t tgt, uintptr_t cell)
 	return (size_t)(h >> 32) & vhash_mask;
 }
 
+/* Enter batch_val[i] in the hash (which has a free slot). */
+static void val_hash_put(size_t i)
+{
+	size_t j = val_slot(batch_val[i].tgt, batch_val[i].cell);
+
+	while (batch_vhash[j])
+		j = (j + 1) & vhash_mask;
+	batch_vhash[j] = (uint32_t)i + 1;
+}
+
 /* The index of (tgt, cell) in batch_val, added if new; -ENOMEM. */
 static long val_intern(uintptr_t tgt, uintptr_t cell)
 {
@@ -1338,18 +1348,11 @@ static long val_intern(uintptr_t tgt, uintptr_t cell)
 		free(batch_vhash);
 		batch_vhash = nh;
 		vhash_mask = c * 2 - 1;
-		for (i = 0; i < nval; i++) {
-			size_t j = val_slot(batch_val[i].tgt, batch_val[i].cell);
-
-			while (batch_vhash[j])
-				j = (j + 1) & vhash_mask;
-			batch_vhash[j] = (uint32_t)i + 1;
-		}
+		for (i = 0; i < nval; i++)
+			val_hash_put(i);
 	}
 	batch_val[nval] = (struct batch_val){ tgt, cell };
-	for (i = val_slot(tgt, cell); batch_vhash[i]; i = (i + 1) & vhash_mask)
-		;
-	batch_vhash[i] = (uint32_t)nval + 1;
+	val_hash_put(nval);
 	return (long)nval++;
 }
 
@@ -1700,11 +1703,12 @@ static int patch_dirty(void)
 	}
 	if ((ret = write_slots(n)))
 		goto out;
-	if (cells && (batch_grow((void **)&batch_oi, &cap_oi, n, sizeof(*batch_oi)) ||
-		      (ret = cells_walk(CELLS_SAVE)))) {
-		ret = ret ? ret : -ENOMEM;
+	if (cells && batch_grow((void **)&batch_oi, &cap_oi, n, sizeof(*batch_oi))) {
+		ret = -ENOMEM;
 		goto out;
 	}
+	if (cells && (ret = cells_walk(CELLS_SAVE)))
+		goto out;
 	cells_walk(CELLS_SWITCH);
 	ret = patch_chunks(n, 0, &done);
 	if (ret) {

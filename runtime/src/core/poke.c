@@ -877,7 +877,7 @@ static int park_pays(size_t nf)
 	int mode = precow_mode();
 
 	return method == M_PROCMEM && mode && nf >= (mode == 2 ? 1 : PRECOW_MIN) && mem_same() &&
-	       (mode == 2 || !park_backoff()) && !only_thread();
+	       (mode == 2 || !park_backoff());
 }
 
 /* The fresh pages (written now) join cow_pages. */
@@ -912,7 +912,7 @@ static void precow(size_t nf)
 	size_t i;
 	int err;
 
-	if (!park_pays(nf))
+	if (!park_pays(nf) || only_thread())
 		return;
 	err = ftrt_sync_park(2000);
 	if (err)
@@ -1122,9 +1122,9 @@ static long first_park_us(void)
  * Their first writes are copies of the pages, each shooting down the TLB of the CPUs that
  * run the other threads (an IPI, a VM exit on a virtual machine) unless those threads are
  * parked.  Parked, the sites are also written whole: one pass and one serialisation where
- * the breakpoint protocol takes three.  A first enable of 300k
- * sites: bench/RESULTS.md.  A thread that does not park within 2 ms leaves the batch to
- * the breakpoint protocol (and parking is not tried again for a while).
+ * the breakpoint protocol takes three (a first enable of 300k sites: bench/RESULTS.md).
+ * A thread that does not park within 2 ms leaves the batch to the breakpoint protocol
+ * (and parking is not tried again for a while).  Alone in the process, nothing is parked.
  */
 static int apply(size_t nw, int parked)
 {
@@ -1377,9 +1377,8 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 	}
 
 	nfresh = method == M_PROCMEM ? fresh_pages(n) : 0;
-	if (FTRT_ARCH_SITE_ATOMIC)
-		precow(nfresh);
 	if (FTRT_ARCH_SITE_ATOMIC) {
+		precow(nfresh);
 		/* one store per site: no breakpoint, no trap handler */
 		if (method == M_MPROTECT)
 			err = protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC);

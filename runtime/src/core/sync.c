@@ -696,14 +696,17 @@ static int send_sig(pid_t tid, int sig)
 }
 
 /*
- * A thread the round's signal could not be sent to: gone (ESRCH).  Any other error (EAGAIN:
- * the user's queue of real-time signals is full, RLIMIT_SIGPENDING, after rounds that left
- * one queued on a thread that blocks it) leaves it running: a park must not count it as
- * parked (its sites would be written under it).  The other rounds keep their old rule.
+ * Send the round's signal to tid; 0: count the thread as gone.  It is gone when no thread
+ * has the number (ESRCH).  Any other error (EAGAIN: the user's queue of real-time signals
+ * is full, RLIMIT_SIGPENDING, after rounds that left one queued on a thread that blocks
+ * it) leaves it running: a park must not count it as parked (its sites would be written
+ * under it).  The other rounds keep their old rule (any error: gone).
  */
-static int gone(int err, int check)
+static int sent(pid_t tid, int check)
 {
-	return err == -ESRCH || check != CHECK_PARK;
+	int err = send_sig(tid, sync_sig);
+
+	return !err || (err != -ESRCH && check == CHECK_PARK);
 }
 
 static long elapsed_us(const struct timespec *since)
@@ -971,9 +974,8 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 		}
 		if (!sync_sig)
 			continue;	/* no signal to sample with: /proc below */
-		if ((err = send_sig(s->tid, sync_sig)) && gone(err, check))
+		if (!sent(s->tid, check))
 			atomic_store(&s->state, SLOT_OUT);
-		err = 0;
 	}
 	for (polls = 0;;) {
 		int done = 1, resent = 0;
@@ -1005,9 +1007,8 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 				/* Seen inside: look again later (it costs the thread a wake-up). */
 				atomic_store(&s->state, SLOT_PENDING);
 				clock_gettime(CLOCK_MONOTONIC, &s->since);
-				if (sync_sig && (err = send_sig(s->tid, sync_sig)) && gone(err, check))
+				if (sync_sig && !sent(s->tid, check))
 					atomic_store(&s->state, SLOT_OUT);
-				err = 0;
 				resent = 1;
 				continue;
 			}
@@ -1146,14 +1147,6 @@ int ftrt_sync_retired(long limit_us)
 }
 
 /*
- * Park every other thread in the signal handler (waiting in futex, off its CPU) for at most
- * limit_us of asking; threads that do not answer by then run on.  Until ftrt_sync_unpark(),
- * the caller must take no lock and call nothing a parked thread may be in the middle of
- * (malloc, stdio): it only writes code.  The round itself frees nothing and takes no lock
- * once the signals are out (its slots are freed at the unpark).  0, -EAGAIN (some did not
- * answer), -errno (none parked: no signal to send).
- */
-/*
  * Once every listed thread answered: is any thread of the process not among them?  One
  * that a parked thread was creating as the round listed them (its clone had not returned)
  * runs on.  Threads that are parked create none, so a list that shows no other one is
@@ -1193,6 +1186,15 @@ static int park_complete(void)
 	return err;
 }
 
+/*
+ * Park every other thread in the signal handler (waiting in futex, off its CPU) for at most
+ * limit_us of asking; threads that do not answer by then run on.  Until ftrt_sync_unpark(),
+ * the caller must take no lock and call nothing a parked thread may be in the middle of
+ * (malloc, stdio): it only writes code.  The round itself frees nothing and takes no lock
+ * once the signals are out (its slots are freed at the unpark).  0, -EAGAIN (some did not
+ * answer, or a thread not listed runs: park_complete), -errno (none parked: no signal to
+ * send).
+ */
 int ftrt_sync_park(long limit_us)
 {
 	int err;
