@@ -439,16 +439,7 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 				}
 			} else {
 				f := open[len(open)-1]
-				if vs != nil && vs.next != nil {
-					if v, ok := vs.takeNext(ts, true, conv); ok {
-						evs = append(evs, v)
-					}
-				}
-				if vs != nil && len(vs.pend) > 0 {
-					if v, ok := vs.take(f.ip, ts, true, conv); ok {
-						evs = append(evs, v)
-					}
-				}
+				evs = vs.before(evs, f.ip, ts, true, conv)
 				open = open[:len(open)-1]
 				ev.IP, ev.Parent, ev.Depth = f.ip, conv(f.ts), int32(len(open))
 			}
@@ -461,16 +452,7 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			ts += uint64(w0 >> 3)
 			ip := ipHi | uint64(w1)
-			if vs != nil && vs.next != nil {
-				if v, ok := vs.takeNext(ts, false, conv); ok {
-					evs = append(evs, v)
-				}
-			}
-			if vs != nil && len(vs.pend) > 0 {
-				if v, ok := vs.take(ip, ts, false, conv); ok {
-					evs = append(evs, v)
-				}
-			}
+			evs = vs.before(evs, ip, ts, false, conv)
 			evs = append(evs, Event{Kind: Entry, TS: conv(ts), IP: ip, Depth: int32(len(open))})
 			open = append(open, frame{ip: ip, ts: ts})
 			i += 2
@@ -481,16 +463,7 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			w1, _ := word(i + 1)
 			ts += uint64(w0 >> 3)
-			if vs != nil && vs.next != nil {
-				if v, ok := vs.takeNext(ts, false, conv); ok {
-					evs = append(evs, v)
-				}
-			}
-			if vs != nil && len(vs.pend) > 0 {
-				if v, ok := vs.take(ipHi|uint64(w1), ts, false, conv); ok {
-					evs = append(evs, v)
-				}
-			}
+			evs = vs.before(evs, ipHi|uint64(w1), ts, false, conv)
 			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: ipHi | uint64(w1), Parent: parentHi | uint64(w2)})
 			i += 3
 		case evFuncNear:
@@ -500,16 +473,7 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			ts += uint64(w0 >> 3 & (1<<nearDeltaBits - 1))
 			ip := ipHi | uint64(w1)
-			if vs != nil && vs.next != nil {
-				if v, ok := vs.takeNext(ts, false, conv); ok {
-					evs = append(evs, v)
-				}
-			}
-			if vs != nil && len(vs.pend) > 0 {
-				if v, ok := vs.take(ip, ts, false, conv); ok {
-					evs = append(evs, v)
-				}
-			}
+			evs = vs.before(evs, ip, ts, false, conv)
 			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: ip, Parent: ip + uint64(int64(int16(w0>>16)))})
 			i += 2
 		default:

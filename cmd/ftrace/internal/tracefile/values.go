@@ -153,6 +153,25 @@ func (vs *valState) takeNext(ts uint64, ret bool, conv func(uint64) uint64) (Eve
 	return Event{Kind: ValuesKind, TS: conv(ts), IP: vs.add(v), Depth: -1}, true
 }
 
+// before appends to evs the values of the event at (ip, ts) of kind ret: a short record
+// right before it, a long one recorded for it, or both; vs may be nil (values not read).
+func (vs *valState) before(evs []Event, ip, ts uint64, ret bool, conv func(uint64) uint64) []Event {
+	if vs == nil {
+		return evs
+	}
+	if vs.next != nil {
+		if v, ok := vs.takeNext(ts, ret, conv); ok {
+			evs = append(evs, v)
+		}
+	}
+	if len(vs.pend) > 0 {
+		if v, ok := vs.take(ip, ts, ret, conv); ok {
+			evs = append(evs, v)
+		}
+	}
+	return evs
+}
+
 // take returns the event for the record of the event at (ip, ts) of kind ret, if any.
 func (vs *valState) take(ip uint64, ts uint64, ret bool, conv func(uint64) uint64) (Event, bool) {
 	for k := len(vs.pend) - 1; k >= 0; k-- {
