@@ -41,6 +41,11 @@ func runtimeNote(path string) int {
 		return 0
 	}
 	defer f.Close()
+	return fileRuntimeNote(f)
+}
+
+// fileRuntimeNote is runtimeNote of an open ELF file.
+func fileRuntimeNote(f *elf.File) int {
 	desc, err := symbolize.Note(f, "ftkit", attachNoteType)
 	if err != nil || len(desc) != 4 {
 		return 0

@@ -251,26 +251,14 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 			fmt.Fprintf(stderr, "ftrace: traces of other processes (%%p): %s\n", strings.Join(others, " "))
 		}
 		// Forked children write PATH.<pid>.
-		kids, _ := filepath.Glob(path + ".[0-9]*")
-		var names []string
-		for _, k := range kids {
-			st, err := os.Stat(k)
-			if _, nerr := strconv.Atoi(k[len(path)+1:]); nerr == nil && err == nil && !st.ModTime().Before(start.Add(-time.Second)) {
-				names = append(names, k)
-			}
-		}
-		if len(names) > 0 {
-			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", strings.Join(names, " "))
+		if kids := recentFiles(globQuote(path)+".[0-9]*", start, func(k string) bool {
+			_, err := strconv.Atoi(k[len(path)+1:])
+			return err == nil
+		}); len(kids) > 0 {
+			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", strings.Join(kids, " "))
 		}
 		// Images exec'd without a fork write PATH.exec<n>.
-		var execs []string
-		ex, _ := filepath.Glob(path + ".exec[0-9]*")
-		for _, e := range ex {
-			if st, err := os.Stat(e); err == nil && !st.ModTime().Before(start.Add(-time.Second)) {
-				execs = append(execs, e)
-			}
-		}
-		if len(execs) > 0 {
+		if execs := recentFiles(globQuote(path)+".exec[0-9]*", start, nil); len(execs) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of exec'd images: %s\n", strings.Join(execs, " "))
 		}
 	}()
@@ -616,9 +604,8 @@ func buildState(prog string) (table, rt, ok bool) {
 	if err != nil {
 		return false, false, false
 	}
-	table = f.Section(mcountloc.TableSection) != nil
-	f.Close()
-	return table, runtimeNote(prog) != 0, true
+	defer f.Close()
+	return f.Section(mcountloc.TableSection) != nil, fileRuntimeNote(f) != 0, true
 }
 
 // otherTraces lists the traces of other processes an output pattern with %p was given
@@ -631,12 +618,19 @@ func otherTraces(out string, pid int, start time.Time) []string {
 	if err != nil {
 		return nil
 	}
-	esc := strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(out)
-	cands, _ := filepath.Glob(strings.ReplaceAll(esc, "%p", "[0-9]*"))
+	return recentFiles(strings.ReplaceAll(globQuote(out), "%p", "[0-9]*"), start, func(name string) bool {
+		m := re.FindStringSubmatch(name)
+		return m != nil && m[1] != strconv.Itoa(pid)
+	})
+}
+
+// recentFiles lists the files the glob pattern names that were modified since start (a
+// second of slack) and that keep (if any) accepts.
+func recentFiles(pattern string, start time.Time, keep func(string) bool) []string {
+	cands, _ := filepath.Glob(pattern)
 	var names []string
 	for _, c := range cands {
-		m := re.FindStringSubmatch(c)
-		if m == nil || m[1] == strconv.Itoa(pid) {
+		if keep != nil && !keep(c) {
 			continue
 		}
 		if st, err := os.Stat(c); err == nil && !st.ModTime().Before(start.Add(-time.Second)) {
@@ -644,4 +638,9 @@ func otherTraces(out string, pid int, start time.Time) []string {
 		}
 	}
 	return names
+}
+
+// globQuote makes s match itself in a glob pattern.
+func globQuote(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(s)
 }
