@@ -452,3 +452,26 @@ func TestTracerArgsTimeFilterDropped(t *testing.T) {
 	}
 	t.Skip("no threshold dropped a third of the calls and kept 200 on this machine")
 }
+
+// A fork child's string arguments are read from its own memory: the runtime keeps the
+// process id it copies them with, and a child must not use its parent's (it would see the
+// parent's copy of the string).
+func TestTracerArgsFork(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_args_fork.c")
+	ftrace := testenv.Tool(t, "ftrace")
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=fork.dat", "FTRACE_ARGS=slen@arg1/s"})
+	if out != "parent 12\n" || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v", out, ws)
+	}
+	if got := argsCalls(t, testenv.Run(t, dir, ftrace, "graph", "fork.dat"), "function_graph"); fmt.Sprint(got) != `[slen("parent") slen("parent")]` {
+		t.Errorf("parent: calls %q", got)
+	}
+	kids, _ := filepath.Glob(filepath.Join(dir, "fork.dat.*"))
+	if len(kids) != 1 {
+		t.Fatalf("child traces %q, want one", kids)
+	}
+	if got := argsCalls(t, testenv.Run(t, dir, ftrace, "graph", kids[0]), "function_graph"); fmt.Sprint(got) != `[slen("child")]` {
+		t.Errorf("child: calls %q", got)
+	}
+}

@@ -1480,6 +1480,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	ft_cur.state = ft_cur.saved_state;
+	ft_mem_read_forked();
 	ft_control_forked();
 	ft_session_forked();
 }

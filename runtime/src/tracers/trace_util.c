@@ -112,9 +112,24 @@ char *ft_utoa(char *p, unsigned long v)
 	return p;
 }
 
+/*
+ * This process's id for ft_mem_read: getpid() is a system call of its own (glibc keeps no
+ * cache), which doubled the cost of each string an argument-recording tracer copies.  A
+ * child of fork() clears it (ft_mem_read_forked); one made by a raw clone without
+ * CLONE_VM keeps its parent's, so it reads the parent's memory, or gets ESRCH and asks
+ * again once its parent is gone.
+ */
+static pid_t mem_pid;
+
+void ft_mem_read_forked(void)
+{
+	__atomic_store_n(&mem_pid, 0, __ATOMIC_RELAXED);
+}
+
 long ft_mem_read(void *dst, unsigned long addr, size_t n)
 {
 	static unsigned long page;
+	pid_t pid = __atomic_load_n(&mem_pid, __ATOMIC_RELAXED);
 	struct iovec local = { dst, n };
 	struct iovec remote[2] = { { (void *)addr, n }, { NULL, 0 } };
 	unsigned long first;
@@ -130,7 +145,17 @@ long ft_mem_read(void *dst, unsigned long addr, size_t n)
 		remote[1].iov_len = n - first;
 		nr = 2;
 	}
-	got = process_vm_readv(getpid(), &local, 1, remote, (unsigned long)nr, 0);
+	if (!pid) {
+		pid = getpid();
+		__atomic_store_n(&mem_pid, pid, __ATOMIC_RELAXED);
+	}
+	got = process_vm_readv(pid, &local, 1, remote, (unsigned long)nr, 0);
+	if (got < 0 && errno == ESRCH && pid != getpid()) {
+		ft_mem_read_forked();
+		got = ft_mem_read(dst, addr, n);
+		errno = saved_errno;
+		return got;
+	}
 	if (got < 0)
 		got = errno == EFAULT || errno == ESRCH ? -1 : -2;
 	errno = saved_errno;
