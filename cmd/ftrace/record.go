@@ -32,7 +32,8 @@ func recordCommand() *cli.Command {
 		Description: "Runs PROG (linked with libftrt) with FTRACE_TRACER, FTRACE_FILTER, FTRACE_NOTRACE,\n" +
 			"FTRACE_GRAPH_FUNCTION, FTRACE_GRAPH_NOTRACE, FTRACE_GRAPH_DEPTH, FTRACE_TIME_FILTER, FTRACE_THREADS,\n" +
 			"FTRACE_TRIGGER, FTRACE_ARGS, FTRACE_RETVAL, " +
-			"FTRACE_OUTPUT, FTRACE_BUFFER_KB, FTRACE_NO_LOSS and FTRACE_RING set from the flags, and exits with the\n" +
+			"FTRACE_OUTPUT, FTRACE_BUFFER_KB, FTRACE_NO_LOSS, FTRACE_RING, FTRACE_SIZE and FTRACE_DURATION set from the\n" +
+			"flags, and exits with the " +
 			"program's exit status. By default every event is streamed to the file by a writer thread\n" +
 			"of the runtime; when it falls behind, events are dropped and counted (--no-loss: the\n" +
 			"program's threads wait instead). --ring keeps only each thread's newest events.",
@@ -86,10 +87,6 @@ func doRecord(c *cli.Context) error {
 	}
 	if c.Duration("duration") < 0 {
 		return errors.New("record: --duration must not be negative")
-	}
-	limited := c.Duration("duration") > 0 || limitSize > 0
-	if limited && c.IsSet("control") && !c.Bool("control") {
-		return errors.New("record: --duration and --size stop recording through the control socket: not with --control=false")
 	}
 	out := c.String("output")
 	if st, err := os.Lstat(out); err == nil && !st.Mode().IsRegular() && st.Mode()&os.ModeSymlink == 0 {
@@ -147,9 +144,15 @@ func doRecord(c *cli.Context) error {
 	if cl := c.String("clock"); cl != "" {
 		env = append(env, "FTRACE_CLOCK="+cl)
 	}
-	if limited && tracer == "nop" {
-		env = append(env, "FTRACE_CONTROL=1")
-	} else if c.IsSet("control") {
+	// the runtime stops by itself (its writer checks): a killed ftrace leaves no run traced
+	// without end
+	if limitSize > 0 {
+		env = append(env, "FTRACE_SIZE="+strconv.FormatUint(limitSize, 10))
+	}
+	if d := c.Duration("duration"); d > 0 {
+		env = append(env, "FTRACE_DURATION="+strconv.FormatInt(d.Nanoseconds(), 10)+"ns")
+	}
+	if c.IsSet("control") {
 		if c.Bool("control") {
 			env = append(env, "FTRACE_CONTROL=1")
 		} else {
@@ -196,13 +199,7 @@ func doRecord(c *cli.Context) error {
 			cmd.proc.Signal(sig)
 		}
 	}()
-	stopped := make(chan string, 1)
-	done := make(chan struct{})
-	if limited {
-		go stopRecording(c, cmd.proc.Pid, strings.ReplaceAll(out, "%p", strconv.Itoa(cmd.proc.Pid)), limitSize, done, stopped)
-	}
 	state, err := cmd.wait()
-	close(done)
 	signal.Stop(fwd)
 	close(fwd)
 	if err != nil {
@@ -213,10 +210,8 @@ func doRecord(c *cli.Context) error {
 		code = 128 + int(ws.Signal())
 	}
 	if !c.Bool("quiet") {
-		select {
-		case why := <-stopped:
-			fmt.Fprintf(c.App.ErrWriter, "ftrace: recording stopped %s\n", why)
-		default:
+		if why := limitStop(c, strings.ReplaceAll(out, "%p", strconv.Itoa(cmd.proc.Pid))); why != "" {
+			fmt.Fprintf(c.App.ErrWriter, "ftrace: recording stopped %s; the program ran on untraced\n", why)
 		}
 		// the program started may be a wrapper (env, a shell) of one that was traced
 		if summarise(c, out, path, cmd.proc.Pid, start) == 0 {
@@ -460,45 +455,25 @@ func liveRequest(pid int, sock, req string, timeout time.Duration) (string, erro
 	return "", fmt.Errorf("live: unexpected reply %q", resp)
 }
 
-// stopRecording finalises the trace of pid (live `finish`) once --duration has passed or
-// its file uses --size of disk, and says why on stopped; done closes when the program ends.
-func stopRecording(c *cli.Context, pid int, path string, size uint64, done <-chan struct{}, stopped chan<- string) {
-	var deadline <-chan time.Time
-	if d := c.Duration("duration"); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		deadline = t.C
-	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	part := fmt.Sprintf("%s.%d.part", path, pid)
-	why := ""
-	for why == "" {
-		select {
-		case <-done:
-			return
-		case <-deadline:
-			why = fmt.Sprintf("after %v (--duration)", c.Duration("duration"))
-		case <-tick.C:
-			var st syscall.Stat_t
-			if size > 0 && syscall.Stat(part, &st) == nil && uint64(st.Blocks)*512 >= size {
-				why = fmt.Sprintf("at %d bytes of trace (--size)", uint64(st.Blocks)*512)
-			}
-		}
-	}
-	sock, err := findSocket(pid)
-	if err == nil {
-		_, err = liveRequest(pid, sock, "finish", 10*time.Minute)
-	}
+// limitStop says why the runtime finalised the trace at path by itself (--size,
+// --duration), or "" if it did not.
+func limitStop(c *cli.Context, path string) string {
+	st, err := tracefile.OpenStream(path)
 	if err != nil {
-		select {
-		case <-done: // the program ended meanwhile: its own exit finalised the trace
-		default:
-			fmt.Fprintf(c.App.ErrWriter, "ftrace: could not stop recording %s: %v\n", why, err)
-		}
-		return
+		return ""
 	}
-	stopped <- why + "; the program runs on untraced"
+	defer st.Close()
+	switch st.Trace.Header.Reason {
+	case tracefile.ReasonSize:
+		size := int64(0)
+		if fi, err := os.Stat(path); err == nil {
+			size = fi.Size()
+		}
+		return fmt.Sprintf("at %d bytes of trace (--size)", size)
+	case tracefile.ReasonDuration:
+		return fmt.Sprintf("after %v (--duration)", c.Duration("duration"))
+	}
+	return ""
 }
 
 // parseSize reads a byte count with an optional K, M, G or T suffix (powers of 1024).

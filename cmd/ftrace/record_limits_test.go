@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ftkit/ftkit/internal/testenv"
 )
@@ -33,8 +34,9 @@ int main(int argc, char **argv) {
 `
 
 // --duration and --size finalise the trace while the program runs on: the trace is
-// complete (written because of a shutdown request), holds the first part of the run only,
-// and the program ends as it would have.
+// complete (written because of the limit), holds the first part of the run only, and the
+// program ends as it would have. The runtime stops by itself, so the limits hold without
+// a control socket too.
 func TestRecordLimits(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o700) // the runtime and ftrace live use only a private XDG_RUNTIME_DIR
@@ -42,17 +44,20 @@ func TestRecordLimits(t *testing.T) {
 	prog := buildTraced(t, dir, "loop", loopSrc)
 	ftrace := testenv.Tool(t, "ftrace")
 	cases := []struct {
-		flag, want string
-		rounds     int
-		calls      int
+		flag, want, reason string
+		rounds             int
+		calls              int
+		control            bool
 	}{
-		{"--duration=300ms", "ftrace: recording stopped after 300ms (--duration); the program runs on untraced", 150, 100},
-		{"--size=2M", "(--size); the program runs on untraced", 150, 20000},
+		{"--duration=300ms", "ftrace: recording stopped after 300ms (--duration); the program ran on untraced", "duration limit", 150, 100, true},
+		{"--size=2M", "(--size); the program ran on untraced", "size limit", 150, 20000, true},
+		{"--size=2M", "(--size); the program ran on untraced", "size limit", 150, 20000, false},
 	}
 	for _, c := range cases {
-		t.Run(c.flag, func(t *testing.T) {
+		t.Run(c.flag+"/control="+strconv.FormatBool(c.control), func(t *testing.T) {
 			out := filepath.Join(dir, "t.dat")
-			cmd := exec.Command(ftrace, "record", "-t", "function", c.flag, "-o", out, "--", prog, strconv.Itoa(c.rounds), strconv.Itoa(c.calls))
+			cmd := exec.Command(ftrace, "record", "-t", "function", c.flag, "--control="+strconv.FormatBool(c.control),
+				"-o", out, "--", prog, strconv.Itoa(c.rounds), strconv.Itoa(c.calls))
 			cmd.Dir = dir
 			var stdout, stderr strings.Builder
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -66,8 +71,12 @@ func TestRecordLimits(t *testing.T) {
 				t.Errorf("stderr does not say %q:\n%s", c.want, stderr.String())
 			}
 			info := testenv.Run(t, dir, ftrace, "info", out)
-			if !strings.Contains(strings.Join(strings.Fields(info), " "), "written because: shutdown") {
+			if !strings.Contains(strings.Join(strings.Fields(info), " "), "written because: "+c.reason) {
 				t.Errorf("trace not finalised by the stop:\n%s", info)
+			}
+			// the writer checks after each pass: at most a thread's buffer (4 MiB) more
+			if fi, err := os.Stat(out); err != nil || (c.reason == "size limit" && fi.Size() > (2+4+1)<<20) {
+				t.Errorf("trace size: %v, %v", fi.Size(), err)
 			}
 			_, calls := reportCalls(t, dir, out)
 			if n := calls["work"]; n == 0 || n >= uint64(c.rounds*c.calls) {
@@ -121,5 +130,47 @@ func TestTooFewDescriptors(t *testing.T) {
 			!strings.Contains(string(out), "ftrace: ") {
 			t.Errorf("ulimit -n %d: %v:\n%s", n, err, out)
 		}
+	}
+}
+
+// ftrace record killed (SIGKILL: nothing of it runs after) while its program runs with
+// --size: the runtime still stops at the size, finalises the trace and runs on untraced.
+func TestRecordKilledLimit(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	t.Setenv("XDG_RUNTIME_DIR", dir)
+	prog := buildTraced(t, dir, "loop", loopSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	out := filepath.Join(dir, "k.dat")
+	cmd := exec.Command(ftrace, "record", "-q", "-t", "function", "--size=1M", "-o", out, "--", prog, "200", "20000")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// the program's pid from its .part's name, then ftrace goes
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		parts, _ := filepath.Glob(out + ".*.part")
+		if len(parts) == 1 {
+			pid, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(parts[0], out+"."), ".part"))
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if pid == 0 {
+		t.Fatal("the program's trace did not appear")
+	}
+	for deadline := time.Now().Add(60 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the program did not end")
+		}
+	}
+	info := testenv.Run(t, dir, ftrace, "info", out)
+	if !strings.Contains(strings.Join(strings.Fields(info), " "), "written because: size limit") {
+		t.Errorf("trace not finalised at its size:\n%s", info)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Size() > (1+4+1)<<20 {
+		t.Errorf("trace size: %v", err)
 	}
 }

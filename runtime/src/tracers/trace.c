@@ -1599,6 +1599,8 @@ static void thresh_apply(void)
 	__atomic_store_n(&tr.thresh, ticks, __ATOMIC_RELAXED);
 }
 
+static void trace_limit(int reason);
+
 int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 {
 	static int once;
@@ -1612,6 +1614,7 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 		pthread_mutex_unlock(&trace_mu);
 		return -EBUSY;
 	}
+	ft_session_set_stop(trace_limit);
 	err = ft_session_open(cfg->output, kb, (uint32_t)cfg->tracer, cfg->graph_depth,
 			      secure_getenv("FTRACE_CLOCK") && !strcmp(secure_getenv("FTRACE_CLOCK"), "mono"), 0);
 	if (err) {
@@ -1812,7 +1815,8 @@ int ftrace_trace_snapshot(const char *path, char *out, size_t outlen)
 	return ft_session_snapshot(path, out, outlen);
 }
 
-int ftrace_trace_finish(void)
+/* Tracing off and the trace finalised for reason; the program runs on untraced. */
+static int trace_stop(int reason)
 {
 	int err;
 
@@ -1821,9 +1825,20 @@ int ftrace_trace_finish(void)
 	if (tr.started)
 		ops_apply();
 	pthread_mutex_unlock(&trace_mu);
-	err = ft_session_finish(FTKIT_R_SHUTDOWN, 0, 0);
+	err = ft_session_finish(reason, 0, 0);
 	ft_control_unlink();
 	return err;
+}
+
+int ftrace_trace_finish(void)
+{
+	return trace_stop(FTKIT_R_SHUTDOWN);
+}
+
+/* FTRACE_SIZE or FTRACE_DURATION reached (on the writer thread). */
+static void trace_limit(int reason)
+{
+	trace_stop(reason);
 }
 
 /* "status" line for the control socket. */

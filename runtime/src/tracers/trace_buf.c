@@ -1131,6 +1131,59 @@ static uint64_t now_ms(void)
 }
 
 /*
+ * The session's own limits (FTRACE_SIZE, FTRACE_DURATION), checked by the writer after
+ * each pass: a trace stops at its size or time even when nothing else is left to stop it
+ * (ftrace record killed, or no ftrace record at all).  Each process's trace has them,
+ * its time counted from its own start.
+ */
+static struct {
+	uint64_t bytes, ms, start_ms;
+	void (*stop)(int reason);
+	int fired;
+} lim;
+
+void ft_session_set_stop(void (*stop)(int reason))
+{
+	lim.stop = stop;
+}
+
+/* The writer, after a pass: a limit reached ends the session (once). */
+static void limits_check(uint64_t now)
+{
+	struct ft_session *s = &ft_sess;
+	int reason = 0;
+
+	if (lim.bytes && __atomic_load_n(&s->end, __ATOMIC_RELAXED) >= lim.bytes)
+		reason = FTKIT_R_SIZE;
+	else if (lim.ms && now - lim.start_ms >= lim.ms)
+		reason = FTKIT_R_DURATION;
+	if (reason && lim.stop && !lim.fired) {
+		lim.fired = 1;
+		lim.stop(reason);
+	}
+}
+
+static void read_limits(void)
+{
+	const char *size = secure_getenv("FTRACE_SIZE");
+	const char *dur = secure_getenv("FTRACE_DURATION");
+	uint64_t v;
+
+	if (size && *size) {
+		if (ft_parse_size(size, &v) || !v)
+			ft_msg("ignoring FTRACE_SIZE: not a size (bytes, or with K, M, G, T)", NULL);
+		else
+			lim.bytes = v;
+	}
+	if (dur && *dur) {
+		if (ft_parse_duration(dur, &v) || !v)
+			ft_msg("ignoring FTRACE_DURATION: not a duration (e.g. 30s, 5m)", NULL);
+		else
+			lim.ms = v / 1000000 ? v / 1000000 : 1;
+	}
+}
+
+/*
  * The writer's own descriptor table (unshare CLONE_FILES) holding only the trace file.  A
  * program that closes every descriptor and puts its own files on the runtime's numbers
  * (daemons do) changes its table, not the writer's: no close and dup2 between the
@@ -1215,6 +1268,7 @@ static void *writer_main(void *arg)
 		writer_collect(bt, partial);
 		batch_flush(bt);
 		lock_put();
+		limits_check(now);
 		if (partial)
 			last_flush = now;
 		if (s->end == before) {
@@ -1330,6 +1384,8 @@ static void read_config(size_t buf_kb)
 	const char *ring = secure_getenv("FTRACE_RING");
 	const char *nl = secure_getenv("FTRACE_NO_LOSS");
 	uint64_t bytes = (uint64_t)buf_kb * 1024, v;
+
+	read_limits();
 
 	cfg.block_size = 65536;
 	cfg.stride = ROUND_UP(sizeof(struct ft_blk) + FT_MAXOPEN * sizeof(struct ftkit_frame) +
@@ -1477,6 +1533,8 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	s->gen++;
 	s->finished = 0;
 	s->finisher = 0;
+	lim.start_ms = now_ms();	/* a fork child's time counts from its own start */
+	lim.fired = 0;
 	__atomic_store_n(&s->state, FT_SESS_LIVE, __ATOMIC_RELEASE);
 	err = writer_start();
 	if (err) {

@@ -285,6 +285,12 @@ int ft_session_set_ring(uint64_t bytes);	/* live `ring`: 0 streams */
    the name as it is, so a session started as nop and switched names what recorded). */
 void ft_session_set_tracer(uint32_t tracer);
 void ft_session_mode(char *buf, size_t len);
+/*
+ * What ends the session when FTRACE_SIZE or FTRACE_DURATION is reached: run once on the
+ * writer thread with the reason (FTKIT_R_SIZE, FTKIT_R_DURATION); it must finish the
+ * session.
+ */
+void ft_session_set_stop(void (*stop)(int reason));
 int ft_parse_size(const char *str, uint64_t *v);
 int ft_parse_duration(const char *str, uint64_t *ns);
 

@@ -27,6 +27,8 @@ enum {
 	FTKIT_R_SNAPSHOT = 3,
 	FTKIT_R_SHUTDOWN = 4,
 	FTKIT_R_EXEC = 5,
+	FTKIT_R_SIZE = 6,	/* FTRACE_SIZE reached (ftrace record --size) */
+	FTKIT_R_DURATION = 7,	/* FTRACE_DURATION passed (ftrace record --duration) */
 };
 
 /* tracers */

@@ -14,6 +14,12 @@ const (
 	TracerFunctionGraph = "function_graph"
 )
 
+// Header.Reason of a trace the runtime finalised at its FTRACE_SIZE or FTRACE_DURATION.
+const (
+	ReasonSize     = "size limit"
+	ReasonDuration = "duration limit"
+)
+
 // Kind is the kind of an event.
 type Kind uint8
 

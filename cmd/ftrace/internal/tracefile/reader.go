@@ -146,7 +146,8 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 	default:
 		hd.Tracer = fmt.Sprintf("tracer(%d)", tracer)
 	}
-	reasons := []string{"live (not finalised)", "exit", "fatal signal", "snapshot", "shutdown", "exec"}
+	reasons := []string{"live (not finalised)", "exit", "fatal signal", "snapshot", "shutdown", "exec",
+		ReasonSize, ReasonDuration}
 	if int(reason) < len(reasons) {
 		hd.Reason = reasons[reason]
 	} else {
