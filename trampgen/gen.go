@@ -141,30 +141,72 @@ func (a *asm) plainCaller(name, callLabel string) {
 }
 
 // leanCaller emits the caller for a callback the runtime proved to be an integer-only leaf
-// that never refers to %rcx (runtime/src/arch/x86_64/insn_x86_64.c): such a callback cannot touch
-// xmm0..xmm7, cannot change %rcx and cannot read its struct ftrace_regs argument. So the
-// caller saves neither the vector registers nor %rcx, fills no frame field and passes no
-// frame: the callback's fourth argument is whatever %rcx held (the traced function's own
-// fourth argument), which it provably never reads. The frame keeps the layout of the
-// others, with only the saved registers written.
+// (runtime/src/arch/x86_64/insn_x86_64.c): such a callback cannot touch xmm0..xmm7, so the
+// caller does not save them, and fills no frame field. It passes the frame, whose integer
+// registers (%rcx too) are saved: the callback may read those, and reaches everything else
+// through ftrt_lean_call (leanCall), which fills the vector registers and fields first. Its
+// full field says so (leanFull).
 func (a *asm) leanCaller(name, callLabel string) {
 	a.fn(name)
 	a.l("subq $%d, %%rsp", FrameSize)
 	for _, r := range callerSaved {
-		if r != "rcx" {
-			a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
-		}
+		a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
 	}
-	a.l("movq %d(%%rsp), %%rdi", FrameSize)   // return address = site + 5
+	a.l("movq %d(%%rsp), %%rdi", FrameSize) // return address = site + 5
+	a.l("movq $%d, %d(%%rsp)", leanFull, RegOff("full"))
 	a.l("movq %d(%%rsp), %%rsi", FrameSize+8) // parent ip
 	a.l("subq $5, %%rdi")                     // ip of the site
-	a.opCall(name, callLabel, false)
+	a.opCall(name, callLabel, true)
 	for _, r := range callerSaved {
-		if r != "rcx" {
-			a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
-		}
+		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
 	}
 	a.epilogue(name)
+}
+
+// leanFull is the frame's full field in a lean caller's frame: vector registers not saved
+// (the plain caller writes 0, the regs caller 1, the only value that says every field is
+// valid).
+const leanFull = 2
+
+// leanCall emits ftrt_lean_call(ip, parent_ip, op, fregs, fn), through which a callback
+// calls code that may use the vector registers: it realigns the stack (callers built with
+// -fipa-stack-alignment may have left it unaligned) and calls fn(ip, parent_ip, op, fregs).
+// In a lean caller's frame (full = leanFull) it first saves xmm0..xmm7 there and fills the
+// ip and sp fields as the plain caller does, and restores xmm0..xmm7 after: a lean
+// callback has not touched them. In any other frame they were saved by the caller, and the
+// callback may have changed them since. Hidden: calls to it are direct, so the decoder of
+// lean callbacks can recognise them.
+func (a *asm) leanCall() {
+	const name = "ftrt_lean_call"
+	a.l(".globl %s", name)
+	a.l(".hidden %s", name)
+	a.fn(name)
+	a.l("pushq %%rbp")
+	a.l("movq %%rsp, %%rbp")
+	a.l("cmpq $%d, %d(%%rcx)", leanFull, RegOff("full"))
+	a.l("jne 1f")
+	for i := 0; i < 8; i++ {
+		a.l("movups %%xmm%d, %d(%%rcx)", i, xmmBase+16*i)
+	}
+	a.l("movq %d(%%rcx), %%rax", FrameSize) // return address = site + 5
+	a.l("movq %%rax, %d(%%rcx)", RegOff("ip"))
+	a.l("leaq %d(%%rcx), %%rax", FrameSize+8) // stack pointer at function entry
+	a.l("movq %%rax, %d(%%rcx)", RegOff("sp"))
+	a.l("pushq %%rcx")
+	a.l("andq $-16, %%rsp")
+	a.l("call *%%r8")
+	a.l("movq -8(%%rbp), %%rcx")
+	for i := 0; i < 8; i++ {
+		a.l("movups %d(%%rcx), %%xmm%d", xmmBase+16*i, i)
+	}
+	a.l("leave")
+	a.l("ret")
+	a.raw("1:\n")
+	a.l("andq $-16, %%rsp")
+	a.l("call *%%r8")
+	a.l("leave")
+	a.l("ret")
+	a.l(".size %s, .-%s", name, name)
 }
 
 // callopsCaller emits the shared caller of CALL_OPS sites (sites with an 8-byte slot
@@ -177,18 +219,17 @@ func (a *asm) leanCaller(name, callLabel string) {
 // in it is patched: the runtime copies it whole into each arena.
 //
 // lean: the registers and frame of ftrace_caller_novec (leanCaller), for cells whose
-// callbacks the runtime proved to be integer-only leaves that never refer to %rcx (and sets
-// of them, run by ftrace_callops_set_novec).
+// callbacks the runtime proved to be integer-only leaves (and sets of them, run by
+// ftrace_callops_set_novec).
 func (a *asm) callopsCaller(name string, lean bool) {
 	a.fn(name)
 	a.l("subq $%d, %%rsp", FrameSize)
 	if lean {
 		for _, r := range callerSaved {
-			if r != "rcx" {
-				a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
-			}
+			a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
 		}
-		a.l("movq %d(%%rsp), %%rdi", FrameSize)   // return address = site + 5
+		a.l("movq %d(%%rsp), %%rdi", FrameSize) // return address = site + 5
+		a.l("movq $%d, %d(%%rsp)", leanFull, RegOff("full"))
 		a.l("movq %d(%%rsp), %%rsi", FrameSize+8) // parent ip
 		a.l("subq $5, %%rdi")                     // ip of the site
 	} else {
@@ -211,9 +252,7 @@ func (a *asm) callopsCaller(name string, lean bool) {
 	a.l("andq $-8, %%rdx")     // the slot
 	a.l("movq (%%rdx), %%rdx") // the cell
 	a.l("movq (%%rdx), %%rdx") // the ops (the runtime's release store)
-	if !lean {
-		a.l("movq %%rsp, %%rcx") // struct ftrace_regs *
-	}
+	a.l("movq %%rsp, %%rcx")   // struct ftrace_regs *
 	a.l("testq %%rdx, %%rdx")
 	a.l("jz 1f")
 	a.label(name + "_call")
@@ -224,37 +263,41 @@ func (a *asm) callopsCaller(name string, lean bool) {
 		a.restoreXMM()
 	}
 	for _, r := range callerSaved {
-		if r != "rcx" || !lean {
-			a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
-		}
+		a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
 	}
 	a.epilogue(name)
 }
 
 // callopsSetNovec emits ftrace_callops_set_novec, the callback of a set of ops in a cell
-// served by the lean CALL_OPS caller: called with ip, parent ip and the set (a struct
-// ftrace_ops whose private field points at a NULL-terminated array of the set's ops), it
-// calls each ops' func(ip, parent ip, ops). Only %rbx, %r12 and %r13 (saved) hold its state:
-// like its callbacks, it never touches %rcx or a vector register. Three pushes keep the
-// stack as it was at the caller's call.
+// served by the lean CALL_OPS caller: called with ip, parent ip, the set (a struct
+// ftrace_ops whose private field points at a NULL-terminated array of the set's ops) and
+// the frame, it calls each ops' func(ip, parent ip, ops, frame). Only %rbx, %r12, %r13 and
+// %r14 (saved) hold its state; like its callbacks, it never touches a vector register.
+// Four pushes and 8 bytes keep the stack as aligned as it was at the caller's call.
 func (a *asm) callopsSetNovec() {
 	const name = "ftrace_callops_set_novec"
 	a.fn(name)
 	a.l("pushq %%rbx")
 	a.l("pushq %%r12")
 	a.l("pushq %%r13")
+	a.l("pushq %%r14")
+	a.l("subq $8, %%rsp")
 	a.l("movq %%rdi, %%r12")
 	a.l("movq %%rsi, %%r13")
+	a.l("movq %%rcx, %%r14")
 	a.l("movq 16(%%rdx), %%rbx") // ops.private: the array
 	a.l("movq (%%rbx), %%rdx")
 	a.raw("1:\n")
 	a.l("movq %%r12, %%rdi")
 	a.l("movq %%r13, %%rsi")
+	a.l("movq %%r14, %%rcx")
 	a.l("call *(%%rdx)")
 	a.l("addq $8, %%rbx")
 	a.l("movq (%%rbx), %%rdx")
 	a.l("testq %%rdx, %%rdx")
 	a.l("jnz 1b")
+	a.l("addq $8, %%rsp")
+	a.l("popq %%r14")
 	a.l("popq %%r13")
 	a.l("popq %%r12")
 	a.l("popq %%rbx")
@@ -349,10 +392,9 @@ func (a *asm) multiCaller(name string, kind multiKind) {
 	case multiNovec:
 		a.l("subq $%d, %%rsp", FrameSize)
 		for _, r := range callerSaved {
-			if r != "rcx" {
-				a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
-			}
+			a.l("movq %%%s, %d(%%rsp)", r, RegOff(r))
 		}
+		a.l("movq $%d, %d(%%rsp)", leanFull, RegOff("full"))
 		a.l("movq %%rbx, %d(%%rsp)", RegOff("rbx"))
 	}
 	if kind != multiNovec {
@@ -379,9 +421,7 @@ func (a *asm) multiCaller(name string, kind multiKind) {
 	a.l("subq $5, %%rdi")                   // ip of the site
 	a.label(name + "_seg_op")
 	a.l("movabsq $0, %%rdx") // 48 ba imm64: this segment's ops
-	if kind != multiNovec {
-		a.l("movq %%rsp, %%rcx") // struct ftrace_regs *
-	}
+	a.l("movq %%rsp, %%rcx") // struct ftrace_regs *
 	a.label(name + "_call")
 	a.l("call ftrace_stub") // e8 rel32: this segment's callback
 	a.label(name + "_done")
@@ -414,9 +454,7 @@ func (a *asm) multiExit(name string, kind multiKind, fallback bool) {
 		a.l("leaq %d(%%rsp), %%rsp", FrameSize)
 	default:
 		for _, r := range callerSaved {
-			if r != "rcx" || kind == multiPlain {
-				a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
-			}
+			a.l("movq %d(%%rsp), %%%s", RegOff(r), r)
 		}
 		a.l("movq %d(%%rsp), %%rbx", RegOff("rbx"))
 		a.l("addq $%d, %%rsp", FrameSize)
@@ -463,7 +501,7 @@ func Assembly() string {
 	// ftrace_caller: argument registers only.
 	a.plainCaller("ftrace_caller", "ftrace_call")
 	// ftrace_caller_novec: the lean caller, for a callback the runtime proved to leave
-	// the vector registers and %rcx alone and not to read its frame argument.
+	// the vector registers alone (it reaches other code through ftrt_lean_call).
 	a.leanCaller("ftrace_caller_novec", "ftrace_novec_call")
 
 	// ftrace_regs_caller: every register and the flags; the callback may change the
@@ -482,6 +520,7 @@ func Assembly() string {
 	a.callopsCaller("ftrace_callops_caller", false)
 	a.callopsCaller("ftrace_callops_caller_novec", true)
 	a.callopsSetNovec()
+	a.leanCall()
 
 	// Ready direct trampolines (register_ftrace_direct): see direct.go.
 	a.directTrampolines()
@@ -514,6 +553,7 @@ func Header() string {
 	fmt.Fprintf(&b, "#define FTRT_FRAME_SIZE %d\n", FrameSize)
 	fmt.Fprintf(&b, "#define FTRT_FRAME_XMM0 %d\n", xmmBase)
 	fmt.Fprintf(&b, "#define FTRT_FRAME_REGS %d\n", regsBase)
+	fmt.Fprintf(&b, "#define FTRT_FRAME_FULL_LEAN %d /* full: a lean caller's frame */\n", leanFull)
 	for _, f := range RegFields {
 		fmt.Fprintf(&b, "#define FTRT_FRAME_%s %d\n", strings.ToUpper(f), RegOff(f))
 	}

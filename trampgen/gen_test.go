@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -302,10 +301,10 @@ func TestHeaderOffsets(t *testing.T) {
 	}
 }
 
-// TestNovecTemplate: ftrace_caller_novec is ftrace_caller less the 16 moves of xmm0..xmm7,
-// less everything about %rcx (its save and restore, the frame pointer argument) and less
-// the frame fields ip, sp and full (the parent ip is read straight from the stack),
-// instruction for instruction; and it touches no vector register and no part of %rcx.
+// TestNovecTemplate: ftrace_caller_novec is ftrace_caller less the 16 moves of xmm0..xmm7
+// and the frame fields ip and sp (the parent ip is read straight from the stack), with the
+// full field saying it is a lean frame, instruction for instruction; and it touches no
+// vector register.
 func TestNovecTemplate(t *testing.T) {
 	text, syms := assemble(t)
 	decode := func(start, end string) (all []string) {
@@ -332,10 +331,10 @@ func TestNovecTemplate(t *testing.T) {
 		switch {
 		case strings.Contains(s, "%xmm"):
 			xmm++
-		case strings.Contains(s, "%rcx"):
-		case strings.HasSuffix(s, ","+field("ip")) || strings.HasSuffix(s, ","+field("sp")) ||
-			strings.HasSuffix(s, ","+field("full")):
+		case strings.HasSuffix(s, ","+field("ip")) || strings.HasSuffix(s, ","+field("sp")):
 			fields++
+		case s == "movq $0x0,"+field("full"):
+			want = append(want, fmt.Sprintf("movq $%#x,%s", leanFull, field("full")))
 		case s == "lea "+parent+",%rsi":
 		case s == "mov (%rsi),%rsi":
 			want = append(want, "mov "+parent+",%rsi")
@@ -343,21 +342,17 @@ func TestNovecTemplate(t *testing.T) {
 			want = append(want, s)
 		}
 	}
-	if xmm != 16 || fields != 3 {
-		t.Fatalf("ftrace_caller has %d xmm moves and %d frame field stores, want 16 and 3", xmm, fields)
+	if xmm != 16 || fields != 2 {
+		t.Fatalf("ftrace_caller has %d xmm moves and %d frame field stores, want 16 and 2", xmm, fields)
 	}
 	novec := decode("ftrace_caller_novec", "ftrace_caller_novec_end")
 	if strings.Join(novec, "\n") != strings.Join(want, "\n") {
-		t.Errorf("novec template is not the plain one less its xmm, %%rcx and frame field moves:\n%s\n---\n%s",
+		t.Errorf("novec template is not the plain one less its xmm and frame field moves:\n%s\n---\n%s",
 			strings.Join(novec, "\n"), strings.Join(want, "\n"))
 	}
-	rcx := regexp.MustCompile(`%(rcx|ecx|cx|cl|ch)\b`)
 	for _, s := range novec {
 		if strings.Contains(s, "mm") {
 			t.Errorf("novec template touches a vector register: %s", s)
-		}
-		if rcx.MatchString(s) {
-			t.Errorf("novec template refers to %%rcx: %s", s)
 		}
 	}
 }
@@ -475,11 +470,9 @@ func TestCallopsTemplate(t *testing.T) {
 		if !bytes.Equal(text[call+2:end+1], text[ccall+5:syms[c.base+"_end"]+1]) {
 			t.Errorf("%s: epilogue differs from %s's", n, c.base)
 		}
-		want := []string{"LEA RDX, [RDI-0x8]", "AND RDX, -0x8", "MOV RDX, [RDX]", "MOV RDX, [RDX]"}
-		if c.base == "ftrace_caller" {
-			want = append(want, "MOV RCX, RSP") // the frame, as ftrace_caller passes it
-		}
-		want = append(want, "TEST RDX, RDX")
+		// the frame last, as the callers pass it
+		want := []string{"LEA RDX, [RDI-0x8]", "AND RDX, -0x8", "MOV RDX, [RDX]", "MOV RDX, [RDX]",
+			"MOV RCX, RSP", "TEST RDX, RDX"}
 		pc := op
 		for i, w := range want {
 			in, err := x86asm.Decode(text[pc:], 64)
@@ -512,8 +505,8 @@ func TestCallopsTemplate(t *testing.T) {
 		}
 	}
 	// ftrace_callops_set_novec: what the lean caller runs for a set: it may use only
-	// %rbx, %r12, %r13 (saved and restored) and the argument registers its callbacks
-	// clobber anyway, never %rcx or a vector register; the stack as at entry + 24 at the
+	// %rbx, %r12, %r13, %r14 (saved and restored) and the argument registers its callbacks
+	// get (the frame in %rcx), never a vector register; the stack as at entry + 40 at the
 	// callback call (entered at 8 mod 16: aligned there); one indirect call.
 	start, end := syms["ftrace_callops_set_novec"], syms["ftrace_callops_set_novec_end"]
 	depth, calls := 0, 0
@@ -526,20 +519,20 @@ func TestCallopsTemplate(t *testing.T) {
 			r, isReg := a.(x86asm.Reg)
 			m, isMem := a.(x86asm.Mem)
 			bad := func(r x86asm.Reg) bool {
-				return r == x86asm.RCX || r == x86asm.ECX || r == x86asm.CL || (r >= x86asm.X0 && r <= x86asm.X15)
+				return r >= x86asm.X0 && r <= x86asm.X15
 			}
 			if (isReg && bad(r)) || (isMem && (bad(m.Base) || bad(m.Index))) {
-				t.Errorf("set_novec: %v refers to %%rcx or a vector register", in)
+				t.Errorf("set_novec: %v refers to a vector register", in)
 			}
-			if isReg && r != x86asm.RBX && r != x86asm.R12 && r != x86asm.R13 && r != x86asm.RDI &&
-				r != x86asm.RSI && r != x86asm.RDX {
+			if isReg && r != x86asm.RBX && r != x86asm.R12 && r != x86asm.R13 && r != x86asm.R14 &&
+				r != x86asm.RDI && r != x86asm.RSI && r != x86asm.RDX && r != x86asm.RCX && r != x86asm.RSP {
 				t.Errorf("set_novec: %v uses %v", in, r)
 			}
 		}
 		if in.Op == x86asm.CALL {
 			calls++
-			if depth != 24 {
-				t.Errorf("set_novec: %d bytes pushed at the call, want 24", depth)
+			if depth != 40 {
+				t.Errorf("set_novec: %d bytes pushed at the call, want 40", depth)
 			}
 		}
 		depth -= stackDelta(t, in)

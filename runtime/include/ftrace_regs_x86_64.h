@@ -19,7 +19,9 @@ struct ftrace_pt_regs {
 	unsigned long r15, r14, r13, r12, rbp, rbx, r11, r10, r9, r8;
 	unsigned long rax, rcx, rdx, rsi, rdi;
 	unsigned long ip, sp;
-	unsigned long full;		/* non-zero: every field is valid (regs caller) */
+	unsigned long full;		/* 1: every field is valid (regs caller); 0: the caller's
+					   argument registers, ip and sp; 2 (lean caller):
+					   the integer argument registers only */
 	unsigned long orig_ax;		/* regs caller: direct trampoline to enter (0: none) */
 	unsigned long flags;
 };
@@ -32,7 +34,7 @@ struct ftrace_regs {
 /* The full frame for SAVE_REGS ops, else NULL. */
 static inline struct ftrace_pt_regs *ftrace_get_regs(struct ftrace_regs *fregs)
 {
-	return fregs && fregs->regs.full ? &fregs->regs : (struct ftrace_pt_regs *)0;
+	return fregs && fregs->regs.full == 1 ? &fregs->regs : (struct ftrace_pt_regs *)0;
 }
 
 /* Integer/pointer argument n (0..5) of the traced function; 0 for other n. */
@@ -86,7 +88,7 @@ static inline unsigned long ftrace_regs_get_stack_pointer(struct ftrace_regs *fr
  */
 static inline void ftrace_regs_set_direct(struct ftrace_regs *fregs, unsigned long addr)
 {
-	if (fregs && fregs->regs.full)
+	if (fregs && fregs->regs.full == 1)
 		fregs->regs.orig_ax = addr;
 }
 
@@ -99,7 +101,7 @@ static inline unsigned long *ftrace_regs_get_return_slot(struct ftrace_regs *fre
 /* The frame pointer (%rbp) at the site: regs caller only, else 0. */
 static inline unsigned long ftrace_regs_get_frame_pointer(struct ftrace_regs *fregs)
 {
-	return fregs->regs.full ? fregs->regs.rbp : 0;
+	return fregs->regs.full == 1 ? fregs->regs.rbp : 0;
 }
 
 /*

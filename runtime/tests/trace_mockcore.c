@@ -136,3 +136,12 @@ __asm__(
 	"	popq %rbp\n"
 	"	ret\n"
 	"	.size __fentry__, .-__fentry__\n");
+
+/* The core's ftrt_lean_call: no lean frame here (the mock passes its own), so a plain call. */
+void ftrt_lean_call(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+		    struct ftrace_regs *fregs, ftrace_func_t fn);
+void ftrt_lean_call(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+		    struct ftrace_regs *fregs, ftrace_func_t fn)
+{
+	fn(ip, parent_ip, op, fregs);
+}

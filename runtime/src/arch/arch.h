@@ -57,6 +57,11 @@
  *				return slot the trampoline gave the graph tracer
  *   FTRT_ARCH_CALLBACK		attribute of an ftrace_ops callback (what the entry
  *				from a trampoline needs, e.g. realigning the stack)
+ *   ftrt_arch_lean_call(fn, ip, parent_ip, op, fregs)
+ *				how a callback that may be run by the lean template calls
+ *				fn (its slow path) with its own arguments: the arch saves
+ *				first what that template left out (x86-64: xmm0..xmm7, the
+ *				frame's ip and sp) and realigns the stack
  *   ftrt_arch_cpu_relax()	the spin-wait hint (pause, yield)
  *   ftrt_arch_sync_core()	serialise this core's instruction fetch (cpuid, isb): a
  *				thread parked while code changed, before it runs on
@@ -122,9 +127,10 @@ const char *ftrt_arch_site_not_at_entry(const unsigned char *b, unsigned before)
 
 /*
  * Does func provably need none of what the lean template (ftrace_caller_novec) leaves out
- * (on x86-64: the vector registers, %rcx, the frame) and call nothing?
+ * (on x86-64: the vector registers; the frame unless frame is set: its owner says it reads
+ * only the integer registers of it) and call nothing but through ftrt_arch_lean_call?
  */
-int ftrt_arch_scalar_leaf(const void *func);
+int ftrt_arch_scalar_leaf(const void *func, int frame);
 
 /*
  * Clones of the templates (tramp_<arch>.c), in a page ftrace_tramp.c has filled with

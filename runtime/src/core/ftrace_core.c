@@ -248,7 +248,7 @@ void ftrt_list_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops
 		if (!((op->flags & FTRACE_OPS_FL_RECURSION) && nested) &&
 		    /* kernel semantics: a SAVE_REGS ops is not called without a full frame (a
 		     * thread in the plain caller while the site moves to the regs caller) */
-		    !((op->flags & FL_REGS) && !(fregs && fregs->regs.full)) &&
+		    !((op->flags & FL_REGS) && !ftrace_get_regs(fregs)) &&
 		    ops_match(op, ip))
 			op->func(ip, parent_ip, op, fregs);
 		BARRIER();
@@ -812,7 +812,7 @@ static struct ftrt_tramp *ops_tramp(struct ftrace_ops *op, struct ftrt_arena *a)
 			return t;
 	fn = ops_func(op);
 	t = ftrt_tramp_create(a, op, fn, (op->flags & FL_REGS) ? FTRT_TMPL_REGS :
-				  ftrt_tramp_novec_ok(fn) ? FTRT_TMPL_NOVEC : FTRT_TMPL_CALLER);
+				  ftrt_tramp_novec_ok(fn, op->flags) ? FTRT_TMPL_NOVEC : FTRT_TMPL_CALLER);
 	if (t) {
 		t->next = op->trampolines;
 		op->trampolines = t;
@@ -880,7 +880,7 @@ static struct ftrt_tramp *multi_tramp(struct ftrt_arena *a, struct ftrace_ops **
 		return NULL;
 	for (i = 0; i < n; i++) {
 		funcs[i] = ops_func(vec[i]);
-		if (novec && !ftrt_tramp_novec_ok(funcs[i]))
+		if (novec && !ftrt_tramp_novec_ok(funcs[i], vec[i]->flags))
 			novec = 0;
 	}
 	kind = regs ? FTRT_MULTI_REGS : novec ? FTRT_MULTI_NOVEC : FTRT_MULTI_PLAIN;
@@ -1086,7 +1086,7 @@ static uintptr_t callops_value(struct ftrace_ops **vec, unsigned n, int *lean)
 
 	*lean = 1;
 	for (i = 0; i < n && *lean; i++)
-		if ((vec[i]->flags & FTRACE_OPS_FL_RECURSION) || !ftrt_tramp_novec_ok(vec[i]->func))
+		if ((vec[i]->flags & FTRACE_OPS_FL_RECURSION) || !ftrt_tramp_novec_ok(vec[i]->func, vec[i]->flags))
 			*lean = 0;
 	if (n == 1 && !(vec[0]->flags & FTRACE_OPS_FL_RECURSION))
 		return (uintptr_t)vec[0];
@@ -1601,7 +1601,7 @@ static uintptr_t callops_fallback(const struct ftrt_rec *r)
 		if ((op->flags & (FL_REMOVING | FL_REGS | FL_EXCL)) || !ops_match(op, r->ip))
 			continue;
 		if (lean_only && ((op->flags & FTRACE_OPS_FL_RECURSION) ||
-				  !ftrt_tramp_novec_ok(op->func)))
+				  !ftrt_tramp_novec_ok(op->func, op->flags)))
 			continue;
 		if (n == FTRT_MULTI_MAX) {
 			if (!lean_only)
@@ -3151,7 +3151,7 @@ int ftrt_debug_callops_set(unsigned long ip, struct ftrace_ops *ops)
 	r = rec_find(ip, &o);
 	if (!r || !(r->flags & REC_SLOT) || !rec_calls_callops(o, r) ||
 	    (ops->flags & (FTRACE_OPS_FL_RECURSION | FL_REGS | FL_EXCL)) ||
-	    (rec_calls_callops(o, r) == 2 && !ftrt_tramp_novec_ok(ops->func)))
+	    (rec_calls_callops(o, r) == 2 && !ftrt_tramp_novec_ok(ops->func, ops->flags)))
 		ret = -EINVAL;
 	else
 		cell_put(rec_cell(r), (uintptr_t)ops);

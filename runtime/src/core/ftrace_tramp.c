@@ -235,15 +235,18 @@ static uintptr_t *page_slot(struct ftrt_arena *a, const void *code)
 }
 
 /*
- * May a trampoline calling func be the lean ftrace_caller_novec (no vector registers, no
- * %rcx, no frame)?  Only when the decoder proves func needs none of them; FTRT_NOVEC=0
- * turns the shortcut off (to compare, or to rule it out).
+ * May a trampoline calling func, the callback of an ops with flags, be the lean
+ * ftrace_caller_novec (no vector registers, a frame of the integer registers only)?  Only
+ * when the decoder proves func needs no more (FTRT_OPS_FL_LEAN_FRAME: the ops says it
+ * reads no more of the frame); FTRT_NOVEC=0 turns the shortcut off (to compare, or to
+ * rule it out).
  */
-int ftrt_tramp_novec_ok(ftrace_func_t func)
+int ftrt_tramp_novec_ok(ftrace_func_t func, unsigned long flags)
 {
 	static int enabled = -1;
 
-	return ftrt_env_on("FTRT_NOVEC", &enabled) && ftrt_arch_scalar_leaf((const void *)func);
+	return ftrt_env_on("FTRT_NOVEC", &enabled) &&
+	       ftrt_arch_scalar_leaf((const void *)func, !!(flags & FTRT_OPS_FL_LEAN_FRAME));
 }
 
 static const struct {

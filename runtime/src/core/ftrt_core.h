@@ -19,6 +19,12 @@
  * changed: a replaced list is freed after a grace period, as for a registered ops.
  */
 #define FTRT_OPS_FL_LIVE_LISTS	(1UL << 31)
+/*
+ * FTRT_OPS_FL_LEAN_FRAME: the callback reads no more of its struct ftrace_regs than the
+ * integer argument registers and passes it on only to ftrt_arch_lean_call (arch.h), so
+ * the lean template may run it even though it refers to the frame.
+ */
+#define FTRT_OPS_FL_LEAN_FRAME	(1UL << 29)
 /* Does ops's filter/notrace rule take the site at ip?  Lock-free. */
 int ftrt_ops_match(struct ftrace_ops *ops, unsigned long ip);
 
@@ -137,7 +143,7 @@ struct ftrt_arena *ftrt_arena_for(uintptr_t lo, uintptr_t hi);
 enum { FTRT_TMPL_CALLER, FTRT_TMPL_REGS, FTRT_TMPL_NOVEC };
 struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *ops,
 				     ftrace_func_t func, int tmpl);
-int ftrt_tramp_novec_ok(ftrace_func_t func);
+int ftrt_tramp_novec_ok(ftrace_func_t func, unsigned long flags);
 /*
  * A comparison switch FTRT_<...> that "0" turns off (on otherwise, and in secure-execution
  * mode, where the environment is not read): read once, into *cache (-1 until then).

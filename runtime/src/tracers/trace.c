@@ -365,13 +365,14 @@ static inline void args_exit_ev(struct ft_thread *t, const struct ft_rframe *f, 
 		ft_ev_exit(t, type, ts);
 }
 
-/* Everything trace_func does not do inline. */
+/* Everything trace_func does not do inline (called through ftrt_arch_lean_call). */
 static __attribute__((noinline, cold)) void trace_func_slow(unsigned long ip, unsigned long parent_ip,
-							   struct ftrace_regs *fregs)
+							   struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
 	struct ft_thread *t;
 	uint64_t ts;
 
+	(void)op;
 	if (thr_left_out())
 		return;
 	t = thread_buf();
@@ -386,23 +387,25 @@ static __attribute__((noinline, cold)) void trace_func_slow(unsigned long ip, un
 /*
  * The common call (a recording thread, the cycle counter, no arguments, a near event that
  * fits its block) is done without a call, so the compiler saves almost no registers on
- * the way in: about 1.5 ns of a call's cost here (bench/RESULTS.md).
+ * the way in: about 1.5 ns of a call's cost here (bench/RESULTS.md).  Everything else goes
+ * through ftrt_arch_lean_call, so the callback is a leaf the lean template may run (it
+ * saves no vector register: about 2 ns more).
  */
 static FT_CALLBACK void trace_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 		       struct ftrace_regs *fregs)
 {
 	struct ft_thread *t = &ft_cur;
 
-	(void)op;
 	if (likely(t->thr_state == __atomic_load_n(&tr.thr_want, __ATOMIC_RELAXED) &&
 		   t->state == FT_THREAD_LIVE && ft_clock_source == FT_CLOCK_TSC &&
 		   !__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)) &&
 	    ft_ev_func_near(t, ip, parent_ip, ftrt_arch_cycles()))
 		return;
-	trace_func_slow(ip, parent_ip, fregs);
+	ftrt_arch_lean_call(trace_func_slow, ip, parent_ip, op, fregs);
 }
 
-static struct ftrace_ops trace_fops = { .func = trace_func };
+/* trace_func reads its frame only through ft_args_entry, reached by ftrt_arch_lean_call */
+static struct ftrace_ops trace_fops = { .func = trace_func, .flags = FTRT_OPS_FL_LEAN_FRAME };
 
 /* ---- function_graph tracer ---- */
 

@@ -145,6 +145,9 @@ static inline const unsigned char *ftrt_arch_callops_nops(void)
 /* The trampolines keep sp 16-byte aligned: callbacks need no attribute. */
 #define FTRT_ARCH_CALLBACK
 
+/* No callback is run by a lean caller here (ftrt_arch_scalar_leaf says no): a plain call. */
+#define ftrt_arch_lean_call(fn, ip, parent_ip, op, fregs)	(fn)(ip, parent_ip, op, fregs)
+
 /* A spin-wait hint. */
 static inline void ftrt_arch_cpu_relax(void)
 {

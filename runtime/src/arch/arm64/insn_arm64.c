@@ -18,8 +18,9 @@ _Static_assert(offsetof(struct ftrace_pt_regs, direct) == FTRT_FRAME_DIRECT, "fr
 _Static_assert(offsetof(struct ftrace_regs, q) == FTRT_FRAME_Q0, "frame q0");
 _Static_assert(sizeof(struct ftrace_regs) == FTRT_FRAME_SIZE, "frame size");
 
-int ftrt_arch_scalar_leaf(const void *func)
+int ftrt_arch_scalar_leaf(const void *func, int frame)
 {
 	(void)func;
+	(void)frame;
 	return 0;
 }

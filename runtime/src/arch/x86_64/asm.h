@@ -123,6 +123,15 @@ static inline void ftrt_arch_make_call(unsigned char *buf, uintptr_t ip, uintptr
  */
 #define FTRT_ARCH_CALLBACK	__attribute__((force_align_arg_pointer))
 
+struct ftrace_ops;
+struct ftrace_regs;
+/* trampgen's ftrt_lean_call (leanCall): the call out of a lean callback. */
+__attribute__((visibility("hidden"))) void
+ftrt_lean_call(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+	       struct ftrace_regs *fregs,
+	       void (*fn)(unsigned long, unsigned long, struct ftrace_ops *, struct ftrace_regs *));
+#define ftrt_arch_lean_call(fn, ip, parent_ip, op, fregs)	ftrt_lean_call(ip, parent_ip, op, fregs, fn)
+
 /* A spin-wait hint. */
 static inline void ftrt_arch_cpu_relax(void)
 {

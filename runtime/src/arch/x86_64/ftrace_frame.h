@@ -6,6 +6,7 @@
 #define FTRT_FRAME_SIZE 288
 #define FTRT_FRAME_XMM0 160
 #define FTRT_FRAME_REGS 0
+#define FTRT_FRAME_FULL_LEAN 2 /* full: a lean caller's frame */
 #define FTRT_FRAME_R15 0
 #define FTRT_FRAME_R14 8
 #define FTRT_FRAME_R13 16

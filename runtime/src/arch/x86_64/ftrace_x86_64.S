@@ -122,16 +122,19 @@ ftrace_caller_novec:
 	movq %rdi, 112(%rsp)
 	movq %rsi, 104(%rsp)
 	movq %rdx, 96(%rsp)
+	movq %rcx, 88(%rsp)
 	movq %r8, 72(%rsp)
 	movq %r9, 64(%rsp)
 	movq %rax, 80(%rsp)
 	movq %r10, 56(%rsp)
 	movq 288(%rsp), %rdi
+	movq $2, 136(%rsp)
 	movq 296(%rsp), %rsi
 	subq $5, %rdi
 	incl %fs:ftrt_cb_depth@tpoff
 ftrace_caller_novec_op_ptr:
 	movq ftrace_template_op(%rip), %rdx
+	movq %rsp, %rcx
 	testq %rdx, %rdx
 	jz 1f
 ftrace_novec_call:
@@ -141,6 +144,7 @@ ftrace_novec_call:
 	movq 112(%rsp), %rdi
 	movq 104(%rsp), %rsi
 	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
 	movq 72(%rsp), %r8
 	movq 64(%rsp), %r9
 	movq 80(%rsp), %rax
@@ -346,10 +350,12 @@ ftrace_multi_caller_novec:
 	movq %rdi, 112(%rsp)
 	movq %rsi, 104(%rsp)
 	movq %rdx, 96(%rsp)
+	movq %rcx, 88(%rsp)
 	movq %r8, 72(%rsp)
 	movq %r9, 64(%rsp)
 	movq %rax, 80(%rsp)
 	movq %r10, 56(%rsp)
+	movq $2, 136(%rsp)
 	movq %rbx, 40(%rsp)
 	incl %fs:ftrt_cb_depth@tpoff
 	movq 296(%rsp), %rbx
@@ -364,6 +370,7 @@ ftrace_multi_caller_novec_seg:
 	subq $5, %rdi
 ftrace_multi_caller_novec_seg_op:
 	movabsq $0, %rdx
+	movq %rsp, %rcx
 ftrace_multi_caller_novec_call:
 	call ftrace_stub
 ftrace_multi_caller_novec_done:
@@ -371,6 +378,7 @@ ftrace_multi_caller_novec_done:
 	movq 112(%rsp), %rdi
 	movq 104(%rsp), %rsi
 	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
 	movq 72(%rsp), %r8
 	movq 64(%rsp), %r9
 	movq 80(%rsp), %rax
@@ -384,6 +392,7 @@ ftrace_multi_caller_novec_fallback:
 	movq 112(%rsp), %rdi
 	movq 104(%rsp), %rsi
 	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
 	movq 72(%rsp), %r8
 	movq 64(%rsp), %r9
 	movq 80(%rsp), %rax
@@ -600,11 +609,13 @@ ftrace_callops_caller_novec:
 	movq %rdi, 112(%rsp)
 	movq %rsi, 104(%rsp)
 	movq %rdx, 96(%rsp)
+	movq %rcx, 88(%rsp)
 	movq %r8, 72(%rsp)
 	movq %r9, 64(%rsp)
 	movq %rax, 80(%rsp)
 	movq %r10, 56(%rsp)
 	movq 288(%rsp), %rdi
+	movq $2, 136(%rsp)
 	movq 296(%rsp), %rsi
 	subq $5, %rdi
 	incl %fs:ftrt_cb_depth@tpoff
@@ -613,6 +624,7 @@ ftrace_callops_caller_novec_op_ptr:
 	andq $-8, %rdx
 	movq (%rdx), %rdx
 	movq (%rdx), %rdx
+	movq %rsp, %rcx
 	testq %rdx, %rdx
 	jz 1f
 ftrace_callops_caller_novec_call:
@@ -622,6 +634,7 @@ ftrace_callops_caller_novec_call:
 	movq 112(%rsp), %rdi
 	movq 104(%rsp), %rsi
 	movq 96(%rsp), %rdx
+	movq 88(%rsp), %rcx
 	movq 72(%rsp), %r8
 	movq 64(%rsp), %r9
 	movq 80(%rsp), %rax
@@ -636,24 +649,71 @@ ftrace_callops_set_novec:
 	pushq %rbx
 	pushq %r12
 	pushq %r13
+	pushq %r14
+	subq $8, %rsp
 	movq %rdi, %r12
 	movq %rsi, %r13
+	movq %rcx, %r14
 	movq 16(%rdx), %rbx
 	movq (%rbx), %rdx
 1:
 	movq %r12, %rdi
 	movq %r13, %rsi
+	movq %r14, %rcx
 	call *(%rdx)
 	addq $8, %rbx
 	movq (%rbx), %rdx
 	testq %rdx, %rdx
 	jnz 1b
+	addq $8, %rsp
+	popq %r14
 	popq %r13
 	popq %r12
 	popq %rbx
 ftrace_callops_set_novec_end:
 	ret
 	.size ftrace_callops_set_novec, .-ftrace_callops_set_novec
+	.globl ftrt_lean_call
+	.hidden ftrt_lean_call
+	.p2align 4
+	.type ftrt_lean_call, @function
+ftrt_lean_call:
+	pushq %rbp
+	movq %rsp, %rbp
+	cmpq $2, 136(%rcx)
+	jne 1f
+	movups %xmm0, 160(%rcx)
+	movups %xmm1, 176(%rcx)
+	movups %xmm2, 192(%rcx)
+	movups %xmm3, 208(%rcx)
+	movups %xmm4, 224(%rcx)
+	movups %xmm5, 240(%rcx)
+	movups %xmm6, 256(%rcx)
+	movups %xmm7, 272(%rcx)
+	movq 288(%rcx), %rax
+	movq %rax, 120(%rcx)
+	leaq 296(%rcx), %rax
+	movq %rax, 128(%rcx)
+	pushq %rcx
+	andq $-16, %rsp
+	call *%r8
+	movq -8(%rbp), %rcx
+	movups 160(%rcx), %xmm0
+	movups 176(%rcx), %xmm1
+	movups 192(%rcx), %xmm2
+	movups 208(%rcx), %xmm3
+	movups 224(%rcx), %xmm4
+	movups 240(%rcx), %xmm5
+	movups 256(%rcx), %xmm6
+	movups 272(%rcx), %xmm7
+	leave
+	ret
+1:
+	andq $-16, %rsp
+	call *%r8
+	leave
+	ret
+	.size ftrt_lean_call, .-ftrt_lean_call
 	.p2align 4
 	.type ftrace_direct_count, @function
 ftrace_direct_count:

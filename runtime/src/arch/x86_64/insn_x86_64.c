@@ -9,12 +9,17 @@
  *
  *  - every instruction is in a small list of integer instructions (anything else, including
  *    every SSE/AVX/x87/MMX instruction and any prefix we do not expect, answers no);
- *  - it calls nothing and jumps only inside itself (no call, no indirect jump, no jump
- *    that leaves the decoded code), so nothing else runs;
- *  - it never refers to %rcx, neither as an operand, an address register, nor implicitly
- *    (shifts by %cl, string instructions): that template neither saves %rcx (the traced
- *    function's fourth argument) nor sets it to the frame, so the callback must neither
- *    change it nor read its struct ftrace_regs argument.
+ *  - it jumps only inside itself (no indirect jump, no jump that leaves the decoded code)
+ *    and calls nothing but ftrt_lean_call (a direct call or jump), which saves the vector
+ *    registers in the frame before it calls anything else and restores them after; so
+ *    nothing else runs with the traced function's xmm0..xmm7 unsaved;
+ *  - unless its ops says it reads no more of its frame than the integer registers (the
+ *    runtime's own tracers, FTRT_OPS_FL_LEAN_FRAME), it never refers to %rcx, neither as
+ *    an operand, an address register, nor implicitly (shifts by %cl, string instructions),
+ *    so it cannot read its struct ftrace_regs argument: the lean template saves the integer
+ *    argument registers (%rcx too) and passes a frame of them only (full =
+ *    FTRT_FRAME_FULL_LEAN: its vector registers, ip and sp are not filled), which no decode
+ *    can tell apart from the rest.
  *
  * The decode stops at the return after which no jump target remains; at most MAXLEN bytes
  * are read, all of them the callback's own code (it is read only up to where the decode
@@ -109,6 +114,7 @@ static int form1(unsigned op, int *byteop)
 	case 0xc7: return MIZ;
 	case 0xd0: *byteop = 1; return MX;
 	case 0xd1: return MX;
+	case 0xe8: return J32;		/* call: to ftrt_lean_call only, below */
 	case 0xe9: return J32;
 	case 0xeb: return J8;
 	case 0xf6: *byteop = 1; return MX;	/* immediate for /0 /1, below */
@@ -154,35 +160,37 @@ static int form2(unsigned op, int *byteop)
  * a register or an address register.  reg_checked: the reg field is a register operand.
  */
 static size_t modrm(const unsigned char *p, const struct insn *in, int reg_checked,
-		    int *ext)
+		    int frame, int *ext)
 {
 	unsigned m = p[0], mod = m >> 6, rm = m & 7;
 	int reg = (int)((m >> 3) & 7) | ((in->rex & 4) ? 8 : 0);
 	size_t n = 1;
 
 	*ext = (int)((m >> 3) & 7);
+	if (frame)
+		reg_checked = 0;
 	/* byteop 2: the reg field is a full register, only r/m is a byte */
 	if (reg_checked && reg_is_rcx(reg, in->rex, in->byteop == 1))
 		return 0;
 	if (mod == 3) {
 		int r = (int)rm | ((in->rex & 1) ? 8 : 0);
 
-		return reg_is_rcx(r, in->rex, in->byteop != 0) ? 0 : n;
+		return !frame && reg_is_rcx(r, in->rex, in->byteop != 0) ? 0 : n;
 	}
 	if (rm == 4) {
 		unsigned sib = p[1], base = sib & 7;
 		int index = (int)((sib >> 3) & 7) | ((in->rex & 2) ? 8 : 0);
 
 		n++;
-		if (index == 1)
+		if (index == 1 && !frame)
 			return 0;
 		if (base == 5 && mod == 0)
 			n += 4;
-		else if ((int)(base | ((in->rex & 1) ? 8 : 0)) == 1)
+		else if ((int)(base | ((in->rex & 1) ? 8 : 0)) == 1 && !frame)
 			return 0;
 	} else if (rm == 5 && mod == 0) {
 		n += 4;		/* rip-relative */
-	} else if ((int)(rm | ((in->rex & 1) ? 8 : 0)) == 1) {
+	} else if ((int)(rm | ((in->rex & 1) ? 8 : 0)) == 1 && !frame) {
 		return 0;
 	}
 	if (mod == 1)
@@ -195,7 +203,7 @@ static size_t modrm(const unsigned char *p, const struct insn *in, int reg_check
 static void bit_set(uint64_t *b, size_t i) { b[i / 64] |= 1ull << (i % 64); }
 static int bit_has(const uint64_t *b, size_t i) { return !!(b[i / 64] & (1ull << (i % 64))); }
 
-int ftrt_arch_scalar_leaf(const void *fn)
+int ftrt_arch_scalar_leaf(const void *fn, int frame)
 {
 	const unsigned char *code = fn;
 	uint64_t starts[MAXLEN / 64] = { 0 }, targets[MAXLEN / 64] = { 0 };
@@ -221,7 +229,8 @@ int ftrt_arch_scalar_leaf(const void *fn)
 				return 0;
 			if (b[n] == 0x66)
 				in.opsize16 = 1;
-			else if (b[n] != 0xf0 && b[n] != 0x2e && b[n] != 0x3e)	/* lock, hints */
+			/* lock, hints, %fs (thread-local variables) */
+			else if (b[n] != 0xf0 && b[n] != 0x2e && b[n] != 0x3e && b[n] != 0x64)
 				break;
 		}
 		if ((b[n] & 0xf0) == 0x40)
@@ -243,12 +252,12 @@ int ftrt_arch_scalar_leaf(const void *fn)
 		jump = form == J8 || form == J32;
 		if (form == R || form == RI8 || form == RIV) {
 			regop = (int)(op & 7) | ((in.rex & 1) ? 8 : 0);
-			if (reg_is_rcx(regop, in.rex, in.byteop))
+			if (!frame && reg_is_rcx(regop, in.rex, in.byteop))
 				return 0;
 		}
 		if (form == M || form == MRI8 || form == MRIZ || form == MX || form == MI8 || form == MIZ) {
 			mb = b[n];
-			k = modrm(b + n, &in, form == M || form == MRI8 || form == MRIZ, &ext);
+			k = modrm(b + n, &in, form == M || form == MRI8 || form == MRIZ, frame, &ext);
 			if (!k)
 				return 0;
 			n += k;
@@ -300,6 +309,15 @@ int ftrt_arch_scalar_leaf(const void *fn)
 			break;
 		}
 		}
+		if (!two && (op == 0xe8 || op == 0xe9) &&
+		    (uintptr_t)(b + n) + (uintptr_t)rel == (uintptr_t)ftrt_lean_call) {
+			off += n;	/* the call (or tail call) out: ftrt_lean_call keeps xmm0..7 */
+			if (end && off > reach)
+				break;
+			continue;
+		}
+		if (op == 0xe8 && !two)
+			return 0;	/* any other call */
 		if (jump) {
 			long to = (long)(off + n) + rel;
 
