@@ -1849,9 +1849,9 @@ func TestTracerKilledForkChildName(t *testing.T) {
 	}
 }
 
-// An output that names a device, FIFO or socket is never replaced by the trace (as root,
-// FTRACE_OUTPUT=/dev/null once turned /dev/null into a regular file): the program runs
-// untraced and says so.
+// An output that names a device, FIFO or socket, or a file that is not a trace, is never
+// replaced by the trace (as root, FTRACE_OUTPUT=/dev/null once turned /dev/null into a
+// regular file): the program runs untraced and says so.
 func TestTracerOutputNotRegular(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_misc.c")
@@ -1876,6 +1876,28 @@ func TestTracerOutputNotRegular(t *testing.T) {
 		t.Errorf("stderr %q does not say why nothing was traced", stderr.String())
 	}
 	if m, _ := filepath.Glob(fifo + ".*"); len(m) != 0 {
+		t.Errorf("files left: %v", m)
+	}
+	// nor a regular file that is not a trace (the user's data, the program): kept as it was
+	data := filepath.Join(dir, "data.txt")
+	os.WriteFile(data, []byte("1\n2\n"), 0o644)
+	cmd = exec.Command(prog, "exit", "10")
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT="+data)
+	stdout.Reset()
+	stderr.Reset()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws != wantWS || stdout.String() != want {
+		t.Errorf("traced onto data: %q %v (%v), untraced: %q %v", stdout.String(), ws, err, want, wantWS)
+	}
+	if b, err := os.ReadFile(data); err != nil || string(b) != "1\n2\n" {
+		t.Errorf("the data file was replaced: %q %v", b, err)
+	}
+	if !strings.Contains(stderr.String(), "exists and is not an ftkit trace") {
+		t.Errorf("stderr %q does not say why nothing was traced", stderr.String())
+	}
+	if m, _ := filepath.Glob(data + ".*"); len(m) != 0 {
 		t.Errorf("files left: %v", m)
 	}
 }

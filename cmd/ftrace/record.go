@@ -89,9 +89,8 @@ func doRecord(c *cli.Context) error {
 		return errors.New("record: --duration must not be negative")
 	}
 	out := c.String("output")
-	if st, err := os.Lstat(out); err == nil && !st.Mode().IsRegular() && st.Mode()&os.ModeSymlink == 0 {
-		// the trace is renamed onto its name: it would replace a device such as /dev/null
-		return fmt.Errorf("record: --output %s is not a regular file (%s); the trace is written beside it and renamed onto it", out, st.Mode().Type())
+	if err := outputOK(out); err != nil {
+		return fmt.Errorf("record: --output %s: %w", out, err)
 	}
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
 	for _, l := range [][2]string{{"filter", "FTRACE_FILTER"}, {"notrace", "FTRACE_NOTRACE"},
@@ -453,6 +452,41 @@ func liveRequest(pid int, sock, req string, timeout time.Duration) (string, erro
 		return "", fmt.Errorf("live: process %d refused %q: %s", pid, req, strings.TrimSpace(strings.TrimPrefix(resp, "error")))
 	}
 	return "", fmt.Errorf("live: unexpected reply %q", resp)
+}
+
+// outputOK checks, before the program runs, that the trace can be renamed onto out: it is
+// renamed there when finalised and would replace a device such as /dev/null, a directory,
+// or the user's data (even the program itself); and its directory exists (the program ran
+// to its end before the runtime said it could write no trace).
+func outputOK(out string) error {
+	dir := filepath.Dir(out)
+	if st, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("its directory %s: %w", dir, errors.Unwrap(err))
+	} else if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if strings.Contains(out, "%p") {
+		return nil
+	}
+	st, err := os.Lstat(out)
+	switch {
+	case err != nil || st.Mode()&os.ModeSymlink != 0:
+		return nil
+	case st.IsDir():
+		return errors.New("is a directory (name the trace file: -o DIR/ftrace.dat)")
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("is not a regular file (%s); the trace is written beside it and renamed onto it", st.Mode().Type())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		return nil // the runtime says what it cannot do
+	}
+	defer f.Close()
+	magic := make([]byte, len(tracefile.Magic))
+	if n, _ := io.ReadFull(f, magic); n > 0 && string(magic[:n]) != tracefile.Magic {
+		return errors.New("exists and is not an ftkit trace: not replacing it (remove it or name another file)")
+	}
+	return nil
 }
 
 // limitStop says why the runtime finalised the trace at path by itself (--size,

@@ -566,10 +566,25 @@ static int create_private(const char *path)
 	return fd;
 }
 
+/* Does the regular file at path hold something other than a trace (empty: no)? */
+static int holds_other(const char *path)
+{
+	char magic[sizeof(FTKIT_TRACE_MAGIC) - 1];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, magic, sizeof(magic));
+	close(fd);
+	return n > 0 && (n != (ssize_t)sizeof(magic) || memcmp(magic, FTKIT_TRACE_MAGIC, sizeof(magic)));
+}
+
 /*
  * A trace is written beside its name and renamed onto it: that must never replace a
- * device, FIFO or socket (FTRACE_OUTPUT=/dev/null run as root would destroy /dev/null).
- * A symlink is replaced itself, never followed.
+ * device, FIFO or socket (FTRACE_OUTPUT=/dev/null run as root would destroy /dev/null),
+ * nor a file that is not a trace (FTRACE_OUTPUT naming the program or its data): the trace
+ * then stays in its .part.  A symlink is replaced itself, never followed.
  */
 static int output_ok(const char *path)
 {
@@ -577,9 +592,11 @@ static int output_ok(const char *path)
 
 	if (lstat(path, &st) != 0)
 		return 0;	/* creating the file beside it says what is wrong */
-	if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+	if (S_ISLNK(st.st_mode) || (S_ISREG(st.st_mode) && !holds_other(path)))
 		return 0;
-	ft_msg(path, " exists and is not a regular file (a device, FIFO, socket or directory): "
+	ft_msg(path, S_ISREG(st.st_mode) ?
+		     " exists and is not an ftkit trace: it is not replaced" :
+		     " exists and is not a regular file (a device, FIFO, socket or directory): "
 		     "no trace is written there");
 	return -EEXIST;
 }
