@@ -55,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "ftrace",
 		Version: version.Version + " (trace format " + strconv.Itoa(tracefile.Version3) + ")",
 		Usage:   "record and read function traces of programs built with ftkit",
@@ -77,6 +77,18 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			argsCommand(),
 		},
 	}
+	// A bad flag is one "ftrace: …" line on stderr, as every other error (urfave/cli
+	// printed the whole usage on stdout).
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+		return fmt.Errorf("%w (ftrace --help)", err)
+	}
+	for _, c := range app.Commands {
+		name := c.Name
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return fmt.Errorf("%s: %w (ftrace %s --help)", name, err, name)
+		}
+	}
+	return app
 }
 
 func commandNames(app *cli.App) []string {
