@@ -388,9 +388,17 @@ int main(int argc, char **argv)
 		quit();
 	if (!strcmp(argv[1], "kill"))
 		killme();
-	if (!strcmp(argv[1], "fork")) {
+	if (!strcmp(argv[1], "fork") || !strcmp(argv[1], "fork2")) {
 		int st;
 		pid_t p = fork();
+		if (p == 0 && argv[1][4] == '2') {	/* and a grandchild */
+			p = fork();
+			if (p == 0)
+				return child();
+			if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+				return 1;
+			return child();
+		}
 		if (p == 0)
 			return child();
 		if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
@@ -497,6 +505,17 @@ func TestE2EEndings(t *testing.T) {
 		// has no record in the child's file (docs/trace-format.md).
 		if got, want := graphFunctions(t, d, kids[0]), "child() {\n  leaf();\n  leaf();\n} /* child */"; got != want {
 			t.Errorf("child graph:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	// a grandchild writes ftrace.dat.<pid>.<pid>: named too (the dash trial)
+	t.Run("fork2", func(t *testing.T) {
+		d := t.TempDir()
+		r := testenv.Exec(t, d, ftrace, "record", "--", prog, "fork2")
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		if !regexp.MustCompile(`(?m)^ftrace: traces of forked children: ftrace\.dat\.\d+ ftrace\.dat\.\d+\.\d+$`).MatchString(r.Stderr) {
+			t.Errorf("record does not name the child's and grandchild's traces:\n%s", r.Stderr)
 		}
 	})
 }

@@ -244,10 +244,14 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 		if len(others) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of other processes (%%p): %s\n", strings.Join(others, " "))
 		}
-		// Forked children write PATH.<pid>.
+		// Forked children write PATH.<pid>, theirs PATH.<pid>.<pid>, and so on.
 		if kids := recentFiles(globQuote(path)+".[0-9]*", start, func(k string) bool {
-			_, err := strconv.Atoi(k[len(path)+1:])
-			return err == nil
+			for _, p := range strings.Split(k[len(path)+1:], ".") {
+				if _, err := strconv.Atoi(p); err != nil {
+					return false
+				}
+			}
+			return true
 		}); len(kids) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", strings.Join(kids, " "))
 		}
