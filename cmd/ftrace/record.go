@@ -198,7 +198,17 @@ func doRecord(c *cli.Context) error {
 			cmd.proc.Signal(sig)
 		}
 	}()
+	// --size/--duration: said when the runtime stops, not only when the program ends
+	final := strings.ReplaceAll(out, "%p", strconv.Itoa(cmd.proc.Pid))
+	done, noticed := make(chan struct{}), make(chan bool, 1)
+	if (limitSize > 0 || c.Duration("duration") > 0) && !c.Bool("quiet") {
+		go watchStop(c, final, done, noticed)
+	} else {
+		noticed <- false
+	}
 	state, err := cmd.wait()
+	close(done)
+	said := <-noticed
 	signal.Stop(fwd)
 	close(fwd)
 	if err != nil {
@@ -209,7 +219,7 @@ func doRecord(c *cli.Context) error {
 		code = 128 + int(ws.Signal())
 	}
 	if !c.Bool("quiet") {
-		if why := limitStop(c, strings.ReplaceAll(out, "%p", strconv.Itoa(cmd.proc.Pid))); why != "" {
+		if why := limitStop(c, final); why != "" && !said {
 			fmt.Fprintf(c.App.ErrWriter, "ftrace: recording stopped %s; the program ran on untraced\n", why)
 		}
 		// the program started may be a wrapper (env, a shell) of one that was traced
@@ -491,6 +501,30 @@ func outputOK(out string) error {
 		return errors.New("exists and is not an ftkit trace: not replacing it (remove it or name another file)")
 	}
 	return nil
+}
+
+// watchStop says on stderr, once the runtime finalised the trace at path for --size or
+// --duration while the program runs on, that it did; noticed gets whether it did, once done
+// is closed (the program ended) or it said so.
+func watchStop(c *cli.Context, path string, done <-chan struct{}, noticed chan<- bool) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			noticed <- false
+			return
+		case <-tick.C:
+			if _, err := os.Stat(path); err != nil {
+				continue
+			}
+			if why := limitStop(c, path); why != "" {
+				fmt.Fprintf(c.App.ErrWriter, "ftrace: recording stopped %s; the program runs on untraced\n", why)
+				noticed <- true
+				return
+			}
+		}
+	}
 }
 
 // limitStop says why the runtime finalised the trace at path by itself (--size,

@@ -49,9 +49,9 @@ func TestRecordLimits(t *testing.T) {
 		calls              int
 		control            bool
 	}{
-		{"--duration=300ms", "ftrace: recording stopped after 300ms (--duration); the program ran on untraced", "duration limit", 150, 100, true},
-		{"--size=2M", "(--size); the program ran on untraced", "size limit", 150, 20000, true},
-		{"--size=2M", "(--size); the program ran on untraced", "size limit", 150, 20000, false},
+		{"--duration=300ms", "ftrace: recording stopped after 300ms (--duration); the program runs on untraced", "duration limit", 150, 100, true},
+		{"--size=2M", "(--size); the program runs on untraced", "size limit", 150, 20000, true},
+		{"--size=2M", "(--size); the program runs on untraced", "size limit", 150, 20000, false},
 	}
 	for _, c := range cases {
 		t.Run(c.flag+"/control="+strconv.FormatBool(c.control), func(t *testing.T) {
