@@ -3113,3 +3113,39 @@ func TestTracerDlopenNames(t *testing.T) {
 		})
 	}
 }
+
+// FTRACE_FILTER takes names as the readers print them: C++ signatures with spaces and
+// commas (a template's with its return type, or without), and a gcc clone by its source
+// name (C and C++), as a glob too; a comma outside brackets still separates (the
+// tinyxml2 and less trials).
+func TestTracerFilterNames(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_names.cc")
+	want, _ := trRun(t, dir, prog, nil, "3")
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, c := range []struct{ filter, want string }{
+		{"ns::two(char const*, int)", "ns::two(char const*, int)"},
+		{"bool ns::pick<int>(char const*, char const*, int)", "bool ns::pick<int>(char const*, char const*, int)"},
+		{"ns::pick<double>*", "bool ns::pick<double>(char const*, char const*, double)"},
+		{"scaled", "scaled.constprop.0"},
+		{"sca?ed", "scaled.constprop.0"},
+		{"cscaled(int, int)", "cscaled(int, int) [clone .constprop.0]"},
+		{"ns::two(char const*, int),scaled", "ns::two(char const*, int)|scaled.constprop.0"},
+	} {
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=n.dat", "FTRACE_FILTER=" + c.filter}, "3")
+		if out != want || ws.ExitStatus() != 0 {
+			t.Fatalf("%s: output %q (%v), untraced %q", c.filter, out, ws, want)
+		}
+		var got []string
+		for _, l := range strings.Split(testenv.Run(t, dir, ftrace, "report", "n.dat"), "\n")[1:] {
+			if f := strings.Fields(l); len(f) > 1 {
+				name := strings.Join(f[1:], " ")
+				got = append(got, name[:strings.LastIndex(name, " [")])
+			}
+		}
+		sort.Strings(got)
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("FTRACE_FILTER=%s: traced %q, want %q", c.filter, got, c.want)
+		}
+	}
+}

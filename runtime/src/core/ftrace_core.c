@@ -14,6 +14,7 @@
  * and never touched again.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -2604,6 +2605,30 @@ static int valid_glob(const char *p)
 	return 1;
 }
 
+/*
+ * Does pat match name, or the function name is a compiler's copy of ("f.constprop.0",
+ * "_Z1fi.isra.0", "ns::f(int) [clone .isra.0]": the source names them "f", "ns::f(int)")?
+ */
+static int name_matches(const char *pat, const char *name)
+{
+	const char *cut;
+	char orig[1024];
+	size_t n;
+
+	if (!name)
+		return 0;
+	if (!fnmatch(pat, name, 0))
+		return 1;
+	cut = strstr(name, " [clone .");
+	if (!cut && !strpbrk(name, "( "))
+		cut = strchr(name, '.');
+	if (!cut || cut == name || (n = (size_t)(cut - name)) >= sizeof(orig))
+		return 0;
+	memcpy(orig, name, n);
+	orig[n] = 0;
+	return !fnmatch(pat, orig, 0);
+}
+
 /* Add (or remove) every site of the functions matching pat; number of sites matched. */
 static long glob_apply(struct ftrt_hash **hp, const char *pat, int remove)
 {
@@ -2623,9 +2648,8 @@ static long glob_apply(struct ftrt_hash **hp, const char *pat, int remove)
 			const struct ftrt_sym *y = &s->v[i];
 			uintptr_t end = y->addr + (y->size ? y->size : 5);
 
-			if (fnmatch(pat, y->name, 0) &&
-			    (!y->demangled || (fnmatch(pat, y->demangled, 0) &&
-					       fnmatch(pat, y->shortname, 0))))
+			if (!name_matches(pat, y->name) && !name_matches(pat, y->demangled) &&
+			    !name_matches(pat, y->shortname))
 				continue;
 			for (k = obj_lower_bound(o, y->addr); k < o->nrecs && o->recs[k].ip < end; k++) {
 				if (o->recs[k].flags & REC_REFUSED)
@@ -2677,10 +2701,66 @@ static int set_hash(struct ftrace_ops *ops, int is_notrace, struct ftrt_hash *nh
 	return 0;
 }
 
+size_t ftrt_glob_item(const char *s, const char *seps)
+{
+	const char *p;
+	int depth = 0;
+
+	for (p = s; *p; p++) {
+		if (!strncmp(p, "operator", 8) && !isalnum((unsigned char)p[8]) && p[8] != '_') {
+			p += 8;		/* its symbol is no bracket nor separator */
+			if (!*p)
+				break;
+			if ((*p == '(' && p[1] == ')') || (*p == '[' && p[1] == ']'))
+				p++;
+			else
+				while (p[1] && strchr("<>=!+-*/%^&|~,", p[1]))
+					p++;
+			continue;
+		}
+		if (strchr("<[({", *p))
+			depth++;
+		else if (strchr(">])}", *p) && depth > 0)
+			depth--;
+		else if (depth == 0 && strchr(seps, *p))
+			break;
+	}
+	return (size_t)(p - s);
+}
+
+/*
+ * The next pattern of the list at *pp into buf (room for the whole list), or 0 at the end;
+ * *item_end (the list's start at first) is where the current item ends.  Items are
+ * separated by commas outside brackets; an item without a parenthesis is a list of
+ * patterns separated by whitespace outside brackets, one with a parenthesis a demangled
+ * signature, "bool ns::f<int>(char const*, int) const", whole.
+ */
+static int next_pattern(const char **pp, const char **item_end, char *buf)
+{
+	const char *p = *pp, *e;
+	size_t n;
+
+	while (*p == ',' || isspace((unsigned char)*p))
+		p++;
+	if (!*p)
+		return 0;
+	if (p >= *item_end)
+		*item_end = p + ftrt_glob_item(p, ",");
+	n = (size_t)(*item_end - p);
+	if (!memchr(p, '(', n))
+		n = ftrt_glob_item(p, " \t\n\v\f\r,");
+	for (e = p + n; e > p && isspace((unsigned char)e[-1]); e--)
+		;
+	memcpy(buf, p, (size_t)(e - p));
+	buf[e - p] = 0;
+	*pp = p + n;
+	return 1;
+}
+
 static int set_regex(struct ftrace_ops *ops, const void *buf, int len, int reset, int is_notrace)
 {
 	struct ftrt_hash *nh;
-	char *copy = NULL, *tok, *save = NULL;
+	char *copy = NULL, *tok = NULL;
 	int ret;
 
 	if (!ops || len < 0 || (len && !buf))
@@ -2694,12 +2774,15 @@ static int set_regex(struct ftrace_ops *ops, const void *buf, int len, int reset
 		goto out;
 	}
 	if (buf && len) {
+		const char *p, *item_end;
+
 		copy = strndup(buf, (size_t)len);
-		if (!copy) {
+		tok = malloc((size_t)len + 1);
+		if (!copy || !tok) {
 			ret = -ENOMEM;
 			goto fail;
 		}
-		for (tok = strtok_r(copy, " \t\n,", &save); tok; tok = strtok_r(NULL, " \t\n,", &save)) {
+		for (p = item_end = copy; next_pattern(&p, &item_end, tok);) {
 			int remove = tok[0] == '!';
 			const char *pat = tok + remove;
 			long m;
@@ -2727,6 +2810,7 @@ fail:
 	free(nh);
 out:
 	free(copy);
+	free(tok);
 	ftrt_unlock();
 	return ret;
 }

@@ -27,6 +27,12 @@
 #define FTRT_OPS_FL_LEAN_FRAME	(1UL << 29)
 /* Does ops's filter/notrace rule take the site at ip?  Lock-free. */
 int ftrt_ops_match(struct ftrace_ops *ops, unsigned long ip);
+/*
+ * Length of the glob list item at s: up to its first character in seps outside (), <>,
+ * [] and {} (C++ parameter and template lists hold commas and spaces; "operator<" and the
+ * like are no brackets).
+ */
+size_t ftrt_glob_item(const char *s, const char *seps);
 
 /*
  * One call site: 16 bytes.  ip is the site address; rel the rel32 of the call the site

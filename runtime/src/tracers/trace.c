@@ -756,17 +756,19 @@ static unsigned long trace_graph_return_fast(unsigned long sp, const struct ftra
 
 /* ---- ops management (under trace_mu) ---- */
 
-/* The next glob of the comma-separated list at *pp, trimmed, into buf ("" for an empty one). */
+/*
+ * The next glob of the comma-separated list at *pp, trimmed, into buf ("" for an empty
+ * one); commas inside a C++ name's brackets do not separate.
+ */
 static int next_glob(const char **pp, char *buf, size_t len)
 {
-	const char *p = *pp, *e;
+	const char *p = *pp;
 	size_t n;
 
 	if (!p)
 		return 0;
-	e = strchr(p, ',');
-	n = e ? (size_t)(e - p) : strlen(p);
-	*pp = e ? e + 1 : NULL;
+	n = ftrt_glob_item(p, ",");
+	*pp = p[n] ? p + n + 1 : NULL;
 	while (n && (*p == ' ' || *p == '\t'))
 		p++, n--;
 	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\n'))

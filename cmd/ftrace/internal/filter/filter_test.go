@@ -57,23 +57,44 @@ func TestGlobErrors(t *testing.T) {
 }
 
 func TestMatchFunc(t *testing.T) {
-	fn := &symbolize.Func{Name: "ns::Box<int>::put(int, char const*) const", Raw: "_ZNK2ns3BoxIiE3putEiPKc"}
+	box := &symbolize.Func{Name: "ns::Box<int>::put(int, char const*) const", Raw: "_ZNK2ns3BoxIiE3putEiPKc"}
+	tmpl := &symbolize.Func{Name: "bool XMLTest<double>(char const*, double) [clone .isra.0]", Raw: "_Z7XMLTestIdEbPKcd.isra.0"}
+	clone := &symbolize.Func{Name: "ltputs.constprop.0", Raw: "ltputs.constprop.0"}
+	op := &symbolize.Func{Name: "bool ns::operator< <int>(ns::Box<int> const&, ns::Box<int> const&)"}
 	for _, tc := range []struct {
+		fn   *symbolize.Func
 		pat  string
 		want bool
 	}{
-		{"ns::Box<int>::put", true}, // without its parameters
-		{"_ZNK2ns3Box*", true},      // the symbol
-		{"*put(int, char const*) const", true},
-		{"put", false},
-		{"ns::Box<int>::put(int)", false},
+		{box, "ns::Box<int>::put", true}, // without its parameters
+		{box, "_ZNK2ns3Box*", true},      // the symbol
+		{box, "*put(int, char const*) const", true},
+		{box, "put", false},
+		{box, "ns::Box<int>::put(int)", false},
+		// a template instance without its return type, as the runtime matches
+		{tmpl, "XMLTest<double>*", true},
+		{tmpl, "XMLTest<double>", true},
+		{tmpl, "bool XMLTest<double>*", true},
+		{tmpl, "XMLTest*", true},
+		{tmpl, "XMLTest", false},
+		{tmpl, "_Z7XMLTestIdEbPKcd", true},
+		// clones: a name without wildcards matches the compiler's copies of it
+		{tmpl, "XMLTest<double>(char const*, double)", true},
+		{tmpl, "XMLTest<double>(int)", false},
+		{clone, "ltputs", true},
+		{clone, "ltput", false},
+		{clone, "ltputs.constprop.1", false},
+		{clone, "ltpu?s", true},
+		{clone, "ltputs.c*", true},
+		{op, "ns::operator< <int>", true},
+		{op, "ns::operator<*", true},
 	} {
 		g, err := Compile(tc.pat)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := g.MatchFunc(fn); got != tc.want {
-			t.Errorf("%q: %v, want %v", tc.pat, got, tc.want)
+		if got := g.MatchFunc(tc.fn); got != tc.want {
+			t.Errorf("%q on %q: %v, want %v", tc.pat, tc.fn.Name, got, tc.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
@@ -156,22 +157,70 @@ func (g *Glob) Match(s string) bool {
 }
 
 // MatchFunc reports whether a function matches by any of its names: the name shown
-// (demangled for C++), the symbol as in the symbol table, or the shown name without its
-// parameter list (`ns::f` for `ns::f(int)`), as the runtime matches `record -F`.
+// (demangled for C++), the symbol as in the symbol table, the shown name without a
+// template's return type (`ns::f<int>(int)` for `int ns::f<int>(int)`), and either without
+// its parameter list (`ns::f` for `ns::f(int)`), as the runtime matches `record -F`. The
+// compiler's clones of a function match as it does (`f` matches `f.constprop.0`,
+// `ns::f(int)` matches `ns::f(int) [clone .isra.0]`), as at record time.
 func (g *Glob) MatchFunc(fn *symbolize.Func) bool {
 	if fn == nil {
 		return false
 	}
-	if g.Match(fn.Name) {
-		return true
-	}
-	if fn.Raw != "" && fn.Raw != fn.Name && g.Match(fn.Raw) {
-		return true
-	}
-	if s := shortName(fn.Name); s != fn.Name && g.Match(s) {
-		return true
+	proper := nameProper(fn.Name)
+	for _, s := range []string{fn.Name, fn.Raw, proper, shortName(fn.Name), shortName(proper)} {
+		if s != "" && (g.Match(s) || g.matchOriginal(s)) {
+			return true
+		}
 	}
 	return false
+}
+
+// matchOriginal: s is a compiler's clone ("f.constprop.0", "ns::f(int) [clone .isra.0]",
+// "_Z1fi.isra.0") and the glob matches the name of the function it copies.
+func (g *Glob) matchOriginal(s string) bool {
+	if i := strings.Index(s, " [clone ."); i > 0 {
+		return g.Match(s[:i])
+	}
+	if i := strings.IndexByte(s, '.'); i > 0 && !strings.ContainsAny(s, "( ") {
+		return g.Match(s[:i])
+	}
+	return false
+}
+
+// nameProper cuts the return type a demangled template instance starts with ("int
+// ns::f<int>(int)"): what follows the last space outside brackets before the parameter
+// list (an operator's symbols, "operator<", are no brackets), as the runtime's short name.
+func nameProper(name string) string {
+	end := symbolize.ParamList(name)
+	if end <= 0 {
+		return name
+	}
+	start, depth := 0, 0
+	for i := 0; i < end; i++ {
+		if strings.HasPrefix(name[i:], "operator") && (i+8 == len(name) || !isIdent(name[i+8])) {
+			i += 8
+			for i+1 < end && strings.IndexByte("<>=!+-*/%^&|~,[]()", name[i+1]) >= 0 && name[i+1] != '(' {
+				i++
+			}
+			if i+2 < end && name[i+1] == ' ' && name[i+2] == '<' {
+				i++ // "operator< <int>": the space before template arguments
+			}
+			continue
+		}
+		switch c := name[i]; {
+		case strings.IndexByte("<[({", c) >= 0:
+			depth++
+		case strings.IndexByte(">])}", c) >= 0 && depth > 0:
+			depth--
+		case c == ' ' && depth == 0:
+			start = i + 1
+		}
+	}
+	return name[start:]
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // shortName cuts a demangled name's parameter list (and what follows it: const, &&).
