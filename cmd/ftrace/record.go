@@ -39,10 +39,12 @@ func recordCommand() *cli.Command {
 			"program's threads wait instead). --ring keeps only each thread's newest events.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tracer", Aliases: []string{"t"}, Value: tracefile.TracerFunctionGraph, Usage: "`NAME`: function, function_graph or nop (nop: nothing recorded until a live command sets a tracer)"},
-			&cli.StringSliceFlag{Name: "filter", Aliases: []string{"F"}, Usage: "trace only functions matching these `GLOBS` (comma-separated, repeatable; !glob removes)"},
-			&cli.StringSliceFlag{Name: "notrace", Aliases: []string{"N"}, Usage: "never trace functions matching these `GLOBS`"},
-			&cli.StringSliceFlag{Name: "graph-function", Aliases: []string{"G"}, Usage: "function_graph: graph only these functions (`GLOBS`) and what they call"},
-			&cli.StringSliceFlag{Name: "graph-notrace", Usage: "function_graph: leave out these functions (`GLOBS`) and what they call"},
+			// not StringSliceFlag: it splits at every comma and trims, and C++ names
+			// hold both ("ns::f(char const*, int)"); the runtime splits the list itself
+			&cli.GenericFlag{Name: "filter", Aliases: []string{"F"}, Value: &specList{}, Usage: "trace only functions matching these `GLOBS` (comma-separated, repeatable; !glob removes)"},
+			&cli.GenericFlag{Name: "notrace", Aliases: []string{"N"}, Value: &specList{}, Usage: "never trace functions matching these `GLOBS`"},
+			&cli.GenericFlag{Name: "graph-function", Aliases: []string{"G"}, Value: &specList{}, Usage: "function_graph: graph only these functions (`GLOBS`) and what they call"},
+			&cli.GenericFlag{Name: "graph-notrace", Value: &specList{}, Usage: "function_graph: leave out these functions (`GLOBS`) and what they call"},
 			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "record `N` levels of graph calls (1: the outermost only; 0: unlimited)"},
 			&cli.GenericFlag{Name: "trigger", Aliases: []string{"T"}, Value: &specList{}, Usage: "act on hits of functions: `SPEC` is GLOB@ACTION[:COUNT] with actions (comma-separated) traceon, traceoff, snapshot, stacktrace, depth=N, finish (repeatable; FTRACE_TRIGGER)"},
 			&cli.GenericFlag{Name: "argument", Aliases: []string{"A"}, Value: &specList{}, Usage: "record arguments: `SPEC` is FUNC@arg1,arg2/s,fparg1 (uftrace syntax; repeatable; FTRACE_ARGS)"},
@@ -95,7 +97,7 @@ func doRecord(c *cli.Context) error {
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
 	for _, l := range [][2]string{{"filter", "FTRACE_FILTER"}, {"notrace", "FTRACE_NOTRACE"},
 		{"graph-function", "FTRACE_GRAPH_FUNCTION"}, {"graph-notrace", "FTRACE_GRAPH_NOTRACE"}} {
-		if f := c.StringSlice(l[0]); len(f) > 0 {
+		if f := c.Generic(l[0]).(*specList).v; len(f) > 0 {
 			env = append(env, l[1]+"="+strings.Join(f, ","))
 		}
 	}
