@@ -229,6 +229,12 @@ func TestTracerArgsSpecs(t *testing.T) {
 	}
 	checkSpecCalls(t, argsCalls(t, testenv.Run(t, dir, ftrace, "graph", "ftrace.dat"), "function_graph"), plain, false)
 	want := strings.Split(strings.TrimSpace(plain), "\n")
+	// ftrace args lists the functions record can trace: the program's, not the runtime's
+	// (built with -g, without call sites; the less trial)
+	if list := testenv.Run(t, dir, ftrace, "args", prog); !strings.Contains(list, "  add(") ||
+		strings.Contains(list, "trace_func") || strings.Contains(list, "ftrt_") {
+		t.Errorf("ftrace args lists:\n%s", list)
+	}
 	// ftrace args --spec: the plans --auto-args passes, in files for FTRACE_ARGS=@FILE (a
 	// file others may write is refused)
 	for _, which := range []string{"args", "retval"} {

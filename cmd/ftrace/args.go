@@ -54,8 +54,11 @@ func argsCommand() *cli.Command {
 				return fmt.Errorf("args: %w", err)
 			}
 			w := c.App.Writer
+			// only the functions with a call site (record can trace those): not the
+			// runtime's own, nor others built without -pg
+			keep := tracedEntries(prog)
 			for _, fn := range tab.Funcs {
-				if !matchAny(fn.Name, globs) {
+				if !matchAny(fn.Name, globs) || (keep != nil && !keep(fn.Entry)) {
 					continue
 				}
 				if len(specs) > 0 {
