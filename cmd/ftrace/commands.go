@@ -259,7 +259,7 @@ func pprofCommand() *cli.Command {
 			"caller's self time.\n\n" + filterUsage,
 		Flags: append([]cli.Flag{
 			inputFlag(),
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "ftrace.pb.gz", Usage: "profile file (- for stdout)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "profile file (- for stdout; default ftrace.pb.gz, or stdout when it is redirected to a file)"},
 			&cli.BoolFlag{Name: "args", Usage: "one function per function and argument values recorded with its calls (as graph shows them: \"fib(n=3)\")"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
@@ -267,7 +267,7 @@ func pprofCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			w, done, err := outputFile(c, c.String("output"))
+			w, done, err := outputFile(c, defaultOutput(c, "ftrace.pb.gz"))
 			if err != nil {
 				return err
 			}
@@ -290,21 +290,24 @@ func flameCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.BoolFlag{Name: "folded", Usage: "write folded stacks (frame;frame;... value) instead of SVG"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default flame.svg, or stdout with --folded)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default flame.svg, or stdout with --folded or when it is redirected to a file)"},
 			&cli.BoolFlag{Name: "by-thread", Usage: "one tower per thread"},
 			&cli.StringFlag{Name: "title", Usage: "SVG title"},
 			&cli.IntFlag{Name: "width", Value: 1200, Usage: "SVG width in pixels"},
 			&cli.BoolFlag{Name: "args", Usage: "one frame per function and argument values recorded with its calls (as graph shows them: \"fib(n=3)\")"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
+			if c.Int("width") <= 0 {
+				return fmt.Errorf("flame: --width must be positive (got %d)", c.Int("width"))
+			}
 			f, paths, err := streamPaths(c)
 			if err != nil {
 				return err
 			}
 			stacks := flame.FoldPaths(f, paths, flame.Options{TIDs: c.IntSlice("tid"), ByThread: c.Bool("by-thread")})
 			out := c.String("output")
-			if out == "" && !c.Bool("folded") {
-				out = "flame.svg"
+			if !c.Bool("folded") {
+				out = defaultOutput(c, "flame.svg")
 			}
 			w, done, err := outputFile(c, out)
 			if err != nil {

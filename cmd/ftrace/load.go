@@ -52,6 +52,21 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// defaultOutput is where a command that writes a file by default (flame, pprof) writes
+// without -o: to stdout when it is redirected to a regular file (`ftrace flame > x.svg`
+// left x.svg empty and wrote flame.svg), else to name.
+func defaultOutput(c *cli.Context, name string) string {
+	if c.IsSet("output") {
+		return c.String("output")
+	}
+	if f, ok := c.App.Writer.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			return "-"
+		}
+	}
+	return name
+}
+
 // progressThreshold is the event count above which conversions show progress.
 const progressThreshold = 1 << 20
 
