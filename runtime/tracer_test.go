@@ -942,6 +942,78 @@ func TestTracerExecSelf(t *testing.T) {
 	}
 }
 
+// A fork child that execs a traced program (a shell running a command) with the same
+// FTRACE_OUTPUT: the new image writes <output>.<pid>.exec1, beside the child's trace up to
+// the exec (<output>.<pid>), and never replaces the parent's <output> (the dash trial lost
+// the inner program's trace that way).
+func TestTracerForkExec(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_exec.c")
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=f.dat"}, "forkexec")
+	if out != "last: FTRACE_EXEC unset\n" || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v", out, ws)
+	}
+	kids, _ := filepath.Glob(filepath.Join(dir, "f.dat.*"))
+	sort.Strings(kids)
+	if len(kids) != 2 || kids[1] != kids[0]+".exec1" {
+		t.Fatalf("child traces %v, want f.dat.<pid> and f.dat.<pid>.exec1", kids)
+	}
+	for _, c := range []struct {
+		path   string
+		reason uint32
+		work   int
+	}{{filepath.Join(dir, "f.dat"), 1, 7}, {kids[0], 5, 0}, {kids[1], 1, 3}} {
+		tr := trRead(t, c.path)
+		trCheckComplete(t, tr, c.reason)
+		n := 0
+		s := trSymbols(t, tr, prog)
+		for _, th := range tr.Threads {
+			for _, r := range th.Recs {
+				if r.Type == 1 && s.name(r.IP) == "work" {
+					n++
+				}
+			}
+		}
+		if n != c.work {
+			t.Errorf("%s: %d calls of work, want %d", c.path, n, c.work)
+		}
+	}
+}
+
+// The same from a vfork child (dash runs commands so): the new image writes
+// <output>.<pid>, the name a fork child would have had (the vfork child traces nothing).
+func TestTracerVforkExec(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_exec.c")
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=v.dat"}, "vforkexec")
+	if out != "last: FTRACE_EXEC unset\n" || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v", out, ws)
+	}
+	kids, _ := filepath.Glob(filepath.Join(dir, "v.dat.*"))
+	if len(kids) != 1 || !regexp.MustCompile(`/v\.dat\.[0-9]+$`).MatchString(kids[0]) {
+		t.Fatalf("child traces %v, want v.dat.<pid>", kids)
+	}
+	for _, c := range []struct {
+		path         string
+		reason, work int
+	}{{filepath.Join(dir, "v.dat"), 1, 7}, {kids[0], 1, 3}} {
+		tr := trRead(t, c.path)
+		trCheckComplete(t, tr, uint32(c.reason))
+		n := 0
+		s := trSymbols(t, tr, prog)
+		for _, th := range tr.Threads {
+			for _, r := range th.Recs {
+				if r.Type == 1 && s.name(r.IP) == "work" {
+					n++
+				}
+			}
+		}
+		if n != c.work {
+			t.Errorf("%s: %d calls of work, want %d", c.path, n, c.work)
+		}
+	}
+}
+
 // Streaming with the smallest per-thread buffer (4 blocks): every call is either recorded
 // or counted lost, exactly; with FTRACE_NO_LOSS=1 none is lost.
 func TestTracerBufferFull(t *testing.T) {

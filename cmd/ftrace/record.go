@@ -256,10 +256,11 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 		if len(others) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of other processes (%%p): %s\n", strings.Join(others, " "))
 		}
-		// Forked children write PATH.<pid>, theirs PATH.<pid>.<pid>, and so on.
+		// Forked children write PATH.<pid>, theirs PATH.<pid>.<pid>, and so on; a program
+		// a child execs PATH.<pid>.exec<n>.
 		if kids := recentFiles(globQuote(path)+".[0-9]*", start, func(k string) bool {
 			for _, p := range strings.Split(k[len(path)+1:], ".") {
-				if _, err := strconv.Atoi(p); err != nil {
+				if _, err := strconv.Atoi(strings.TrimPrefix(p, "exec")); err != nil {
 					return false
 				}
 			}

@@ -3,11 +3,13 @@
  * Argument "fail": the exec fails and the program goes on (untraced) and exits normally.
  * "self": it execs itself (same pid) with "again", which calls work() 4 times and execs
  * itself with "last", which calls it 3 times and prints whether FTRACE_EXEC is in its
- * environment.
+ * environment.  "forkexec": a child execs it with "last" (as a shell runs a command) while
+ * the parent waits, then calls work() twice more; "vforkexec": the same with vfork (dash).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 volatile int sink;
@@ -32,6 +34,20 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 5; i++)
 		work(i);
 	fflush(stdout);
+	if (argc > 1 && (!strcmp(argv[1], "forkexec") || !strcmp(argv[1], "vforkexec"))) {
+		int st;
+		pid_t pid = argv[1][0] == 'v' ? vfork() : fork();
+
+		if (pid == 0) {
+			execl("/proc/self/exe", argv[0], "last", (char *)NULL);
+			_exit(127);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			return 1;
+		work(5);
+		work(6);
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "self")) {
 		char *const av[] = { argv[0], "again", NULL };
 

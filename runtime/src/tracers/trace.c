@@ -1284,7 +1284,10 @@ static size_t env_len(char *const envp[])
  * exec naming.  A traced image that execs adds FTRACE_EXEC=<pid>:<gen>:<base output name>
  * to the new image's environment (when that sets FTRACE_TRACER or FTRACE_CONTROL, i.e. the
  * new image may trace).  A new image of the same pid whose output name would be that base
- * writes <output>.exec<gen> instead of replacing the trace just finalised under <output>.
+ * writes <output>.exec<gen> instead of replacing the trace just finalised under <output>;
+ * one whose base is a fork child's name of its output (<output>.<pid>: a shell's child
+ * running a command) takes that name, and not the parent's: <output>.<pid>.exec<gen>, or
+ * <output>.<pid> from a vfork child (which traced nothing of its own).
  * The new image removes the variable from its environment before main.  It sets
  * ft_exec_gen and ft_exec_prev, which the session (trace_buf.c) reads.
  */
@@ -1293,18 +1296,24 @@ static size_t env_len(char *const envp[])
 /* envp with FTRACE_EXEC set into out (room for n + 2) and var (PATH_MAX + 64), or envp */
 static char *const *exec_mark(char *const envp[], char **out, size_t n, char *var)
 {
+	pid_t self = getpid();
+	int vforked = (pid_t)ft_sess.hdr.pid != self;	/* a vfork child: the parent's session */
 	size_t k = 0;
 	char *p;
 
-	if (ft_sess.state != FT_SESS_LIVE || (pid_t)ft_sess.hdr.pid != getpid() ||
+	if (ft_sess.state != FT_SESS_LIVE ||
 	    (!env_has(envp, "FTRACE_TRACER=") && !env_has(envp, "FTRACE_CONTROL=")))
 		return envp;
 	p = var + ft_strlcpy(var, EXEC_VAR, 16);
-	p = ft_utoa(p, (unsigned long)getpid());
+	p = ft_utoa(p, (unsigned long)self);
 	*p++ = ':';
-	p = ft_utoa(p, ft_exec_gen + 1UL);
+	p = ft_utoa(p, vforked ? 1UL : ft_exec_gen + 1UL);
 	*p++ = ':';
-	ft_strlcpy(p, ft_sess.base, PATH_MAX);
+	p += ft_strlcpy(p, ft_sess.base, PATH_MAX);
+	if (vforked) {		/* the name a fork child would have had */
+		*p++ = '.';
+		ft_utoa(p, (unsigned long)self);
+	}
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(envp[i], EXEC_VAR, sizeof(EXEC_VAR) - 1))
 			out[k++] = envp[i];

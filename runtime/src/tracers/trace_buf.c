@@ -610,6 +610,20 @@ static int rename_output(const char *from, const char *to)
 	return err;
 }
 
+/* Is name the trace name of a fork descendant of the process writing base (base.<pid>...)? */
+static int fork_name_of(const char *name, const char *base)
+{
+	size_t n = strlen(base);
+	const char *p;
+
+	if (strncmp(name, base, n) || name[n] != '.' || !name[n + 1])
+		return 0;
+	for (p = name + n; *p; p++)
+		if (*p != '.' && (*p < '0' || *p > '9'))
+			return 0;
+	return 1;
+}
+
 static void expand_output(const char *in, char *out, size_t size, const char *suffix)
 {
 	char pid[24];
@@ -1456,8 +1470,13 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 			ft_strlcpy(s->final, name, sizeof(s->final));
 		}
 		read_config(buf_kb);
+		/* a fork child's exec (a shell running a command): the child's name, not the
+		   parent's, which it would replace */
+		if (ft_exec_gen && fork_name_of(ft_exec_prev, s->final))
+			ft_strlcpy(s->final, ft_exec_prev, sizeof(s->final));
 		ft_strlcpy(s->base, s->final, sizeof(s->base));
-		if (ft_exec_gen && !strcmp(s->final, ft_exec_prev)) {
+		if (ft_exec_gen && !strcmp(s->final, ft_exec_prev) &&
+		    faccessat(AT_FDCWD, s->final, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 			char sfx[32] = ".exec";
 
 			ft_utoa(sfx + 5, ft_exec_gen);
