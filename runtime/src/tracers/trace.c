@@ -1477,10 +1477,24 @@ int execle(const char *path, const char *arg, ...)
 	return execve(path, (char *const *)argv, envp);
 }
 
+/*
+ * The program's signal mask across fork(): its signals are held from the prepare handler
+ * to the parent's and child's, so that a handler (a shell's SIGCHLD) runs after the fork
+ * window, where it is recorded, not inside it, where its events were lost; the core's
+ * round signal is not held (another thread's patching waits for its answer).
+ */
+static __thread sigset_t fork_mask FTRT_TLS;
+
 static void atfork_prepare(void)
 {
 	struct ft_thread *t = &ft_cur;
+	sigset_t all;
+	int round = ftrt_sync_signal();
 
+	sigfillset(&all);
+	if (round > 0)
+		sigdelset(&all, round);
+	pthread_sigmask(SIG_SETMASK, &all, &fork_mask);
 	/* nothing may be recorded between fork() and the child handler */
 	t->saved_state = t->state;
 	t->state = FT_THREAD_NOBUF;
@@ -1489,6 +1503,7 @@ static void atfork_prepare(void)
 static void atfork_parent(void)
 {
 	ft_cur.state = ft_cur.saved_state;
+	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
 static void atfork_child(void)
@@ -1497,6 +1512,7 @@ static void atfork_child(void)
 	ft_mem_read_forked();
 	ft_control_forked();
 	ft_session_forked();
+	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
 /*
