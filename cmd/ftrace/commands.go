@@ -480,5 +480,12 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	for _, warn := range h.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	// said on stderr too, as the other readers say it: a pipe or a long map list hid it
+	for _, warn := range h.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, warn)
+	}
+	return nil
 }

@@ -474,9 +474,13 @@ func TestE2EEndings(t *testing.T) {
 		if len(parts) != 1 {
 			t.Fatalf("part files %v", parts)
 		}
-		info := testenv.Run(t, d, ftrace, "info", parts[0])
-		if !strings.Contains(info, "written because:    live (not finalised)") || !strings.Contains(info, "flags:              none") {
+		ir := testenv.Exec(t, d, ftrace, "info", parts[0])
+		if info := ir.Stdout; !strings.Contains(info, "written because:    live (not finalised)") || !strings.Contains(info, "flags:              none") {
 			t.Errorf("info:\n%s", info)
+		}
+		// on stderr too, as the other readers say it
+		if !strings.Contains(ir.Stderr, "ftrace: warning: "+parts[0]+": not finalised") {
+			t.Errorf("info's stderr: %q", ir.Stderr)
 		}
 		for _, cmd := range []string{"graph", "report"} {
 			r := testenv.Exec(t, d, ftrace, cmd, parts[0])

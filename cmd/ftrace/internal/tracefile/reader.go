@@ -77,6 +77,10 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 // threads' facts and where their events are.
 func index(r io.ReaderAt, size int64) (*Stream, error) {
 	if size < HeaderSize {
+		m := make([]byte, len(Magic))
+		if n, _ := r.ReadAt(m, 0); n == len(Magic) && string(m) == Magic {
+			return nil, fmt.Errorf("a truncated ftkit trace: %d bytes, shorter than its %d-byte header", size, HeaderSize)
+		}
 		return nil, fmt.Errorf("not an ftkit trace: %d bytes, shorter than the %d-byte header", size, HeaderSize)
 	}
 	h := make([]byte, HeaderSize)

@@ -158,7 +158,8 @@ func TestBadInput(t *testing.T) {
 		mutate func([]byte) []byte
 		want   string
 	}{
-		{"short", func(b []byte) []byte { return b[:100] }, "shorter than the 256-byte header"},
+		{"short", func(b []byte) []byte { return b[:100] }, "a truncated ftkit trace: 100 bytes, shorter than its 256-byte header"},
+		{"short, no magic", func(b []byte) []byte { return append([]byte("x"), b[1:100]...) }, "not an ftkit trace: 100 bytes, shorter than the 256-byte header"},
 		{"magic", func(b []byte) []byte { copy(b, "NOTTRACE"); return b }, "not an ftkit trace"},
 		{"version", func(b []byte) []byte { le.PutUint32(b[8:], 9); return b }, "version 9 not supported"},
 		{"header size", func(b []byte) []byte { le.PutUint32(b[12:], 1<<30); return b }, "bad header_size"},
