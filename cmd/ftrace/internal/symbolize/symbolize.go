@@ -297,6 +297,20 @@ type lineEntry struct {
 	stmt bool // a recommended breakpoint location (is_stmt)
 }
 
+// funcName is the name shown for symbol raw: demangled, and a C++ deleting destructor
+// ("D0", which destroys and frees) told from the complete one ("D1") it calls, which
+// demangles the same ("~T()" twice in a report, and a call of one by the other looked
+// like recursion).
+func funcName(raw string) string {
+	name := demangle.Filter(raw)
+	if strings.HasPrefix(raw, "_Z") && strings.Contains(raw, "D0Ev") && name != raw {
+		if i := strings.LastIndex(raw, "D0Ev"); i+4 == len(raw) || raw[i+4] == '.' {
+			name += " [deleting]"
+		}
+	}
+	return name
+}
+
 func loadObject(path string, f *elf.File) (*object, error) {
 	syms, err := f.Symbols()
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
@@ -321,13 +335,13 @@ func loadObject(path string, f *elf.File) (*object, error) {
 		if i, ok := seen[sym.Value]; ok {
 			prev := o.funcs[i]
 			if elf.ST_BIND(sym.Info) == elf.STB_GLOBAL && prev.Size <= sym.Size {
-				prev.Raw, prev.Name, prev.Size = sym.Name, demangle.Filter(sym.Name), sym.Size
+				prev.Raw, prev.Name, prev.Size = sym.Name, funcName(sym.Name), sym.Size
 			}
 			continue
 		}
 		seen[sym.Value] = len(o.funcs)
 		o.funcs = append(o.funcs, &Func{
-			Name:   demangle.Filter(sym.Name),
+			Name:   funcName(sym.Name),
 			Raw:    sym.Name,
 			Module: path,
 			Addr:   sym.Value,

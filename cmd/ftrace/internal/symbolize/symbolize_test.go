@@ -390,3 +390,21 @@ main:
 .Ldebug_line0:
 	.section	.note.GNU-stack,"",@progbits
 `
+
+// A deleting destructor is told from the complete one; other names are demangled as is.
+func TestFuncName(t *testing.T) {
+	for _, c := range []struct{ raw, want string }{
+		{"_ZN8tinyxml211XMLDocumentD0Ev", "tinyxml2::XMLDocument::~XMLDocument() [deleting]"},
+		{"_ZN8tinyxml211XMLDocumentD1Ev", "tinyxml2::XMLDocument::~XMLDocument()"},
+		{"_ZN8tinyxml211XMLDocumentD2Ev", "tinyxml2::XMLDocument::~XMLDocument()"},
+		{"_ZN3FooD0Ev.cold", "Foo::~Foo() [clone .cold] [deleting]"},
+		{"_ZN3Foo4D0EvEv", "Foo::D0Ev()"},
+		{"_ZN4D0Ev3FooD0Ev", "D0Ev::Foo::~Foo() [deleting]"},
+		{"main", "main"},
+		{"D0Ev", "D0Ev"},
+	} {
+		if got := funcName(c.raw); got != c.want {
+			t.Errorf("funcName(%q) = %q, want %q", c.raw, got, c.want)
+		}
+	}
+}
