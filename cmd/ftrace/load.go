@@ -207,7 +207,12 @@ func (in *streamIn) wrapped(obs calltree.Observer) calltree.Observer {
 }
 
 // warn says on stderr what reading met (see warnStream).
-func (in *streamIn) warn(c *cli.Context) { warnStream(c, in.path, in.st, in.sym) }
+func (in *streamIn) warn(c *cli.Context) {
+	warnStream(c, in.path, in.st, in.sym)
+	for _, u := range in.flt.Unmatched() {
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s matches no function in the trace\n", in.path, u)
+	}
+}
 
 // streamReport computes the report reading the trace as a stream (memory bounded by
 // functions × threads and call depth, not by events), saying on stderr what the reader

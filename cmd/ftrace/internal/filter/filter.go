@@ -174,16 +174,36 @@ func (f *Filter) classify(fn *symbolize.Func) uint8 {
 	for _, g := range f.include {
 		if g.MatchFunc(fn) {
 			m |= included
-			break
+			g.matched.Store(true)
 		}
 	}
 	for _, g := range f.exclude {
 		if g.MatchFunc(fn) {
 			m |= excluded
-			break
+			g.matched.Store(true)
 		}
 	}
 	return m
+}
+
+// Unmatched names the -F and -N globs that matched no function the reader met ("-F
+// 'x'"): a filter that matches nothing leaves an empty report with no word why.
+func (f *Filter) Unmatched() []string {
+	if f == nil {
+		return nil
+	}
+	var out []string
+	for _, l := range []struct {
+		flag  string
+		globs []*Glob
+	}{{"-F", f.include}, {"-N", f.exclude}} {
+		for _, g := range l.globs {
+			if !g.matched.Load() {
+				out = append(out, fmt.Sprintf("%s '%s'", l.flag, g.src))
+			}
+		}
+	}
+	return out
 }
 
 // CallKept reports whether a function-tracer call is shown. Such a call has no

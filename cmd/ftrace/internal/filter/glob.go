@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
@@ -14,8 +15,9 @@ import (
 // `:` included: C++ and file-like names), `?` one character, `[abc]`, `[a-z]`, `[!a]` or
 // `[^a]` one of (or none of) a set, and `\` quotes the next character.
 type Glob struct {
-	src  string
-	toks []token
+	src     string
+	toks    []token
+	matched atomic.Bool // a function of the trace matched (Filter.Unmatched)
 }
 
 type tokKind uint8
