@@ -273,10 +273,16 @@ func warnStream(c *cli.Context, path string, st *tracefile.Stream, sym *symboliz
 	for _, w := range tr.Header.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, w)
 	}
+	var events uint64
 	for i, th := range tr.Threads {
 		if th.N == 0 { // not read (--tid): what its chunks announce
 			th.N = st.Hint(i)
 		}
+		events += uint64(th.N)
+	}
+	if events == 0 && len(tr.Header.Warnings) == 0 {
+		// an empty output otherwise says nothing (a filter at record time that matched nothing)
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: the trace holds no events\n", path)
 	}
 	warnLost(c, tr)
 	for _, w := range sym.Warnings() {
