@@ -80,8 +80,12 @@ func doRecord(c *cli.Context) error {
 	default:
 		return fmt.Errorf("record: unknown tracer %q (want function, function_graph or nop)", tracer)
 	}
-	if c.Int("depth") < 0 || c.Int("buffer-kb") < 0 {
-		return errors.New("record: --depth and --buffer-kb must not be negative")
+	if c.Int("depth") < 0 {
+		return fmt.Errorf("record: --depth must not be negative (got %d)", c.Int("depth"))
+	}
+	// what the runtime takes (FTRACE_BUFFER_KB); it uses 256 KiB to 4 MiB of it
+	if b := c.Int("buffer-kb"); b != 0 && (b < 4 || b > 4194304) {
+		return fmt.Errorf("record: --buffer-kb %d: want 4 to 4194304 (KiB; 256 to 4096 are used), or 0 for the default", b)
 	}
 	limitSize, err := parseSize(c.String("size"))
 	if err != nil {
