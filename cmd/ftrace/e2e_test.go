@@ -780,3 +780,23 @@ func TestE2ENoreturnCaller(t *testing.T) {
 		t.Errorf("dump: die's caller is not check:\n%s", out)
 	}
 }
+
+// An executable built without ftcc whose shared library was built with it: record names
+// the library and says to link the executable with ftcc (the tinyxml2 trial was told the
+// program was not built for ftkit at all).
+func TestRecordPlainExecutableTracedLibrary(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	ftcc, ftrace := testenv.Tool(t, "ftcc"), testenv.Tool(t, "ftrace")
+	os.WriteFile(filepath.Join(dir, "lib.c"), []byte("int lf(int x) { return x + 1; }\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.c"), []byte("#include <stdio.h>\nint lf(int);\nint main(void) { printf(\"%d\\n\", lf(1)); return 0; }\n"), 0o644)
+	testenv.Run(t, dir, ftcc, "gcc", "-O2", "-shared", "-fPIC", "-o", "libl.so", "lib.c")
+	testenv.Run(t, dir, "gcc", "-O2", "-o", "prog", "main.c", "-L.", "-ll", "-Wl,-rpath,$ORIGIN")
+	r := testenv.Exec(t, dir, ftrace, "record", "-o", "p.dat", "--", "./prog")
+	if r.Code != 0 || r.Stdout != "2\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "./prog was not built for ftkit, but its library "+filepath.Join(dir, "libl.so")+" has call sites: link prog with ftcc too") {
+		t.Errorf("stderr %q", r.Stderr)
+	}
+}

@@ -316,8 +316,13 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 				// a wrapper (a shell) whose descendants were traced
 				fmt.Fprintf(stderr, "ftrace: no trace written to %s by the program itself (pid %d)\n", path, pid)
 			} else if table, rt, ok := buildState(prog); ok && !table && !rt {
-				fmt.Fprintf(stderr, "ftrace: no trace written to %s: %s was not built for ftkit (no call-site table, no runtime); "+
-					"build it with ftcc (docs/ftcc.md)\n", path, prog)
+				if lib := tracedLibrary(prog); lib != "" {
+					fmt.Fprintf(stderr, "ftrace: no trace written to %s: %s was not built for ftkit, but its library %s has call sites: "+
+						"link %s with ftcc too (the runtime lives in the executable)\n", path, prog, lib, filepath.Base(prog))
+				} else {
+					fmt.Fprintf(stderr, "ftrace: no trace written to %s: %s was not built for ftkit (no call-site table, no runtime); "+
+						"build it with ftcc (docs/ftcc.md)\n", path, prog)
+				}
 			} else if ok && table != rt {
 				fmt.Fprintf(stderr, "ftrace: no trace written to %s\n", path) // noTableHint says why
 			} else {
@@ -646,9 +651,57 @@ func noTableHint(stderr io.Writer, prog string) {
 	case !rt:
 		// call sites but not the runtime: ftcc links -static and -static-libstdc++
 		// programs so
-		fmt.Fprintf(stderr, "ftrace: %s has call sites but not the ftkit runtime (linked without libftrt.a, "+
-			"e.g. with -static or -static-libstdc++), so nothing of it is traced\n", prog)
+		fmt.Fprintf(stderr, "ftrace: %s has call sites but not the ftkit runtime (linked without libftrt.a: "+
+			"link it with ftcc too, not the compiler alone; ftcc leaves -static and -static-libstdc++ "+
+			"links without it), so nothing of it is traced\n", prog)
 	}
+}
+
+// tracedLibrary returns a shared library prog needs that has a call-site table (built
+// with ftcc while prog was not), found where the dynamic loader looks first: prog's
+// RUNPATH/RPATH ($ORIGIN too), LD_LIBRARY_PATH, the system's directories; "" if none.
+func tracedLibrary(prog string) string {
+	f, err := elf.Open(prog)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	needed, _ := f.ImportedLibraries()
+	origin := filepath.Dir(prog)
+	if abs, err := filepath.Abs(prog); err == nil {
+		origin = filepath.Dir(abs)
+	}
+	var dirs []string
+	for _, tag := range []elf.DynTag{elf.DT_RUNPATH, elf.DT_RPATH} {
+		paths, _ := f.DynString(tag)
+		for _, p := range paths {
+			for _, d := range filepath.SplitList(p) {
+				dirs = append(dirs, strings.ReplaceAll(d, "$ORIGIN", origin))
+			}
+		}
+	}
+	dirs = append(dirs, filepath.SplitList(os.Getenv("LD_LIBRARY_PATH"))...)
+	dirs = append(dirs, "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+		"/usr/lib/aarch64-linux-gnu", "/usr/local/lib", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
+	for _, n := range needed {
+		for _, d := range dirs {
+			if d == "" {
+				continue
+			}
+			lib := filepath.Join(d, n)
+			lf, err := elf.Open(lib)
+			if err != nil {
+				continue
+			}
+			has := lf.Section(mcountloc.TableSection) != nil
+			lf.Close()
+			if has {
+				return lib
+			}
+			break // the one the loader takes
+		}
+	}
+	return ""
 }
 
 // buildState tells whether prog has a call-site table and the ftkit runtime (ok: an ELF
