@@ -373,7 +373,7 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	fmt.Fprintf(w, "tracer:\t%s\n", h.Tracer)
 	fmt.Fprintf(w, "pid:\t%d\n", h.PID)
 	if len(h.Command) > 0 {
-		fmt.Fprintf(w, "command:\t%s\n", strings.Join(h.Command, " "))
+		fmt.Fprintf(w, "command:\t%s\n", shellJoin(h.Command))
 	}
 	var flags []string
 	for i, name := range []string{"complete", "abnormal", "snapshot", "lost", "write-error"} {
@@ -488,4 +488,20 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, warn)
 	}
 	return nil
+}
+
+// shellJoin writes a command line as a shell would take it back: an argument with spaces,
+// quotes or other special characters (or none at all) in single quotes.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
 }

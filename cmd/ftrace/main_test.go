@@ -239,3 +239,18 @@ func fakeControl() {
 		c.Close()
 	}
 }
+
+func TestShellJoin(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"./prog", "-n", "3"}, "./prog -n 3"},
+		{[]string{"lessecho", "a", "c d", "e$f", ""}, `lessecho a 'c d' 'e$f' ''`},
+		{[]string{"sh", "-c", "echo 'x'"}, `sh -c 'echo '\''x'\'''`},
+	} {
+		if got := shellJoin(c.args); got != c.want {
+			t.Errorf("shellJoin(%q) = %s, want %s", c.args, got, c.want)
+		}
+	}
+}
