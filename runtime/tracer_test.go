@@ -12,6 +12,7 @@ package ftrt_test
 
 import (
 	"bufio"
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
@@ -980,6 +981,62 @@ func TestTracerForkExec(t *testing.T) {
 	}
 }
 
+// countWork counts the calls of work (function tracer) in the trace at path.
+func countWork(t *testing.T, path, prog string) (int, *trTrace) {
+	t.Helper()
+	tr := trRead(t, path)
+	n := 0
+	s := trSymbols(t, tr, prog)
+	for _, th := range tr.Threads {
+		for _, r := range th.Recs {
+			if r.Type == 1 && s.name(r.IP) == "work" {
+				n++
+			}
+		}
+	}
+	return n, tr
+}
+
+// Traces of a chain: an image exec'd by the first forks a child that execs: every image
+// keeps its own file, and the first image's is not replaced (review), nor is the parent's
+// by a child run through system(), which finishes first and no exec naming reaches (it
+// moves to <output>.<pid>).
+func TestTracerExecChain(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_exec.c")
+	for _, c := range []struct {
+		mode  string
+		files []string // relative to c.mode.dat, the child's pid as P
+		work  []int
+	}{
+		{"chain", []string{"", ".exec1", ".exec1.P", ".exec1.P.exec1"}, []int{5, 7, 0, 3}},
+		{"system", []string{"", ".P"}, []int{7, 3}},
+	} {
+		sub := filepath.Join(dir, c.mode)
+		os.Mkdir(sub, 0o755)
+		out, ws := trRun(t, sub, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=" + c.mode + ".dat"}, c.mode)
+		if out != "last: FTRACE_EXEC unset\n" || ws.ExitStatus() != 0 {
+			t.Fatalf("%s: output %q status %v", c.mode, out, ws)
+		}
+		all, _ := filepath.Glob(filepath.Join(sub, c.mode+".dat*"))
+		if len(all) != len(c.files) {
+			t.Fatalf("%s: traces %v, want %d", c.mode, all, len(c.files))
+		}
+		pid := ""
+		for _, f := range all {
+			if m := regexp.MustCompile(`\.dat(\.exec1)?\.([0-9]+)$`).FindStringSubmatch(f); m != nil {
+				pid = m[2]
+			}
+		}
+		for i, suffix := range c.files {
+			path := filepath.Join(sub, c.mode+".dat"+strings.ReplaceAll(suffix, "P", pid))
+			if n, _ := countWork(t, path, prog); n != c.work[i] {
+				t.Errorf("%s: %s: %d calls of work, want %d", c.mode, path, n, c.work[i])
+			}
+		}
+	}
+}
+
 // The same from a vfork child (dash runs commands so): the new image writes
 // <output>.<pid>, the name a fork child would have had (the vfork child traces nothing).
 func TestTracerVforkExec(t *testing.T) {
@@ -1041,6 +1098,28 @@ func TestTracerForkSignals(t *testing.T) {
 	}
 	if n != handled {
 		t.Errorf("on_child entered %d times in the trace, the handler ran %d times", n, handled)
+	}
+}
+
+// FTRACE_SIZE with FTRACE_NO_LOSS: threads waiting for a free block must not hold up the
+// writer stopping the session (it waits for their callbacks to end: the program hung,
+// found by review). Each run ends, finalised at the size.
+func TestTracerLimitNoLoss(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_limitthreads.c")
+	// the hang took about one run in eight
+	for i := 0; i < 10; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, prog, "1")
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=l.dat", "FTRACE_NO_LOSS=1",
+			"FTRACE_SIZE=1M", "FTRACE_BUFFER_KB=256", "FTRACE_CONTROL=0")
+		out, err := cmd.Output()
+		cancel()
+		if err != nil || string(out) != "done\n" {
+			t.Fatalf("run %d: %v, output %q (a hang ends in the timeout)", i, err, out)
+		}
+		trCheckComplete(t, trRead(t, filepath.Join(dir, "l.dat")), 6)
 	}
 }
 

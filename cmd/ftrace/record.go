@@ -505,7 +505,8 @@ func outputOK(out string) error {
 	}
 	f, err := os.Open(out)
 	if err != nil {
-		return nil // the runtime says what it cannot do
+		// not known to be a trace: not replaced (the runtime would refuse it too)
+		return fmt.Errorf("exists and cannot be read to tell whether it is a trace: %w", errors.Unwrap(err))
 	}
 	defer f.Close()
 	magic := make([]byte, len(tracefile.Magic))

@@ -4,7 +4,9 @@
  * "self": it execs itself (same pid) with "again", which calls work() 4 times and execs
  * itself with "last", which calls it 3 times and prints whether FTRACE_EXEC is in its
  * environment.  "forkexec": a child execs it with "last" (as a shell runs a command) while
- * the parent waits, then calls work() twice more; "vforkexec": the same with vfork (dash).
+ * the parent waits, then calls work() twice more; "vforkexec": the same with vfork (dash);
+ * "chain": it execs itself with "forkexec"; "system": system() runs it with "last", then
+ * work() twice more.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,24 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 5; i++)
 		work(i);
 	fflush(stdout);
+	if (argc > 1 && !strcmp(argv[1], "chain")) {	/* this image execs one that forkexecs */
+		execl("/proc/self/exe", argv[0], "forkexec", (char *)NULL);
+		return 1;
+	}
+	if (argc > 1 && !strcmp(argv[1], "system")) {	/* a child no exec naming reaches */
+		char self[4096], cmd[4200];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		if (n <= 0)
+			return 1;
+		self[n] = 0;
+		snprintf(cmd, sizeof(cmd), "'%s' last", self);
+		if (system(cmd) != 0)
+			return 1;
+		work(5);
+		work(6);
+		return 0;
+	}
 	if (argc > 1 && (!strcmp(argv[1], "forkexec") || !strcmp(argv[1], "vforkexec"))) {
 		int st;
 		pid_t pid = argv[1][0] == 'v' ? vfork() : fork();

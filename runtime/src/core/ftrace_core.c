@@ -2707,7 +2707,8 @@ size_t ftrt_glob_item(const char *s, const char *seps)
 	int depth = 0;
 
 	for (p = s; *p; p++) {
-		if (!strncmp(p, "operator", 8) && !isalnum((unsigned char)p[8]) && p[8] != '_') {
+		if (!strncmp(p, "operator", 8) && !isalnum((unsigned char)p[8]) && p[8] != '_' &&
+		    (p == s || (!isalnum((unsigned char)p[-1]) && p[-1] != '_'))) {
 			p += 8;		/* its symbol is no bracket nor separator */
 			if (!*p)
 				break;

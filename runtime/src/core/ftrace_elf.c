@@ -161,7 +161,8 @@ static const char *short_name(const char *d)
 	int depth = 0;
 
 	for (p = d; *p; p++) {
-		if (!strncmp(p, "operator", 8) && !isalnum((unsigned char)p[8]) && p[8] != '_') {
+		if (!strncmp(p, "operator", 8) && !isalnum((unsigned char)p[8]) && p[8] != '_' &&
+		    (p == d || (!isalnum((unsigned char)p[-1]) && p[-1] != '_'))) {
 			p += 8;
 			if (*p == '(' && p[1] == ')')
 				p++;		/* operator() */

@@ -1301,7 +1301,9 @@ static char *const *exec_mark(char *const envp[], char **out, size_t n, char *va
 	size_t k = 0;
 	char *p;
 
-	if (ft_sess.state != FT_SESS_LIVE ||
+	/* also once the trace is final (FTRACE_SIZE, finish): the new image must not take
+	   its name */
+	if (ft_sess.state == FT_SESS_OFF ||
 	    (!env_has(envp, "FTRACE_TRACER=") && !env_has(envp, "FTRACE_CONTROL=")))
 		return envp;
 	p = var + ft_strlcpy(var, EXEC_VAR, 16);
@@ -1478,8 +1480,8 @@ int execle(const char *path, const char *arg, ...)
 }
 
 /*
- * The program's signal mask across fork(): its signals are held from the prepare handler
- * to the parent's and child's, so that a handler (a shell's SIGCHLD) runs after the fork
+ * The program's signal mask across fork(): its asynchronous signals are held from the
+ * prepare handler to the parent's and child's, so that a handler (a shell's SIGCHLD) runs after the fork
  * window, where it is recorded, not inside it, where its events were lost; the core's
  * round signal is not held (another thread's patching waits for its answer).
  */
@@ -1494,6 +1496,13 @@ static void atfork_prepare(void)
 	sigfillset(&all);
 	if (round > 0)
 		sigdelset(&all, round);
+	/* a fault in the window must reach its handler (a blocked one kills the process) */
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSYS);
 	pthread_sigmask(SIG_SETMASK, &all, &fork_mask);
 	/* nothing may be recorded between fork() and the child handler */
 	t->saved_state = t->state;
@@ -1509,7 +1518,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	ft_cur.state = ft_cur.saved_state;
-	ft_mem_read_forked();
+	ft_mem_read_self();
 	ft_control_forked();
 	ft_session_forked();
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
@@ -1645,6 +1654,7 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 		return -EBUSY;
 	}
 	ft_session_set_stop(trace_limit);
+	ft_mem_read_self();
 	err = ft_session_open(cfg->output, kb, (uint32_t)cfg->tracer, cfg->graph_depth,
 			      secure_getenv("FTRACE_CLOCK") && !strcmp(secure_getenv("FTRACE_CLOCK"), "mono"), 0);
 	if (err) {

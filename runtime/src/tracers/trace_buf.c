@@ -574,7 +574,7 @@ static int holds_other(const char *path)
 	ssize_t n;
 
 	if (fd < 0)
-		return 0;
+		return errno != ENOENT;	/* one that cannot be read is not known to be a trace */
 	n = read(fd, magic, sizeof(magic));
 	close(fd);
 	return n > 0 && (n != (ssize_t)sizeof(magic) || memcmp(magic, FTKIT_TRACE_MAGIC, sizeof(magic)));
@@ -601,27 +601,70 @@ static int output_ok(const char *path)
 	return -EEXIST;
 }
 
+/*
+ * A trace already at final that a process started after this session wrote (a child run
+ * through system() or posix_spawn, which no exec naming reaches, finishing first) is
+ * moved to final.<its pid>, the name of a child's trace, instead of being replaced.
+ * Async-signal-safe.
+ */
+static void move_aside_descendant(const char *final)
+{
+	struct ftkit_file_header eh;
+	char aside[PATH_MAX + 24];
+	struct stat st;
+	size_t n = strlen(final);
+	ssize_t got;
+	int fd = open(final, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	got = pread(fd, &eh, sizeof(eh), 0);
+	close(fd);
+	if (got != (ssize_t)sizeof(eh) || memcmp(eh.magic, FTKIT_TRACE_MAGIC, 8) ||
+	    eh.pid == ft_sess.hdr.pid || eh.ref_real_ns < ft_sess.hdr.ref_real_ns ||
+	    n + 24 > sizeof(aside))
+		return;
+	memcpy(aside, final, n);
+	aside[n] = '.';
+	ft_utoa(aside + n + 1, eh.pid);
+	if (lstat(aside, &st) != 0)
+		rename(final, aside);
+}
+
 static int rename_output(const char *from, const char *to)
 {
 	int err = output_ok(to);
 
+	if (!err)
+		move_aside_descendant(to);
 	if (!err && rename(from, to) != 0)
 		err = -errno;
 	return err;
 }
 
-/* Is name the trace name of a fork descendant of the process writing base (base.<pid>...)? */
+/*
+ * Is name the trace name of a descendant of the process writing base: base followed by
+ * ".<pid>" (a fork child) and ".exec<n>" (an exec'd image) parts, at least one?
+ */
 static int fork_name_of(const char *name, const char *base)
 {
 	size_t n = strlen(base);
-	const char *p;
+	const char *p = name + n;
 
-	if (strncmp(name, base, n) || name[n] != '.' || !name[n + 1])
+	if (strncmp(name, base, n) || *p != '.')
 		return 0;
-	for (p = name + n; *p; p++)
-		if (*p != '.' && (*p < '0' || *p > '9'))
+	while (*p == '.') {
+		const char *d = p + 1;
+
+		if (!strncmp(d, "exec", 4))
+			d += 4;
+		if (*d < '0' || *d > '9')
 			return 0;
-	return 1;
+		while (*d >= '0' && *d <= '9')
+			d++;
+		p = d;
+	}
+	return !*p;
 }
 
 static void expand_output(const char *in, char *out, size_t size, const char *suffix)
@@ -1189,7 +1232,7 @@ static void limits_check(uint64_t now)
 	else if (lim.ms && now - lim.start_ms >= lim.ms)
 		reason = FTKIT_R_DURATION;
 	if (reason && lim.stop && !lim.fired) {
-		lim.fired = 1;
+		__atomic_store_n(&lim.fired, 1, __ATOMIC_RELEASE);
 		lim.stop(reason);
 	}
 }
@@ -1454,6 +1497,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	char cmd[8192];
 	struct ftkit_chunk cc;
 	ssize_t cn = 0;
+	struct stat st;
 	int fd, err, n;
 
 	if (!fork_child) {
@@ -1475,8 +1519,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 		if (ft_exec_gen && fork_name_of(ft_exec_prev, s->final))
 			ft_strlcpy(s->final, ft_exec_prev, sizeof(s->final));
 		ft_strlcpy(s->base, s->final, sizeof(s->base));
-		if (ft_exec_gen && !strcmp(s->final, ft_exec_prev) &&
-		    faccessat(AT_FDCWD, s->final, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (ft_exec_gen && !strcmp(s->final, ft_exec_prev) && lstat(s->final, &st) == 0) {
 			char sfx[32] = ".exec";
 
 			ft_utoa(sfx + 5, ft_exec_gen);
@@ -1486,6 +1529,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	} else {
 		char sfx[32] = ".";
 
+		ft_exec_gen = 0;	/* a new name: the child's execs count from 1 */
 		ft_utoa(sfx + 1, (unsigned long)getpid());
 		if (strlen(s->final) + strlen(sfx) + 1 < sizeof(s->final))
 			strcat(s->final, sfx);
@@ -1751,7 +1795,10 @@ static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t pare
 	while (!tb->ring && __atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != FT_BLK_FREE) {
 		struct timespec w = { 0, 50000 };
 
-		if (!cfg.no_loss || __atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE)
+		/* not once FTRACE_SIZE/DURATION stop the session: the writer, which frees
+		   blocks, is unregistering ops and waits for this thread's callback */
+		if (!cfg.no_loss || __atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE ||
+		    __atomic_load_n(&lim.fired, __ATOMIC_ACQUIRE))
 			return 0;
 		nanosleep(&w, NULL);	/* --no-loss: the thread waits for the writer */
 	}

@@ -114,16 +114,18 @@ char *ft_utoa(char *p, unsigned long v)
 
 /*
  * This process's id for ft_mem_read: getpid() is a system call of its own (glibc keeps no
- * cache), which doubled the cost of each string an argument-recording tracer copies.  A
- * child of fork() clears it (ft_mem_read_forked); one made by a raw clone without
- * CLONE_VM keeps its parent's, so it reads the parent's memory, or gets ESRCH and asks
- * again once its parent is gone.
+ * cache), which doubled the cost of each string an argument-recording tracer copies.  Set
+ * where the caller is known to be the process itself: the tracer's start and a fork
+ * child's handler (ft_mem_read_self), never by a read, which may run in a vfork child
+ * (its pid would then name the program it execs).  A vfork child reads through its
+ * parent's id, the same memory; a process made by a raw clone without CLONE_VM reads its
+ * parent's until that one is gone.
  */
 static pid_t mem_pid;
 
-void ft_mem_read_forked(void)
+void ft_mem_read_self(void)
 {
-	__atomic_store_n(&mem_pid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&mem_pid, getpid(), __ATOMIC_RELAXED);
 }
 
 long ft_mem_read(void *dst, unsigned long addr, size_t n)
@@ -145,17 +147,10 @@ long ft_mem_read(void *dst, unsigned long addr, size_t n)
 		remote[1].iov_len = n - first;
 		nr = 2;
 	}
-	if (!pid) {
-		pid = getpid();
-		__atomic_store_n(&mem_pid, pid, __ATOMIC_RELAXED);
-	}
-	got = process_vm_readv(pid, &local, 1, remote, (unsigned long)nr, 0);
-	if (got < 0 && errno == ESRCH && pid != getpid()) {
-		ft_mem_read_forked();
-		got = ft_mem_read(dst, addr, n);
-		errno = saved_errno;
-		return got;
-	}
+	got = process_vm_readv(pid ? pid : getpid(), &local, 1, remote, (unsigned long)nr, 0);
+	/* a vfork child may not read its parent (Yama), nor anyone a gone one: ourselves */
+	if (got < 0 && pid && (errno == ESRCH || errno == EPERM))
+		got = process_vm_readv(getpid(), &local, 1, remote, (unsigned long)nr, 0);
 	if (got < 0)
 		got = errno == EFAULT || errno == ESRCH ? -1 : -2;
 	errno = saved_errno;

@@ -31,8 +31,8 @@ char *ft_utoa(char *p, unsigned long v);
  * system call is not allowed here, e.g. seccomp).  errno is kept.
  */
 long ft_mem_read(void *dst, unsigned long addr, size_t n);
-/* A child of fork(): forget the parent's process id ft_mem_read keeps. */
-void ft_mem_read_forked(void);
+/* The process itself (tracer start, a fork child): the id ft_mem_read keeps. */
+void ft_mem_read_self(void);
 
 /*
  * For a thread of the runtime (writer, control server, attach), created with every signal

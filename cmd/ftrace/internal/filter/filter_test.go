@@ -61,6 +61,7 @@ func TestMatchFunc(t *testing.T) {
 	tmpl := &symbolize.Func{Name: "bool XMLTest<double>(char const*, double) [clone .isra.0]", Raw: "_Z7XMLTestIdEbPKcd.isra.0"}
 	clone := &symbolize.Func{Name: "ltputs.constprop.0", Raw: "ltputs.constprop.0"}
 	op := &symbolize.Func{Name: "bool ns::operator< <int>(ns::Box<int> const&, ns::Box<int> const&)"}
+	coop := &symbolize.Func{Name: "int cooperator<int, long>::run(int)"}
 	for _, tc := range []struct {
 		fn   *symbolize.Func
 		pat  string
@@ -87,6 +88,8 @@ func TestMatchFunc(t *testing.T) {
 		{clone, "ltpu?s", true},
 		{clone, "ltputs.c*", true},
 		{op, "ns::operator< <int>", true},
+		{coop, "cooperator<int, long>::run", true}, // "operator" inside a name is no operator
+		{coop, "long>::run*", false},
 		{op, "ns::operator<*", true},
 	} {
 		g, err := Compile(tc.pat)

@@ -199,7 +199,8 @@ func nameProper(name string) string {
 	}
 	start, depth := 0, 0
 	for i := 0; i < end; i++ {
-		if strings.HasPrefix(name[i:], "operator") && (i+8 == len(name) || !isIdent(name[i+8])) {
+		if strings.HasPrefix(name[i:], "operator") && (i+8 == len(name) || !isIdent(name[i+8])) &&
+			(i == 0 || !isIdent(name[i-1])) {
 			i += 8
 			for i+1 < end && strings.IndexByte("<>=!+-*/%^&|~,[]()", name[i+1]) >= 0 && name[i+1] != '(' {
 				i++
