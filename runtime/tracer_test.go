@@ -964,17 +964,8 @@ func TestTracerForkExec(t *testing.T) {
 		reason uint32
 		work   int
 	}{{filepath.Join(dir, "f.dat"), 1, 7}, {kids[0], 5, 0}, {kids[1], 1, 3}} {
-		tr := trRead(t, c.path)
+		n, tr := countWork(t, c.path, prog)
 		trCheckComplete(t, tr, c.reason)
-		n := 0
-		s := trSymbols(t, tr, prog)
-		for _, th := range tr.Threads {
-			for _, r := range th.Recs {
-				if r.Type == 1 && s.name(r.IP) == "work" {
-					n++
-				}
-			}
-		}
 		if n != c.work {
 			t.Errorf("%s: %d calls of work, want %d", c.path, n, c.work)
 		}
@@ -1054,17 +1045,8 @@ func TestTracerVforkExec(t *testing.T) {
 		path         string
 		reason, work int
 	}{{filepath.Join(dir, "v.dat"), 1, 7}, {kids[0], 1, 3}} {
-		tr := trRead(t, c.path)
+		n, tr := countWork(t, c.path, prog)
 		trCheckComplete(t, tr, uint32(c.reason))
-		n := 0
-		s := trSymbols(t, tr, prog)
-		for _, th := range tr.Threads {
-			for _, r := range th.Recs {
-				if r.Type == 1 && s.name(r.IP) == "work" {
-					n++
-				}
-			}
-		}
 		if n != c.work {
 			t.Errorf("%s: %d calls of work, want %d", c.path, n, c.work)
 		}

@@ -62,15 +62,19 @@ func (a *asm) global(names ...string) {
 	}
 }
 
-func (a *asm) saveXMM() {
+func (a *asm) saveXMM()    { a.saveXMMAt("rsp") }
+func (a *asm) restoreXMM() { a.restoreXMMAt("rsp") }
+
+// saveXMMAt stores xmm0..xmm7 in the frame at %base (unaligned: rsp may be 8 mod 16).
+func (a *asm) saveXMMAt(base string) {
 	for i := 0; i < 8; i++ {
-		a.l("movups %%xmm%d, %d(%%rsp)", i, xmmBase+16*i) // rsp may be 8 mod 16
+		a.l("movups %%xmm%d, %d(%%%s)", i, xmmBase+16*i, base)
 	}
 }
 
-func (a *asm) restoreXMM() {
+func (a *asm) restoreXMMAt(base string) {
 	for i := 0; i < 8; i++ {
-		a.l("movups %d(%%rsp), %%xmm%d", xmmBase+16*i, i)
+		a.l("movups %d(%%%s), %%xmm%d", xmmBase+16*i, base, i)
 	}
 }
 
@@ -185,9 +189,7 @@ func (a *asm) leanCall() {
 	a.l("movq %%rsp, %%rbp")
 	a.l("cmpq $%d, %d(%%rcx)", leanFull, RegOff("full"))
 	a.l("jne 1f")
-	for i := 0; i < 8; i++ {
-		a.l("movups %%xmm%d, %d(%%rcx)", i, xmmBase+16*i)
-	}
+	a.saveXMMAt("rcx")
 	a.l("movq %d(%%rcx), %%rax", FrameSize) // return address = site + 5
 	a.l("movq %%rax, %d(%%rcx)", RegOff("ip"))
 	a.l("leaq %d(%%rcx), %%rax", FrameSize+8) // stack pointer at function entry
@@ -196,9 +198,7 @@ func (a *asm) leanCall() {
 	a.l("andq $-16, %%rsp")
 	a.l("call *%%r8")
 	a.l("movq -8(%%rbp), %%rcx")
-	for i := 0; i < 8; i++ {
-		a.l("movups %d(%%rcx), %%xmm%d", xmmBase+16*i, i)
-	}
+	a.restoreXMMAt("rcx")
 	a.l("leave")
 	a.l("ret")
 	a.raw("1:\n")
