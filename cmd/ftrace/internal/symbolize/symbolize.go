@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/ftkit/ftkit/mcountloc"
 	"github.com/ianlancetaylor/demangle"
 	"golang.org/x/sys/unix"
 )
@@ -149,7 +150,7 @@ func (s *Symbolizer) load(m *tracefile.Mapping) (*object, error) {
 		}
 		return nil, fmt.Errorf("%s: no file to read symbols from", displayPath(m.Path))
 	}
-	o, hasSymtab, err := s.loadFile(m.Path, m.BuildID)
+	o, hasSymtab, err := s.loadFile(m.Path, m.BuildID, wantLines(m))
 	if err == nil && hasSymtab {
 		return o, nil
 	}
@@ -160,7 +161,8 @@ func (s *Symbolizer) load(m *tracefile.Mapping) (*object, error) {
 }
 
 // loadFile reads path's symbols if its build-id matches want (when want is known).
-func (s *Symbolizer) loadFile(path string, want []byte) (o *object, hasSymtab bool, err error) {
+// lines: read its line tables even without a call-site table (wantLines).
+func (s *Symbolizer) loadFile(path string, want []byte, lines bool) (o *object, hasSymtab bool, err error) {
 	f, err := s.OpenELF(path)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: cannot read symbols: %w", path, err)
@@ -176,8 +178,25 @@ func (s *Symbolizer) loadFile(path string, want []byte) (o *object, hasSymtab bo
 		}
 	}
 	hasSymtab = f.Section(".symtab") != nil
-	o, err = loadObject(path, f)
+	o, err = loadObject(path, f, lines || f.Section(mcountloc.TableSection) != nil)
 	return o, hasSymtab, err
+}
+
+// wantLines: line tables are read for the main executable, objects with a call-site table
+// (what ftkit traces) and objects outside the system's library directories, not for the
+// system's libraries (libc, libstdc++): only their names show (callers, outermost frames),
+// and the distribution's debug file for libc held some 80 MB of rows (a function trace of
+// any size took ~100 MB to read).
+func wantLines(m *tracefile.Mapping) bool {
+	if m.Flags&tracefile.MapMain != 0 {
+		return true
+	}
+	for _, d := range []string{"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/"} {
+		if strings.HasPrefix(m.Path, d) {
+			return false
+		}
+	}
+	return true
 }
 
 // loadDebug looks for a separate debug file by build-id.
@@ -188,7 +207,7 @@ func (s *Symbolizer) loadDebug(m *tracefile.Mapping) (*object, bool) {
 	id := hex.EncodeToString(m.BuildID)
 	for _, dir := range s.DebugDirs {
 		p := filepath.Join(dir, ".build-id", id[:2], id[2:]+".debug")
-		if o, _, err := s.loadFile(p, m.BuildID); err == nil {
+		if o, _, err := s.loadFile(p, m.BuildID, wantLines(m)); err == nil {
 			for _, f := range o.funcs {
 				f.Module = m.Path // show the object as traced, not its debug file
 			}
@@ -311,7 +330,7 @@ func funcName(raw string) string {
 	return name
 }
 
-func loadObject(path string, f *elf.File) (*object, error) {
+func loadObject(path string, f *elf.File, lines bool) (*object, error) {
 	syms, err := f.Symbols()
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 		return nil, fmt.Errorf("%s: reading .symtab: %w", path, err)
@@ -355,6 +374,9 @@ func loadObject(path string, f *elf.File) (*object, error) {
 		o.secEnd = append(o.secEnd, end)
 	}
 	sort.Sort(byAddr{o})
+	if !lines {
+		return o, nil
+	}
 	if d, err := f.DWARF(); err == nil {
 		o.lines = readLines(d, sectionSize(f, ".debug_info"), sectionSize(f, ".debug_line"))
 		for _, fn := range o.funcs {

@@ -408,3 +408,22 @@ func TestFuncName(t *testing.T) {
 		}
 	}
 }
+
+// Line tables are read for what ftkit traces and the user's own objects, not for the
+// system's libraries (their debug files cost ~80 MB for libc's callers' names alone).
+func TestWantLines(t *testing.T) {
+	for _, c := range []struct {
+		m    tracefile.Mapping
+		want bool
+	}{
+		{tracefile.Mapping{Path: "/usr/bin/prog", Flags: tracefile.MapMain}, true},
+		{tracefile.Mapping{Path: "/lib/x86_64-linux-gnu/libc.so.6"}, false},
+		{tracefile.Mapping{Path: "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"}, false},
+		{tracefile.Mapping{Path: "/home/u/build/libmine.so"}, true},
+		{tracefile.Mapping{Path: "/tmp/x/libext.so"}, true},
+	} {
+		if got := wantLines(&c.m); got != c.want {
+			t.Errorf("wantLines(%s) = %v, want %v", c.m.Path, got, c.want)
+		}
+	}
+}
