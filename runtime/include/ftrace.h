@@ -44,6 +44,7 @@ enum {
 	FTRACE_OPS_FL_IPMODIFY			= 1UL << 4,	/* callback may change the ip */
 	FTRACE_OPS_FL_ALLOC_TRAMP		= 1UL << 5,	/* set by the runtime: own trampolines */
 	FTRACE_OPS_FL_DIRECT			= 1UL << 6,	/* set by register_ftrace_direct */
+	/* bits 16 and up are the runtime's own (its tracers' ops): leave them clear */
 };
 
 struct ftrt_hash;
