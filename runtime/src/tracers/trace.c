@@ -1524,6 +1524,9 @@ static void atfork_child(void)
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
+/* trace_limit's error, said at exit: the writer's descriptor table has no stderr */
+static int limit_err;
+
 /*
  * Normal exit: finalise after everything the program runs at exit that can be traced —
  * atexit handlers and C++ static destructors (exit() runs those first) and the
@@ -1532,6 +1535,10 @@ static void atfork_child(void)
  */
 __attribute__((destructor(101))) static void trace_fini(void)
 {
+	int err = __atomic_exchange_n(&limit_err, 0, __ATOMIC_ACQ_REL);
+
+	if (err)
+		ft_msg_err("cannot finalise trace file at its size or time limit: ", ft_sess.part, err);
 	if (!tr.started)
 		return;
 	ft_session_finish(FTKIT_R_EXIT, 0, 0);
@@ -1878,7 +1885,10 @@ int ftrace_trace_finish(void)
 /* FTRACE_SIZE or FTRACE_DURATION reached (on the writer thread). */
 static void trace_limit(int reason)
 {
-	trace_stop(reason);
+	int err = trace_stop(reason);
+
+	if (err && err != -EALREADY)
+		__atomic_store_n(&limit_err, err, __ATOMIC_RELEASE);
 }
 
 /* "status" line for the control socket. */
