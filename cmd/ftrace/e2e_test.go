@@ -800,3 +800,29 @@ func TestRecordPlainExecutableTracedLibrary(t *testing.T) {
 		t.Errorf("stderr %q", r.Stderr)
 	}
 }
+
+// A library's versioned functions (.symver: "vf@@V2", "vf@V1" at one address, as
+// liblzma's): -F takes the source name at record and read time, and the readers show it
+// without the version (xz trial).
+func TestVersionedSymbols(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	ftcc, ftrace := testenv.Tool(t, "ftcc"), testenv.Tool(t, "ftrace")
+	os.WriteFile(filepath.Join(dir, "lib.c"), []byte(`int vf_impl(int x) { return x + 1; }
+__asm__(".symver vf_impl, vf@@V2");
+__asm__(".symver vf_impl, vf@V1");
+int other(int x) { return x * 2; }
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "v.map"), []byte("V1 { global: vf; other; local: *; };\nV2 { global: vf; } V1;\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.c"), []byte("#include <stdio.h>\nint vf(int); int other(int);\nint main(void) { printf(\"%d\\n\", vf(1) + other(2)); return 0; }\n"), 0o644)
+	testenv.Run(t, dir, ftcc, "gcc", "-O2", "-shared", "-fPIC", "-Wl,--version-script=v.map", "-o", "libv.so", "lib.c")
+	testenv.Run(t, dir, ftcc, "gcc", "-O2", "-o", "prog", "main.c", "-L.", "-lv", "-Wl,-rpath,$ORIGIN")
+	r := testenv.Exec(t, dir, ftrace, "record", "-q", "-t", "function", "-F", "vf", "-o", "v.dat", "--", "./prog")
+	if r.Code != 0 || r.Stdout != "6\n" || r.Stderr != "" {
+		t.Fatalf("record: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+	rep := testenv.Run(t, dir, ftrace, "report", "-F", "vf", "v.dat")
+	if !regexp.MustCompile(`(?m)^ +1 +vf( \[|$)`).MatchString(rep) || strings.Contains(rep, "@") || strings.Contains(rep, "other") {
+		t.Errorf("report:\n%s", rep)
+	}
+}

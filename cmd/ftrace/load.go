@@ -99,7 +99,7 @@ func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 	if err := checkTIDs(c, path, tr); err != nil {
 		return nil, nil, err
 	}
-	warnLost(c, tr)
+	warnLost(c, path, tr)
 	f := calltree.Build(tr, sym.Lookup, progress)
 	for _, w := range sym.Warnings() {
 		fmt.Fprintf(stderr, "ftrace: warning: %s\n", w)
@@ -284,7 +284,7 @@ func warnStream(c *cli.Context, path string, st *tracefile.Stream, sym *symboliz
 		// an empty output otherwise says nothing (a filter at record time that matched nothing)
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: the trace holds no events\n", path)
 	}
-	warnLost(c, tr)
+	warnLost(c, path, tr)
 	for _, w := range sym.Warnings() {
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s\n", w)
 	}
@@ -313,12 +313,11 @@ func checkTIDs(c *cli.Context, path string, tr *tracefile.Trace) error {
 // warnLost says on stderr that events were lost, in all and per thread: the time of the
 // calls not recorded counts as their callers' self time, and nothing else in a profile,
 // a flame graph or a report shows it.
-func warnLost(c *cli.Context, tr *tracefile.Trace) {
+func warnLost(c *cli.Context, path string, tr *tracefile.Trace) {
 	sum := tracefile.LostSummary(tr)
 	if sum.Lost == 0 {
 		return
 	}
-	path, _ := inputPath(c)
 	w := c.App.ErrWriter
 	fmt.Fprintf(w, "ftrace: warning: %s: %d events lost (%s of %d); the time of calls not recorded shows as their callers' self time%s\n",
 		path, sum.Lost, pct(sum.Lost, sum.Lost+sum.Recorded), sum.Lost+sum.Recorded, sum.Hint)

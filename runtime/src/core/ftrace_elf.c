@@ -235,6 +235,15 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 		s->v[s->n].addr = bias + st[i].st_value;
 		s->v[s->n].size = st[i].st_size;
 		s->v[s->n].name = s->strtab + st[i].st_name;
+		{
+			/* a versioned name ("lzma_code@@XZ_5.0", .symver): the name the source
+			   and the filters use (our copy of the table; a suffix sharing it is cut
+			   at the same '@') */
+			char *at = strchr(s->strtab + st[i].st_name, '@');
+
+			if (at && at != s->strtab + st[i].st_name)
+				*at = 0;
+		}
 		s->v[s->n].demangled = NULL;
 		s->v[s->n].shortname = NULL;
 		s->v[s->n].rank = sym_rank(&st[i], s->v[s->n].name);

@@ -347,6 +347,11 @@ func loadObject(path string, f *elf.File, lines bool) (*object, error) {
 		if elf.ST_TYPE(sym.Info) != elf.STT_FUNC && elf.ST_TYPE(sym.Info) != elf.STT_GNU_IFUNC {
 			continue
 		}
+		// a versioned name ("lzma_code@@XZ_5.0", "f@XZ_5.1.2alpha": .symver aliases at one
+		// address): shown and matched as the source names it, as the runtime does
+		if i := strings.IndexByte(sym.Name, '@'); i > 0 {
+			sym.Name = sym.Name[:i]
+		}
 		if sym.Section == elf.SHN_UNDEF || sym.Value == 0 {
 			continue
 		}
