@@ -1297,7 +1297,9 @@ static size_t env_len(char *const envp[])
 static char *const *exec_mark(char *const envp[], char **out, size_t n, char *var)
 {
 	pid_t self = getpid();
-	int vforked = (pid_t)ft_sess.hdr.pid != self;	/* a vfork child: the parent's session */
+	/* not this process's session: a vfork child's (its parent's), or a fork child's that
+	   opened none (the parent's trace was final) */
+	int vforked = (pid_t)ft_sess.hdr.pid != self;
 	size_t k = 0;
 	char *p;
 

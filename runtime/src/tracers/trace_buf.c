@@ -566,17 +566,30 @@ static int create_private(const char *path)
 	return fd;
 }
 
+/* The first n bytes (at most) of the file at path, never following a link or blocking:
+   bytes read, or -errno.  Async-signal-safe. */
+static ssize_t read_head(const char *path, void *buf, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	ssize_t got;
+
+	if (fd < 0)
+		return -errno;
+	got = pread(fd, buf, n, 0);
+	if (got < 0)
+		got = -errno;
+	close(fd);
+	return got;
+}
+
 /* Does the regular file at path hold something other than a trace (empty: no)? */
 static int holds_other(const char *path)
 {
 	char magic[sizeof(FTKIT_TRACE_MAGIC) - 1];
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	ssize_t n;
+	ssize_t n = read_head(path, magic, sizeof(magic));
 
-	if (fd < 0)
-		return errno != ENOENT;	/* one that cannot be read is not known to be a trace */
-	n = read(fd, magic, sizeof(magic));
-	close(fd);
+	if (n < 0)
+		return n != -ENOENT;	/* one that cannot be read is not known to be a trace */
 	return n > 0 && (n != (ssize_t)sizeof(magic) || memcmp(magic, FTKIT_TRACE_MAGIC, sizeof(magic)));
 }
 
@@ -613,14 +626,8 @@ static void move_aside_descendant(const char *final)
 	char aside[PATH_MAX + 24];
 	struct stat st;
 	size_t n = strlen(final);
-	ssize_t got;
-	int fd = open(final, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
-	if (fd < 0)
-		return;
-	got = pread(fd, &eh, sizeof(eh), 0);
-	close(fd);
-	if (got != (ssize_t)sizeof(eh) || memcmp(eh.magic, FTKIT_TRACE_MAGIC, 8) ||
+	if (read_head(final, &eh, sizeof(eh)) != (ssize_t)sizeof(eh) || memcmp(eh.magic, FTKIT_TRACE_MAGIC, 8) ||
 	    eh.pid == ft_sess.hdr.pid || eh.ref_real_ns < ft_sess.hdr.ref_real_ns ||
 	    n + 24 > sizeof(aside))
 		return;
