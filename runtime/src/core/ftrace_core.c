@@ -2703,20 +2703,12 @@ static int set_hash(struct ftrace_ops *ops, int is_notrace, struct ftrt_hash *nh
 
 size_t ftrt_glob_item(const char *s, const char *seps)
 {
-	const char *p;
+	const char *p, *op;
 	int depth = 0;
 
 	for (p = s; *p; p++) {
-		if (!strncmp(p, "operator", 8) && !isalnum((unsigned char)p[8]) && p[8] != '_' &&
-		    (p == s || (!isalnum((unsigned char)p[-1]) && p[-1] != '_'))) {
-			p += 8;		/* its symbol is no bracket nor separator */
-			if (!*p)
-				break;
-			if ((*p == '(' && p[1] == ')') || (*p == '[' && p[1] == ']'))
-				p++;
-			else
-				while (p[1] && strchr("<>=!+-*/%^&|~,", p[1]))
-					p++;
+		if ((op = ftrt_operator_end(s, p))) {
+			p = op;		/* its symbol is no bracket nor separator */
 			continue;
 		}
 		if (strchr("<[({", *p))

@@ -148,6 +148,24 @@ static int sym_rank(const Elf64_Sym *st, const char *name)
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
+const char *ftrt_operator_end(const char *s, const char *p)
+{
+	if (strncmp(p, "operator", 8) || isalnum((unsigned char)p[8]) || p[8] == '_' ||
+	    (p != s && (isalnum((unsigned char)p[-1]) || p[-1] == '_')))
+		return NULL;
+	p += 8;
+	if (!*p)
+		return p - 1;
+	if ((*p == '(' && p[1] == ')') || (*p == '[' && p[1] == ']'))
+		p++;		/* operator(), operator[] */
+	else
+		while (p[1] && strchr("<>=!+-*/%^&|~,", p[1]))
+			p++;
+	if (p[1] == ' ' && p[2] == '<')
+		p++;		/* "operator< <T>": the space before template arguments */
+	return p;
+}
+
 /*
  * The demangled name of a function template instance starts with its return type
  * ("int ns::twice<int>(int)", "decltype ({parm#1}+{parm#1}) ns::thrice<int>(int)"): the
@@ -157,22 +175,12 @@ typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
  */
 static const char *short_name(const char *d)
 {
-	const char *p, *seg = d, *start = d;
+	const char *p, *op, *seg = d, *start = d;
 	int depth = 0;
 
 	for (p = d; *p; p++) {
-		if (!strncmp(p, "operator", 8) && !isalnum((unsigned char)p[8]) && p[8] != '_' &&
-		    (p == d || (!isalnum((unsigned char)p[-1]) && p[-1] != '_'))) {
-			p += 8;
-			if (*p == '(' && p[1] == ')')
-				p++;		/* operator() */
-			else if (*p == '[' && p[1] == ']')
-				p++;		/* operator[] */
-			else
-				while (p[1] && strchr("<>=!+-*/%^&|~,", p[1]))
-					p++;
-			if (p[1] == ' ' && p[2] == '<')
-				p++;		/* "operator< <T>": the space before template arguments */
+		if ((op = ftrt_operator_end(d, p))) {
+			p = op;
 			continue;
 		}
 		if (strchr("<[({", *p)) {

@@ -33,6 +33,12 @@ int ftrt_ops_match(struct ftrace_ops *ops, unsigned long ip);
  * like are no brackets).
  */
 size_t ftrt_glob_item(const char *s, const char *seps);
+/*
+ * If an operator name starts at p in s ("operator<", "operator()", "operator new"; not
+ * inside a longer identifier), the last character of its symbol (a scan goes on after
+ * it: its '<' or ',' is no bracket nor separator), else NULL (ftrace_elf.c).
+ */
+const char *ftrt_operator_end(const char *s, const char *p);
 
 /*
  * One call site: 16 bytes.  ip is the site address; rel the rel32 of the call the site
