@@ -543,12 +543,11 @@ func watchStop(c *cli.Context, path string, done <-chan struct{}, noticed chan<-
 // limitStop says why the runtime finalised the trace at path by itself (--size,
 // --duration), or "" if it did not.
 func limitStop(c *cli.Context, path string) string {
-	st, err := tracefile.OpenStream(path)
+	reason, err := tracefile.ReadReason(path)
 	if err != nil {
 		return ""
 	}
-	defer st.Close()
-	switch st.Trace.Header.Reason {
+	switch reason {
 	case tracefile.ReasonSize:
 		size := int64(0)
 		if fi, err := os.Stat(path); err == nil {

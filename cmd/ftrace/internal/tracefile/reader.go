@@ -73,6 +73,34 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 	return s.Trace, nil
 }
 
+// reasonName is the header's reason field as Header.Reason says it.
+func reasonName(reason uint32) string {
+	reasons := []string{"live (not finalised)", "exit", "fatal signal", "snapshot", "shutdown", "exec",
+		ReasonSize, ReasonDuration}
+	if int(reason) < len(reasons) {
+		return reasons[reason]
+	}
+	return fmt.Sprintf("reason(%d)", reason)
+}
+
+// ReadReason reads only the header of the trace at path and returns why it was finalised
+// (Header.Reason): what a caller needs without the stream's index of the whole file.
+func ReadReason(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := make([]byte, 88)
+	if _, err := f.ReadAt(h, 0); err != nil {
+		return "", fmt.Errorf("%s: reading header: %w", path, err)
+	}
+	if string(h[:8]) != Magic {
+		return "", fmt.Errorf("%s: not an ftkit trace", path)
+	}
+	return reasonName(le.Uint32(h[84:])), nil
+}
+
 // index reads everything but the events: header, command line, memory maps, the
 // threads' facts and where their events are.
 func index(r io.ReaderAt, size int64) (*Stream, error) {
@@ -150,13 +178,7 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 	default:
 		hd.Tracer = fmt.Sprintf("tracer(%d)", tracer)
 	}
-	reasons := []string{"live (not finalised)", "exit", "fatal signal", "snapshot", "shutdown", "exec",
-		ReasonSize, ReasonDuration}
-	if int(reason) < len(reasons) {
-		hd.Reason = reasons[reason]
-	} else {
-		hd.Reason = fmt.Sprintf("reason(%d)", reason)
-	}
+	hd.Reason = reasonName(reason)
 	if hd.Flags&FlagComplete == 0 {
 		// a killed process's .part, or one still running: said by every reader
 		hd.Warnings = append(hd.Warnings, "not finalised (the process was killed, or still runs): "+

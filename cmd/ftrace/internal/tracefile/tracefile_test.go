@@ -2,6 +2,7 @@ package tracefile
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"math/rand"
 	"os"
@@ -243,4 +244,34 @@ func FuzzTraceRead(f *testing.F) {
 			tr.Counts()
 		}
 	})
+}
+
+// ReadReason reads the header only and says what the stream's header says.
+func TestReadReason(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	if err := Write(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	data := b.Bytes()
+	path := filepath.Join(dir, "t.dat")
+	for _, c := range []struct {
+		reason uint32
+		want   string
+	}{{1, "exit"}, {6, ReasonSize}, {7, ReasonDuration}, {9, "reason(9)"}} {
+		binary.LittleEndian.PutUint32(data[84:], c.reason)
+		os.WriteFile(path, data, 0o644)
+		got, err := ReadReason(path)
+		st, err2 := OpenStream(path)
+		if err != nil || err2 != nil || got != c.want || st.Trace.Header.Reason != got {
+			t.Errorf("reason %d: ReadReason %q %v, want %q (stream: %v)", c.reason, got, err, c.want, err2)
+		}
+		if st != nil {
+			st.Close()
+		}
+	}
+	os.WriteFile(path, []byte(strings.Repeat("not a trace ", 30)), 0o644)
+	if _, err := ReadReason(path); err == nil || !strings.Contains(err.Error(), "not an ftkit trace") {
+		t.Errorf("a text file: %v", err)
+	}
 }
