@@ -1768,9 +1768,9 @@ func TestTracerMarker(t *testing.T) {
 	s := trSymbols(t, tr, prog)
 	got := map[int][]string{}
 	for k, th := range tr.Threads {
-		// main's frame stays open: its return was not hooked by the graph registration
-		// made when recording was turned on again
-		if _, _, open := trGraph(t, th, s); open != 1-k {
+		// no frame stays open: main's, hooked before recording was turned off and on
+		// again, still gets its exit (the graph tracer drains, TestTracerSwitchClosesOpenCalls)
+		if _, _, open := trGraph(t, th, s); open != 0 {
 			t.Errorf("thread %d: %d frames open", th.TID, open)
 		}
 		// each marker with the function it was made in (the innermost open call)
@@ -2425,6 +2425,53 @@ func TestTracerToggleUnderThreads(t *testing.T) {
 	}
 	if funcs == 0 || entries == 0 || exits > entries {
 		t.Errorf("records: %d function, %d entries, %d exits", funcs, entries, exits)
+	}
+}
+
+// The graph tracer switched to the function tracer, off, or to no tracer while calls it
+// recorded are open: each still gets its exit at its real return, in order with what the
+// other tracer recorded meanwhile, and nothing is recorded while off (the kernel drops
+// such exits; a report then showed the calls open until the thread's last event).
+func TestTracerSwitchClosesOpenCalls(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_switch_open.c")
+	plain, _ := trRun(t, dir, prog, nil)
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_CONTROL=0"})
+	if out != plain || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v, untraced %q", out, ws, plain)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	trCheckComplete(t, tr, 1)
+	s := trSymbols(t, tr, prog)
+	if len(tr.Threads) != 1 {
+		t.Fatalf("%d threads", len(tr.Threads))
+	}
+	var got []string
+	var entries []uint64
+	for _, r := range tr.Threads[0].Recs {
+		kind := map[uint16]string{1: "F", 2: "E", 3: "X"}[r.Type]
+		if kind == "" {
+			continue
+		}
+		switch r.Type {
+		case 2:
+			entries = append(entries, r.TS)
+		case 3:
+			if n := len(entries); n == 0 || r.Aux != entries[n-1] || r.Flags&1 != 0 {
+				t.Errorf("exit of %s: entry time %d, open %v, flags %#x", s.name(r.IP), r.Aux, entries, r.Flags)
+			} else {
+				entries = entries[:n-1]
+			}
+		}
+		got = append(got, kind+" "+s.name(r.IP))
+	}
+	want := []string{"E main",
+		"E to_function", "E inner", "X inner", "F inner", "F inner", "X to_function",
+		"E to_off", "E inner", "X inner", "X to_off",
+		"E to_nop", "E inner", "X inner", "E inner", "X inner", "X to_nop",
+		"X main"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("records:\n got %s\nwant %s", strings.Join(got, ", "), strings.Join(want, ", "))
 	}
 }
 

@@ -662,6 +662,21 @@ void fgraph_thread_release(void)
 	}
 }
 
+/* Empty place i (under fgraph_mu): frames of its user skip it from now on. */
+static void user_clear(int i)
+{
+	struct fgraph_ops *gops = fgraph_users[i].gops;
+
+	__atomic_store_n(&fgraph_users[i].gops, NULL, __ATOMIC_RELEASE);
+	fgraph_users[i].draining = 0;
+	gops->idx = -1;
+	if (fgraph_fused == gops) {
+		/* a thread still in the fused return finishes there: its code stays */
+		fgraph_fused = NULL;
+		__atomic_store_n(&fgraph_return_hook, fgraph_return, __ATOMIC_RELEASE);
+	}
+}
+
 static int graph_register(struct fgraph_ops *gops, ftrace_func_t entry, fgraph_return_t ret)
 {
 	int i, err;
@@ -670,13 +685,29 @@ static int graph_register(struct fgraph_ops *gops, ftrace_func_t entry, fgraph_r
 		return -EINVAL;
 	pthread_mutex_lock(&fgraph_mu);
 	for (i = 0; i < FGRAPH_MAX_USERS; i++)
-		if (fgraph_users[i].gops == gops) {
+		if (fgraph_users[i].gops == gops)
+			break;
+	if (i < FGRAPH_MAX_USERS) {
+		if (!fgraph_users[i].draining) {
 			pthread_mutex_unlock(&fgraph_mu);
 			return -EBUSY;
 		}
+		/* back in its place: its frames, and its fused return if it had one, stay */
+		err = register_ftrace_function(&gops->ops);
+		if (!err)
+			fgraph_users[i].draining = 0;
+		pthread_mutex_unlock(&fgraph_mu);
+		return err;
+	}
 	for (i = 0; i < FGRAPH_MAX_USERS; i++)
 		if (!fgraph_users[i].gops)
 			break;
+	if (i == FGRAPH_MAX_USERS)	/* take over a draining user's place */
+		for (i = 0; i < FGRAPH_MAX_USERS; i++)
+			if (fgraph_users[i].draining) {
+				user_clear(i);
+				break;
+			}
 	if (i == FGRAPH_MAX_USERS) {
 		pthread_mutex_unlock(&fgraph_mu);
 		return -EBUSY;
@@ -696,14 +727,8 @@ static int graph_register(struct fgraph_ops *gops, ftrace_func_t entry, fgraph_r
 		__atomic_store_n(&fgraph_return_hook, ret, __ATOMIC_RELEASE);
 	}
 	err = register_ftrace_function(&gops->ops);
-	if (err) {
-		__atomic_store_n(&fgraph_users[i].gops, NULL, __ATOMIC_RELEASE);
-		gops->idx = -1;
-		if (fgraph_fused == gops) {
-			fgraph_fused = NULL;
-			__atomic_store_n(&fgraph_return_hook, fgraph_return, __ATOMIC_RELEASE);
-		}
-	}
+	if (err)
+		user_clear(i);
 	pthread_mutex_unlock(&fgraph_mu);
 	return err;
 }
@@ -718,7 +743,7 @@ int fgraph_register_fused(struct fgraph_ops *gops, ftrace_func_t entry, fgraph_r
 	return graph_register(gops, entry, ret);
 }
 
-void unregister_ftrace_graph(struct fgraph_ops *gops)
+static void graph_unregister(struct fgraph_ops *gops, int drain)
 {
 	int i;
 
@@ -727,15 +752,23 @@ void unregister_ftrace_graph(struct fgraph_ops *gops)
 		if (fgraph_users[i].gops == gops)
 			break;
 	if (i < FGRAPH_MAX_USERS) {
-		unregister_ftrace_function(&gops->ops);
-		/* frames already hooked still return through the handler: they skip us */
-		__atomic_store_n(&fgraph_users[i].gops, NULL, __ATOMIC_RELEASE);
-		gops->idx = -1;
-		if (fgraph_fused == gops) {
-			/* a thread still in the fused return finishes there: its code stays */
-			fgraph_fused = NULL;
-			__atomic_store_n(&fgraph_return_hook, fgraph_return, __ATOMIC_RELEASE);
-		}
+		if (!fgraph_users[i].draining)
+			unregister_ftrace_function(&gops->ops);
+		/* frames already hooked still return through the handler: to us, or past us */
+		if (drain)
+			fgraph_users[i].draining = 1;
+		else
+			user_clear(i);
 	}
 	pthread_mutex_unlock(&fgraph_mu);
+}
+
+void unregister_ftrace_graph(struct fgraph_ops *gops)
+{
+	graph_unregister(gops, 0);
+}
+
+void fgraph_unregister_draining(struct fgraph_ops *gops)
+{
+	graph_unregister(gops, 1);
 }

@@ -20,6 +20,7 @@
 struct fgraph_user {
 	struct fgraph_ops *gops;
 	uint32_t epoch;			/* fgraph_epoch when registered */
+	int draining;			/* its ops unregistered, its frames' returns still run */
 };
 
 extern struct fgraph_user fgraph_users[FGRAPH_MAX_USERS];
@@ -39,6 +40,16 @@ unsigned long fgraph_return(unsigned long sp, const struct ftrace_ret_regs *rr);
  * registered the generic way.  Errors as register_ftrace_graph.
  */
 int fgraph_register_fused(struct fgraph_ops *gops, ftrace_func_t entry, fgraph_return_t ret);
+
+/*
+ * Stop gops's entries but keep its returns: the frames it accepted still reach its
+ * retfunc when they return (uftrace records the exit of every entry it recorded; the
+ * kernel drops them), so a tracer switched off or swapped live closes the calls it had
+ * open at their real times.  Registering gops again takes its place back, frames and
+ * all; another user short of a free place takes it over (gops's frames then skip it);
+ * unregister_ftrace_graph ends it.
+ */
+void fgraph_unregister_draining(struct fgraph_ops *gops);
 
 /*
  * The depth at which the call returning to *slot may push a frame inline, or -1: the

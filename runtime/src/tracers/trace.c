@@ -853,12 +853,17 @@ static int set_globs(struct ftrace_ops *ops, int list)
 	return r;
 }
 
+/*
+ * The graph tracer's entries stop, but the calls it recorded still get their exits when
+ * they return (under another tracer too, or none): a switch or `off` leaves no call open
+ * in the trace that was not open in the program (trace_stop ends that at the finish).
+ */
 static void ops_unregister(void)
 {
 	if (tr.registered == FTRACE_TRACER_FUNCTION)
 		unregister_ftrace_function(&trace_fops);
 	else if (tr.registered == FTRACE_TRACER_FUNCTION_GRAPH)
-		unregister_ftrace_graph(&trace_gops);
+		fgraph_unregister_draining(&trace_gops);
 	tr.registered = FTRACE_TRACER_NOP;
 }
 
@@ -1873,6 +1878,7 @@ static int trace_stop(int reason)
 	tr.enabled = 0;
 	if (tr.started)
 		ops_apply();
+	unregister_ftrace_graph(&trace_gops);	/* no exit either: the trace ends */
 	pthread_mutex_unlock(&trace_mu);
 	err = ft_session_finish(reason, 0, 0);
 	ft_control_unlink();
