@@ -736,17 +736,25 @@ func TestTracerDiskReserve(t *testing.T) {
 }
 
 // Under a small open-file limit the runtime leaves the program every descriptor but the
-// trace file's: the control socket, on by default with a tracer, is not started (pigz
+// trace file's, which takes the highest number, so open() returns what it does untraced
+// (ulimit -n 5 gave the program 4 where it had 3): the control socket, on by default with a tracer, is not started (pigz
 // under ulimit -n 6 failed traced only); asked for (FTRACE_CONTROL=1) it is, and takes one.
 func TestTracerFewDescriptors(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_limits.c")
+	var plainFirst int
 	opened := func(env ...string) int {
 		t.Helper()
 		out, ws := trRunCmd(t, dir, prog, exec.Command("sh", "-c", "ulimit -n 16 && exec \"$0\" nofile", prog), env)
-		var f, k int
-		if _, err := fmt.Sscanf(out, "fib %d, opened %d\n", &f, &k); err != nil || ws.ExitStatus() != 0 || f != 46368 {
+		var f, k, first int
+		if _, err := fmt.Sscanf(out, "fib %d, opened %d, first %d\n", &f, &k, &first); err != nil || ws.ExitStatus() != 0 || f != 46368 {
 			t.Fatalf("%v: output %q, status %v", env, out, ws)
+		}
+		// the runtime's descriptors take the top numbers: open() returns what it does untraced
+		if env == nil {
+			plainFirst = first
+		} else if first != plainFirst {
+			t.Errorf("%v: the program's first open() returned %d, %d untraced", env, first, plainFirst)
 		}
 		return k
 	}
@@ -758,10 +766,29 @@ func TestTracerFewDescriptors(t *testing.T) {
 		{[]string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=f.dat"}, plain - 1},
 		{[]string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=g.dat"}, plain - 1},
 		{[]string{"FTRACE_TRACER=function", "FTRACE_CONTROL=1", "FTRACE_OUTPUT=c.dat"}, plain - 2},
+		// over the trace of the first run: at exit no descriptor is left to read it with,
+		// but it is the file checked at the start, unchanged, so it is replaced
+		{[]string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=f.dat"}, plain - 1},
 	} {
 		if got := opened(c.env...); got != c.want {
 			t.Errorf("%v: the program opened %d descriptors, %d untraced (want %d)", c.env, got, plain, c.want)
 		}
 	}
 	trCheckComplete(t, trRead(t, filepath.Join(dir, "g.dat")), 1)
+	if parts, _ := filepath.Glob(filepath.Join(dir, "*.part")); len(parts) != 0 {
+		t.Errorf("traces left unfinished: %v", parts)
+	}
+	// two numbers above 0..2: the trace takes 4, the program's open() still returns 3
+	five := func(env ...string) string {
+		out, ws := trRunCmd(t, dir, prog, exec.Command("sh", "-c", "ulimit -n 5 && exec \"$0\" nofile", prog), env)
+		if ws.ExitStatus() != 0 {
+			t.Errorf("%v: status %v", env, ws)
+		}
+		return out
+	}
+	if p5, t5 := five(), five("FTRACE_TRACER=function", "FTRACE_OUTPUT=five.dat"); p5 != "fib 46368, opened 2, first 3\n" ||
+		t5 != "fib 46368, opened 1, first 3\n" {
+		t.Errorf("ulimit -n 5: untraced %q, traced %q", p5, t5)
+	}
+	trCheckComplete(t, trRead(t, filepath.Join(dir, "five.dat")), 1)
 }

@@ -6,7 +6,7 @@
  * opens FILE and moves it onto every high number the runtime may use, then works and checks
  * FILE still holds only what it wrote ("keepall FILE": the same without closing or
  * moving anything); "nofile" works, then prints how many more descriptors it could open
- * ("opened K": run it under a small ulimit -n); "plain" only works. It prints its result and
+ * and the first one's number ("opened K, first F": run it under a small ulimit -n); "plain" only works. It prints its result and
  * exits 0.
  */
 #include <stdio.h>
@@ -61,11 +61,14 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(how, "nofile")) {
 		long f = fib(24);
-		int k = 0;
+		int k = 0, fd, first = -1;
 
-		while (open("/dev/null", O_RDONLY) >= 0)
+		while ((fd = open("/dev/null", O_RDONLY)) >= 0) {
+			if (first < 0)
+				first = fd;
 			k++;
-		printf("fib %ld, opened %d\n", f, k);
+		}
+		printf("fib %ld, opened %d, first %d\n", f, k, first);
 		return 0;
 	}
 	printf("fib %ld\n", fib(24));

@@ -20,21 +20,30 @@ struct ft_fdid {
 	ino_t ino;
 };
 
-/* fd moved to the first free number at or above 3/4 of the limit (at most 768). */
+/*
+ * fd moved high: to the first free number at or above 768, or under a lower limit to the
+ * highest free one (at least 3/4 of the limit), so that the numbers the program gets from
+ * open() stay those it gets untraced until it nears the limit (under ulimit -n 5 the
+ * trace file took 3, and the program's first open() returned 4).
+ */
 static inline int ft_fd_high(int fd)
 {
 	struct rlimit rl;
-	long base = 768;
-	int nfd;
+	long base = 768, top = 0;
+	int nfd = -1;
 
 	if (fd < 0)
 		return fd;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    (long)(rl.rlim_cur / 4 * 3) < base)
+	    (long)(rl.rlim_cur / 4 * 3) < base) {
 		base = (long)(rl.rlim_cur / 4 * 3);
-	if (base <= fd)
-		return fd;
-	nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
+		top = (long)rl.rlim_cur - 1;
+	}
+	/* a few tries from the top down (each finds the lowest free number at or above) */
+	for (long b = top; b > base && b > fd && nfd < 0 && b > top - 8; b--)
+		nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)b);
+	if (nfd < 0 && base > fd)
+		nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
 	if (nfd < 0)
 		return fd;	/* no free number up there: keep the low one */
 	close(fd);

@@ -582,35 +582,65 @@ static ssize_t read_head(const char *path, void *buf, size_t n)
 	return got;
 }
 
-/* Does the regular file at path hold something other than a trace (empty: no)? */
+/*
+ * Does the regular file at path hold something other than a trace (empty: no)?  1, 0, or
+ * -errno when it cannot be read: not known to be a trace either.
+ */
 static int holds_other(const char *path)
 {
 	char magic[sizeof(FTKIT_TRACE_MAGIC) - 1];
 	ssize_t n = read_head(path, magic, sizeof(magic));
 
 	if (n < 0)
-		return n != -ENOENT;	/* one that cannot be read is not known to be a trace */
+		return n == -ENOENT ? 0 : (int)n;
 	return n > 0 && (n != (ssize_t)sizeof(magic) || memcmp(magic, FTKIT_TRACE_MAGIC, sizeof(magic)));
 }
 
 /*
  * A trace is written beside its name and renamed onto it: that must never replace a
  * device, FIFO or socket (FTRACE_OUTPUT=/dev/null run as root would destroy /dev/null),
- * nor a file that is not a trace (FTRACE_OUTPUT naming the program or its data): the trace
- * then stays in its .part.  A symlink is replaced itself, never followed.
+ * nor a file that is not a trace (FTRACE_OUTPUT naming the program or its data), nor one
+ * that cannot be read to tell (ulimit -n: EMFILE): the trace then stays in its .part.  A
+ * symlink is replaced itself, never followed.
  */
 static int output_ok(const char *path)
 {
+	/* the last file found to be a trace: unchanged since, it needs no second read */
+	static struct {
+		dev_t dev;
+		ino_t ino;
+		off_t size;
+		struct timespec mtime;
+	} known;
 	struct stat st;
+	int other;
 
 	if (lstat(path, &st) != 0)
 		return 0;	/* creating the file beside it says what is wrong */
-	if (S_ISLNK(st.st_mode) || (S_ISREG(st.st_mode) && !holds_other(path)))
+	if (S_ISLNK(st.st_mode))
 		return 0;
-	ft_msg(path, S_ISREG(st.st_mode) ?
-		     " exists and is not an ftkit trace: it is not replaced" :
-		     " exists and is not a regular file (a device, FIFO, socket or directory): "
-		     "no trace is written there");
+	if (!S_ISREG(st.st_mode)) {
+		ft_msg(path, " exists and is not a regular file (a device, FIFO, socket or "
+			     "directory): no trace is written there");
+		return -EEXIST;
+	}
+	other = holds_other(path);
+	if (other < 0 && st.st_ino == known.ino && st.st_dev == known.dev &&
+	    st.st_size == known.size && st.st_mtim.tv_sec == known.mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == known.mtime.tv_nsec)
+		other = 0;	/* checked at the start, when a descriptor was free */
+	if (!other) {
+		known.dev = st.st_dev;
+		known.ino = st.st_ino;
+		known.size = st.st_size;
+		known.mtime = st.st_mtim;
+		return 0;
+	}
+	if (other < 0)
+		ft_msg_err(path, " exists and cannot be read to tell whether it is a trace; it is "
+				 "not replaced", other);
+	else
+		ft_msg(path, " exists and is not an ftkit trace: it is not replaced");
 	return -EEXIST;
 }
 
