@@ -33,7 +33,7 @@ func reportCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.StringFlag{Name: "sort", Aliases: []string{"s"}, Value: "total", Usage: "sort by " + strings.Join(report.SortKeys, ", ")},
-			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "print at most this many functions (0: all)"},
+			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "print at most this many functions (0: all); with --threads, threads; with --callers, callers and callees each"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
 			&cli.BoolFlag{Name: "per-thread", Aliases: []string{"T"}, Usage: "one row per thread and function"},
 			&cli.BoolFlag{Name: "diff", Usage: "compare two traces: report --diff OLD NEW (sort: total, self, calls or name change)"},
@@ -42,6 +42,9 @@ func reportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "args", Usage: "one row per function and argument values recorded with its calls (as graph shows them: \"fib(n=3)\")"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
+			if c.Int("limit") < 0 {
+				return fmt.Errorf("report: --limit must not be negative")
+			}
 			if c.Bool("diff") {
 				return reportDiff(c)
 			}
@@ -51,9 +54,6 @@ func reportCommand() *cli.Command {
 			format := c.String("format")
 			if format != "text" && format != "json" {
 				return fmt.Errorf("report: unknown format %q (want text or json)", format)
-			}
-			if c.Int("limit") < 0 {
-				return fmt.Errorf("report: --limit must not be negative")
 			}
 			stats, f, err := streamReport(c, report.Options{
 				PerThread: c.Bool("per-thread"), TIDs: c.IntSlice("tid"),
@@ -145,6 +145,7 @@ func dumpCommand() *cli.Command {
 			if c.Bool("args") {
 				vals = &argfmt.Formatter{}
 			}
+			w = &bigOutput{w: w, warn: c.App.ErrWriter, limit: chromeBig}
 			err = chrome.WriteStream(w, in.st, in.sym.LockedLookup(), in.flt.TIDs(), in.wrap, in.progress(c, in.flt.TIDs()), vals)
 			if cerr := done(); err == nil {
 				err = cerr

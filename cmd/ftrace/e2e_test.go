@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -363,6 +364,49 @@ func TestE2ELive(t *testing.T) {
 	}
 	if r := testenv.Exec(t, dir, ftrace, "live", pid, "tracer", "bogus"); r.Code == 0 || !strings.Contains(r.Stderr, "refused") {
 		t.Errorf("bogus tracer accepted: %+v", r)
+	}
+	// finish: the trace is complete while the program runs on, and says why
+	live("finish")
+	info := testenv.Run(t, dir, ftrace, "info", "live.dat")
+	if !strings.Contains(info, "flags:              complete") || !strings.Contains(info, "written because:    finish (ftrace live finish") {
+		t.Errorf("after live finish:\n%s", info)
+	}
+}
+
+// TestE2ELiveStaleSocket: a program killed with SIGKILL leaves its control socket behind;
+// `ftrace live` on its pid then says the process is gone and removes the socket, instead
+// of "connection refused".
+func TestE2ELiveStaleSocket(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	t.Setenv("XDG_RUNTIME_DIR", dir)
+	prog := buildTraced(t, dir, "live", liveSrc)
+	pidFile, stopFile := filepath.Join(dir, "pid"), filepath.Join(dir, "stop")
+	cmd := exec.Command(prog, pidFile, stopFile)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FTRACE_TRACER=function", "FTRACE_OUTPUT="+filepath.Join(dir, "k.dat"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	sock := filepath.Join(dir, fmt.Sprintf("ftkit-%d.sock", pid))
+	for i := 0; i < 500; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("no socket left to test with: %v", err)
+	}
+	r := testenv.Exec(t, dir, testenv.Tool(t, "ftrace"), "live", strconv.Itoa(pid), "status")
+	if r.Code == 0 || !strings.Contains(r.Stderr, fmt.Sprintf("no process %d", pid)) || !strings.Contains(r.Stderr, "stale control socket") {
+		t.Errorf("live on a killed process: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Errorf("stale socket still there: %v", err)
 	}
 }
 

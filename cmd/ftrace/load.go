@@ -379,3 +379,28 @@ func joinInts(v []int) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// chromeBig is about where trace-event JSON stops loading: the Perfetto UI and
+// chrome://tracing read the whole file into the browser's memory (a trial wrote 9 GB
+// without a word).
+const chromeBig = 1 << 30
+
+// bigOutput passes writes on to w and says once on warn, when the output passes limit
+// bytes, that it is too big to open, while there is still time to interrupt it.
+type bigOutput struct {
+	w      io.Writer
+	warn   io.Writer
+	limit  int64
+	n      int64
+	warned bool
+}
+
+func (b *bigOutput) Write(p []byte) (int, error) {
+	n, err := b.w.Write(p)
+	b.n += int64(n)
+	if b.n > b.limit && !b.warned {
+		b.warned = true
+		fmt.Fprintf(b.warn, "ftrace: dump: the JSON passed %d MiB: the Perfetto UI and chrome://tracing cannot load files this big; narrow it with --since/--until, -F, -N, -D, -t or --tid\n", b.limit>>20)
+	}
+	return n, err
+}

@@ -254,3 +254,29 @@ func TestShellJoin(t *testing.T) {
 		}
 	}
 }
+
+// bigOutput says once, when the output passes its limit, that it is too big to open;
+// everything written still goes through.
+func TestBigOutput(t *testing.T) {
+	for _, c := range []struct {
+		writes []int
+		warned bool
+	}{
+		{[]int{10, 6}, false},
+		{[]int{10, 7}, true},
+		{[]int{20, 1, 50}, true},
+	} {
+		var out, warn strings.Builder
+		b := &bigOutput{w: &out, warn: &warn, limit: 16}
+		total := 0
+		for _, n := range c.writes {
+			if k, err := b.Write([]byte(strings.Repeat("x", n))); k != n || err != nil {
+				t.Fatalf("%v: wrote %d, %v", c.writes, k, err)
+			}
+			total += n
+		}
+		if out.Len() != total || (warn.Len() > 0) != c.warned || strings.Count(warn.String(), "\n") > 1 {
+			t.Errorf("%v: %d bytes out, warning %q", c.writes, out.Len(), warn.String())
+		}
+	}
+}

@@ -453,6 +453,16 @@ func doLive(c *cli.Context) error {
 // reply; an "error" reply is an error.
 func liveRequest(pid int, sock, req string, timeout time.Duration) (string, error) {
 	conn, err := net.DialTimeout("unix", sock, timeout)
+	if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
+		// Nobody listens: the socket outlived its process (SIGKILL leaves it behind).
+		if kerr := syscall.Kill(pid, 0); errors.Is(kerr, syscall.ESRCH) {
+			if os.Remove(sock) == nil {
+				return "", fmt.Errorf("live: no process %d (removed its stale control socket %s, left by a run that was killed)", pid, sock)
+			}
+			return "", fmt.Errorf("live: no process %d (%s is a stale control socket, left by a run that was killed)", pid, sock)
+		}
+		return "", fmt.Errorf("live: process %d does not answer on %s: the socket is left from an earlier process with this pid, or the process is ending", pid, sock)
+	}
 	if err != nil {
 		return "", fmt.Errorf("live: connecting to process %d at %s: %w", pid, sock, err)
 	}

@@ -82,7 +82,7 @@ func reportThreadsOrCallers(c *cli.Context) error {
 			return fmt.Errorf("%s: %w", in.path, err)
 		}
 		in.warn(c)
-		return report.WriteThreadsText(c.App.Writer, f, rows)
+		return report.WriteThreadsText(c.App.Writer, f, rows, c.Int("limit"))
 	}
 	in, err := openStream(c)
 	if err != nil {
@@ -94,5 +94,5 @@ func reportThreadsOrCallers(c *cli.Context) error {
 		return fmt.Errorf("report: %w (%s)", err, in.path)
 	}
 	in.warn(c)
-	return report.WriteCallersText(c.App.Writer, r)
+	return report.WriteCallersText(c.App.Writer, r, c.Int("limit"))
 }

@@ -108,8 +108,12 @@ func sortThreads(out []*ThreadStat) {
 }
 
 // WriteThreadsText prints the thread rows as a table; function traces have no times.
-func WriteThreadsText(w io.Writer, f *calltree.Forest, rows []*ThreadStat) error {
+func WriteThreadsText(w io.Writer, f *calltree.Forest, rows []*ThreadStat, limit int) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	more := 0
+	if limit > 0 && len(rows) > limit {
+		rows, more = rows[:limit], len(rows)-limit
+	}
 	timed := f.HasGraph() || f.Header.Tracer == "function_graph"
 	hdr := []string{"TID", "CALLS", "FUNCS"}
 	if timed {
@@ -133,7 +137,19 @@ func WriteThreadsText(w io.Writer, f *calltree.Forest, rows []*ThreadStat) error
 		}
 		fmt.Fprintf(tw, "%s\t  %s\n", strings.Join(row, "\t"), name)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeMore(w, more, "threads")
+}
+
+// writeMore says how many rows a limit left out.
+func writeMore(w io.Writer, n int, what string) error {
+	if n == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "# ... %d more %s (--limit)\n", n, what)
+	return err
 }
 
 // Edge is one caller→function or function→callee pair of `report --callers`.
@@ -343,8 +359,15 @@ func sortEdges(m map[string]*Edge) []*Edge {
 
 // WriteCallersText prints the callers (above) and callees (below) of the function, with
 // its own line between them, as perf report's caller/callee view does.
-func WriteCallersText(w io.Writer, r *CallersReport) error {
+func WriteCallersText(w io.Writer, r *CallersReport, limit int) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	callers, callees := r.Callers, r.Callees
+	if limit > 0 && len(callers) > limit {
+		callers = callers[:limit]
+	}
+	if limit > 0 && len(callees) > limit {
+		callees = callees[:limit]
+	}
 	line := func(calls, total uint64, name string) {
 		if r.Timed {
 			fmt.Fprintf(tw, "%d\t%s\t  %s\n", calls, Dur(total), name)
@@ -357,16 +380,28 @@ func WriteCallersText(w io.Writer, r *CallersReport) error {
 	} else {
 		fmt.Fprintf(tw, "CALLS\t  CALLERS / FUNCTION / CALLEES\n")
 	}
-	for _, e := range r.Callers {
+	// the rows a limit leaves out, in the column of names
+	more := func(n int, what string) {
+		if n > 0 {
+			if r.Timed {
+				fmt.Fprintf(tw, "\t\t    ... %d more %s\n", n, what)
+			} else {
+				fmt.Fprintf(tw, "\t    ... %d more %s\n", n, what)
+			}
+		}
+	}
+	for _, e := range callers {
 		line(e.Calls, e.Total, "  <- "+e.Name)
 	}
+	more(len(r.Callers)-len(callers), "callers")
 	self := ""
 	if r.Timed {
 		self = " (self " + Dur(r.Self) + ")"
 	}
 	line(r.Calls, r.Total, r.Func+self)
-	for _, e := range r.Callees {
+	for _, e := range callees {
 		line(e.Calls, e.Total, "  -> "+e.Name)
 	}
+	more(len(r.Callees)-len(callees), "callees")
 	return tw.Flush()
 }

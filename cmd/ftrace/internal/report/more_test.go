@@ -29,7 +29,7 @@ func TestThreads(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := WriteThreadsText(&b, f, Threads(f, nil)); err != nil {
+	if err := WriteThreadsText(&b, f, Threads(f, nil), 0); err != nil {
 		t.Fatal(err)
 	}
 	want := "  TID  CALLS  FUNCS   TRACED     TOP SELF  LOST  THREAD\n" +
@@ -83,7 +83,7 @@ func TestCallers(t *testing.T) {
 	}
 	r, _ := Callers(f, "foo", nil)
 	var b bytes.Buffer
-	if err := WriteCallersText(&b, r); err != nil {
+	if err := WriteCallersText(&b, r, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := "  CALLS   TOTAL  CALLERS / FUNCTION / CALLEES\n" +
@@ -92,5 +92,19 @@ func TestCallers(t *testing.T) {
 		"      1  100 ns    -> bar\n"
 	if b.String() != want {
 		t.Errorf("text:\n%q\nwant:\n%q", b.String(), want)
+	}
+	// --limit 1: main's biggest callee, and a line for the one left out
+	r, _ = Callers(f, "main", nil)
+	b.Reset()
+	if err := WriteCallersText(&b, r, 1); err != nil {
+		t.Fatal(err)
+	}
+	want = "  CALLS    TOTAL  CALLERS / FUNCTION / CALLEES\n" +
+		"      1  1000 ns    <- (root)\n" +
+		"      1  1000 ns  main (self 550 ns)\n" +
+		"      1   400 ns    -> foo\n" +
+		"                    ... 1 more callees\n"
+	if b.String() != want {
+		t.Errorf("limit 1:\n%q\nwant:\n%q", b.String(), want)
 	}
 }

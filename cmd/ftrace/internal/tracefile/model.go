@@ -97,7 +97,7 @@ type Header struct {
 	WallStart  int64    // wall-clock time of StartNS, ns since the Unix epoch (0: unknown)
 	Clock      string   // clock source, e.g. "tsc" or "clock_gettime"
 	ClockHz    uint64   // ticks per second of the raw clock (informational)
-	Reason     string   // why the trace was written (live, exit, signal, snapshot, shutdown)
+	Reason     string   // why the trace was written (live, exit, signal, snapshot, finish, ...)
 	// LostNoBuf counts events dropped because no buffer could be set up for their thread
 	// (file full, mmap failure, after thread exit or finalisation, during fork).
 	LostNoBuf uint64

@@ -75,7 +75,7 @@ func Read(r io.ReaderAt, size int64) (*Trace, error) {
 
 // reasonName is the header's reason field as Header.Reason says it.
 func reasonName(reason uint32) string {
-	reasons := []string{"live (not finalised)", "exit", "fatal signal", "snapshot", "shutdown", "exec",
+	reasons := []string{"live (not finalised)", "exit", "fatal signal", "snapshot", "finish (ftrace live finish, ftrace_trace_finish)", "exec",
 		ReasonSize, ReasonDuration}
 	if int(reason) < len(reasons) {
 		return reasons[reason]
