@@ -62,6 +62,8 @@
  *				fn (its slow path) with its own arguments: the arch saves
  *				first what that template left out (x86-64: xmm0..xmm7, the
  *				frame's ip and sp) and realigns the stack
+ *   ftrt_arch_return_slot(fregs)	the traced function's return slot from any caller's
+ *				frame, a lean one too (which fills no sp field)
  *   ftrt_arch_cpu_relax()	the spin-wait hint (pause, yield)
  *   ftrt_arch_sync_core()	serialise this core's instruction fetch (cpuid, isb): a
  *				thread parked while code changed, before it runs on

@@ -51,6 +51,7 @@
 
 #include <ftrace.h>
 
+#include "core/ftrt_core.h"
 #include "fgraph_fast.h"
 
 #define SHADOW_BYTES (FGRAPH_SHADOW_DEPTH * sizeof(struct fgraph_frame))
@@ -718,6 +719,7 @@ static int graph_register(struct fgraph_ops *gops, ftrace_func_t entry, fgraph_r
 	if (ret && fgraph_fused) {	/* one fused user at a time */
 		entry = fgraph_entry;
 		ret = NULL;
+		gops->ops.flags &= ~FTRT_OPS_FL_LEAN_FRAME;	/* fgraph_entry reads it all */
 	}
 	gops->ops.func = entry;
 	gops->ops.private = gops;

@@ -649,19 +649,40 @@ static struct fgraph_ops trace_gops = {
  * in one function each (bench/RESULTS.md); anything else goes the generic way before a
  * thing changes.
  */
-static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long parent_ip,
-					       struct ftrace_ops *op, struct ftrace_regs *fregs)
+static inline int graph_entry_fits(struct ft_thread *t, int idx, int d)
+{
+	return idx >= 0 && d >= 0 &&
+	       t->thr_state == __atomic_load_n(&tr.thr_want, __ATOMIC_RELAXED) &&
+	       !(tr.sel_in | tr.sel_out | tr.depth) && t->state == FT_THREAD_LIVE &&
+	       !t->npend && (!t->open || t->rs[t->open - 1].depth < d) &&
+	       t->open < FGRAPH_SHADOW_DEPTH && ft_clock_source == FT_CLOCK_TSC &&
+	       !__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED);
+}
+
+/* The entry's record and shadow frame, once its event is written. */
+static inline void graph_entry_push(struct ft_thread *t, int idx, int d, unsigned long ip,
+				    unsigned long *slot, uint64_t ts, const struct ft_argplan *plan)
+{
+	struct ft_rframe *r = &t->rs[t->open];
+
+	r->ip = ip;
+	r->ts = ts;
+	r->depth = d;
+	r->plan = plan;
+	t->open++;
+	fgraph_fast_push(t, d, idx, ip, slot, ts);
+}
+
+/* The fused entry's other cases (arguments, a new block, the generic path), off its frame. */
+static __attribute__((noinline)) void trace_graph_entry_slow(unsigned long ip, unsigned long parent_ip,
+							     struct ftrace_ops *op,
+							     struct ftrace_regs *fregs)
 {
 	struct ft_thread *t = &ft_cur;
 	unsigned long *slot = ftrace_regs_get_return_slot(fregs);
 	int idx = trace_gops.idx, d = fgraph_fast_depth(t, slot);
 
-	if (likely(idx >= 0 && d >= 0 &&
-		   t->thr_state == __atomic_load_n(&tr.thr_want, __ATOMIC_RELAXED) &&
-		   !(tr.sel_in | tr.sel_out | tr.depth) && t->state == FT_THREAD_LIVE &&
-		   !t->npend && (!t->open || t->rs[t->open - 1].depth < d) &&
-		   t->open < FGRAPH_SHADOW_DEPTH && ft_clock_source == FT_CLOCK_TSC &&
-		   !__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED))) {
+	if (likely(graph_entry_fits(t, idx, d))) {
 		const struct ft_argplan *plan = NULL;
 		uint64_t ts;
 		int ok;
@@ -684,14 +705,7 @@ static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long p
 			ok = ft_ev_entry_fast(t, ip, ts);
 		}
 		if (likely(ok)) {
-			struct ft_rframe *r = &t->rs[t->open];
-
-			r->ip = ip;
-			r->ts = ts;
-			r->depth = d;
-			r->plan = plan;
-			t->open++;
-			fgraph_fast_push(t, d, idx, ip, slot, ts);
+			graph_entry_push(t, idx, d, ip, slot, ts, plan);
 			barrier();
 			t->in_ret--;
 			return;
@@ -700,6 +714,36 @@ static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long p
 		t->in_ret--;
 	}
 	fgraph_entry(ip, parent_ip, op, fregs);
+}
+
+/*
+ * The common entry, inline and with no call: a leaf the lean template may run (no vector
+ * register saved, FTRT_OPS_FL_LEAN_FRAME), as the function tracer's; everything else goes
+ * through ftrt_arch_lean_call.
+ */
+static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long parent_ip,
+					       struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	struct ft_thread *t = &ft_cur;
+	unsigned long *slot = ftrt_arch_return_slot(fregs);
+	int idx = trace_gops.idx, d = fgraph_fast_depth(t, slot);
+
+	if (likely(graph_entry_fits(t, idx, d) && !__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
+		uint64_t ts;
+
+		t->in_ret++;	/* as fgraph_entry: a signal handler here graphs nothing */
+		barrier();
+		ts = ftrt_arch_cycles();
+		if (likely(ft_ev_entry_fast(t, ip, ts))) {
+			graph_entry_push(t, idx, d, ip, slot, ts, NULL);
+			barrier();
+			t->in_ret--;
+			return;
+		}
+		barrier();
+		t->in_ret--;
+	}
+	ftrt_arch_lean_call(trace_graph_entry_slow, ip, parent_ip, op, fregs);
 }
 
 /* FTRT_GRAPH_FUSED=0: the generic paths only (to compare; ignored in secure-execution mode). */
@@ -893,6 +937,8 @@ static int ops_apply(void)
 		tr.sel_in = tr.globs[FT_LIST_GRAPH_FUNCTION] != NULL;
 		tr.sel_out = tr.globs[FT_LIST_GRAPH_NOTRACE] != NULL;
 		__atomic_store_n(&tr.sel_gen, tr.sel_gen + 1, __ATOMIC_RELAXED);
+		/* the fused entry reads its frame as the function tracer's does (lean) */
+		trace_gops.ops.flags = graph_fused() ? FTRT_OPS_FL_LEAN_FRAME : 0;
 		e2 = graph_fused() ? fgraph_register_fused(&trace_gops, trace_graph_entry_fast,
 							   trace_graph_return_fast)
 				   : register_ftrace_graph(&trace_gops);

@@ -148,6 +148,9 @@ static inline const unsigned char *ftrt_arch_callops_nops(void)
 /* No callback is run by a lean caller here (ftrt_arch_scalar_leaf says no): a plain call. */
 #define ftrt_arch_lean_call(fn, ip, parent_ip, op, fregs)	(fn)(ip, parent_ip, op, fregs)
 
+/* The traced function's return slot (no lean frames here). */
+#define ftrt_arch_return_slot(fregs)	ftrace_regs_get_return_slot(fregs)
+
 /* A spin-wait hint. */
 static inline void ftrt_arch_cpu_relax(void)
 {

@@ -132,6 +132,20 @@ ftrt_lean_call(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 	       void (*fn)(unsigned long, unsigned long, struct ftrace_ops *, struct ftrace_regs *));
 #define ftrt_arch_lean_call(fn, ip, parent_ip, op, fregs)	ftrt_lean_call(ip, parent_ip, op, fregs, fn)
 
+/*
+ * The traced function's return slot, from any frame, a lean caller's too: that one fills
+ * no sp field, but every caller's frame lies right below the site's return address and
+ * the slot (ftrt_lean_call relies on the same layout).
+ */
+static inline unsigned long *ftrt_arch_return_slot(struct ftrace_regs *fregs)
+{
+	const unsigned long *f = (const unsigned long *)fregs;
+
+	if (f[FTRT_FRAME_FULL / 8] == FTRT_FRAME_FULL_LEAN)
+		return (unsigned long *)((char *)fregs + FTRT_FRAME_SIZE + 8);
+	return (unsigned long *)f[FTRT_FRAME_SP / 8];
+}
+
 /* A spin-wait hint. */
 static inline void ftrt_arch_cpu_relax(void)
 {

@@ -42,7 +42,7 @@ _Static_assert(offsetof(struct ftrace_pt_regs, sp) == FTRT_FRAME_SP, "sp");
 _Static_assert(offsetof(struct ftrace_pt_regs, full) == FTRT_FRAME_FULL, "full");
 _Static_assert(offsetof(struct ftrace_pt_regs, flags) == FTRT_FRAME_FLAGS, "flags");
 
-#define MAXLEN 512
+#define MAXLEN 1024
 
 /* Operand forms of the accepted one- and two-byte opcodes. */
 enum {
@@ -114,6 +114,8 @@ static int form1(unsigned op, int *byteop)
 	case 0xc7: return MIZ;
 	case 0xd0: *byteop = 1; return MX;
 	case 0xd1: return MX;
+	case 0xd2: *byteop = 1; return MX;	/* shifts by %cl: with a frame only, below */
+	case 0xd3: return MX;
 	case 0xe8: return J32;		/* call: to ftrt_lean_call only, below */
 	case 0xe9: return J32;
 	case 0xeb: return J8;
@@ -270,8 +272,11 @@ int ftrt_arch_scalar_leaf(const void *fn, int frame)
 				return 0;
 			if ((op == 0xc6 || op == 0xc7) && ext != 0)
 				return 0;
-			if ((op == 0xc0 || op == 0xc1 || op == 0xd0 || op == 0xd1) && ext == 6)
+			if ((op == 0xc0 || op == 0xc1 || op == 0xd0 || op == 0xd1 || op == 0xd2 ||
+			     op == 0xd3) && ext == 6)
 				return 0;	/* undefined shift */
+			if ((op == 0xd2 || op == 0xd3) && !frame)
+				return 0;	/* reads %cl */
 			if ((op == 0xf6 || op == 0xf7) && ext == 1)
 				return 0;
 			if (op == 0xf6 && ext == 0)
