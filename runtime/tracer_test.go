@@ -2428,6 +2428,30 @@ func TestTracerToggleUnderThreads(t *testing.T) {
 	}
 }
 
+// The tracers' own trampolines are clones of the lean template (no vector registers
+// saved: their callbacks are proven integer-only leaves), the graph tracer's through its
+// fused entry; FTRT_NOVEC=0 or FTRT_GRAPH_FUSED=0 give the full one. A change that makes a
+// callback use a vector register or call out directly would silently cost ~2 ns a call.
+func TestTracerLeanTrampoline(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_lean.c")
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"FTRACE_TRACER=function"}, "lean 1 full 0 6.0\n"},
+		{[]string{"FTRACE_TRACER=function_graph"}, "lean 1 full 0 6.0\n"},
+		{[]string{"FTRACE_TRACER=function_graph", "FTRACE_ARGS=work@fparg1,arg1", "FTRACE_RETVAL=work@retval/f64"}, "lean 1 full 0 6.0\n"},
+		{[]string{"FTRACE_TRACER=function_graph", "FTRT_NOVEC=0"}, "lean 0 full 1 6.0\n"},
+		{[]string{"FTRACE_TRACER=function_graph", "FTRT_GRAPH_FUSED=0"}, "lean 0 full 1 6.0\n"},
+	} {
+		out, ws := trRun(t, dir, prog, append(c.env, "FTRACE_CONTROL=0", "FTRACE_OUTPUT=l.dat"))
+		if out != c.want || ws.ExitStatus() != 0 {
+			t.Errorf("%v: %q (status %v), want %q", c.env, out, ws, c.want)
+		}
+	}
+}
+
 // The graph tracer switched to the function tracer, off, or to no tracer while calls it
 // recorded are open: each still gets its exit at its real return, in order with what the
 // other tracer recorded meanwhile, and nothing is recorded while off (the kernel drops
