@@ -431,14 +431,14 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	if sum.Lost > 0 {
 		fmt.Fprintf(w, "lost in all:\t%d of %d events (%s)\n", sum.Lost, sum.Lost+sum.Recorded, pct(sum.Lost, sum.Lost+sum.Recorded))
 	}
-	fmt.Fprintf(w, "frames over depth:\t%d\n", lostDepth)
+	fmt.Fprintf(w, "calls not graphed:\t%d\n", lostDepth) // depth limit, full shadow stack, or made inside the tracer
 	fmt.Fprintf(w, "threads:\t%d\n", len(tr.Threads))
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.App.Writer)
 	w = tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "TID\tNAME\tEVENTS\tLOST\tOVER DEPTH\tFLAGS\t\n")
+	fmt.Fprintf(w, "TID\tNAME\tEVENTS\tLOST\tNOT GRAPHED\tFLAGS\t\n")
 	for _, th := range tr.Threads {
 		var fl []string
 		if th.Flags&tracefile.ThreadExited != 0 {

@@ -648,12 +648,12 @@ func TestE2EUnwinding(t *testing.T) {
 	if out := testenv.Run(t, dir, ftrace, "record", "-q", "--", prog); out != "recurse 100000\n" {
 		t.Errorf("output %q", out)
 	}
-	// the summary counts the frames over depth, and no lost events when none were
+	// the summary counts the calls not graphed (over depth), and no lost events when none were
 	sum := exec.Command(ftrace, "record", "--no-loss", "-o", "sum.dat", "--", prog)
 	sum.Dir = dir
 	var se strings.Builder
 	sum.Stderr = &se
-	if err := sum.Run(); err != nil || !regexp.MustCompile(`events, \d+ frames over depth \(`).MatchString(se.String()) ||
+	if err := sum.Run(); err != nil || !regexp.MustCompile(`events, \d+ calls not graphed \(`).MatchString(se.String()) ||
 		strings.Contains(se.String(), " lost") {
 		t.Errorf("record's summary (%v):\n%s", err, se.String())
 	}
@@ -682,14 +682,14 @@ run_quitter() {
 	}
 	_, calls := reportCalls(t, dir)
 	info := testenv.Run(t, dir, ftrace, "info")
-	m := regexp.MustCompile(`frames over depth: +(\d+)`).FindStringSubmatch(info)
+	m := regexp.MustCompile(`calls not graphed: +(\d+)`).FindStringSubmatch(info)
 	if m == nil {
 		t.Fatalf("info:\n%s", info)
 	}
 	var over uint64
 	fmt.Sscan(m[1], &over)
 	if calls["deep"] != 4 || calls["quitter"] != 1 || calls["recurse"]+over != 100001 || calls["recurse"] < 100 {
-		t.Errorf("calls %v, frames over depth %d: want deep 4, quitter 1, recurse recorded + cut = 100001", calls, over)
+		t.Errorf("calls %v, calls not graphed %d: want deep 4, quitter 1, recurse recorded + cut = 100001", calls, over)
 	}
 }
 

@@ -346,7 +346,7 @@ func summaryLine(path string, tr *tracefile.Trace, events, lostDepth uint64, d t
 		fmt.Fprintf(&b, ", %d lost (%s)", sum.Lost, pct(sum.Lost, sum.Lost+events))
 	}
 	if lostDepth > 0 {
-		fmt.Fprintf(&b, ", %d frames over depth", lostDepth)
+		fmt.Fprintf(&b, ", %d calls not graphed", lostDepth)
 	}
 	fmt.Fprintf(&b, " (%.2fs)", d.Seconds())
 	return b.String()

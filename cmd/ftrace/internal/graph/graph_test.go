@@ -39,7 +39,7 @@ func TestWrite(t *testing.T) {
 # ... output limited to 3 lines
 `},
 		{"unwound, lost, time", Options{TIDs: []int{102}, Time: true}, `# thread 102 (late)
-# thread 102: 2 events lost (40.0% of 5), 0 frames not recorded (depth), 0 returns without entry
+# thread 102: 2 events lost (40.0% of 5), 0 calls not graphed (depth limit, or made inside the tracer), 0 returns without entry
 #   TIME (us)     TID       DURATION |  FUNCTION CALLS
         2.000     102)                |  a() {
         2.010     102)       0.990 us |    b(); /* unfinished */
@@ -107,7 +107,7 @@ func TestEmptyThread(t *testing.T) {
 	if err := Write(&b, f, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "# thread 9 (idle)\n# thread 9: 3 events lost (100.0% of 3), 0 frames not recorded (depth), 0 returns without entry\n# no calls recorded\n"
+	want := "# thread 9 (idle)\n# thread 9: 3 events lost (100.0% of 3), 0 calls not graphed (depth limit, or made inside the tracer), 0 returns without entry\n# no calls recorded\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}

@@ -115,7 +115,7 @@ func threadHeader(ew *errWriter, t *calltree.Thread) {
 	threadTitle(ew, t)
 	if t.Lost > 0 || t.LostDepth > 0 || t.Unmatched > 0 {
 		// said first: the calls below are not all there is
-		ew.printf("# thread %d: %d events lost (%.1f%% of %d), %d frames not recorded (depth), %d returns without entry\n",
+		ew.printf("# thread %d: %d events lost (%.1f%% of %d), %d calls not graphed (depth limit, or made inside the tracer), %d returns without entry\n",
 			t.TID, t.Lost, 100*float64(t.Lost)/float64(max(t.Lost+t.Events, 1)), t.Lost+t.Events, t.LostDepth, t.Unmatched)
 	}
 }
@@ -255,7 +255,7 @@ func countedThread(ew *errWriter, st *tracefile.Stream, i int, lookup calltree.L
 func limitedHeader(ew *errWriter, t *calltree.Thread) {
 	threadTitle(ew, t)
 	if t.Lost > 0 || t.LostDepth > 0 {
-		ew.printf("# thread %d: events were lost or frames not recorded (ftrace info has the counts)\n", t.TID)
+		ew.printf("# thread %d: events were lost or calls not graphed (ftrace info has the counts)\n", t.TID)
 	}
 }
 
