@@ -385,7 +385,7 @@ func loadObject(path string, f *elf.File, lines bool) (*object, error) {
 	if d, err := f.DWARF(); err == nil {
 		o.lines = readLines(d, sectionSize(f, ".debug_info"), sectionSize(f, ".debug_line"))
 		for _, fn := range o.funcs {
-			if le, ok := o.line(fn.Addr); ok {
+			if le, ok := o.line(fn.Addr, fn.Size); ok {
 				fn.File, fn.Line = le.file, le.line
 			}
 		}
@@ -468,14 +468,33 @@ func readLines(d *dwarf.Data, infoSize, lineSize uint64) []lineEntry {
 
 // line returns the first statement row (else the first row) at exactly addr whose
 // sequence goes on past it (a sequence may end where the next function begins, with a
-// last row of no length there), else the last row before it if its sequence covers addr
-// (objects without DWARF linked with ones that have it).  A function's first row may name
-// an inlined header's line that is no statement (basic_string.h:234 for a jsoncpp reader
-// function, whose statement row there is json_reader.cpp:1439); the first statement row
-// is the function's own opening line (addr2line reports the last row, which may be a
-// line of its body).
-func (o *object) line(addr uint64) (lineEntry, bool) {
+// last row of no length there); else the same at the first row inside the function's
+// first bytes (arm64's patchable entry puts its two nops before the function's first
+// row: the row covering them is the previous function's last line); else the last row
+// before it if its sequence covers addr (objects without DWARF linked with ones that
+// have it).  A function's first row may name an inlined header's line that is no
+// statement (basic_string.h:234 for a jsoncpp reader function, whose statement row there
+// is json_reader.cpp:1439); the first statement row is the function's own opening line
+// (addr2line reports the last row, which may be a line of its body).
+func (o *object) line(addr, size uint64) (lineEntry, bool) {
 	i := sort.Search(len(o.lines), func(i int) bool { return o.lines[i].addr >= addr })
+	if le, ok := o.rowAt(i, addr); ok {
+		return le, true
+	}
+	// the function's own first row, a few instructions in (at most 16 bytes of padding)
+	if i < len(o.lines) && o.lines[i].addr < addr+min(size, 17) {
+		if le, ok := o.rowAt(i, o.lines[i].addr); ok {
+			return le, true
+		}
+	}
+	if i > 0 && addr < o.lines[i-1].end {
+		return o.lines[i-1], true
+	}
+	return lineEntry{}, false
+}
+
+// rowAt is line's choice among the rows from index i at exactly addr.
+func (o *object) rowAt(i int, addr uint64) (lineEntry, bool) {
 	first := -1
 	for k := i; k < len(o.lines) && o.lines[k].addr == addr; k++ {
 		if o.lines[k].end > addr {
@@ -489,9 +508,6 @@ func (o *object) line(addr uint64) (lineEntry, bool) {
 	}
 	if first >= 0 {
 		return o.lines[first], true
-	}
-	if i > 0 && addr < o.lines[i-1].end {
-		return o.lines[i-1], true
 	}
 	return lineEntry{}, false
 }

@@ -317,6 +317,9 @@ func TestNotRegularFiles(t *testing.T) {
 // A function's file:line is its first statement row: a first row naming an inlined
 // header's line that is no statement is passed over (a jsoncpp trial showed
 // basic_string.h:234 for a json_reader.cpp function). The rows are gcc's of that case.
+// A function whose first row comes after two nops (arm64's patchable entry: the lz4
+// trial showed stdio2.h:79, the line before it) gets that row, not the one covering the
+// nops.
 func TestLineFirstStatement(t *testing.T) {
 	testenv.Need(t, "gcc")
 	dir := t.TempDir()
@@ -324,7 +327,7 @@ func TestLineFirstStatement(t *testing.T) {
 	testenv.Run(t, dir, "gcc", "-o", "f", "f.s")
 	prog := filepath.Join(dir, "f")
 	s := New([]tracefile.Mapping{{Path: prog, Start: 0, End: 1 << 40}})
-	for name, want := range map[string]string{"f": "src.c:1439", "main": "src.c:2000"} {
+	for name, want := range map[string]string{"f": "src.c:1439", "main": "src.c:2000", "g": "src.c:3000"} {
 		addr, _ := symAddr(t, prog, name)
 		if fn := s.Lookup(addr); fn == nil || fmt.Sprintf("%s:%d", filepath.Base(fn.File), fn.Line) != want {
 			t.Errorf("%s: %+v, want %s", name, fn, want)
@@ -355,6 +358,14 @@ main:
 	xorl	%eax, %eax
 	ret
 	.size	main, .-main
+	.globl	g
+	.type	g, @function
+g:
+	nop
+	nop
+	.loc 1 3000 1 is_stmt 1
+	ret
+	.size	g, .-g
 .Letext0:
 	.section	.debug_info,"",@progbits
 	.long	.Linfo_end - .Linfo_start
