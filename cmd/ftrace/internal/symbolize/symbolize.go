@@ -59,6 +59,31 @@ type Symbolizer struct {
 	// DebugDirs are searched for DIR/.build-id/xx/yyyy.debug when an object is gone,
 	// differs from the recorded build-id, or has no .symtab. Default: /usr/lib/debug.
 	DebugDirs []string
+	// Sysroots are tried as prefixes of an object's recorded path when the path itself
+	// does not give a file with the recorded build-id: a program run under qemu-user with
+	// -L /usr/aarch64-linux-gnu records its libraries as /lib/libc.so.6. Default:
+	// $FTRACE_SYSROOT (colon-separated), $QEMU_LD_PREFIX, then Debian's cross sysroots
+	// (/usr/*-linux-gnu*); only an object whose build-id matches is taken.
+	Sysroots []string
+}
+
+// defaultSysroots is Symbolizer.Sysroots' default.
+func defaultSysroots() []string {
+	var out []string
+	for _, e := range []string{"FTRACE_SYSROOT", "QEMU_LD_PREFIX"} {
+		for _, d := range filepath.SplitList(os.Getenv(e)) {
+			if d != "" && d != "/" {
+				out = append(out, d)
+			}
+		}
+	}
+	cross, _ := filepath.Glob("/usr/*-linux-gnu*")
+	for _, d := range cross {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // New returns a Symbolizer for the trace's memory map.
@@ -70,6 +95,7 @@ func New(maps []tracefile.Mapping) *Symbolizer {
 		unknown:   map[string]*Func{},
 		OpenELF:   OpenRegularELF,
 		DebugDirs: []string{"/usr/lib/debug"},
+		Sysroots:  defaultSysroots(),
 	}
 }
 
@@ -153,6 +179,18 @@ func (s *Symbolizer) load(m *tracefile.Mapping) (*object, error) {
 	o, hasSymtab, err := s.loadFile(m.Path, m.BuildID, wantLines(m))
 	if err == nil && hasSymtab {
 		return o, nil
+	}
+	if err != nil && len(m.BuildID) > 0 && filepath.IsAbs(m.Path) {
+		for _, root := range s.Sysroots {
+			ro, rsym, rerr := s.loadFile(filepath.Join(root, m.Path), m.BuildID, wantLines(m))
+			if rerr == nil {
+				o, hasSymtab, err = ro, rsym, nil
+				if hasSymtab {
+					return o, nil
+				}
+				break
+			}
+		}
 	}
 	if d, ok := s.loadDebug(m); ok {
 		return d, nil

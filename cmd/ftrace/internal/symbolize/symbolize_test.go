@@ -438,3 +438,35 @@ func TestWantLines(t *testing.T) {
 		}
 	}
 }
+
+// An object recorded under a guest path (qemu-user -L SYSROOT: /lib/libx.so) is read
+// from SYSROOT/lib/libx.so when its build-id matches, and only then.
+func TestSysroot(t *testing.T) {
+	testenv.Need(t, "gcc")
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	os.MkdirAll(filepath.Join(root, "lib"), 0o755)
+	os.WriteFile(filepath.Join(dir, "x.c"), []byte("int guest_fn(int x) { return x * 3; }\n"), 0o644)
+	lib := filepath.Join(root, "lib", "libftkitguest.so")
+	testenv.Run(t, dir, "gcc", "-shared", "-fPIC", "-Wl,--build-id", "-o", lib, "x.c")
+	f, err := elf.Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := BuildID(f)
+	f.Close()
+	addr, _ := symAddr(t, lib, "guest_fn")
+	for _, c := range []struct {
+		id   []byte
+		want string
+	}{
+		{id, "guest_fn"},
+		{[]byte{1, 2, 3, 4}, fmt.Sprintf("0x%x", addr)}, // another build: not taken
+	} {
+		s := New([]tracefile.Mapping{{Path: "/lib/libftkitguest.so", Start: 0x10000, End: 0x20000, Bias: 0x10000, BuildID: c.id}})
+		s.Sysroots = []string{filepath.Join(dir, "nothing"), root}
+		if fn := s.Lookup(0x10000 + addr); fn == nil || fn.Name != c.want {
+			t.Errorf("build-id %x: %+v, want %s", c.id, fn, c.want)
+		}
+	}
+}
