@@ -548,14 +548,14 @@ func TestArm64Zlib(t *testing.T) {
 }
 
 // a64BuildCxx is a64Build for a C++ file of runtime/tests.
-func a64BuildCxx(t *testing.T, dir, name, src string) string {
+func a64BuildCxx(t *testing.T, dir, name, src string, cflags ...string) string {
 	t.Helper()
 	b := a64Runtime(t)
 	cxx := strings.Replace(a64CC, "gcc", "g++", 1)
 	testenv.Need(t, cxx)
 	obj, prog := filepath.Join(dir, name+".o"), filepath.Join(dir, name)
-	testenv.Run(t, dir, cxx, "-O2", "-g", "-fpatchable-function-entry=2", "-I", filepath.Join(b, "include"),
-		"-c", filepath.Join(testenv.Root(), "runtime", "tests", src), "-o", obj)
+	testenv.Run(t, dir, cxx, append(append([]string{"-O2", "-g", "-fpatchable-function-entry=2", "-I", filepath.Join(b, "include")},
+		cflags...), "-c", filepath.Join(testenv.Root(), "runtime", "tests", src), "-o", obj)...)
 	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), obj)
 	testenv.Run(t, dir, cxx, obj, "-rdynamic", "-Wl,-u,__fentry__", "-L"+filepath.Join(b, "lib"), "-lftrt",
 		"-lpthread", "-ldl", "-o", prog)
@@ -569,26 +569,37 @@ func a64BuildCxx(t *testing.T, dir, name, src string) string {
 // _Unwind_Backtrace, backtrace() and a throw walk them, and before swapcontext leaves the
 // frames to return untraced. The programs print what the unwinders saw, what was caught,
 // what the coroutines computed: the same traced and untraced; the graph closes the frames
-// left by the exceptions as unwound and the others normally.
+// left by the exceptions as unwound and the others normally. With pointer authentication
+// (-mbranch-protection=standard, Debian's default on arm64) the frame records hold
+// return_to_handler signed, and the real addresses go back signed: the fmt trial's tests
+// died at their first throw, backtrace() and pthread_exit likewise.
 func TestArm64UnwindAndExceptions(t *testing.T) {
 	dir := t.TempDir()
-	for _, p := range []struct {
+	type prog struct {
 		name, src string
 		args      []string
-	}{{"trace_unwind", "trace_unwind.c", nil}, {"trace_cxx", "trace_cxx.cc", nil}, {"trace_ucontext", "trace_ucontext.c", []string{"2000"}},
-		// raw: libc's own swapcontext, unseen by the runtime: frames return on other stacks
-		{"trace_ucontext", "trace_ucontext.c", []string{"raw"}}} {
+		cflags    []string
+	}
+	var progs []prog
+	for _, bp := range [][]string{nil, {"-mbranch-protection=standard"}} {
+		progs = append(progs, prog{"trace_unwind", "trace_unwind.c", nil, bp}, prog{"trace_cxx", "trace_cxx.cc", nil, bp},
+			prog{"trace_ucontext", "trace_ucontext.c", []string{"2000"}, bp},
+			// raw: libc's own swapcontext, unseen by the runtime: frames return on other stacks
+			prog{"trace_ucontext", "trace_ucontext.c", []string{"raw"}, bp})
+	}
+	for k, p := range progs {
 		prog := ""
+		name := fmt.Sprintf("%s-%d", p.name, k)
 		if strings.HasSuffix(p.src, ".cc") {
-			prog = a64BuildCxx(t, dir, p.name, p.src)
+			prog = a64BuildCxx(t, dir, name, p.src, p.cflags...)
 		} else {
-			prog = a64Build(t, dir, p.name, p.src)
+			prog = a64Build(t, dir, name, p.src, p.cflags...)
 		}
 		plain, pws := a64Run(t, dir, prog, nil, p.args...)
-		dat := filepath.Join(dir, p.name+".dat")
+		dat := filepath.Join(dir, name+".dat")
 		out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + dat}, p.args...)
 		if out != plain || ws != pws || pws.ExitStatus() != 0 {
-			t.Fatalf("%s: traced %q (%v), untraced %q (%v)", p.name, out, ws, plain, pws)
+			t.Fatalf("%s %v: traced %q (%v), untraced %q (%v)", p.name, p.cflags, out, ws, plain, pws)
 		}
 		tr := trRead(t, dat)
 		a64CheckComplete(t, tr)
@@ -610,7 +621,32 @@ func TestArm64UnwindAndExceptions(t *testing.T) {
 			t.Errorf("%s: no thrower frame closed as unwound: %v", p.name, unwound)
 		}
 	}
+	// pthread_exit unwinds the thread's hooked frames (their real addresses put back, signed)
+	pexit := a64Build(t, dir, "pexit", a64PexitSrc, "-mbranch-protection=standard")
+	plain, _ := a64Run(t, dir, pexit, nil)
+	for i := 0; i < 5; i++ { // the signatures change with each process's keys
+		out, ws := a64Run(t, dir, pexit, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + filepath.Join(dir, "pexit.dat")})
+		if out != plain || plain != "ret=7\n" || ws.ExitStatus() != 0 {
+			t.Fatalf("pthread_exit: traced %q (%v), untraced %q", out, ws, plain)
+		}
+	}
 }
+
+const a64PexitSrc = `#include <stdio.h>
+#include <pthread.h>
+__attribute__((noinline)) void texit(void) { pthread_exit((void *)7); }
+__attribute__((noinline)) void *thr(void *a) { texit(); return a; }
+int main(void)
+{
+	pthread_t t;
+	void *r;
+
+	pthread_create(&t, 0, thr, 0);
+	pthread_join(t, &r);
+	printf("ret=%ld\n", (long)r);
+	return 0;
+}
+`
 
 // a64SiteState reads what trace_fib_state.c wrote of fib's site: state, the bl's offset
 // from fib's entry, the number of ops.

@@ -55,6 +55,11 @@
  *   FTRT_ARCH_RET_IN_FRAME_RECORD	1: a hooked function keeps its return address in its
  *				frame record ({fp, lr} on the frame-pointer chain), not in the
  *				return slot the trampoline gave the graph tracer
+ *   ftrt_arch_ret_strip(v)	a return address as a function saved it in its frame
+ *				record, without its pointer authentication code (arm64 pac-ret)
+ *   ftrt_arch_ret_resign(v, stored, entry_sp, ip)
+ *				what to store over stored, the return address the function
+ *				at ip saved, for it to read v: signed as stored was (x86-64: v)
  *   FTRT_ARCH_CALLBACK		attribute of an ftrace_ops callback (what the entry
  *				from a trampoline needs, e.g. realigning the stack)
  *   ftrt_arch_lean_call(fn, ip, parent_ip, op, fregs)

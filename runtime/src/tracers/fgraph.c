@@ -187,6 +187,26 @@ static void vm_words(pid_t pid, unsigned long *const *addr, unsigned long *val, 
 }
 
 /*
+ * A saved return address that is return_to_handler, signed or not (arm64 pac-ret: a
+ * function signs what it saves in its frame record).
+ */
+static inline int is_handler(unsigned long v)
+{
+	return ftrt_arch_ret_strip(v) == (unsigned long)return_to_handler;
+}
+
+/*
+ * What to store over stored, a return address frame f's function saved in its frame
+ * record: v, signed as stored was (arm64 pac-ret, with the function's entry sp, slot + 1).
+ * Without pointer authentication (x86-64, or not enabled) both are v.
+ */
+static inline unsigned long ret_like(unsigned long v, unsigned long stored,
+				     const struct fgraph_frame *f)
+{
+	return ftrt_arch_ret_resign(v, stored, (unsigned long)(f->slot + 1), f->ip);
+}
+
+/*
  * FTRT_ARCH_RET_IN_FRAME_RECORD: find where each hooked function saved return_to_handler,
  * walking the frame records {fp, lr} from the caller's frame outwards.  A record at R
  * belongs to the innermost hooked function whose entry sp (slot + 1) is above R.  The
@@ -202,7 +222,7 @@ static __attribute__((noinline)) void find_saved_returns(struct ft_thread *t)
 	for (int n = 0; n < 100000 && d >= 0 && r && r + 2 <= top; n++) {
 		unsigned long *next = (unsigned long *)r[0];
 
-		if (r[1] == (unsigned long)return_to_handler) {
+		if (is_handler(r[1])) {
 			while (d > 0 && t->shadow[d].slot + 1 <= r)
 				d--;
 			if (t->shadow[d].slot + 1 > r)
@@ -221,25 +241,26 @@ static __attribute__((noinline)) void find_saved_returns(struct ft_thread *t)
 static void unhook_frames(pid_t pid, struct fgraph_frame *const *f, int n)
 {
 	/* a frame's slot, and where the function saved the address (f->lr) if known */
-	unsigned long *addr[2 * VM_BATCH], val[2 * VM_BATCH], ret[2 * VM_BATCH];
+	unsigned long *addr[2 * VM_BATCH], val[2 * VM_BATCH];
+	const struct fgraph_frame *of[2 * VM_BATCH];
 	char ok[2 * VM_BATCH];
 
 	for (int i = 0; i < n; i += VM_BATCH) {
 		int m = n - i < VM_BATCH ? n - i : VM_BATCH, k = 0, w = 0;
 
 		for (int j = 0; j < m; j++) {
-			ret[k] = f[i + j]->ret;
+			of[k] = f[i + j];
 			addr[k++] = f[i + j]->slot;
 			if (f[i + j]->lr && f[i + j]->lr != f[i + j]->slot) {
-				ret[k] = f[i + j]->ret;
+				of[k] = f[i + j];
 				addr[k++] = f[i + j]->lr;
 			}
 		}
 		vm_words(pid, addr, val, ok, k, 0);
 		for (int j = 0; j < k; j++)
-			if (ok[j] && val[j] == (unsigned long)return_to_handler) {
+			if (ok[j] && is_handler(val[j])) {
 				addr[w] = addr[j];
-				val[w++] = ret[j];
+				val[w++] = ret_like(of[j]->ret, val[j], of[j]);
 			}
 		vm_words(pid, addr, val, ok, w, 1);
 	}
@@ -334,10 +355,11 @@ static void pop_unwound(struct ft_thread *t, int keep, int how)
 		int d = t->depth - 1;
 		struct fgraph_frame f = t->shadow[d];
 
-		if (how == POP_RESTORE && *f.slot == (unsigned long)return_to_handler)
+		/* the slot may be the frame record's word (arm64): then it is f.lr's to write */
+		if (how == POP_RESTORE && f.lr != f.slot && *f.slot == (unsigned long)return_to_handler)
 			*f.slot = f.ret;
-		if (how == POP_RESTORE && f.lr && *f.lr == (unsigned long)return_to_handler)
-			*f.lr = f.ret;
+		if (how == POP_RESTORE && f.lr && is_handler(*f.lr))
+			*f.lr = ret_like(f.ret, *f.lr, &f);
 		t->depth = d;
 		barrier();
 		frame_close(&f, d, FGRAPH_RET_UNWOUND, now, NULL);
@@ -586,9 +608,10 @@ void fgraph_unhook_all(void)
 	for (int d = t->depth - 1; d >= 0; d--) {
 		struct fgraph_frame *f = &t->shadow[d];
 
-		if (f->lr && *f->lr == (unsigned long)return_to_handler)
-			*f->lr = f->ret;
-		if (*f->slot == (unsigned long)return_to_handler)
+		if (f->lr && is_handler(*f->lr))
+			*f->lr = ret_like(f->ret, *f->lr, f);
+		/* the slot may be the frame record's word (arm64, signed): written above */
+		if (f->slot != f->lr && *f->slot == (unsigned long)return_to_handler)
 			*f->slot = f->ret;
 	}
 	/* the unwinder may walk through orphans (a resumed context's frames): unhook them */
@@ -613,11 +636,12 @@ void fgraph_rehook_live(unsigned long cfa)
 	for (d = 0; d < t->depth; d++) {
 		struct fgraph_frame *f = &t->shadow[d];
 
-		/* a frame whose slot holds something else was re-used: leave it */
-		if (*f->slot == f->ret)
+		/* a frame whose slot holds something else was re-used: leave it (a slot that
+		   is the frame record's word, maybe signed, is f->lr's to write) */
+		if (f->slot != f->lr && *f->slot == f->ret)
 			*f->slot = (unsigned long)return_to_handler;
-		if (f->lr && *f->lr == f->ret)
-			*f->lr = (unsigned long)return_to_handler;
+		if (f->lr && ftrt_arch_ret_strip(*f->lr) == f->ret)
+			*f->lr = ret_like((unsigned long)return_to_handler, *f->lr, f);
 		f->lr = NULL;
 	}
 }

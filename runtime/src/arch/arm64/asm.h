@@ -136,6 +136,76 @@ static inline const unsigned char *ftrt_arch_callops_nops(void)
 #define FTRT_ARCH_RET_IN_FRAME_RECORD	1
 
 /*
+ * Pointer authentication (-mbranch-protection=standard, pac-ret): a function signs the
+ * return address it saves in its frame record (paciasp or pacibsp: key A or B, modifier
+ * its entry sp), so the saved return_to_handler reads signed there, and a real address
+ * put back for an unwinder or a resumed context must be signed the same way (it
+ * authenticates with its entry sp, the CFA).  The instructions used are in the hint
+ * space: without the feature they do nothing, and every value reads unsigned.
+ */
+static inline unsigned long ftrt_arch_ret_strip(unsigned long v)
+{
+	register unsigned long x30 __asm__("x30") = v;
+
+	__asm__("hint #7" : "+r"(x30));		/* xpaclri */
+	return x30;
+}
+
+static inline unsigned long ftrt_arm64_pac(unsigned long v, unsigned long mod, int key_b)
+{
+	register unsigned long x17 __asm__("x17") = v;
+	register unsigned long x16 __asm__("x16") = mod;
+
+	if (key_b)
+		__asm__("hint #10" : "+r"(x17) : "r"(x16));	/* pacib1716 */
+	else
+		__asm__("hint #8" : "+r"(x17) : "r"(x16));	/* pacia1716 */
+	return x17;
+}
+
+/*
+ * Does the function whose patch site is at ip sign its return address in its prologue
+ * (paciasp 0xd503233f, pacibsp 0xd503237f, within a few instructions of the site)?
+ * 0 no, 1 key A, 2 key B.  Code of a live frame's function: mapped.
+ */
+static inline int ftrt_arm64_pac_key(unsigned long ip)
+{
+	const unsigned int *p = (const unsigned int *)ip;
+
+	for (int i = 0; i < 16; i++) {
+		if (p[i] == 0xd503233f)
+			return 1;
+		if (p[i] == 0xd503237f)
+			return 2;
+	}
+	return 0;
+}
+
+/*
+ * What to store over stored, the return address the function at ip (entered with
+ * entry_sp) saved in its frame record, so that it reads v: v signed as stored was.  A
+ * signed value tells its key by which one reproduces it.  An unsigned-looking one is
+ * signed too when its code (a code of zero: one signature in 2^7 to 2^15 looks
+ * unsigned) is what the function's key gives, and the function signs at all.
+ */
+static inline unsigned long ftrt_arch_ret_resign(unsigned long v, unsigned long stored,
+						 unsigned long entry_sp, unsigned long ip)
+{
+	unsigned long plain = ftrt_arch_ret_strip(stored);
+	int key;
+
+	if (plain != stored) {
+		key = ftrt_arm64_pac(plain, entry_sp, 0) == stored ? 1 :
+		      ftrt_arm64_pac(plain, entry_sp, 1) == stored ? 2 : ftrt_arm64_pac_key(ip);
+		return ftrt_arm64_pac(v, entry_sp, key == 2);
+	}
+	if ((ftrt_arm64_pac(plain, entry_sp, 0) == plain || ftrt_arm64_pac(plain, entry_sp, 1) == plain) &&
+	    (key = ftrt_arm64_pac_key(ip)) != 0 && ftrt_arm64_pac(plain, entry_sp, key == 2) == plain)
+		return ftrt_arm64_pac(v, entry_sp, key == 2);
+	return v;
+}
+
+/*
  * A signal frame (struct rt_sigframe) starts with the siginfo (128 bytes), then the
  * ucontext; the handler is entered with sp at the frame.
  */

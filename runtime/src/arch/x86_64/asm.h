@@ -111,6 +111,17 @@ static inline void ftrt_arch_make_call(unsigned char *buf, uintptr_t ip, uintptr
 #define FTRT_ARCH_SITE_ATOMIC	0
 /* the graph tracer's return slot is where the return address stays */
 #define FTRT_ARCH_RET_IN_FRAME_RECORD	0
+
+/* Return addresses are stored as they are (no pointer authentication). */
+static inline unsigned long ftrt_arch_ret_strip(unsigned long v) { return v; }
+static inline unsigned long ftrt_arch_ret_resign(unsigned long v, unsigned long stored,
+						 unsigned long entry_sp, unsigned long ip)
+{
+	(void)stored;
+	(void)entry_sp;
+	(void)ip;
+	return v;
+}
 #define FTRT_ARCH_BREAKPOINT 0xcc	/* int3 */
 /* A signal frame (rt_sigframe) starts with the handler's return address (sa_restorer). */
 #define FTRT_ARCH_SIGFRAME_PC_OFF (8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RIP)
