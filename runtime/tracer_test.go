@@ -2167,7 +2167,8 @@ func TestTracerLiveControl(t *testing.T) {
 	}
 	call(5)
 	// depth 1: calls (depth 0) is graphed, its ticks are counted over depth
-	for _, req := range []string{"depth 1", "depth x", "depth"} {
+	// (strtoul takes "-1" and wraps: 2^32 would have become 0, no limit)
+	for _, req := range []string{"depth 1", "depth x", "depth", "depth -1", "depth 4294967296", "depth 1x"} {
 		r := ask(req)
 		if (req == "depth 1") != (r == "ok") || (r != "ok" && !strings.HasPrefix(r, "error depth needs a number")) {
 			t.Errorf("%s: %q", req, r)

@@ -490,6 +490,10 @@ func TestE2EEndings(t *testing.T) {
 		if got := graphFunctions(t, d, "ftrace.dat"); got != want {
 			t.Errorf("graph:\n%s\nwant:\n%s", got, want)
 		}
+		// said as a shell would have (ftrace itself exits normally, with 139)
+		if r := testenv.Exec(t, d, ftrace, "record", "--", prog, "crash"); r.Code != 139 || !strings.Contains(r.Stderr, "ftrace: endings: killed by signal 11 (SIGSEGV)") {
+			t.Errorf("exit %d, stderr:\n%s", r.Code, r.Stderr)
+		}
 	})
 	t.Run("_exit", func(t *testing.T) {
 		d := t.TempDir()

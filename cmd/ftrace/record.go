@@ -221,10 +221,19 @@ func doRecord(c *cli.Context) error {
 		return fmt.Errorf("record: %w", err)
 	}
 	code := state.ExitCode()
-	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	ws, _ := state.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
 		code = 128 + int(ws.Signal())
 	}
 	if !c.Bool("quiet") {
+		// what a shell says of a program a signal ended (it cannot: ftrace exits normally)
+		if ws.Signaled() {
+			core := ""
+			if ws.CoreDump() {
+				core = " (core dumped)"
+			}
+			fmt.Fprintf(c.App.ErrWriter, "ftrace: %s: killed by signal %d (%s)%s\n", filepath.Base(path), int(ws.Signal()), unix.SignalName(ws.Signal()), core)
+		}
 		if why := limitStop(c, final); why != "" && !said {
 			fmt.Fprintf(c.App.ErrWriter, "ftrace: recording stopped %s; the program ran on untraced\n", why)
 		}
@@ -402,6 +411,9 @@ func doLive(c *cli.Context) error {
 	case "tracer", "depth", "time_filter", "ring":
 		if len(rest) != 1 {
 			return fmt.Errorf("live: %s needs an argument", cmd)
+		}
+		if _, err := strconv.ParseUint(rest[0], 10, 32); cmd == "depth" && err != nil {
+			return fmt.Errorf("live: depth needs a number from 0 (no limit) to 4294967295, not %q", rest[0])
 		}
 	case "args", "retval":
 		if len(rest) != 1 {

@@ -185,10 +185,13 @@ static void handle(int fd, char *line)
 		}
 	} else if (!strcmp(line, "depth")) {
 		char *end;
-		unsigned long v = strtoul(arg, &end, 10);
+		unsigned long v;
 
-		if (!*arg || *end)
-			reply(fd, "error depth needs a number\n");
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		/* strtoul takes "-1" (as ULONG_MAX) and wraps: digits only, in range */
+		if (*arg < '0' || *arg > '9' || *end || errno || v > UINT_MAX)
+			reply(fd, "error depth needs a number from 0 (no limit) to 4294967295\n");
 		else
 			result(fd, ftrace_trace_set_depth((unsigned int)v), NULL);
 	} else if (!strcmp(line, "snapshot") || !strcmp(line, "dump")) {
