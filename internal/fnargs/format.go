@@ -152,7 +152,10 @@ func typed(t *Type, b []byte, have, depth int) string {
 				parts = append(parts, "...")
 				break
 			}
-			s := f.Name + "="
+			s := ""
+			if f.Name != "" { // an anonymous union or struct member: its braces only
+				s = f.Name + "="
+			}
 			if f.BitSize > 0 {
 				s += bitfield(f, b)
 			} else {

@@ -56,6 +56,8 @@ func TestFormatValue(t *testing.T) {
 		{"struct in two words", Arg{Type: point, Size: 12}, Value{Words: []uint64{uint64(math.Float32bits(1.5))<<32 | 0xffffffff, uint64(math.Float32bits(-2))}}, "{c=BLUE, xy={1.5, -2}}"},
 		{"bit-fields", Arg{Type: flags, Size: 4}, Value{Words: []uint64{0x2a0b}}, "{on=true, mode=-3, n=42}"},
 		{"union: first member", Arg{Type: un, Size: 8}, Value{Words: []uint64{5}}, "{i=5}"},
+		{"anonymous member", Arg{Type: &Type{Kind: KStruct, Size: 12, Fields: []Field{{Name: "n", Type: i32}, {Off: 4, Type: un}}}, Size: 12},
+			Value{Words: []uint64{3 | 9<<32, 0}}, "{n=3, {i=9}}"},
 		{"big, recorded in part", Arg{Type: big, Size: 48}, Value{Words: []uint64{9, 0, 0, 0}}, "{a=9, ...}"},
 		{"indirect", Arg{Type: big, Size: 48, Indirect: true}, Value{Words: []uint64{0x7000}}, "0x7000"},
 		{"nothing recorded", Arg{Type: i32, Size: 4}, Value{}, "?"},

@@ -46,6 +46,10 @@ func TestWithArgs(t *testing.T) {
 		{"S::operator()(int)", "S::operator()(a=1)"},
 		{"S::operator()", "S::operator()(a=1)"},
 		{"g<(1>0)>(int)", "g<(1>0)>(a=1)"},
+		{"S::~S() [deleting]", "S::~S(a=1) [deleting]"},
+		{"f(int) [clone .isra.0]", "f(a=1) [clone .isra.0]"},
+		{"f[abi:cxx11](int)", "f[abi:cxx11](a=1)"},
+		{"h(int [2])", "h(a=1)"},
 	} {
 		if got := WithArgs(&symbolize.Func{Name: c.name}, "a=1"); got != c.want {
 			t.Errorf("%q: %q, want %q", c.name, got, c.want)
