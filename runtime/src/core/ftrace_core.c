@@ -2606,8 +2606,9 @@ static int valid_glob(const char *p)
 }
 
 /*
- * Does pat match name, or the function name is a compiler's copy of ("f.constprop.0",
- * "_Z1fi.isra.0", "ns::f(int) [clone .isra.0]": the source names them "f", "ns::f(int)")?
+ * Does pat match name (as a glob, or as the very name), or the function name is a
+ * compiler's copy of ("f.constprop.0", "_Z1fi.isra.0", "ns::f(int) [clone .isra.0]": the
+ * source names them "f", "ns::f(int)")?
  */
 static int name_matches(const char *pat, const char *name)
 {
@@ -2617,7 +2618,8 @@ static int name_matches(const char *pat, const char *name)
 
 	if (!name)
 		return 0;
-	if (!fnmatch(pat, name, 0))
+	/* the name itself: its brackets ("f[abi:cxx11](int)") are no classes then */
+	if (!fnmatch(pat, name, 0) || !strcmp(pat, name))
 		return 1;
 	cut = strstr(name, " [clone .");
 	if (!cut && !strpbrk(name, "( "))

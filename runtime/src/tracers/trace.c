@@ -859,11 +859,16 @@ static int sort_globs(const char *globs, int list, char *out, size_t outlen, int
 			r = -EINVAL;
 		if (r) {
 			if (report)
-				fprintf(stderr, "ftkit: %s '%s': %s%s\n", list_names[list], g,
+				fprintf(stderr, "ftkit: %s '%s': %s%s%s\n", list_names[list], g,
 					ft_glob_error(r), r == -ENODEV && !strpbrk(g, "*?[(") ?
 					" (no function of that name in the program and the libraries"
 					" loaded so far; C++ functions match demangled with their"
-					" parameters, 'name(int)', or as 'name*')" : "");
+					" parameters, 'name(int)', or as 'name*')" : "",
+					r == -ENODEV && strstr(g, "::") ?
+					" (C++ names are demangled by the process's libstdc++, which"
+					" cannot read some that ftrace's readers show, such as"
+					" templates with decltype: match those by their mangled"
+					" symbol, 'nm PROG')" : "");
 			if (!err) {
 				err = r;
 				if (bad)

@@ -62,12 +62,21 @@ func TestMatchFunc(t *testing.T) {
 	clone := &symbolize.Func{Name: "ltputs.constprop.0", Raw: "ltputs.constprop.0"}
 	op := &symbolize.Func{Name: "bool ns::operator< <int>(ns::Box<int> const&, ns::Box<int> const&)"}
 	coop := &symbolize.Func{Name: "int cooperator<int, long>::run(int)"}
+	abi := &symbolize.Func{Name: "fmt::v9::vformat[abi:cxx11](fmt::v9::basic_string_view<char>)"}
+	dtor := &symbolize.Func{Name: "testing::TestFactoryImpl::~TestFactoryImpl() [deleting]"}
 	for _, tc := range []struct {
 		fn   *symbolize.Func
 		pat  string
 		want bool
 	}{
 		{box, "ns::Box<int>::put", true}, // without its parameters
+		// a name pasted from a report: its brackets are no classes, its tags may go
+		{abi, "fmt::v9::vformat[abi:cxx11](fmt::v9::basic_string_view<char>)", true},
+		{abi, "fmt::v9::vformat\\[abi:cxx11\\]*", true},
+		{abi, "fmt::v9::vformat[abi:cxx11]", true},
+		{dtor, "testing::TestFactoryImpl::~TestFactoryImpl() [deleting]", true},
+		{dtor, "testing::TestFactoryImpl::~TestFactoryImpl()", true},
+		{dtor, "testing::TestFactoryImpl::~TestFactoryImpl", true},
 		{box, "_ZNK2ns3Box*", true},      // the symbol
 		{box, "*put(int, char const*) const", true},
 		{box, "put", false},

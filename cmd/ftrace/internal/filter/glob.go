@@ -125,6 +125,11 @@ func (g *Glob) String() string { return g.src }
 
 // Match reports whether the whole of s matches.
 func (g *Glob) Match(s string) bool {
+	if s == g.src {
+		// the name itself, pasted from a report: its brackets ("f[abi:cxx11](int)",
+		// "~S() [deleting]") are no classes then
+		return true
+	}
 	rs := []rune(s)
 	// backtracking over the last star only: enough for globs (a later star subsumes
 	// what an earlier one would retry)
@@ -169,7 +174,7 @@ func (g *Glob) MatchFunc(fn *symbolize.Func) bool {
 		return false
 	}
 	proper := nameProper(fn.Name)
-	for _, s := range []string{fn.Name, fn.Raw, proper, shortName(fn.Name), shortName(proper)} {
+	for _, s := range []string{fn.Name, fn.Raw, proper, shortName(fn.Name), shortName(proper), untagged(fn.Name)} {
 		if s != "" && (g.Match(s) || g.matchOriginal(s)) {
 			return true
 		}
@@ -224,6 +229,19 @@ func nameProper(name string) string {
 
 func isIdent(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// untagged cuts the tags after a demangled name's parameter list ("S::~S() [deleting]":
+// the runtime's demangler names it "S::~S()").
+func untagged(name string) string {
+	for strings.HasSuffix(name, "]") {
+		i := strings.LastIndex(name, " [")
+		if i < 0 || !strings.HasSuffix(name[:i], ")") {
+			break
+		}
+		name = name[:i]
+	}
+	return name
 }
 
 // shortName cuts a demangled name's parameter list (and what follows it: const, &&).
