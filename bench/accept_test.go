@@ -212,7 +212,9 @@ func TestTraceScanAgrees(t *testing.T) {
 			t.Fatal(err)
 		}
 		events, lost := accInfo(t, out)
-		if c.Events()+c.FirstDepth != events || c.Lost() != lost || c.Flags&1 == 0 {
+		// the calls a ring's first block lists as open are no events of the file: info
+		// counts them no more than record's summary does (the bzip2 trial: 9 apart)
+		if c.Events() != events || c.Lost() != lost || c.Flags&1 == 0 {
 			t.Errorf("%v: scan %+v (%d events, %d lost), ftrace info %d events, %d lost", env, c, c.Events(), c.Lost(), events, lost)
 		}
 		ring := strings.HasPrefix(env[1], "FTRACE_RING")

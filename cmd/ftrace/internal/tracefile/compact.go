@@ -352,7 +352,7 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 	}
 	open = append(open[:k], hdr[k:]...)
 	for d := k; d < len(hdr); d++ {
-		evs = append(evs, Event{Kind: Entry, TS: conv(hdr[d].ts), IP: hdr[d].ip, Depth: int32(d)})
+		evs = append(evs, Event{Kind: Entry, Flags: FlagFromHeader, TS: conv(hdr[d].ts), IP: hdr[d].ip, Depth: int32(d)})
 	}
 	data := raw[b.hdr : b.hdr+int64(dataLen)]
 	word := func(i int) (uint32, error) {

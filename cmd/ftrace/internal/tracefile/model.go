@@ -71,8 +71,13 @@ type Event struct {
 }
 
 // FlagUnwound marks an Exit of a frame left without returning (longjmp, C++ exception,
-// pthread_exit); its TS is when the runtime noticed.
-const FlagUnwound = 1
+// pthread_exit); its TS is when the runtime noticed. FlagFromHeader marks an Entry the
+// reader made from a block header's open frames (a ring that starts in the middle of
+// calls, a dropped block): a call entered where the file has no events, not an event.
+const (
+	FlagUnwound    = 1
+	FlagFromHeader = 2
+)
 
 // Header flags (docs/trace-format.md).
 const (
@@ -205,7 +210,8 @@ func (t *Trace) Thread(tid int) *Thread {
 	return nil
 }
 
-// Counts sums events of each kind and lost events over all threads.
+// Counts sums events of each kind and lost events over all threads (entries made from
+// block headers are no events of the file: FlagFromHeader).
 func (t *Trace) Counts() (calls, entries, exits, lost, lostDepth uint64) {
 	for _, th := range t.Threads {
 		for i := range th.Events {
@@ -213,7 +219,9 @@ func (t *Trace) Counts() (calls, entries, exits, lost, lostDepth uint64) {
 			case Call:
 				calls++
 			case Entry:
-				entries++
+				if th.Events[i].Flags&FlagFromHeader == 0 {
+					entries++
+				}
 			case Exit:
 				exits++
 			}

@@ -193,7 +193,9 @@ func (s *Stream) Counts() (calls, entries, exits, lost, lostDepth uint64, err er
 					case Call:
 						k.calls++
 					case Entry:
-						k.entries++
+						if evs[j].Flags&FlagFromHeader == 0 { // not an event of the file
+							k.entries++
+						}
 					case Exit:
 						k.exits++
 					}
