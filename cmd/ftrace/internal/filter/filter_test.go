@@ -77,7 +77,7 @@ func TestMatchFunc(t *testing.T) {
 		{dtor, "testing::TestFactoryImpl::~TestFactoryImpl() [deleting]", true},
 		{dtor, "testing::TestFactoryImpl::~TestFactoryImpl()", true},
 		{dtor, "testing::TestFactoryImpl::~TestFactoryImpl", true},
-		{box, "_ZNK2ns3Box*", true},      // the symbol
+		{box, "_ZNK2ns3Box*", true}, // the symbol
 		{box, "*put(int, char const*) const", true},
 		{box, "put", false},
 		{box, "ns::Box<int>::put(int)", false},
