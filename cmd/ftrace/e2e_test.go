@@ -410,6 +410,56 @@ func TestE2ELiveStaleSocket(t *testing.T) {
 	}
 }
 
+// A C++ function whose symbol GNU's demangler cannot read (gtest's decltype templates:
+// libstdc++'s __cxa_demangle in the process and c++filt leave it mangled) is shown by its
+// demangled name in reports; record -F / -N with that name reach it too: ftrace record
+// adds its mangled symbol for the runtime (the fmt trial's -F matched nothing, and -N
+// 'testing::*' left such functions traced).
+func TestRecordUndemangledNames(t *testing.T) {
+	testenv.Need(t, "c++filt", "gcc")
+	dir := t.TempDir()
+	const sym = "_ZN7testing8internal11MatcherBaseIPcE19MatchAndExplainImplINS3_11ValuePolicyINS0_9EqMatcherIS2_EELb1EEEEEDTcldtclsrT_3Getfp_E15MatchAndExplainfp0_clptfp1_L_ZNS_19MatchResultListener6streamEvEEEERKS3_RKS2_PSA_"
+	if out, err := exec.Command("c++filt", sym).Output(); err != nil || strings.TrimSpace(string(out)) != sym {
+		t.Skipf("this c++filt reads the symbol (%q, %v): nothing to show", out, err)
+	}
+	// the function in assembly with its __fentry__ site, as gcc -pg -mfentry writes it
+	asm := "\t.text\n\t.globl " + sym + "\n\t.type " + sym + ", @function\n" + sym + ":\n\tcall __fentry__\n\tmovl $7, %eax\n\tret\n\t.size " + sym + ", .-" + sym + "\n\t.section .note.GNU-stack,\"\",@progbits\n"
+	src := "#include <stdio.h>\nextern int matcher(void) __asm__(\"" + sym + "\");\n__attribute__((noinline)) int plain_c(void) { return 3; }\nint main(void) { printf(\"%d\\n\", matcher() + plain_c()); return 0; }\n"
+	os.WriteFile(filepath.Join(dir, "sym.s"), []byte(asm), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.c"), []byte(src), 0o644)
+	lib, inc := testenv.Runtime(t)
+	testenv.Run(t, dir, "gcc", "-c", "sym.s", "-o", "sym.o")
+	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-I"+inc, "-c", "main.c", "-o", "main.o")
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), "sym.o", "main.o")
+	testenv.Run(t, dir, "gcc", "-o", "prog", "main.o", "sym.o", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), "prog")
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, c := range []struct {
+		flags []string
+		want  map[string]uint64
+	}{
+		{[]string{"-F", "*MatcherBase<char*>::MatchAndExplainImpl*"}, map[string]uint64{"matcher": 1}},
+		{[]string{"-N", "testing::*"}, map[string]uint64{"main": 1, "plain_c": 1}},
+		{nil, map[string]uint64{"matcher": 1, "main": 1, "plain_c": 1}},
+	} {
+		args := append(append([]string{"record", "-q", "-t", "function", "-o", "t.dat"}, c.flags...), "--", "./prog")
+		if r := testenv.Exec(t, dir, ftrace, args...); r.Code != 0 || r.Stdout != "10\n" || strings.Contains(r.Stderr, "matches no function") {
+			t.Fatalf("%v: exit %d, stdout %q\n%s", c.flags, r.Code, r.Stdout, r.Stderr)
+		}
+		_, calls := reportCalls(t, dir, filepath.Join(dir, "t.dat"))
+		got := map[string]uint64{}
+		for name, n := range calls {
+			if strings.Contains(name, "MatchAndExplainImpl") {
+				name = "matcher"
+			}
+			got[name] += n
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%v: calls %v, want %v", c.flags, got, c.want)
+		}
+	}
+}
+
 const endingsSrc = `#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -102,7 +102,8 @@ func doRecord(c *cli.Context) error {
 	for _, l := range [][2]string{{"filter", "FTRACE_FILTER"}, {"notrace", "FTRACE_NOTRACE"},
 		{"graph-function", "FTRACE_GRAPH_FUNCTION"}, {"graph-notrace", "FTRACE_GRAPH_NOTRACE"}} {
 		if f := c.Generic(l[0]).(*specList).v; len(f) > 0 {
-			env = append(env, l[1]+"="+strings.Join(f, ","))
+			prog, _ := exec.LookPath(args[0]) // a name is looked up in $PATH, as below
+			env = append(env, l[1]+"="+strings.Join(runtimeGlobs(prog, f), ","))
 		}
 	}
 	if d := c.Int("depth"); d > 0 {

@@ -359,6 +359,11 @@ type lineEntry struct {
 // demangles the same ("~T()" twice in a report, and a call of one by the other looked
 // like recursion).
 func funcName(raw string) string {
+	return FuncName(raw)
+}
+
+// FuncName is the name the readers show for symbol raw (funcName).
+func FuncName(raw string) string {
 	name := demangle.Filter(raw)
 	if strings.HasPrefix(raw, "_Z") && strings.Contains(raw, "D0Ev") && name != raw {
 		if i := strings.LastIndex(raw, "D0Ev"); i+4 == len(raw) || raw[i+4] == '.' {

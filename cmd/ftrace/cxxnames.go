@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"os/exec"
+	"strings"
+
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/filter"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
+)
+
+// maxExpansion bounds the mangled names added for one glob (they go in an environment
+// variable).
+const maxExpansion = 2000
+
+// runtimeGlobs returns the globs of a record-time list as the runtime can match them.
+// The runtime demangles C++ symbols with the process's libstdc++, which cannot read some
+// that the readers (and users copying names from them) see, such as gtest's decltype
+// templates: a glob naming C++ functions ("::") gets the mangled symbols of the program's
+// functions it matches as the readers read them but that GNU's demangler (c++filt: the
+// same libiberty code) leaves mangled; it is replaced by them when it matches nothing
+// else. Without c++filt, or a readable program, the globs are given as they are.
+func runtimeGlobs(prog string, globs []string) []string {
+	var syms []string
+	loaded := false
+	out := make([]string, 0, len(globs))
+	for _, g := range globs {
+		neg := strings.HasPrefix(g, "!")
+		pat := strings.TrimPrefix(g, "!")
+		gl, err := filter.Compile(pat)
+		if err != nil || !strings.Contains(pat, "::") {
+			out = append(out, g)
+			continue
+		}
+		if !loaded {
+			syms, loaded = cxxFuncSymbols(prog), true
+		}
+		var matched []string
+		for _, raw := range syms {
+			if gl.MatchFunc(&symbolize.Func{Name: symbolize.FuncName(raw), Raw: raw}) {
+				matched = append(matched, raw)
+			}
+		}
+		unread := gnuUnreadable(matched)
+		if len(unread) == 0 || len(unread) > maxExpansion {
+			out = append(out, g)
+			continue
+		}
+		if len(unread) < len(matched) {
+			out = append(out, g) // the runtime reads the others
+		}
+		for _, raw := range unread {
+			if neg {
+				raw = "!" + raw
+			}
+			out = append(out, raw)
+		}
+	}
+	return out
+}
+
+// cxxFuncSymbols lists prog's C++ function symbols (mangled).
+func cxxFuncSymbols(prog string) []string {
+	f, err := elf.Open(prog)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range append(syms, dyn...) {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && strings.HasPrefix(s.Name, "_Z") && !seen[s.Name] {
+			seen[s.Name] = true
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// gnuUnreadable returns the symbols of raws that c++filt leaves as they are.
+func gnuUnreadable(raws []string) []string {
+	if len(raws) == 0 {
+		return nil
+	}
+	cmd := exec.Command("c++filt")
+	cmd.Stdin = strings.NewReader(strings.Join(raws, "\n") + "\n")
+	b, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if len(lines) != len(raws) {
+		return nil
+	}
+	var out []string
+	for i, l := range lines {
+		if string(l) == raws[i] {
+			out = append(out, raws[i])
+		}
+	}
+	return out
+}
