@@ -415,6 +415,10 @@ func TestArm64Args(t *testing.T) {
 		t.Fatalf("output %q status %v, untraced %q", out, ws, plain)
 	}
 	checkSpecCalls(t, argsCalls(t, testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "graph", "ftrace.dat"), "function_graph"), plain, true)
+	// the header's cycle counter is arm64's, named so
+	if info := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "info", "ftrace.dat"); !regexp.MustCompile(`(?m)^clock: +cntvct_el0 \(\d+ Hz\)$`).MatchString(info) {
+		t.Errorf("info:\n%s", info)
+	}
 }
 
 // --auto-args on arm64: the AAPCS64 plans `ftrace args --spec` writes from the program's

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"debug/elf"
 	"encoding/hex"
 	"fmt"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
@@ -394,7 +395,11 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	if h.Signal != 0 {
 		fmt.Fprintf(w, "signal:\t%d\n", h.Signal)
 	}
-	fmt.Fprintf(w, "clock:\t%s", h.Clock)
+	clock := h.Clock
+	if clock == "tsc" && mainMachine(tr) == elf.EM_AARCH64 {
+		clock = "cntvct_el0" // the same header value: the architecture's cycle counter
+	}
+	fmt.Fprintf(w, "clock:\t%s", clock)
 	if h.ClockHz != 0 {
 		fmt.Fprintf(w, " (%d Hz)", h.ClockHz)
 	}
@@ -505,4 +510,17 @@ func shellJoin(args []string) string {
 		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// mainMachine is the machine of the trace's main program file, if it can be read.
+func mainMachine(tr *tracefile.Trace) elf.Machine {
+	for _, m := range tr.Maps {
+		if m.Flags&tracefile.MapMain != 0 {
+			if f, err := elf.Open(m.Path); err == nil {
+				defer f.Close()
+				return f.Machine
+			}
+		}
+	}
+	return elf.EM_NONE
 }
