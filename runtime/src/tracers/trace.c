@@ -673,7 +673,12 @@ static inline void graph_entry_push(struct ft_thread *t, int idx, int d, unsigne
 	fgraph_fast_push(t, d, idx, ip, slot, ts);
 }
 
-/* The fused entry's other cases (arguments, a new block, the generic path), off its frame. */
+/*
+ * The fused entry's other cases, off its frame: with arguments asked for, the values and
+ * the entry (which may take a new block; no block: dropped, counted, its return not
+ * hooked), as trace_graph_ent does; anything else (a new block, a list, a stale frame)
+ * the generic way.
+ */
 static __attribute__((noinline)) void trace_graph_entry_slow(unsigned long ip, unsigned long parent_ip,
 							     struct ftrace_ops *op,
 							     struct ftrace_regs *fregs)
@@ -682,36 +687,21 @@ static __attribute__((noinline)) void trace_graph_entry_slow(unsigned long ip, u
 	unsigned long *slot = ftrace_regs_get_return_slot(fregs);
 	int idx = trace_gops.idx, d = fgraph_fast_depth(t, slot);
 
-	if (likely(graph_entry_fits(t, idx, d))) {
-		const struct ft_argplan *plan = NULL;
+	if (__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED) && graph_entry_fits(t, idx, d)) {
+		const struct ft_argplan *plan;
 		uint64_t ts;
-		int ok;
 
 		t->in_ret++;	/* as fgraph_entry: a signal handler here graphs nothing */
 		barrier();
 		ts = ftrt_arch_cycles();
-		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED))) {
-			/* as trace_graph_ent: the values and the entry, which may take a new
-			   block; no block: dropped (counted), and its return not hooked */
-			plan = args_entry_ev(t, ip, ts, fregs);
-			if (unlikely(!t->blk)) {
-				ft_ev_lost_n(t, 1);
-				barrier();
-				t->in_ret--;
-				return;
-			}
-			ok = 1;
-		} else {
-			ok = ft_ev_entry_fast(t, ip, ts);
-		}
-		if (likely(ok)) {
+		plan = args_entry_ev(t, ip, ts, fregs);
+		if (likely(t->blk))
 			graph_entry_push(t, idx, d, ip, slot, ts, plan);
-			barrier();
-			t->in_ret--;
-			return;
-		}
+		else
+			ft_ev_lost_n(t, 1);
 		barrier();
 		t->in_ret--;
+		return;
 	}
 	fgraph_entry(ip, parent_ip, op, fregs);
 }
