@@ -172,6 +172,8 @@ static inline int ftrt_arm64_pac_key(unsigned long ip)
 {
 	const unsigned int *p = (const unsigned int *)ip;
 
+	if (!ip)
+		return 0;	/* not known (an orphan's slot): taken as unsigned */
 	for (int i = 0; i < 16; i++) {
 		if (p[i] == 0xd503233f)
 			return 1;
@@ -188,11 +190,32 @@ static inline int ftrt_arm64_pac_key(unsigned long ip)
  * signed too when its code (a code of zero: one signature in 2^7 to 2^15 looks
  * unsigned) is what the function's key gives, and the function signs at all.
  */
+/*
+ * Does this CPU (or qemu) authenticate pointers?  Without the feature the hint
+ * instructions do nothing: every value would look signed with a zero code.  Two values,
+ * both keys: all four codes zero by chance is one in 2^28 at the least.
+ */
+static inline int ftrt_arm64_pac_enabled(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		unsigned long a = 0x400000UL, b = 0x7f0000001000UL;
+
+		on = ftrt_arm64_pac(a, b, 0) != a || ftrt_arm64_pac(b, a, 0) != b ||
+		     ftrt_arm64_pac(a, b, 1) != a || ftrt_arm64_pac(b, a, 1) != b;
+	}
+	return on;
+}
+
 static inline unsigned long ftrt_arch_ret_resign(unsigned long v, unsigned long stored,
 						 unsigned long entry_sp, unsigned long ip)
 {
 	unsigned long plain = ftrt_arch_ret_strip(stored);
 	int key;
+
+	if (!ftrt_arm64_pac_enabled())
+		return v;
 
 	if (plain != stored) {
 		key = ftrt_arm64_pac(plain, entry_sp, 0) == stored ? 1 :
