@@ -625,6 +625,16 @@ func TestArm64UnwindAndExceptions(t *testing.T) {
 			t.Errorf("%s: no thrower frame closed as unwound: %v", p.name, unwound)
 		}
 	}
+	// a CPU without pointer authentication runs the same code (its hints do nothing): what
+	// the frames saved is taken as it is, orphans included (raw switches)
+	uc := a64Build(t, dir, "uc-nopac", "trace_ucontext.c", "-mbranch-protection=standard")
+	for _, args := range [][]string{{"2000"}, {"raw", "2000"}} {
+		plain, _ := a64Run(t, dir, uc, []string{"QEMU_CPU=cortex-a57"}, args...)
+		out, ws := a64Run(t, dir, uc, []string{"QEMU_CPU=cortex-a57", "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + filepath.Join(dir, "nopac.dat")}, args...)
+		if out != plain || ws.ExitStatus() != 0 {
+			t.Errorf("no pointer authentication, %v: traced %q (%v), untraced %q", args, out, ws, plain)
+		}
+	}
 	// pthread_exit unwinds the thread's hooked frames (their real addresses put back, signed)
 	pexit := a64Build(t, dir, "pexit", a64PexitSrc, "-mbranch-protection=standard")
 	plain, _ := a64Run(t, dir, pexit, nil)
