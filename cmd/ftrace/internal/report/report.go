@@ -3,10 +3,12 @@
 package report
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -335,12 +337,15 @@ func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) e
 		lost += th.Lost
 		events += th.Events
 	}
+	// buffered, and the columns measured first: a tabwriter keeps every row until it can
+	// align them and writes each cell with a system call (report --args of 360k rows took
+	// 11 s and 700 MB, a third of it in write)
+	bw := bufio.NewWriterSize(w, 64<<10)
 	if lost > 0 {
 		// the figures below miss the calls not recorded: say so before them
-		fmt.Fprintf(w, "# %d of %d events lost (%.1f%%): calls not recorded are missing from these figures\n",
+		fmt.Fprintf(bw, "# %d of %d events lost (%.1f%%): calls not recorded are missing from these figures\n",
 			lost, lost+events, 100*float64(lost)/float64(lost+events))
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	timed := f.HasGraph() || f.Header.Tracer == "function_graph"
 	var hdr []string
 	if perThread {
@@ -350,16 +355,37 @@ func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) e
 	if timed {
 		hdr = append(hdr, "TOTAL", "SELF", "AVG", "MIN", "MAX")
 	}
-	fmt.Fprintf(tw, "%s\t  %s\n", strings.Join(hdr, "\t"), "FUNCTION")
-	for _, s := range stats {
-		var row []string
+	row := make([]string, 0, len(hdr))
+	cells := func(s *Stat) []string {
+		row = row[:0]
 		if perThread {
-			row = append(row, fmt.Sprint(s.TID))
+			row = append(row, strconv.Itoa(s.TID))
 		}
-		row = append(row, fmt.Sprint(s.Calls))
+		row = append(row, strconv.FormatUint(s.Calls, 10))
 		if timed {
 			row = append(row, Dur(s.Total), Dur(s.Self), Dur(s.Avg), Dur(s.Min), Dur(s.Max))
 		}
+		return row
+	}
+	width := make([]int, len(hdr))
+	for i, h := range hdr {
+		width[i] = len(h)
+	}
+	for _, s := range stats {
+		for i, c := range cells(s) {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	line := func(cells []string, name string) {
+		for i, c := range cells {
+			fmt.Fprintf(bw, "%*s", width[i]+2, c) // right-aligned, two spaces apart
+		}
+		bw.WriteString("  ")
+		bw.WriteString(name)
+		bw.WriteByte('\n')
+	}
+	line(hdr, "FUNCTION")
+	for _, s := range stats {
 		name := s.Name
 		if s.File != "" {
 			name += fmt.Sprintf(" [%s:%d]", symbolize.ShortFile(s.File), s.Line)
@@ -367,9 +393,9 @@ func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) e
 		if s.Partial > 0 {
 			name += fmt.Sprintf(" (%d unfinished)", s.Partial)
 		}
-		fmt.Fprintf(tw, "%s\t  %s\n", strings.Join(row, "\t"), name)
+		line(cells(s), name)
 	}
-	return tw.Flush()
+	return bw.Flush()
 }
 
 // Dur formats nanoseconds with a unit that keeps 3-4 significant digits.
