@@ -184,13 +184,6 @@ static inline int ftrt_arm64_pac_key(unsigned long ip)
 }
 
 /*
- * What to store over stored, the return address the function at ip (entered with
- * entry_sp) saved in its frame record, so that it reads v: v signed as stored was.  A
- * signed value tells its key by which one reproduces it.  An unsigned-looking one is
- * signed too when its code (a code of zero: one signature in 2^7 to 2^15 looks
- * unsigned) is what the function's key gives, and the function signs at all.
- */
-/*
  * Does this CPU (or qemu) authenticate pointers?  Without the feature the hint
  * instructions do nothing: every value would look signed with a zero code.  Two values,
  * both keys: all four codes zero by chance is one in 2^28 at the least.
@@ -208,6 +201,13 @@ static inline int ftrt_arm64_pac_enabled(void)
 	return on;
 }
 
+/*
+ * What to store over stored, the return address the function at ip (entered with
+ * entry_sp) saved in its frame record, so that it reads v: v signed as stored was.  A
+ * signed value tells its key by which one reproduces it.  An unsigned-looking one is
+ * signed too when its code (a code of zero: one signature in 2^7 to 2^15 looks
+ * unsigned) is what the function's key gives, and the function signs at all.
+ */
 static inline unsigned long ftrt_arch_ret_resign(unsigned long v, unsigned long stored,
 						 unsigned long entry_sp, unsigned long ip)
 {
