@@ -176,21 +176,27 @@ func (s *Symbolizer) load(m *tracefile.Mapping) (*object, error) {
 		}
 		return nil, fmt.Errorf("%s: no file to read symbols from", displayPath(m.Path))
 	}
-	o, hasSymtab, err := s.loadFile(m.Path, m.BuildID, wantLines(m))
+	// the recorded path, then the same under each sysroot (a build-id to check it by)
+	paths := []string{m.Path}
+	if len(m.BuildID) > 0 && filepath.IsAbs(m.Path) {
+		for _, root := range s.Sysroots {
+			paths = append(paths, filepath.Join(root, m.Path))
+		}
+	}
+	var o *object
+	var hasSymtab bool
+	var err error
+	for k, p := range paths {
+		po, psym, perr := s.loadFile(p, m.BuildID, wantLines(m))
+		if k == 0 || perr == nil {
+			o, hasSymtab, err = po, psym, perr // the recorded path's error if none is found
+		}
+		if perr == nil {
+			break
+		}
+	}
 	if err == nil && hasSymtab {
 		return o, nil
-	}
-	if err != nil && len(m.BuildID) > 0 && filepath.IsAbs(m.Path) {
-		for _, root := range s.Sysroots {
-			ro, rsym, rerr := s.loadFile(filepath.Join(root, m.Path), m.BuildID, wantLines(m))
-			if rerr == nil {
-				o, hasSymtab, err = ro, rsym, nil
-				if hasSymtab {
-					return o, nil
-				}
-				break
-			}
-		}
 	}
 	if d, ok := s.loadDebug(m); ok {
 		return d, nil
@@ -354,15 +360,10 @@ type lineEntry struct {
 	stmt bool // a recommended breakpoint location (is_stmt)
 }
 
-// funcName is the name shown for symbol raw: demangled, and a C++ deleting destructor
-// ("D0", which destroys and frees) told from the complete one ("D1") it calls, which
-// demangles the same ("~T()" twice in a report, and a call of one by the other looked
-// like recursion).
-func funcName(raw string) string {
-	return FuncName(raw)
-}
-
-// FuncName is the name the readers show for symbol raw (funcName).
+// FuncName is the name the readers show for symbol raw: demangled, and a C++ deleting
+// destructor ("D0", which destroys and frees) told from the complete one ("D1") it calls,
+// which demangles the same ("~T()" twice in a report, and a call of one by the other
+// looked like recursion).
 func FuncName(raw string) string {
 	name := demangle.Filter(raw)
 	if strings.HasPrefix(raw, "_Z") && strings.Contains(raw, "D0Ev") && name != raw {
@@ -402,13 +403,13 @@ func loadObject(path string, f *elf.File, lines bool) (*object, error) {
 		if i, ok := seen[sym.Value]; ok {
 			prev := o.funcs[i]
 			if elf.ST_BIND(sym.Info) == elf.STB_GLOBAL && prev.Size <= sym.Size {
-				prev.Raw, prev.Name, prev.Size = sym.Name, funcName(sym.Name), sym.Size
+				prev.Raw, prev.Name, prev.Size = sym.Name, FuncName(sym.Name), sym.Size
 			}
 			continue
 		}
 		seen[sym.Value] = len(o.funcs)
 		o.funcs = append(o.funcs, &Func{
-			Name:   funcName(sym.Name),
+			Name:   FuncName(sym.Name),
 			Raw:    sym.Name,
 			Module: path,
 			Addr:   sym.Value,

@@ -414,8 +414,8 @@ func TestFuncName(t *testing.T) {
 		{"main", "main"},
 		{"D0Ev", "D0Ev"},
 	} {
-		if got := funcName(c.raw); got != c.want {
-			t.Errorf("funcName(%q) = %q, want %q", c.raw, got, c.want)
+		if got := FuncName(c.raw); got != c.want {
+			t.Errorf("FuncName(%q) = %q, want %q", c.raw, got, c.want)
 		}
 	}
 }
