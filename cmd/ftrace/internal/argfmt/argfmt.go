@@ -80,15 +80,8 @@ func (f *Formatter) Args(fn *symbolize.Func, v *tracefile.Values) string {
 // WithArgs is fn's name with the arguments args (as Args prints them) in place of its
 // parameter list: "parse(buf=\"GET /\", len=5)".
 func WithArgs(fn *symbolize.Func, args string) string {
-	name, tail := fn.Name, ""
 	// tags after the parameter list stay after the values: "~S(this=0x…) [deleting]"
-	for strings.HasSuffix(name, "]") {
-		i := strings.LastIndex(name, " [")
-		if i < 0 {
-			break
-		}
-		name, tail = name[:i], name[i:]+tail
-	}
+	name, tail := symbolize.CutTags(fn.Name)
 	if i := paramList(name); i > 0 {
 		name = name[:i]
 	}

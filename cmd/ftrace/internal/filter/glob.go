@@ -234,14 +234,8 @@ func isIdent(c byte) bool {
 // untagged cuts the tags after a demangled name's parameter list ("S::~S() [deleting]":
 // the runtime's demangler names it "S::~S()").
 func untagged(name string) string {
-	for strings.HasSuffix(name, "]") {
-		i := strings.LastIndex(name, " [")
-		if i < 0 || !strings.HasSuffix(name[:i], ")") {
-			break
-		}
-		name = name[:i]
-	}
-	return name
+	base, _ := symbolize.CutTags(name)
+	return base
 }
 
 // shortName cuts a demangled name's parameter list (and what follows it: const, &&).

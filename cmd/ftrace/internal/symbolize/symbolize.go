@@ -574,5 +574,19 @@ func ParamList(name string) int {
 	return -1
 }
 
+// CutTags splits a demangled name into the name up to its parameter list and the tags
+// after it: "S::~S()" and " [deleting]", "f(int)" and " [clone .isra.0]".
+func CutTags(name string) (base, tags string) {
+	base = name
+	for strings.HasSuffix(base, "]") {
+		i := strings.LastIndex(base, " [")
+		if i < 0 || !strings.HasSuffix(base[:i], ")") {
+			break
+		}
+		base = base[:i]
+	}
+	return base, name[len(base):]
+}
+
 // ShortFile returns the base name of a source path, for compact output.
 func ShortFile(p string) string { return filepath.Base(p) }
