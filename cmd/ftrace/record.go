@@ -98,12 +98,17 @@ func doRecord(c *cli.Context) error {
 	if err := outputOK(out); err != nil {
 		return fmt.Errorf("record: --output %s: %w", out, err)
 	}
+	path := args[0]
+	if !strings.Contains(path, "/") { // as exec.Command: a name is looked up in $PATH
+		if path, err = exec.LookPath(path); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
+	}
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
 	for _, l := range [][2]string{{"filter", "FTRACE_FILTER"}, {"notrace", "FTRACE_NOTRACE"},
 		{"graph-function", "FTRACE_GRAPH_FUNCTION"}, {"graph-notrace", "FTRACE_GRAPH_NOTRACE"}} {
 		if f := c.Generic(l[0]).(*specList).v; len(f) > 0 {
-			prog, _ := exec.LookPath(args[0]) // a name is looked up in $PATH, as below
-			env = append(env, l[1]+"="+strings.Join(runtimeGlobs(prog, f), ","))
+			env = append(env, l[1]+"="+strings.Join(runtimeGlobs(path, f), ","))
 		}
 	}
 	if d := c.Int("depth"); d > 0 {
@@ -173,12 +178,6 @@ func doRecord(c *cli.Context) error {
 			if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
 				return fmt.Errorf("record: removing old %s: %w", out, err)
 			}
-		}
-	}
-	path := args[0]
-	if !strings.Contains(path, "/") { // as exec.Command: a name is looked up in $PATH
-		if path, err = exec.LookPath(path); err != nil {
-			return fmt.Errorf("record: %w", err)
 		}
 	}
 	// The terminal's ^C goes to the program; ftrace waits for it to finish. Caught, not
