@@ -72,3 +72,10 @@ void ft_clock_recalibrate(struct ft_clock_ref *ref)
 	ref->tsc_hz = (uint64_t)(1e9 / ref->ns_per_tick);
 	ref->cal_ns = m - ref->ref_mono_ns;
 }
+
+uint64_t ft_clock_ns_to_ticks(const struct ft_clock_ref *ref, uint64_t ns)
+{
+	uint64_t ticks = ref->ns_per_tick > 0 ? (uint64_t)((double)ns / ref->ns_per_tick) : ns;
+
+	return ns && !ticks ? 1 : ticks;
+}

@@ -60,4 +60,7 @@ void ft_clock_init(int force_mono, struct ft_clock_ref *ref);
  */
 void ft_clock_recalibrate(struct ft_clock_ref *ref);
 
+/* ns in clock ticks at ref's rate, at least 1 for a nonzero ns (trace.c touches no float). */
+uint64_t ft_clock_ns_to_ticks(const struct ft_clock_ref *ref, uint64_t ns);
+
 #endif

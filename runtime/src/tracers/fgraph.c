@@ -364,7 +364,6 @@ static void pop_unwound(struct ft_thread *t, int keep, int how)
 		barrier();
 		frame_close(&f, d, FGRAPH_RET_UNWOUND, now, NULL);
 	}
-	t->last_slot = NULL;
 }
 
 /* Is addr on this thread's alternate signal stack while we are running on it? */
@@ -425,12 +424,15 @@ static void fgraph_entry_guarded(struct ft_thread *t, struct fgraph_ops *gops, i
 	int d;
 
 	/*
-	 * Another graph user of the same call: join its frame.  The same user again at the
-	 * same slot is a new call instead: the function tail-called (through untraced code)
-	 * back into itself, and returns once for each entry.
+	 * Another graph user of the same call: join its frame, the innermost, of this slot
+	 * and function, which hooked this very call (*slot was the caller's return address
+	 * until a user of this call hooked it; a stale frame of an earlier call at the same
+	 * slot left it so).  The same user again at the same slot is a new call instead: the
+	 * function tail-called (through untraced code) back into itself, and returns once
+	 * for each entry.
 	 */
-	if (t->last_slot == slot && t->last_ip == ip && t->depth > 0 &&
-	    *slot == (unsigned long)return_to_handler &&
+	if (t->depth > 0 && t->shadow[t->depth - 1].slot == slot &&
+	    t->shadow[t->depth - 1].ip == ip && *slot == (unsigned long)return_to_handler &&
 	    !(t->shadow[t->depth - 1].users & (1u << idx))) {
 		f = &t->shadow[t->depth - 1];
 		e.func = ip;
@@ -540,7 +542,6 @@ unsigned long fgraph_return(unsigned long sp, const struct ftrace_ret_regs *rr)
 		pop_unwound(t, d + 1, POP_ORPHAN);
 	f = t->shadow[d];
 	t->depth = d;
-	t->last_slot = NULL;
 	barrier();
 	frame_close_raised(&f, d, 0, now, rr);
 	barrier();
@@ -617,7 +618,6 @@ void fgraph_unhook_all(void)
 	/* the unwinder may walk through orphans (a resumed context's frames): unhook them */
 	while (t->norphans)
 		orphan_release(t, t->norphans - 1);
-	t->last_slot = NULL;
 }
 
 /*

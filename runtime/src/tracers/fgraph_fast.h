@@ -80,13 +80,12 @@ static inline void fgraph_fast_push(struct ft_thread *t, int d, int idx, unsigne
 	f->calltime = ts;
 	f->users = 1u << idx;
 	f->epoch = __atomic_load_n(&fgraph_epoch, __ATOMIC_RELAXED);
-	f->lr = NULL;
+	if (FTRT_ARCH_RET_IN_FRAME_RECORD)	/* else never set: stays NULL */
+		f->lr = NULL;
 	barrier();
 	t->depth = d + 1;
 	barrier();
 	*slot = (unsigned long)return_to_handler;
-	t->last_slot = slot;
-	t->last_ip = ip;
 }
 
 /*
@@ -115,7 +114,6 @@ static inline unsigned long fgraph_fast_pop(struct ft_thread *t)
 	unsigned long ret = t->shadow[t->depth - 1].ret;
 
 	t->depth--;
-	t->last_slot = NULL;
 	return ret;
 }
 

@@ -391,7 +391,7 @@ static __attribute__((noinline, cold)) void trace_func_slow(unsigned long ip, un
  * through ftrt_arch_lean_call, so the callback is a leaf the lean template may run (it
  * saves no vector register: about 2 ns more).
  */
-static FT_CALLBACK void trace_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+static FT_LEAN_CALLBACK void trace_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 		       struct ftrace_regs *fregs)
 {
 	struct ft_thread *t = &ft_cur;
@@ -711,7 +711,7 @@ static __attribute__((noinline)) void trace_graph_entry_slow(unsigned long ip, u
  * register saved, FTRT_OPS_FL_LEAN_FRAME), as the function tracer's; everything else goes
  * through ftrt_arch_lean_call.
  */
-static FT_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long parent_ip,
+static FT_LEAN_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned long parent_ip,
 					       struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
 	struct ft_thread *t = &ft_cur;
@@ -1682,15 +1682,7 @@ int ftrace_trace_marker(const char *fmt, ...)
 /* The threshold in clock ticks (a threshold of 0 ns is none; a nonzero one at least 1 tick). */
 static void thresh_apply(void)
 {
-	double npt = ft_sess.clk.ns_per_tick;
-	uint64_t ticks = 0;
-
-	if (tr.thresh_ns) {
-		ticks = npt > 0 ? (uint64_t)((double)tr.thresh_ns / npt) : tr.thresh_ns;
-		if (!ticks)
-			ticks = 1;
-	}
-	__atomic_store_n(&tr.thresh, ticks, __ATOMIC_RELAXED);
+	__atomic_store_n(&tr.thresh, ft_clock_ns_to_ticks(&ft_sess.clk, tr.thresh_ns), __ATOMIC_RELAXED);
 }
 
 static void trace_limit(int reason);

@@ -114,8 +114,6 @@ struct ft_thread {
 	int depth;
 	int shadow_failed;
 	int in_ret;		/* running graph callbacks: calls they make are not graphed */
-	unsigned long *last_slot;	/* last frame pushed (same call, other user) */
-	unsigned long last_ip;
 	struct fgraph_orphan *orphans;	/* after the shadow frames, in the same mapping */
 	int norphans;			/* oldest first */
 

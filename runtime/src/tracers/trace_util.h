@@ -18,6 +18,13 @@
 #define barrier()	__asm__ volatile("" ::: "memory")
 /* what an ftrace_ops callback needs on entry from a trampoline (arch.h) */
 #define FT_CALLBACK	FTRT_ARCH_CALLBACK
+/*
+ * A lean callback (FTRT_OPS_FL_LEAN_FRAME): a leaf that touches no vector register
+ * (trace.c is built with -mgeneral-regs-only) and calls out only through
+ * ftrt_arch_lean_call, which aligns the stack itself.  So it needs nothing on entry: no
+ * realigning prologue, which would cost it a frame and its callee-saved registers.
+ */
+#define FT_LEAN_CALLBACK
 
 void ft_msg(const char *a, const char *b);
 void ft_msg_err(const char *a, const char *b, int err);
