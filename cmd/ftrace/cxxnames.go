@@ -17,10 +17,11 @@ const maxExpansion = 2000
 // runtimeGlobs returns the globs of a record-time list as the runtime can match them.
 // The runtime demangles C++ symbols with the process's libstdc++, which cannot read some
 // that the readers (and users copying names from them) see, such as gtest's decltype
-// templates: a glob naming C++ functions ("::") gets the mangled symbols of the program's
-// functions it matches as the readers read them but that GNU's demangler (c++filt: the
-// same libiberty code) leaves mangled; it is replaced by them when it matches nothing
-// else. Without c++filt, or a readable program, the globs are given as they are.
+// templates: a glob naming C++ functions ("::") gets the mangled symbols of the functions
+// it matches as the readers read them but that GNU's demangler (c++filt: the same
+// libiberty code) leaves mangled, in the program and in the traced libraries it needs
+// (libgtest.so); it is replaced by them when it matches nothing else. Without c++filt,
+// or a readable program, the globs are given as they are.
 func runtimeGlobs(prog string, globs []string) []string {
 	var syms []string
 	loaded := false
@@ -34,7 +35,7 @@ func runtimeGlobs(prog string, globs []string) []string {
 			continue
 		}
 		if !loaded {
-			syms, loaded = cxxFuncSymbols(prog), true
+			syms, loaded = cxxFuncSymbols(append([]string{prog}, tracedLibraries(prog)...)), true
 		}
 		var matched []string
 		for _, raw := range syms {
@@ -60,21 +61,23 @@ func runtimeGlobs(prog string, globs []string) []string {
 	return out
 }
 
-// cxxFuncSymbols lists prog's C++ function symbols (mangled).
-func cxxFuncSymbols(prog string) []string {
-	f, err := elf.Open(prog)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	syms, _ := f.Symbols()
-	dyn, _ := f.DynamicSymbols()
+// cxxFuncSymbols lists the C++ function symbols (mangled) of the files.
+func cxxFuncSymbols(files []string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, s := range append(syms, dyn...) {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && strings.HasPrefix(s.Name, "_Z") && !seen[s.Name] {
-			seen[s.Name] = true
-			out = append(out, s.Name)
+	for _, file := range files {
+		f, err := elf.Open(file)
+		if err != nil {
+			continue
+		}
+		syms, _ := f.Symbols()
+		dyn, _ := f.DynamicSymbols()
+		f.Close()
+		for _, s := range append(syms, dyn...) {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && strings.HasPrefix(s.Name, "_Z") && !seen[s.Name] {
+				seen[s.Name] = true
+				out = append(out, s.Name)
+			}
 		}
 	}
 	return out

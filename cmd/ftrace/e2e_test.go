@@ -412,10 +412,19 @@ func TestE2ELiveStaleSocket(t *testing.T) {
 
 // A C++ function whose symbol GNU's demangler cannot read (gtest's decltype templates:
 // libstdc++'s __cxa_demangle in the process and c++filt leave it mangled) is shown by its
-// demangled name in reports; record -F / -N with that name reach it too: ftrace record
-// adds its mangled symbol for the runtime (the fmt trial's -F matched nothing, and -N
-// 'testing::*' left such functions traced).
+// demangled name in reports; record -F / -N with that name reach it too, in the program
+// or in a traced library it needs: ftrace record adds its mangled symbol for the runtime
+// (the fmt trial's -F matched nothing, and -N 'testing::*' left such functions traced,
+// then one in libgtest.so).
 func TestRecordUndemangledNames(t *testing.T) {
+	for _, inLib := range []bool{false, true} {
+		t.Run(map[bool]string{false: "program", true: "library"}[inLib], func(t *testing.T) {
+			testRecordUndemangledNames(t, inLib)
+		})
+	}
+}
+
+func testRecordUndemangledNames(t *testing.T, inLib bool) {
 	testenv.Need(t, "c++filt", "gcc")
 	dir := t.TempDir()
 	const sym = "_ZN7testing8internal11MatcherBaseIPcE19MatchAndExplainImplINS3_11ValuePolicyINS0_9EqMatcherIS2_EELb1EEEEEDTcldtclsrT_3Getfp_E15MatchAndExplainfp0_clptfp1_L_ZNS_19MatchResultListener6streamEvEEEERKS3_RKS2_PSA_"
@@ -423,15 +432,26 @@ func TestRecordUndemangledNames(t *testing.T) {
 		t.Skipf("this c++filt reads the symbol (%q, %v): nothing to show", out, err)
 	}
 	// the function in assembly with its __fentry__ site, as gcc -pg -mfentry writes it
-	asm := "\t.text\n\t.globl " + sym + "\n\t.type " + sym + ", @function\n" + sym + ":\n\tcall __fentry__\n\tmovl $7, %eax\n\tret\n\t.size " + sym + ", .-" + sym + "\n\t.section .note.GNU-stack,\"\",@progbits\n"
-	src := "#include <stdio.h>\nextern int matcher(void) __asm__(\"" + sym + "\");\n__attribute__((noinline)) int plain_c(void) { return 3; }\nint main(void) { printf(\"%d\\n\", matcher() + plain_c()); return 0; }\n"
+	asm := "\t.text\n\t.globl " + sym + "\n\t.type " + sym + ", @function\n" + sym + ":\n\tcall __fentry__@PLT\n\tmovl $7, %eax\n\tret\n\t.size " + sym + ", .-" + sym + "\n\t.section .note.GNU-stack,\"\",@progbits\n"
+	// the program reaches it through a function of the same file, so that in the library
+	// case the program's symbols do not name it (as a gtest test does not)
+	wrap := "extern int matcher(void) __asm__(\"" + sym + "\");\nint call_matcher(void) { return matcher(); }\n"
+	src := "#include <stdio.h>\nint call_matcher(void);\n__attribute__((noinline)) int plain_c(void) { return 3; }\nint main(void) { printf(\"%d\\n\", call_matcher() + plain_c()); return 0; }\n"
 	os.WriteFile(filepath.Join(dir, "sym.s"), []byte(asm), 0o644)
+	os.WriteFile(filepath.Join(dir, "wrap.c"), []byte(wrap), 0o644)
 	os.WriteFile(filepath.Join(dir, "main.c"), []byte(src), 0o644)
 	lib, inc := testenv.Runtime(t)
 	testenv.Run(t, dir, "gcc", "-c", "sym.s", "-o", "sym.o")
+	testenv.Run(t, dir, "gcc", "-O2", "-fPIC", "-c", "wrap.c", "-o", "wrap.o")
 	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-I"+inc, "-c", "main.c", "-o", "main.o")
 	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), "sym.o", "main.o")
-	testenv.Run(t, dir, "gcc", "-o", "prog", "main.o", "sym.o", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	if inLib {
+		testenv.Run(t, dir, "gcc", "-shared", "-o", "libsym.so", "sym.o", "wrap.o")
+		testenv.Run(t, dir, testenv.Tool(t, "ftlink"), "libsym.so")
+		testenv.Run(t, dir, "gcc", "-rdynamic", "-o", "prog", "main.o", "-L.", "-lsym", "-Wl,-rpath,$ORIGIN", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	} else {
+		testenv.Run(t, dir, "gcc", "-o", "prog", "main.o", "sym.o", "wrap.o", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	}
 	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), "prog")
 	ftrace := testenv.Tool(t, "ftrace")
 	for _, c := range []struct {

@@ -680,47 +680,88 @@ func noTableHint(stderr io.Writer, prog string) {
 }
 
 // tracedLibrary returns a shared library prog needs that has a call-site table (built
-// with ftcc while prog was not), found where the dynamic loader looks first: prog's
-// RUNPATH/RPATH ($ORIGIN too), LD_LIBRARY_PATH, the system's directories; "" if none.
+// with ftcc while prog was not); "" if none.
 func tracedLibrary(prog string) string {
-	f, err := elf.Open(prog)
-	if err != nil {
-		return ""
+	if libs := tracedLibraries(prog); len(libs) > 0 {
+		return libs[0]
 	}
-	defer f.Close()
-	needed, _ := f.ImportedLibraries()
-	origin := filepath.Dir(prog)
-	if abs, err := filepath.Abs(prog); err == nil {
-		origin = filepath.Dir(abs)
-	}
-	var dirs []string
-	for _, tag := range []elf.DynTag{elf.DT_RUNPATH, elf.DT_RPATH} {
-		paths, _ := f.DynString(tag)
-		for _, p := range paths {
-			for _, d := range filepath.SplitList(p) {
-				dirs = append(dirs, strings.ReplaceAll(d, "$ORIGIN", origin))
+	return ""
+}
+
+// maxLibraries bounds the shared libraries tracedLibraries looks at.
+const maxLibraries = 256
+
+// tracedLibraries returns the shared libraries prog needs, its libraries' needs too,
+// that have a call-site table, each where the dynamic loader finds it first: the needing
+// object's RUNPATH (RPATH without one; $ORIGIN too), LD_LIBRARY_PATH, the system's
+// directories.
+func tracedLibraries(prog string) []string {
+	var out []string
+	seen := map[string]bool{}
+	queue := []string{prog}
+	for len(queue) > 0 && len(seen) < maxLibraries {
+		obj := queue[0]
+		queue = queue[1:]
+		f, err := elf.Open(obj)
+		if err != nil {
+			continue
+		}
+		needed, _ := f.ImportedLibraries()
+		dirs := searchDirs(f, obj)
+		f.Close()
+		for _, n := range needed {
+			lib := findLibrary(n, dirs)
+			if lib == "" || seen[lib] {
+				continue
+			}
+			seen[lib] = true
+			queue = append(queue, lib)
+			if lf, err := elf.Open(lib); err == nil {
+				if lf.Section(mcountloc.TableSection) != nil {
+					out = append(out, lib)
+				}
+				lf.Close()
 			}
 		}
 	}
+	return out
+}
+
+// searchDirs lists where the dynamic loader looks for obj's needed libraries.
+func searchDirs(f *elf.File, obj string) []string {
+	origin := filepath.Dir(obj)
+	if abs, err := filepath.Abs(obj); err == nil {
+		origin = filepath.Dir(abs)
+	}
+	var dirs []string
+	paths, _ := f.DynString(elf.DT_RUNPATH)
+	if len(paths) == 0 {
+		paths, _ = f.DynString(elf.DT_RPATH)
+	}
+	for _, p := range paths {
+		for _, d := range filepath.SplitList(p) {
+			dirs = append(dirs, strings.ReplaceAll(d, "$ORIGIN", origin))
+		}
+	}
 	dirs = append(dirs, filepath.SplitList(os.Getenv("LD_LIBRARY_PATH"))...)
-	dirs = append(dirs, "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+	return append(dirs, "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
 		"/usr/lib/aarch64-linux-gnu", "/usr/local/lib", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
-	for _, n := range needed {
-		for _, d := range dirs {
-			if d == "" {
-				continue
-			}
-			lib := filepath.Join(d, n)
-			lf, err := elf.Open(lib)
-			if err != nil {
-				continue
-			}
-			has := lf.Section(mcountloc.TableSection) != nil
+}
+
+// findLibrary returns the first ELF file named name in dirs (a name with a slash is a
+// path); "" if none.
+func findLibrary(name string, dirs []string) string {
+	if strings.Contains(name, "/") {
+		dirs = []string{""}
+	}
+	for _, d := range dirs {
+		if d == "" && !strings.Contains(name, "/") {
+			continue
+		}
+		lib := filepath.Join(d, name)
+		if lf, err := elf.Open(lib); err == nil {
 			lf.Close()
-			if has {
-				return lib
-			}
-			break // the one the loader takes
+			return lib
 		}
 	}
 	return ""
