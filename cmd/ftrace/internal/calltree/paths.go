@@ -11,21 +11,37 @@ type PathNode struct {
 	Seq int
 	// Children in the order they were first called (a tree's pre-order).
 	Children []*PathNode
-	kids     map[*symbolize.Func]*PathNode
+	kids     map[*symbolize.Func]*PathNode // with more than fewKids children
 }
+
+// fewKids: up to this many children are found by a scan of Children (most nodes have one
+// or two; a map each would be most of a node's memory, with arguments' millions of paths).
+const fewKids = 8
 
 // child returns the path extended by fn, made (numbered seq) if new.
 func (p *PathNode) child(fn *symbolize.Func, seq *int) *PathNode {
-	if c := p.kids[fn]; c != nil {
-		return c
+	if p.kids != nil {
+		if c := p.kids[fn]; c != nil {
+			return c
+		}
+	} else {
+		for _, c := range p.Children {
+			if c.Func == fn {
+				return c
+			}
+		}
 	}
 	*seq++
-	if p.kids == nil {
-		p.kids = map[*symbolize.Func]*PathNode{}
-	}
 	c := &PathNode{Func: fn, Seq: *seq}
-	p.kids[fn] = c
 	p.Children = append(p.Children, c)
+	if p.kids != nil {
+		p.kids[fn] = c
+	} else if len(p.Children) > fewKids {
+		p.kids = make(map[*symbolize.Func]*PathNode, len(p.Children))
+		for _, k := range p.Children {
+			p.kids[k.Func] = k
+		}
+	}
 	return c
 }
 
@@ -71,7 +87,7 @@ func (p *Paths) Close(f *Frame) {
 		p.outer++
 		n := &PathNode{Func: f.Func, Children: p.Root.Children, kids: p.Root.kids, Seq: -p.outer}
 		p.Root.Children = []*PathNode{n}
-		p.Root.kids = map[*symbolize.Func]*PathNode{f.Func: n}
+		p.Root.kids = nil
 		n.Calls++
 		n.Self += f.Self()
 		return

@@ -12,17 +12,12 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/report"
 )
-
-// Stack is one folded stack: frames from the outermost caller to the leaf.
-type Stack struct {
-	Frames []string
-	Value  uint64
-}
 
 // Options select the stacks.
 type Options struct {
@@ -31,33 +26,67 @@ type Options struct {
 	ByThread bool
 }
 
-// trie accumulates values per distinct stack.
-type trie struct {
-	value    uint64
-	children map[string]*trie
+// Stacks are the folded stacks of a trace: a trie of frame names whose nodes hold the
+// value of the stack ending there. The writers walk it; nothing holds a stack's frames
+// (with arguments a trace has millions of distinct stacks, each tens of frames deep).
+type Stacks struct {
+	root trie
 }
 
+// trie accumulates values per distinct stack.
+type trie struct {
+	name     string
+	value    uint64 // the stack ending here
+	total    uint64 // value and the children's totals (WriteSVG)
+	kids     []*trie
+	children map[string]*trie // with more than fewKids children
+}
+
+// fewKids: up to this many children are found by a scan (a map per node would be most of
+// the trie's memory).
+const fewKids = 8
+
 func (t *trie) child(name string) *trie {
-	c := t.children[name]
-	if c == nil {
-		if t.children == nil {
-			t.children = map[string]*trie{}
+	if t.children != nil {
+		if c := t.children[name]; c != nil {
+			return c
 		}
-		c = &trie{}
+	} else {
+		for _, c := range t.kids {
+			if c.name == name {
+				return c
+			}
+		}
+	}
+	c := &trie{name: name}
+	t.kids = append(t.kids, c)
+	if t.children != nil {
 		t.children[name] = c
+	} else if len(t.kids) > fewKids {
+		t.children = make(map[string]*trie, len(t.kids))
+		for _, k := range t.kids {
+			t.children[k.name] = k
+		}
 	}
 	return c
 }
 
-// Fold returns the folded stacks of the forest, sorted by frames.
-func Fold(f *calltree.Forest, o Options) []Stack {
+// sorted returns t's children by name (the folded format's order, and the SVG's).
+func (t *trie) sorted() []*trie {
+	sort.Slice(t.kids, func(i, j int) bool { return t.kids[i].name < t.kids[j].name })
+	return t.kids
+}
+
+// Fold returns the folded stacks of the forest.
+func Fold(f *calltree.Forest, o Options) *Stacks {
 	return FoldPaths(f, calltree.PathsOf(f), o)
 }
 
 // FoldPaths returns the folded stacks of the threads' call paths (of forest f, whose
-// trees may not have been built), sorted by frames.
-func FoldPaths(f *calltree.Forest, paths []calltree.ThreadPaths, o Options) []Stack {
-	root := &trie{}
+// trees may not have been built).
+func FoldPaths(f *calltree.Forest, paths []calltree.ThreadPaths, o Options) *Stacks {
+	s := &Stacks{}
+	root := &s.root
 	graph := f.HasGraph()
 	for _, tp := range paths {
 		t := tp.T
@@ -92,27 +121,7 @@ func FoldPaths(f *calltree.Forest, paths []calltree.ThreadPaths, o Options) []St
 		}
 		walk(tp.Root.Children, top)
 	}
-	var out []Stack
-	var frames []string
-	var emit func(t *trie)
-	emit = func(t *trie) {
-		names := make([]string, 0, len(t.children))
-		for name := range t.children {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			c := t.children[name]
-			frames = append(frames, name)
-			if c.value > 0 {
-				out = append(out, Stack{Frames: append([]string(nil), frames...), Value: c.value})
-			}
-			emit(c)
-			frames = frames[:len(frames)-1]
-		}
-	}
-	emit(root)
-	return out
+	return s
 }
 
 // clean keeps the folded format parseable: ';' separates frames and the last space
@@ -123,34 +132,33 @@ func clean(name string) string {
 
 var cleaner = strings.NewReplacer(";", ":", "\n", " ")
 
-// WriteFolded prints stacks in the folded format.
-func WriteFolded(w io.Writer, stacks []Stack) error {
+// WriteFolded prints the stacks in the folded format, sorted by frames.
+func WriteFolded(w io.Writer, s *Stacks) error {
 	bw := bufio.NewWriter(w)
-	for _, s := range stacks {
-		fmt.Fprintf(bw, "%s %d\n", strings.Join(s.Frames, ";"), s.Value)
+	if s == nil {
+		return bw.Flush()
 	}
+	var line []byte
+	var emit func(t *trie)
+	emit = func(t *trie) {
+		for _, c := range t.sorted() {
+			n := len(line)
+			if n > 0 {
+				line = append(line, ';')
+			}
+			line = append(line, c.name...)
+			if c.value > 0 {
+				bw.Write(line)
+				bw.WriteByte(' ')
+				bw.WriteString(strconv.FormatUint(c.value, 10))
+				bw.WriteByte('\n')
+			}
+			emit(c)
+			line = line[:n]
+		}
+	}
+	emit(&s.root)
 	return bw.Flush()
-}
-
-// node is a frame of the merged tree.
-type node struct {
-	name     string
-	total    uint64
-	children []*node
-	index    map[string]*node
-}
-
-func (n *node) child(name string) *node {
-	if c := n.index[name]; c != nil {
-		return c
-	}
-	if n.index == nil {
-		n.index = map[string]*node{}
-	}
-	c := &node{name: name}
-	n.index[name] = c
-	n.children = append(n.children, c)
-	return c
 }
 
 // SVGOptions shape the picture.
@@ -170,33 +178,34 @@ const (
 )
 
 // WriteSVG draws the stacks as a flame graph (root at the bottom).
-func WriteSVG(w io.Writer, stacks []Stack, o SVGOptions) error {
+func WriteSVG(w io.Writer, s *Stacks, o SVGOptions) error {
 	if o.Width <= 0 {
 		o.Width = 1200
 	}
 	if o.Unit == "" {
 		o.Unit = "ns"
 	}
-	root := &node{name: "all"}
-	depth := 0
-	for _, s := range stacks {
-		n := root
-		n.total += s.Value
-		for _, fr := range s.Frames {
-			n = n.child(fr)
-			n.total += s.Value
-		}
-		if len(s.Frames) > depth {
-			depth = len(s.Frames)
-		}
+	root := &trie{name: "all"}
+	if s != nil {
+		root.kids, root.children = s.root.kids, s.root.children
 	}
+	var sum func(t *trie) uint64
+	sum = func(t *trie) uint64 {
+		t.total = t.value
+		for _, c := range t.kids {
+			t.total += sum(c)
+		}
+		return t.total
+	}
+	sum(root)
 	// Only frames at least minWidth wide are drawn: size the picture to them.
+	depth := 0
 	if root.total > 0 {
 		scale := float64(o.Width-2*padSide) / float64(root.total)
-		var deepest func(n *node, level int) int
-		deepest = func(n *node, level int) int {
+		var deepest func(n *trie, level int) int
+		deepest = func(n *trie, level int) int {
 			d := level
-			for _, c := range n.children {
+			for _, c := range n.kids {
 				if float64(c.total)*scale >= minWidth {
 					d = max(d, deepest(c, level+1))
 				}
@@ -217,8 +226,8 @@ func WriteSVG(w io.Writer, stacks []Stack, o SVGOptions) error {
 		fmt.Fprintf(bw, "<text x=\"%d\" y=\"%d\">no samples</text>\n", padSide, padTop+frameH)
 	} else {
 		scale := float64(o.Width-2*padSide) / float64(root.total)
-		var draw func(n *node, x float64, level int)
-		draw = func(n *node, x float64, level int) {
+		var draw func(n *trie, x float64, level int)
+		draw = func(n *trie, x float64, level int) {
 			wpx := float64(n.total) * scale
 			if wpx < minWidth {
 				return
@@ -235,9 +244,8 @@ func WriteSVG(w io.Writer, stacks []Stack, o SVGOptions) error {
 				fmt.Fprintf(bw, "<text x=\"%.2f\" y=\"%d\">%s</text>", x+3, y+frameH-5, html.EscapeString(label))
 			}
 			bw.WriteString("</g>\n")
-			sort.Slice(n.children, func(i, j int) bool { return n.children[i].name < n.children[j].name })
 			cx := x
-			for _, c := range n.children {
+			for _, c := range n.sorted() {
 				draw(c, cx, level+1)
 				cx += float64(c.total) * scale
 			}

@@ -130,3 +130,45 @@ func TestSVG(t *testing.T) {
 		t.Error("empty graph says nothing")
 	}
 }
+
+// A caller of many functions (more than a node finds by scanning its children), each
+// called from two callers in turn: one folded line per distinct stack, sorted, with the
+// calls' times summed, and the SVG's frames as wide as the stacks under them.
+func TestFoldedManyChildren(t *testing.T) {
+	var src, want strings.Builder
+	src.WriteString("tracer function_graph\nthread 1 main\n> 0 main\n")
+	ts := 10
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 20; i++ {
+			for _, caller := range []string{"a", "b"} {
+				fmt.Fprintf(&src, "> %d %s\n> %d f%02d\n< %d f%02d\n< %d %s\n", ts, caller, ts+1, i, ts+4, i, ts+5, caller)
+				ts += 10
+			}
+		}
+	}
+	fmt.Fprintf(&src, "< %d main\n", ts)
+	fmt.Fprintf(&want, "main %d\n", ts-400)
+	for _, caller := range []string{"a", "b"} {
+		fmt.Fprintf(&want, "main;%s 80\n", caller)
+		for i := 0; i < 20; i++ {
+			fmt.Fprintf(&want, "main;%s;f%02d 6\n", caller, i)
+		}
+	}
+	f := tracetest.Forest(t, src.String())
+	var b bytes.Buffer
+	WriteFolded(&b, Fold(f, Options{}))
+	if b.String() != want.String() {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want.String())
+	}
+	b.Reset()
+	WriteSVG(&b, Fold(f, Options{}), SVGOptions{Width: 20 + ts})
+	frames := svgFrames(t, b.Bytes())
+	if len(frames) != 1+1+2+20 { // all, main, a, b, and the f's (the same titles under a and b)
+		t.Errorf("%d frames: %v", len(frames), frames)
+	}
+	for title, w := range frames {
+		if strings.HasPrefix(title, "a (") && (w < 199.9 || w > 200.1) {
+			t.Errorf("%s: width %.2f, want 200 (40 calls of 5 ns)", title, w)
+		}
+	}
+}

@@ -84,9 +84,9 @@ func BuildPaths(f *calltree.Forest, paths []calltree.ThreadPaths) *profile.Profi
 		for _, v := range order {
 			c := v.at
 			if c.sample == nil {
-				locs := make([]*profile.Location, 0, len(c.path)+1)
-				for i := len(c.path) - 1; i >= 0; i-- { // pprof wants the leaf first
-					locs = append(locs, b.location(c.path[i]))
+				locs := make([]*profile.Location, 0, c.depth)
+				for n := c; n.parent != nil; n = n.parent { // pprof wants the leaf first
+					locs = append(locs, b.location(n.fn))
 				}
 				c.sample = &profile.Sample{Location: locs, Value: make([]int64, len(b.p.SampleType))}
 				b.p.Sample = append(b.p.Sample, c.sample)
@@ -108,21 +108,42 @@ func Write(w io.Writer, f *calltree.Forest) error {
 	return Build(f).Write(w)
 }
 
-// stackNode is a call stack in a trie of stacks, with its sample.
+// stackNode is a call stack in a trie of stacks (its leaf fn below parent's stack, depth
+// frames in all), with its sample.
 type stackNode struct {
-	path     []*symbolize.Func // outermost first
+	fn       *symbolize.Func
+	parent   *stackNode
+	depth    int
 	sample   *profile.Sample
-	children map[*symbolize.Func]*stackNode
+	kids     []*stackNode
+	children map[*symbolize.Func]*stackNode // with more than fewKids children
 }
 
+// fewKids: up to this many children are found by a scan (a map per node would be most of
+// the trie's memory with arguments' millions of stacks).
+const fewKids = 8
+
 func (s *stackNode) child(fn *symbolize.Func) *stackNode {
-	c := s.children[fn]
-	if c == nil {
-		if s.children == nil {
-			s.children = map[*symbolize.Func]*stackNode{}
+	if s.children != nil {
+		if c := s.children[fn]; c != nil {
+			return c
 		}
-		c = &stackNode{path: append(append([]*symbolize.Func(nil), s.path...), fn)}
+	} else {
+		for _, c := range s.kids {
+			if c.fn == fn {
+				return c
+			}
+		}
+	}
+	c := &stackNode{fn: fn, parent: s, depth: s.depth + 1}
+	s.kids = append(s.kids, c)
+	if s.children != nil {
 		s.children[fn] = c
+	} else if len(s.kids) > fewKids {
+		s.children = make(map[*symbolize.Func]*stackNode, len(s.kids))
+		for _, k := range s.kids {
+			s.children[k.fn] = k
+		}
 	}
 	return c
 }

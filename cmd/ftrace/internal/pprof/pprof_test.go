@@ -126,3 +126,32 @@ func TestMainMappingFirst(t *testing.T) {
 		t.Errorf("mappings %v, want /bin/prog first", p.Mapping)
 	}
 }
+
+// A caller of many functions (more than a node finds by scanning its children), each
+// called twice from two callers, interleaved: one sample per distinct stack, with both
+// calls summed.
+func TestBuildManyChildren(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("tracer function_graph\nthread 1 main\n> 0 main\n")
+	ts := 10
+	var want []string
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 20; i++ {
+			for _, caller := range []string{"a", "b"} {
+				fn := "f" + itoa(uint64(i))
+				src.WriteString("> " + itoa(uint64(ts)) + " " + caller + "\n> " + itoa(uint64(ts+1)) + " " + fn + "\n< " + itoa(uint64(ts+4)) + " " + fn + "\n< " + itoa(uint64(ts+5)) + " " + caller + "\n")
+				ts += 10
+				if round == 0 {
+					want = append(want, fn+"<"+caller+"<main=2,6")
+				}
+			}
+		}
+	}
+	src.WriteString("< " + itoa(uint64(ts)) + " main\n")
+	want = append(want, "a<main=40,80", "b<main=40,80", "main="+"1,"+itoa(uint64(ts-80*5)))
+	sort.Strings(want)
+	p := Build(tracetest.Forest(t, src.String()))
+	if got := stacks(p); got != strings.Join(want, " ") {
+		t.Errorf("samples:\n%s\nwant:\n%s", got, strings.Join(want, " "))
+	}
+}
