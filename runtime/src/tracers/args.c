@@ -766,9 +766,7 @@ int ft_args_staged_next(struct ft_thread *t, const struct ft_argplan *p, const u
 		return 0;
 	w[0] = ftkit_ext(FTKIT_EXT_ARGS_NEXT, words - 1, n);
 	memcpy(w + 1, staged + 1, (words - 1) * 4u);
-	w[words] = FTKIT_EV_ENTRY | d << 3;
-	w[words + 1] = (uint32_t)ip;
-	ft_ev_publish(t, w + words + 2);
+	ft_args_next_entry(t, w + words, d, ip);
 	return 1;
 }
 

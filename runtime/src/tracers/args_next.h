@@ -62,6 +62,15 @@ static inline uint32_t *ft_args_next_put(uint32_t *w, const struct ft_argval *v,
 	return q;
 }
 
+/* The ENTRY of ip after a short record, at q (delta d), and the publication of both. */
+static inline void ft_args_next_entry(struct ft_thread *t, uint32_t *q, uint32_t d,
+				      unsigned long ip)
+{
+	q[0] = FTKIT_EV_ENTRY | d << 3;
+	q[1] = (uint32_t)ip;
+	ft_ev_publish(t, q + 2);
+}
+
 /*
  * The graph tracer's common case: an EXT ARGS_NEXT record (no time, no address: those of
  * the ENTRY right after it) and the ENTRY of ip at ts, in one reservation, so that nothing
@@ -72,16 +81,13 @@ static inline int ft_args_entry_next(struct ft_thread *t, const struct ft_argpla
 				     unsigned long ip, uint64_t ts, const struct ftrace_regs *fregs)
 {
 	unsigned nw = p->awords - 1u;	/* awords counts the address word */
-	uint32_t *w, *q, d;
+	uint32_t *w, d;
 
 	if (!p->anext || !fregs || (uint32_t)(ip >> 32) != t->ip_hi ||
 	    !(w = ft_args_next_take(t, 1 + nw + 2, ts, &d)))
 		return 0;
 	w[0] = ftkit_ext(FTKIT_EXT_ARGS_NEXT, nw, p->nargs);
-	q = ft_args_next_put(w + 1, p->a, p->nargs, fregs);
-	q[0] = FTKIT_EV_ENTRY | d << 3;
-	q[1] = (uint32_t)ip;
-	ft_ev_publish(t, q + 2);
+	ft_args_next_entry(t, ft_args_next_put(w + 1, p->a, p->nargs, fregs), d, ip);
 	return 1;
 }
 
