@@ -11,37 +11,59 @@ type PathNode struct {
 	Seq int
 	// Children in the order they were first called (a tree's pre-order).
 	Children []*PathNode
-	kids     map[*symbolize.Func]*PathNode // with more than fewKids children
+	kids     map[*symbolize.Func]*PathNode // IndexChildren
 }
 
-// fewKids: up to this many children are found by a scan of Children (most nodes have one
-// or two; a map each would be most of a node's memory, with arguments' millions of paths).
-const fewKids = 8
+// fewChildren: up to this many children are found by a scan of a node's list (most nodes
+// have one or two; a map each would be most of a node's memory, with arguments' millions
+// of paths), more by a map.
+const fewChildren = 8
+
+// FindChild returns the child of key among a node's children: list, and m once
+// IndexChildren made it; keyOf tells a child's key.
+func FindChild[K comparable, N any](list []N, m map[K]N, key K, keyOf func(N) K) (N, bool) {
+	if m != nil {
+		n, ok := m[key]
+		return n, ok
+	}
+	for _, n := range list {
+		if keyOf(n) == key {
+			return n, true
+		}
+	}
+	var none N
+	return none, false
+}
+
+// IndexChildren returns a node's map of its children after one was appended to list:
+// m with it added, or a map made when list grows past a scan's length, or nil.
+func IndexChildren[K comparable, N any](list []N, m map[K]N, keyOf func(N) K) map[K]N {
+	if m != nil {
+		last := list[len(list)-1]
+		m[keyOf(last)] = last
+		return m
+	}
+	if len(list) <= fewChildren {
+		return nil
+	}
+	m = make(map[K]N, len(list))
+	for _, n := range list {
+		m[keyOf(n)] = n
+	}
+	return m
+}
+
+func pathFunc(p *PathNode) *symbolize.Func { return p.Func }
 
 // child returns the path extended by fn, made (numbered seq) if new.
 func (p *PathNode) child(fn *symbolize.Func, seq *int) *PathNode {
-	if p.kids != nil {
-		if c := p.kids[fn]; c != nil {
-			return c
-		}
-	} else {
-		for _, c := range p.Children {
-			if c.Func == fn {
-				return c
-			}
-		}
+	if c, ok := FindChild(p.Children, p.kids, fn, pathFunc); ok {
+		return c
 	}
 	*seq++
 	c := &PathNode{Func: fn, Seq: *seq}
 	p.Children = append(p.Children, c)
-	if p.kids != nil {
-		p.kids[fn] = c
-	} else if len(p.Children) > fewKids {
-		p.kids = make(map[*symbolize.Func]*PathNode, len(p.Children))
-		for _, k := range p.Children {
-			p.kids[k.Func] = k
-		}
-	}
+	p.kids = IndexChildren(p.Children, p.kids, pathFunc)
 	return c
 }
 

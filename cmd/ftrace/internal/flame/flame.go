@@ -39,35 +39,18 @@ type trie struct {
 	value    uint64 // the stack ending here
 	total    uint64 // value and the children's totals (WriteSVG)
 	kids     []*trie
-	children map[string]*trie // with more than fewKids children
+	children map[string]*trie // calltree.IndexChildren
 }
 
-// fewKids: up to this many children are found by a scan (a map per node would be most of
-// the trie's memory).
-const fewKids = 8
+func trieName(t *trie) string { return t.name }
 
 func (t *trie) child(name string) *trie {
-	if t.children != nil {
-		if c := t.children[name]; c != nil {
-			return c
-		}
-	} else {
-		for _, c := range t.kids {
-			if c.name == name {
-				return c
-			}
-		}
+	if c, ok := calltree.FindChild(t.kids, t.children, name, trieName); ok {
+		return c
 	}
 	c := &trie{name: name}
 	t.kids = append(t.kids, c)
-	if t.children != nil {
-		t.children[name] = c
-	} else if len(t.kids) > fewKids {
-		t.children = make(map[string]*trie, len(t.kids))
-		for _, k := range t.kids {
-			t.children[k.name] = k
-		}
-	}
+	t.children = calltree.IndexChildren(t.kids, t.children, trieName)
 	return c
 }
 

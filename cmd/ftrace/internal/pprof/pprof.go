@@ -116,35 +116,18 @@ type stackNode struct {
 	depth    int
 	sample   *profile.Sample
 	kids     []*stackNode
-	children map[*symbolize.Func]*stackNode // with more than fewKids children
+	children map[*symbolize.Func]*stackNode // calltree.IndexChildren
 }
 
-// fewKids: up to this many children are found by a scan (a map per node would be most of
-// the trie's memory with arguments' millions of stacks).
-const fewKids = 8
+func stackFunc(s *stackNode) *symbolize.Func { return s.fn }
 
 func (s *stackNode) child(fn *symbolize.Func) *stackNode {
-	if s.children != nil {
-		if c := s.children[fn]; c != nil {
-			return c
-		}
-	} else {
-		for _, c := range s.kids {
-			if c.fn == fn {
-				return c
-			}
-		}
+	if c, ok := calltree.FindChild(s.kids, s.children, fn, stackFunc); ok {
+		return c
 	}
 	c := &stackNode{fn: fn, parent: s, depth: s.depth + 1}
 	s.kids = append(s.kids, c)
-	if s.children != nil {
-		s.children[fn] = c
-	} else if len(s.kids) > fewKids {
-		s.children = make(map[*symbolize.Func]*stackNode, len(s.kids))
-		for _, k := range s.kids {
-			s.children[k.fn] = k
-		}
-	}
+	s.children = calltree.IndexChildren(s.kids, s.children, stackFunc)
 	return c
 }
 
