@@ -792,3 +792,35 @@ func TestTracerFewDescriptors(t *testing.T) {
 	}
 	trCheckComplete(t, trRead(t, filepath.Join(dir, "five.dat")), 1)
 }
+
+// A traced program run under valgrind's leak check, as test suites run theirs (jq's
+// `make check` with --leak-check=full --error-exitcode=1): the runtime leaves nothing
+// "definitely" or "possibly lost". The replaced memory-map images were dropped by the
+// compiler from the array that kept them, and the control server thread still ran at
+// exit (its thread memory "possibly lost"): the zstd/jq trial's suite failed traced.
+func TestTracerValgrindClean(t *testing.T) {
+	testenv.Need(t, "valgrind")
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_threads.c")
+	want, _ := trRun(t, dir, prog, nil)
+	for _, env := range [][]string{
+		{"FTRACE_TRACER=function"},
+		{"FTRACE_TRACER=function_graph"},
+		{"FTRACE_TRACER=function_graph", "FTRACE_CONTROL=0"},
+		{"FTRACE_TRACER=function", "FTRACE_RING=1M"},
+	} {
+		cmd := exec.Command("valgrind", "-q", "--leak-check=full", "--error-exitcode=99", prog)
+		var errb strings.Builder
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), append(env, "FTRACE_OUTPUT=v.dat")...)
+		cmd.Stderr = &errb
+		out, err := cmd.Output()
+		if err != nil || string(out) != want {
+			t.Errorf("%v: %v, output %q (want %q)\n%s", env, err, out, want, errb.String())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "v.dat")); err != nil {
+			t.Errorf("%v: no trace: %v", env, err)
+		}
+		os.Remove(filepath.Join(dir, "v.dat"))
+	}
+}

@@ -76,12 +76,18 @@ static inline void ft_fd_remember(int fd, struct ft_fdid *id)
 	}
 }
 
-/* Close fd if it still names the file remembered in id. */
-static inline void ft_fd_close_same(int fd, const struct ft_fdid *id)
+/* Does fd still name the file remembered in id (the program may have reused the number)? */
+static inline int ft_fd_same(int fd, const struct ft_fdid *id)
 {
 	struct stat st;
 
-	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino)
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino;
+}
+
+/* Close fd if it still names the file remembered in id. */
+static inline void ft_fd_close_same(int fd, const struct ft_fdid *id)
+{
+	if (ft_fd_same(fd, id))
 		close(fd);
 }
 

@@ -289,6 +289,23 @@ static void serve(int fd)
 	}
 }
 
+/*
+ * The server thread: none, running, or being stopped by ft_control_stop (which joins it).
+ * One that ends by itself (finish, an error) detaches itself.
+ */
+enum { CTL_NONE, CTL_RUNNING, CTL_STOPPING };
+static atomic_int ctl_state;
+static pthread_t ctl_thread;
+
+static void *control_exit(void)
+{
+	int st = CTL_RUNNING;
+
+	if (atomic_compare_exchange_strong(&ctl_state, &st, CTL_NONE))
+		pthread_detach(pthread_self());
+	return NULL;
+}
+
 static void *control_thread(void *arg)
 {
 	(void)arg;
@@ -306,8 +323,10 @@ static void *control_thread(void *arg)
 		if (poll(&pfd, 1, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			return NULL;
+			return control_exit();
 		}
+		if (atomic_load(&ctl_state) == CTL_STOPPING)
+			return control_exit();
 		c = ft_fd_high(accept4(sock_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK));
 		if (c >= 0)
 			fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK);
@@ -316,7 +335,7 @@ static void *control_thread(void *arg)
 				continue;	/* the client went away between poll and accept */
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			return NULL;
+			return control_exit();
 		}
 		/* the effective uid: the one whose rights the process acts with */
 		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 &&
@@ -328,15 +347,40 @@ static void *control_thread(void *arg)
 		if (!sock_path[0]) {	/* the trace was finished (finish): no more requests */
 			ft_fd_close_same(sock_fd, &sock_id);
 			sock_fd = -1;
-			return NULL;
+			return control_exit();
 		}
 	}
+}
+
+/*
+ * At exit: end the server thread and wait for it (a second at most: it may be serving a
+ * client), so that no thread of ours is left running.  valgrind's leak check calls the
+ * memory of a thread alive at exit "possibly lost", which fails test suites that run
+ * under it with --error-exitcode (jq's).  Its poll is woken by shutting the listening
+ * socket down, if the descriptor is still ours; if not, it is left to end with the process.
+ */
+void ft_control_stop(void)
+{
+	int st = CTL_RUNNING;
+	struct timespec ts;
+
+	if (!atomic_compare_exchange_strong(&ctl_state, &st, CTL_STOPPING))
+		return;
+	if (ft_fd_same(sock_fd, &sock_id) && shutdown(sock_fd, SHUT_RDWR) == 0 &&
+	    clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+		ts.tv_sec += 1;
+		if (pthread_timedjoin_np(ctl_thread, NULL, &ts) == 0) {
+			atomic_store(&ctl_state, CTL_NONE);
+			return;
+		}
+	}
+	pthread_detach(ctl_thread);
+	atomic_store(&ctl_state, CTL_NONE);
 }
 
 int ft_control_start(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t th;
 	int fd, err;
@@ -367,17 +411,17 @@ int ft_control_start(void)
 	/* the server thread takes none of the program's signals */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = -pthread_create(&th, &attr, control_thread, NULL);
-	pthread_attr_destroy(&attr);
+	atomic_store(&ctl_state, CTL_RUNNING);
+	err = -pthread_create(&th, NULL, control_thread, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
+		atomic_store(&ctl_state, CTL_NONE);
 		close(fd);
 		sock_fd = -1;
 		sock_unlink();
 		return err;
 	}
+	ctl_thread = th;
 	pthread_setname_np(th, "ftkit-control");
 	return 0;
 }
@@ -577,6 +621,7 @@ void ft_control_attach_init(void)
 void ft_control_forked(void)
 {
 	atomic_store(&attach_state, 0);	/* it can be attached on its own */
+	atomic_store(&ctl_state, CTL_NONE);	/* the server thread stayed in the parent */
 	if (sock_fd >= 0)
 		ft_fd_close_same(sock_fd, &sock_id);	/* unless the program reused the number */
 	sock_fd = -1;

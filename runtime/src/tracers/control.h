@@ -10,6 +10,7 @@
 int ft_control_start(void);
 void ft_control_unlink(void);	/* async-signal-safe */
 void ft_control_sweep(void);	/* sockets of dead processes; not async-signal-safe */
+void ft_control_stop(void);	/* at exit: end the server thread; not async-signal-safe */
 void ft_control_forked(void);
 void ft_control_attach_init(void);	/* attach on demand (`ftrace live PID`) */
 

@@ -1589,6 +1589,7 @@ __attribute__((destructor(101))) static void trace_fini(void)
 		ft_msg_err("cannot finalise trace file at its size or time limit: ", ft_sess.part, err);
 	if (!tr.started)
 		return;
+	ft_control_stop();	/* no live command while the trace is finished */
 	ft_session_finish(FTKIT_R_EXIT, 0, 0);
 	ft_control_unlink();
 	ft_control_sweep();
