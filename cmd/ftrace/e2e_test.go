@@ -607,6 +607,24 @@ func TestE2EEndings(t *testing.T) {
 			}
 		}
 	})
+	t.Run("SIGKILL-ring", func(t *testing.T) {
+		// A flight recorder's events are in the process's memory until written: a
+		// SIGKILL loses them, which record and the readers say (the zstd trial was told
+		// of a partial trace and of "up to 100 ms" missing, in a file of no events).
+		d := t.TempDir()
+		r := testenv.Exec(t, d, ftrace, "record", "--ring", "1M", "--", prog, "kill")
+		if r.Code != 128+9 || !strings.Contains(r.Stderr, "a flight recorder's events live in the process's memory") {
+			t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+		}
+		parts, _ := filepath.Glob(filepath.Join(d, "ftrace.dat.*.part"))
+		if len(parts) != 1 {
+			t.Fatalf("part files %v", parts)
+		}
+		if ir := testenv.Exec(t, d, ftrace, "info", parts[0]); !strings.Contains(ir.Stderr, "a killed process's events are lost") ||
+			strings.Contains(ir.Stderr, "100 ms") {
+			t.Errorf("info's stderr: %q", ir.Stderr)
+		}
+	})
 	t.Run("fork", func(t *testing.T) {
 		d := t.TempDir()
 		r := testenv.Exec(t, d, ftrace, "record", "--", prog, "fork")

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,6 +32,26 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// codedError is an error said on stderr with an exit status of its own: a program that
+// could not be run exits 127 (not found) or 126 (found, not runnable), as with a shell or
+// env(1), not 1 as if it had run and failed.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e codedError) Error() string { return e.err.Error() }
+func (e codedError) Unwrap() error { return e.err }
+
+// notRunnable gives err (a program that could not be started) the status a shell would.
+func notRunnable(err error) error {
+	code := 126
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		code = 127
+	}
+	return codedError{code, err}
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if !enoughDescriptors() {
 		fmt.Fprintln(stderr, "ftrace: too few file descriptors left to run (raise ulimit -n)")
@@ -49,6 +71,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return ee.code
 		}
 		fmt.Fprintf(stderr, "ftrace: %v\n", err)
+		var ce codedError
+		if errors.As(err, &ce) {
+			return ce.code
+		}
 		return 1
 	}
 	return 0

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -277,6 +278,30 @@ func TestBigOutput(t *testing.T) {
 		}
 		if out.Len() != total || (warn.Len() > 0) != c.warned || strings.Count(warn.String(), "\n") > 1 {
 			t.Errorf("%v: %d bytes out, warning %q", c.writes, out.Len(), warn.String())
+		}
+	}
+}
+
+// A program record cannot start exits 127 (not found) or 126 (not runnable), as with a
+// shell or env(1): the zstd trial's missing program exited 1, as if it had run and failed.
+func TestRecordNotRunnable(t *testing.T) {
+	dir := t.TempDir()
+	noexec := filepath.Join(dir, "script.sh")
+	if err := os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		prog string
+		code int
+	}{
+		{filepath.Join(dir, "missing"), 127},
+		{"ftkit-no-such-program", 127},
+		{noexec, 126},
+		{dir, 126},
+	} {
+		var out, errb strings.Builder
+		if code := run([]string{"ftrace", "record", "-o", filepath.Join(dir, "t.dat"), "--", c.prog}, &out, &errb); code != c.code || !strings.HasPrefix(errb.String(), "ftrace: record: ") {
+			t.Errorf("%s: exit %d, stderr %q; want %d", c.prog, code, errb.String(), c.code)
 		}
 	}
 }

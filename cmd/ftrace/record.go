@@ -101,7 +101,7 @@ func doRecord(c *cli.Context) error {
 	path := args[0]
 	if !strings.Contains(path, "/") { // as exec.Command: a name is looked up in $PATH
 		if path, err = exec.LookPath(path); err != nil {
-			return fmt.Errorf("record: %w", err)
+			return notRunnable(fmt.Errorf("record: %w", err))
 		}
 	}
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
@@ -194,7 +194,7 @@ func doRecord(c *cli.Context) error {
 		return fmt.Errorf("record: %w: ftrace needs a few descriptors of its own to start %s (raise ulimit -n)", err, path)
 	}
 	if err != nil {
-		return fmt.Errorf("record: %w", err)
+		return notRunnable(fmt.Errorf("record: %w", err))
 	}
 	// Termination requests to ftrace are passed on; the program decides what to do.
 	fwd := make(chan os.Signal, 4)
@@ -309,7 +309,13 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 	if err != nil {
 		part := fmt.Sprintf("%s.%d.part", path, pid)
 		if _, perr := os.Stat(part); perr == nil {
-			fmt.Fprintf(stderr, "ftrace: the program ended without finalising its trace; partial trace in %s\n", part)
+			if c.String("ring") != "" {
+				fmt.Fprintf(stderr, "ftrace: the program ended without finalising its trace; a flight recorder's "+
+					"events live in the process's memory until written (exit, fatal signal, snapshot, dump), "+
+					"so they are lost; the file's start is in %s\n", part)
+			} else {
+				fmt.Fprintf(stderr, "ftrace: the program ended without finalising its trace; partial trace in %s\n", part)
+			}
 			return
 		}
 		if os.IsNotExist(err) {
@@ -342,17 +348,22 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 		fmt.Fprintf(stderr, "ftrace: %v\n", err)
 		return
 	}
-	fmt.Fprintln(stderr, summaryLine(path, st.Trace, events, lostDepth, d))
+	fmt.Fprintln(stderr, summaryLine(path, st.Trace, events, lostDepth, d, c.Bool("no-loss")))
 	return events
 }
 
 // summaryLine is record's last word on a trace of events recorded events (its threads'
-// events are not loaded: the counts come from the file's tables).
-func summaryLine(path string, tr *tracefile.Trace, events, lostDepth uint64, d time.Duration) string {
+// events are not loaded: the counts come from the file's tables), with what to do about
+// lost events (not --no-loss when it was given).
+func summaryLine(path string, tr *tracefile.Trace, events, lostDepth uint64, d time.Duration, noLoss bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), events)
 	if sum := tracefile.LostSummary(tr); sum.Lost > 0 {
-		fmt.Fprintf(&b, ", %d lost (%s)", sum.Lost, pct(sum.Lost, sum.Lost+events))
+		hint := sum.Hint
+		if noLoss && strings.Contains(hint, "--no-loss to") {
+			hint = ""
+		}
+		fmt.Fprintf(&b, ", %d lost (%s%s)", sum.Lost, pct(sum.Lost, sum.Lost+events), hint)
 	}
 	if lostDepth > 0 {
 		fmt.Fprintf(&b, ", %d calls not graphed", lostDepth)

@@ -179,7 +179,14 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 		hd.Tracer = fmt.Sprintf("tracer(%d)", tracer)
 	}
 	hd.Reason = reasonName(reason)
-	if hd.Flags&FlagComplete == 0 {
+	switch {
+	case hd.Flags&FlagComplete != 0:
+	case hd.Ring:
+		// the rings are written only at exit, a fatal signal, a snapshot or a dump
+		hd.Warnings = append(hd.Warnings, "not finalised (the process was killed, or still runs): "+
+			"a flight recorder keeps its events in the process's memory until it writes them, "+
+			"so a killed process's events are lost (the snapshots and dumps it wrote have theirs)")
+	default:
 		// a killed process's .part, or one still running: said by every reader
 		hd.Warnings = append(hd.Warnings, "not finalised (the process was killed, or still runs): "+
 			"each thread's last events, up to about 100 ms, may be missing and are not counted as lost")
