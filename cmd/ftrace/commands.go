@@ -359,13 +359,14 @@ func infoCommand() *cli.Command {
 			if n.calls, n.entries, n.exits, n.lost, n.lostDepth, err = st.Counts(); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
+			n.last = st.LastTS()
 			return writeInfo(c, path, st.Trace, n)
 		},
 	}
 }
 
 // counts are a trace's events by kind and its losses.
-type counts struct{ calls, entries, exits, lost, lostDepth uint64 }
+type counts struct{ calls, entries, exits, lost, lostDepth, last uint64 }
 
 func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error {
 	w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
@@ -409,6 +410,9 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	}
 	if h.EndNS > h.StartNS {
 		fmt.Fprintf(w, "duration:\t%s\n", report.Dur(h.EndNS-h.StartNS))
+	} else if h.Flags&tracefile.FlagComplete == 0 && n.last > h.StartNS {
+		// not finalised: no end time, but the events say how long at least
+		fmt.Fprintf(w, "duration:\tat least %s (to the last event)\n", report.Dur(n.last-h.StartNS))
 	}
 	if h.GraphDepth > 0 {
 		fmt.Fprintf(w, "graph depth limit:\t%d\n", h.GraphDepth)

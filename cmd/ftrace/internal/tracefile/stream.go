@@ -30,6 +30,7 @@ type Stream struct {
 	// Values: decode argument and return-value records into ValuesKind events (set
 	// before reading; off, they are skipped).
 	Values bool
+	lastTS uint64 // the latest event time Counts met
 	vals   valueTable
 }
 
@@ -173,10 +174,13 @@ func (s *Stream) sortThreads() {
 	}
 }
 
+// LastTS is the time of the latest event Counts decoded (0 before it ran).
+func (s *Stream) LastTS() uint64 { return s.lastTS }
+
 // Counts decodes every thread (two at a time) and returns what Trace.Counts returns for
 // a trace read whole; each thread's N and Lost are then final.
 func (s *Stream) Counts() (calls, entries, exits, lost, lostDepth uint64, err error) {
-	type kinds struct{ calls, entries, exits uint64 }
+	type kinds struct{ calls, entries, exits, last uint64 }
 	per := make([]kinds, len(s.Trace.Threads))
 	errs := make([]error, len(s.Trace.Threads))
 	var wg sync.WaitGroup
@@ -189,6 +193,7 @@ func (s *Stream) Counts() (calls, entries, exits, lost, lostDepth uint64, err er
 			errs[i] = s.Events(i, func(evs []Event) error {
 				k := &per[i]
 				for j := range evs {
+					k.last = max(k.last, evs[j].TS)
 					switch evs[j].Kind {
 					case Call:
 						k.calls++
@@ -214,6 +219,7 @@ func (s *Stream) Counts() (calls, entries, exits, lost, lostDepth uint64, err er
 		exits += per[i].exits
 		lost += th.Lost
 		lostDepth += th.LostDepth
+		s.lastTS = max(s.lastTS, per[i].last)
 	}
 	return calls, entries, exits, lost, lostDepth, nil
 }
