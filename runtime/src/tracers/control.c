@@ -296,6 +296,7 @@ static void serve(int fd)
 enum { CTL_NONE, CTL_RUNNING, CTL_STOPPING };
 static atomic_int ctl_state;
 static pthread_t ctl_thread;
+static pthread_mutex_t ctl_mu = PTHREAD_MUTEX_INITIALIZER;	/* ctl_thread set with the state */
 
 static void *control_exit(void)
 {
@@ -364,8 +365,14 @@ void ft_control_stop(void)
 	int st = CTL_RUNNING;
 	struct timespec ts;
 
-	if (!atomic_compare_exchange_strong(&ctl_state, &st, CTL_STOPPING))
+	if (atomic_load(&ctl_state) != CTL_RUNNING)
 		return;
+	pthread_mutex_lock(&ctl_mu);
+	if (!atomic_compare_exchange_strong(&ctl_state, &st, CTL_STOPPING)) {
+		pthread_mutex_unlock(&ctl_mu);
+		return;
+	}
+	pthread_mutex_unlock(&ctl_mu);
 	if (ft_fd_same(sock_fd, &sock_id) && shutdown(sock_fd, SHUT_RDWR) == 0 &&
 	    clock_gettime(CLOCK_REALTIME, &ts) == 0) {
 		ts.tv_sec += 1;
@@ -411,17 +418,21 @@ int ft_control_start(void)
 	/* the server thread takes none of the program's signals */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_mutex_lock(&ctl_mu);
 	atomic_store(&ctl_state, CTL_RUNNING);
 	err = -pthread_create(&th, NULL, control_thread, NULL);
+	if (!err)
+		ctl_thread = th;
+	else
+		atomic_store(&ctl_state, CTL_NONE);
+	pthread_mutex_unlock(&ctl_mu);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		atomic_store(&ctl_state, CTL_NONE);
 		close(fd);
 		sock_fd = -1;
 		sock_unlink();
 		return err;
 	}
-	ctl_thread = th;
 	pthread_setname_np(th, "ftkit-control");
 	return 0;
 }
@@ -622,6 +633,7 @@ void ft_control_forked(void)
 {
 	atomic_store(&attach_state, 0);	/* it can be attached on its own */
 	atomic_store(&ctl_state, CTL_NONE);	/* the server thread stayed in the parent */
+	pthread_mutex_init(&ctl_mu, NULL);	/* it may have been held there at the fork */
 	if (sock_fd >= 0)
 		ft_fd_close_same(sock_fd, &sock_id);	/* unless the program reused the number */
 	sock_fd = -1;
