@@ -1591,6 +1591,7 @@ __attribute__((destructor(101))) static void trace_fini(void)
 		return;
 	ft_control_stop();	/* no live command while the trace is finished */
 	ft_session_finish(FTKIT_R_EXIT, 0, 0);
+	ft_session_reap();
 	ft_control_unlink();
 	ft_control_sweep();
 }

@@ -543,6 +543,7 @@ static struct {
 
 static struct ft_tbuf *tbuf_free;	/* tbufs of exited threads (under the session lock) */
 static pthread_t writer_th;
+static int writer_joinable;	/* writer_th is this process's and not joined yet */
 static int write_failed;		/* reported once */
 static int writer_private;		/* the writer thread has a descriptor table of its own */
 static int write_err_later;		/* its write error, said by a program thread (its table
@@ -1395,19 +1396,43 @@ static void *writer_main(void *arg)
 	}
 }
 
+/*
+ * The writer is joinable: it ends by itself at its next pass once the session is not live
+ * (or of another generation), and the next writer_start or the exit (ft_session_reap)
+ * joins it, so that no thread of ours outlives the program's: valgrind's leak check calls
+ * the memory of a thread alive at exit "possibly lost" (TestTracerValgrindClean).  A
+ * second at most: past that (a write stuck on a slow disk) it is detached and left.
+ */
+static void writer_reap(void)
+{
+	struct timespec ts;
+
+	if (!writer_joinable || pthread_equal(writer_th, pthread_self()))
+		return;
+	writer_joinable = 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	if (pthread_timedjoin_np(writer_th, NULL, &ts) != 0)
+		pthread_detach(writer_th);
+}
+
+void ft_session_reap(void)
+{
+	if (__atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE)
+		writer_reap();
+}
+
 static int writer_start(void)
 {
-	pthread_attr_t attr;
 	sigset_t all, old;
 	int err;
 
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	writer_reap();
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = -pthread_create(&writer_th, &attr, writer_main, (void *)(uintptr_t)ft_sess.gen);
+	err = -pthread_create(&writer_th, NULL, writer_main, (void *)(uintptr_t)ft_sess.gen);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
+	writer_joinable = !err;
 	return err;
 }
 
@@ -2473,6 +2498,7 @@ void ft_session_forked(void)
 	struct ft_thread *t = &ft_cur;
 
 	sess_lock = 0;
+	writer_joinable = 0;	/* the parent's writer */
 	/* another thread may have held it at fork; objects gone before are not this trace's */
 	maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	gone.len = 0;

@@ -272,6 +272,8 @@ void ft_session_wait_finished(void);
 void ft_session_release(void);
 int ft_session_snapshot(const char *path, char *out, size_t outlen);
 void ft_session_forked(void);
+/* After the session ended (at exit): wait for its writer thread to end; not async-signal-safe. */
+void ft_session_reap(void);
 /* events lost, graph frames not recorded (depth), threads that recorded */
 void ft_session_counts(uint64_t *lost, uint64_t *depth, uint64_t *threads);
 int ft_maps_build(uint64_t at, unsigned long pad_to);
