@@ -459,6 +459,9 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 		if th.OverwrittenBlocks > 0 {
 			fl = append(fl, fmt.Sprintf("%d-blocks-overwritten-by-ring", th.OverwrittenBlocks))
 		}
+		if th.ClearedBlocks > 0 {
+			fl = append(fl, fmt.Sprintf("%d-blocks-cleared", th.ClearedBlocks))
+		}
 		if th.MissingBlocks > 0 {
 			fl = append(fl, fmt.Sprintf("%d-blocks-missing", th.MissingBlocks))
 		}

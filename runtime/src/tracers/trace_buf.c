@@ -1026,6 +1026,8 @@ static void batch_block(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *
 	h->c.hdr_size = (uint32_t)(sizeof(*h) + h->depth * sizeof(struct ftkit_frame));
 	h->c.size = h->c.hdr_size + ROUND_UP((uint64_t)pub, 8UL);
 	h->flags |= flags;
+	if (tb->clear_seq && h->seq == tb->clear_seq)
+		h->flags |= FTKIT_B_CLEARED;	/* a gap before it is no loss */
 	h->data_len = pub;
 	h->nev = count_events(data, pub / 4);
 	batch_iov(bt, h, sizeof(*h));

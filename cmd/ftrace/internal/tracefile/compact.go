@@ -27,6 +27,7 @@ const (
 	// EVENTS chunk flags.
 	BlockRing    = 1 << 0
 	BlockPartial = 1 << 1
+	BlockCleared = 1 << 2 // the blocks just before it were dropped by a live clear
 
 	// Event types (word 0, bits 0-2).
 	evExit        = 0
@@ -252,6 +253,8 @@ func (s *v2state) finish(st *Stream) {
 				// a ring's overwritten start is not missing
 			case b.flags&BlockRing != 0:
 				th.OverwrittenBlocks += b.seq - next // a ring switched on live
+			case b.flags&BlockCleared != 0:
+				th.ClearedBlocks += b.seq - next // the user asked: not missing
 			default:
 				th.MissingBlocks += b.seq - next
 			}

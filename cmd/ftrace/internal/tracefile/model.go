@@ -154,6 +154,8 @@ type Thread struct {
 	// OverwrittenBlocks counts blocks a flight-recorder ring overwrote after the thread's
 	// first block in the file (the ring was switched on live): the gaps before ring blocks.
 	OverwrittenBlocks uint64
+	// ClearedBlocks counts blocks a live `clear` dropped (not lost, not missing).
+	ClearedBlocks uint64
 	// N counts the call events read (calls, entries and exits of Events, or of those a
 	// Stream has decoded; not markers, stack traces or values).
 	N uint64
