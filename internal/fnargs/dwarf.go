@@ -192,6 +192,16 @@ func (l *loader) function(e *dwarf.Entry, low, entry uint64, syms []string) (*Fu
 	if fn.Linkage == "" {
 		fn.Linkage, _ = tree.Val(dwarf.Attr(0x2007)).(string) // DW_AT_MIPS_linkage_name
 	}
+	if fn.Linkage == "" && l.cplus {
+		// gcc gives a C++ function of internal linkage (static, or in an anonymous
+		// namespace) no linkage name: its symbol is one, and the runtime matches by it
+		// (its bare name would match nothing: the leveldb trial's -a showed no values)
+		for _, s := range syms {
+			if strings.HasPrefix(s, "_Z") && (fn.Linkage == "" || !strings.Contains(s, ".")) {
+				fn.Linkage = s
+			}
+		}
+	}
 	fn.Name = name
 	if fn.Linkage != "" {
 		// the qualified name with template arguments: ns::Cls::get<int>

@@ -73,6 +73,42 @@ long b_main(void) { return dup(2, 3); }`,
 	}
 }
 
+// C++ functions of internal linkage (an anonymous namespace, static) have no DWARF
+// linkage name: their specs name their symbols, which the runtime matches (the leveldb
+// trial's `record -a` wrote their bare names, which match nothing, and showed no values).
+func TestRuntimeSpecsInternalLinkage(t *testing.T) {
+	if _, err := exec.LookPath("g++"); err != nil {
+		t.Skip("no g++")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "a.cc")
+	os.WriteFile(src, []byte(`namespace { __attribute__((noipa)) int twice(int x) { return 2 * x; } }
+namespace ns { __attribute__((noipa)) int thrice(int x) { return 3 * x; } }
+static __attribute__((noipa)) int quad(int x) { return 4 * x; }
+int main(int argc, char **) { return twice(argc) + ns::thrice(argc) + quad(argc); }
+`), 0o644)
+	prog := filepath.Join(dir, "prog")
+	if out, err := exec.Command("g++", "-O2", "-g", "-o", prog, src).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	tab, err := Load(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, rets, _ := tab.RuntimeSpecs(nil)
+	for _, want := range []string{"_ZN12_GLOBAL__N_15twiceEi@arg1/a32%rdi\n", "_ZN2ns6thriceEi@arg1/a32%rdi\n", "_ZL4quadi@arg1/a32%rdi\n"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("no %q in\n%s", want, args)
+		}
+	}
+	if !strings.Contains(rets, "_ZL4quadi@retval/a32%rax\n") {
+		t.Errorf("no quad return value in\n%s", rets)
+	}
+	if f := tab.ByName("_ZN12_GLOBAL__N_15twiceEi"); len(f) != 1 || f[0].Name != "(anonymous namespace)::twice" {
+		t.Errorf("twice by its symbol: %v", f)
+	}
+}
+
 // A struct's last word holding only 4 bytes of members (the rest padding the caller never
 // wrote) is recorded as 32 bits; a word of members, or of a union, whole.
 func TestPartBits(t *testing.T) {
