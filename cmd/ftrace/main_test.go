@@ -305,3 +305,21 @@ func TestRecordNotRunnable(t *testing.T) {
 		}
 	}
 }
+
+// The program a qemu-user command line runs, past qemu's options (with and without values).
+func TestQemuGuest(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "./prog", "-x"}, "./prog"},
+		{[]string{"/usr/bin/qemu-aarch64-static", "-strace", "-cpu", "max", "prog"}, "prog"},
+		{[]string{"qemu-aarch64", "-E", "A=1", "--", "-odd"}, "-odd"},
+		{[]string{"qemu-aarch64", "-L"}, ""},
+		{[]string{"./prog", "-L", "x"}, ""},
+	} {
+		if got := qemuGuest(c.args); got != c.want {
+			t.Errorf("%q: %q, want %q", c.args, got, c.want)
+		}
+	}
+}

@@ -47,8 +47,8 @@ func recordCommand() *cli.Command {
 			&cli.GenericFlag{Name: "graph-notrace", Value: &specList{}, Usage: "function_graph: leave out these functions (`GLOBS`) and what they call"},
 			&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "record `N` levels of graph calls (1: the outermost only; 0: unlimited)"},
 			&cli.GenericFlag{Name: "trigger", Aliases: []string{"T"}, Value: &specList{}, Usage: "act on hits of functions: `SPEC` is GLOB@ACTION[:COUNT] with actions (comma-separated) traceon, traceoff, snapshot, stacktrace, depth=N, finish (repeatable; FTRACE_TRIGGER)"},
-			&cli.GenericFlag{Name: "argument", Aliases: []string{"A"}, Value: &specList{}, Usage: "record arguments: `SPEC` is FUNC@arg1,arg2/s,fparg1 (uftrace syntax; repeatable; FTRACE_ARGS)"},
-			&cli.GenericFlag{Name: "retval", Aliases: []string{"R"}, Value: &specList{}, Usage: "record return values: `SPEC` is FUNC@retval[/FMT] (repeatable; FTRACE_RETVAL)"},
+			&cli.GenericFlag{Name: "argument", Aliases: []string{"A"}, Value: &specList{}, Usage: "record arguments: `SPEC` is FUNC@arg1,arg2/s,fparg1 (uftrace syntax; repeatable; FTRACE_ARGS), or @FILE: the specs of a file, one per line (ftrace args --spec)"},
+			&cli.GenericFlag{Name: "retval", Aliases: []string{"R"}, Value: &specList{}, Usage: "record return values: `SPEC` is FUNC@retval[/FMT] (repeatable; FTRACE_RETVAL), or @FILE (ftrace args --spec)"},
 			&cli.BoolFlag{Name: "auto-args", Aliases: []string{"a"}, Usage: "record every function's arguments and return value as the program's DWARF describes them (needs -g)"},
 			&cli.StringFlag{Name: "threads", Usage: "record only these threads: thread ids and thread-name globs, comma-separated (`LIST`; FTRACE_THREADS)"},
 			&cli.StringFlag{Name: "time-filter", Usage: "function_graph: record only calls lasting at least `DUR` (e.g. 10us, 1.5ms) and those of their callees that do (FTRACE_TIME_FILTER)"},
@@ -104,11 +104,21 @@ func doRecord(c *cli.Context) error {
 			return notRunnable(fmt.Errorf("record: %w", err))
 		}
 	}
+	// the program whose symbols and DWARF the filters and -a read: qemu-user's guest
+	target := path
+	if guest := qemuGuest(args); guest != "" {
+		target = guest
+	}
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
+	if target != path && os.Getenv("FTRT_POKE") == "" {
+		// qemu does not see code written through /proc/self/mem: without this a live
+		// switch of tracer patched nothing (docs/runtime.md, "arm64")
+		env = append(env, "FTRT_POKE=mprotect")
+	}
 	for _, l := range [][2]string{{"filter", "FTRACE_FILTER"}, {"notrace", "FTRACE_NOTRACE"},
 		{"graph-function", "FTRACE_GRAPH_FUNCTION"}, {"graph-notrace", "FTRACE_GRAPH_NOTRACE"}} {
 		if f := c.Generic(l[0]).(*specList).v; len(f) > 0 {
-			env = append(env, l[1]+"="+strings.Join(runtimeGlobs(path, f), ","))
+			env = append(env, l[1]+"="+strings.Join(runtimeGlobs(target, f), ","))
 		}
 	}
 	if d := c.Int("depth"); d > 0 {
@@ -125,7 +135,11 @@ func doRecord(c *cli.Context) error {
 	if th := c.String("threads"); th != "" {
 		env = append(env, "FTRACE_THREADS="+th)
 	}
-	argEnv, cleanup, err := argsEnv(c, args[0])
+	argProg := args[0]
+	if target != path {
+		argProg = target
+	}
+	argEnv, cleanup, err := argsEnv(c, argProg)
 	if err != nil {
 		return err
 	}
@@ -688,6 +702,35 @@ func noTableHint(stderr io.Writer, prog string) {
 			"link it with ftcc too, not the compiler alone; ftcc leaves -static and -static-libstdc++ "+
 			"links without it), so nothing of it is traced\n", prog)
 	}
+}
+
+// qemuNoValue are qemu-user's options that take no value; the others take one.
+var qemuNoValue = map[string]bool{"-h": true, "-help": true, "-version": true, "-strace": true,
+	"-singlestep": true, "-one-insn-per-tb": true}
+
+// qemuGuest returns the program a qemu-user command line runs (qemu-aarch64 [OPTIONS] PROG
+// [ARGS]), or "" when args[0] is not qemu-user: record then reads the guest's symbols and
+// DWARF, not qemu's.
+func qemuGuest(args []string) string {
+	if len(args) == 0 || !strings.HasPrefix(filepath.Base(args[0]), "qemu-") {
+		return ""
+	}
+	for i := 1; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		case strings.HasPrefix(a, "-"):
+			if !qemuNoValue[a] {
+				i++
+			}
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 // tracedLibrary returns a shared library prog needs that has a call-site table (built

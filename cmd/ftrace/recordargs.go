@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -32,6 +33,9 @@ func argsEnv(c *cli.Context, prog string) (env []string, cleanup func(), err err
 		if err != nil {
 			return nil, cleanup, fmt.Errorf("record: --auto-args: %w", err)
 		}
+		if !isELF(path) {
+			return nil, cleanup, fmt.Errorf("record: --auto-args: %s is not an ELF program (a script? give -a the program it runs: ftrace record -a -- PROG)", path)
+		}
 		tab, err := fnargs.Load(path)
 		if err != nil {
 			return nil, cleanup, fmt.Errorf("record: --auto-args: %w", err)
@@ -43,17 +47,21 @@ func argsEnv(c *cli.Context, prog string) (env []string, cleanup func(), err err
 		args = append(args, strings.TrimSuffix(a, "\n"))
 		rets = append(rets, strings.TrimSuffix(r, "\n"))
 	}
-	for _, s := range c.Generic("argument").(*specList).v {
-		if _, err := fnargs.ParseArgSpec(s); err != nil {
-			return nil, cleanup, fmt.Errorf("record: -A: %w", err)
+	for _, l := range []struct {
+		flag  string
+		parse func(string) error
+		to    *[]string
+	}{
+		{"argument", func(s string) error { _, err := fnargs.ParseArgSpec(s); return err }, &args},
+		{"retval", func(s string) error { _, err := fnargs.ParseRetSpec(s); return err }, &rets},
+	} {
+		for _, s := range c.Generic(l.flag).(*specList).v {
+			specs, err := specsOf(s, l.parse)
+			if err != nil {
+				return nil, cleanup, fmt.Errorf("record: -%s: %w", strings.ToUpper(l.flag[:1]), err)
+			}
+			*l.to = append(*l.to, specs...)
 		}
-		args = append(args, s)
-	}
-	for _, s := range c.Generic("retval").(*specList).v {
-		if _, err := fnargs.ParseRetSpec(s); err != nil {
-			return nil, cleanup, fmt.Errorf("record: -R: %w", err)
-		}
-		rets = append(rets, s)
 	}
 	for _, l := range []struct {
 		name  string
@@ -170,4 +178,37 @@ func liveArgSpec(pid int, cmd, spec string) (string, func(), error) {
 		return "", cleanup, fmt.Errorf("live: %w", err)
 	}
 	return "@" + name, cleanup, nil
+}
+
+// specsOf is one -A/-R value: a spec (checked with parse), or @FILE holding one per line
+// (blank lines and "#" comments skipped) as FTRACE_ARGS=@FILE takes them: `ftrace args
+// --spec` writes the runtime's own form, which the runtime checks (it says once what it
+// cannot use).
+func specsOf(v string, parse func(string) error) ([]string, error) {
+	if !strings.HasPrefix(v, "@") {
+		return []string{v}, parse(v)
+	}
+	data, err := os.ReadFile(v[1:])
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// isELF: does the file at path start with the ELF magic?
+func isELF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var m [4]byte
+	_, err = io.ReadFull(f, m[:])
+	return err == nil && string(m[:]) == "\x7fELF"
 }
