@@ -510,11 +510,12 @@ func readLines(d *dwarf.Data, infoSize, lineSize uint64) []lineEntry {
 	return out
 }
 
-// line returns the first statement row (else the first row) at exactly addr whose
-// sequence goes on past it (a sequence may end where the next function begins, with a
-// last row of no length there); else the same at the first row inside the function's
-// first bytes (arm64's patchable entry puts its two nops before the function's first
-// row: the row covering them is the previous function's last line); else the last row
+// line returns the first statement row at exactly addr whose sequence goes on past it (a
+// sequence may end where the next function begins, with a last row of no length there);
+// else the first statement row inside the function's first bytes (arm64's patchable entry
+// puts its two nops, and BTI its `bti c`, before the function's first row: a row covering
+// them, if any, is the previous function's last line and no statement); else the first
+// row at addr, or the first inside those bytes; else the last row
 // before it if its sequence covers addr (objects without DWARF linked with ones that
 // have it).  A function's first row may name an inlined header's line that is no
 // statement (basic_string.h:234 for a jsoncpp reader function, whose statement row there
@@ -522,14 +523,24 @@ func readLines(d *dwarf.Data, infoSize, lineSize uint64) []lineEntry {
 // (addr2line reports the last row, which may be a line of its body).
 func (o *object) line(addr, size uint64) (lineEntry, bool) {
 	i := sort.Search(len(o.lines), func(i int) bool { return o.lines[i].addr >= addr })
-	if le, ok := o.rowAt(i, addr); ok {
+	le, ok := o.rowAt(i, addr)
+	if ok && le.stmt {
 		return le, true
 	}
-	// the function's own first row, a few instructions in (at most 16 bytes of padding)
-	if i < len(o.lines) && o.lines[i].addr < addr+min(size, 17) {
-		if le, ok := o.rowAt(i, o.lines[i].addr); ok {
-			return le, true
+	// the function's own first row, a few instructions in (at most 16 bytes of padding):
+	// a statement there wins over a row at addr that is none (arm64 with BTI: the
+	// previous function's last row covers `bti c` and the patchable nops)
+	j := i
+	for j < len(o.lines) && o.lines[j].addr == addr {
+		j++
+	}
+	if j < len(o.lines) && o.lines[j].addr < addr+min(size, 17) {
+		if first, fok := o.rowAt(j, o.lines[j].addr); fok && (first.stmt || !ok) {
+			return first, true
 		}
+	}
+	if ok {
+		return le, true
 	}
 	if i > 0 && addr < o.lines[i-1].end {
 		return o.lines[i-1], true
