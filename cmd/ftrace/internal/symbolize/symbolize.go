@@ -150,7 +150,13 @@ func (s *Symbolizer) unknownFunc(module string, addr uint64) *Func {
 	if f, ok := s.unknown[key]; ok {
 		return f
 	}
-	f := &Func{Name: fmt.Sprintf("0x%x", addr), Module: module, Addr: addr, Unknown: true}
+	// with its object's name when it has one ("libstdc++.so.6+0xd44a2"), as perf does:
+	// a bare offset does not say where to look
+	name := fmt.Sprintf("0x%x", addr)
+	if module != "" {
+		name = filepath.Base(module) + "+" + name
+	}
+	f := &Func{Name: name, Module: module, Addr: addr, Unknown: true}
 	s.unknown[key] = f
 	return f
 }

@@ -150,7 +150,8 @@ func TestStrippedAndMismatch(t *testing.T) {
 	ms.Path = stripped
 	s := New([]tracefile.Mapping{ms})
 	f := s.Lookup(bias + alpha + 4)
-	if !f.Unknown || f.Name != fmt.Sprintf("0x%x", alpha+4) || f.Module != stripped {
+	// named by its object and file offset, as perf does
+	if !f.Unknown || f.Name != fmt.Sprintf("syms.stripped+0x%x", alpha+4) || f.Module != stripped {
 		t.Errorf("stripped: %+v", f)
 	}
 
@@ -473,7 +474,7 @@ func TestSysroot(t *testing.T) {
 		want string
 	}{
 		{id, "guest_fn"},
-		{[]byte{1, 2, 3, 4}, fmt.Sprintf("0x%x", addr)}, // another build: not taken
+		{[]byte{1, 2, 3, 4}, fmt.Sprintf("libftkitguest.so+0x%x", addr)}, // another build: not taken
 	} {
 		s := New([]tracefile.Mapping{{Path: "/lib/libftkitguest.so", Start: 0x10000, End: 0x20000, Bias: 0x10000, BuildID: c.id}})
 		s.Sysroots = []string{filepath.Join(dir, "nothing"), root}
