@@ -3384,3 +3384,38 @@ func TestTracerFilterNames(t *testing.T) {
 		}
 	}
 }
+
+// `size` live: a size limit for a trace that had none (an attached process has none: the
+// leveldb trial's attach wrote 1.86 GB in 3 s): the trace stops near it and is finalised
+// as a size limit, the program running on; a bad size is refused.
+func TestTracerLiveSize(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	trace := filepath.Join(dir, "sz.dat")
+	p := trLive(t, dir, prog, "FTRACE_TRACER=function", "FTRACE_OUTPUT="+trace)
+	if r := p.ask("size lots"); !strings.HasPrefix(r, "error size needs a size") {
+		t.Errorf("size lots: %q", r)
+	}
+	if r := p.ask("size 256K"); r != "ok" {
+		t.Fatalf("size: %q", r)
+	}
+	fmt.Fprintf(p.stdin, "call 1000000\n") // 8 MB of FUNC_NEAR events
+	p.expect("done")
+	var st os.FileInfo
+	for i := 0; i < 100; i++ { // the writer stops it at its next pass
+		if st, _ = os.Stat(trace); st != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st == nil {
+		t.Fatal("no finalised trace")
+	}
+	tr := trRead(t, trace)
+	trCheckComplete(t, tr, 6) // FTKIT_R_SIZE
+	if st.Size() > 4<<20 {
+		t.Errorf("trace of %d bytes: the 256 KiB limit did not stop it", st.Size())
+	}
+	fmt.Fprintf(p.stdin, "call 10\n") // the program runs on
+	p.expect("done")
+}

@@ -394,7 +394,7 @@ func liveCommand() *cli.Command {
 		Description: "Commands: status, enable, disable, tracer function|function_graph|nop, filter GLOBS,\n" +
 			"notrace GLOBS, graph_function GLOBS, graph_notrace GLOBS, depth N, threads LIST, trigger SPEC,\n" +
 			"time_filter DUR, args SPEC|auto|off, retval SPEC|auto|off, " +
-			"ring SIZE|off, snapshot [PATH], dump [PATH], clear, finish.\n" +
+			"ring SIZE|off, size SIZE|off, snapshot [PATH], dump [PATH], clear, finish.\n" +
 			"A process with no control socket (started without FTRACE_TRACER or FTRACE_CONTROL=1) is\n" +
 			"attached: its runtime starts the socket when one of its threads waits in a system call.\n" +
 			"An argument that begins with - needs -- before it: ftrace live PID -- depth -3.",
@@ -409,7 +409,7 @@ func liveCommand() *cli.Command {
 
 var liveCommands = map[string]int{ // command → max args
 	"status": 0, "enable": 0, "disable": 0, "tracer": 1, "filter": 1, "notrace": 1,
-	"graph_function": 1, "graph_notrace": 1, "depth": 1, "threads": 1, "trigger": 1, "time_filter": 1, "args": 1, "retval": 1, "ring": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
+	"graph_function": 1, "graph_notrace": 1, "depth": 1, "threads": 1, "trigger": 1, "time_filter": 1, "args": 1, "retval": 1, "ring": 1, "size": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
 }
 
 func doLive(c *cli.Context) error {
@@ -433,9 +433,12 @@ func doLive(c *cli.Context) error {
 		return fmt.Errorf("live: %s takes at most %d argument(s)", cmd, maxArgs)
 	}
 	switch cmd {
-	case "tracer", "depth", "time_filter", "ring":
+	case "tracer", "depth", "time_filter", "ring", "size":
 		if len(rest) != 1 {
 			return fmt.Errorf("live: %s needs an argument", cmd)
+		}
+		if v, err := parseSize(rest[0]); cmd == "size" && rest[0] != "off" && (err != nil || v == 0) {
+			return fmt.Errorf("live: size needs a size (bytes, or with K, M, G, T) or off, not %q", rest[0])
 		}
 		if _, err := strconv.ParseUint(rest[0], 10, 32); cmd == "depth" && err != nil {
 			return fmt.Errorf("live: depth needs a number from 0 (no limit) to 4294967295, not %q", rest[0])

@@ -211,6 +211,15 @@ static void handle(int fd, char *line)
 			ft_session_mode(out, sizeof(out));
 			result(fd, err, out);
 		}
+	} else if (!strcmp(line, "size")) {
+		uint64_t bytes = 0;
+
+		if (strcmp(arg, "off") && (ft_parse_size(arg, &bytes) || !bytes)) {
+			reply(fd, "error size needs a size (bytes, or with K, M, G, T) or off\n");
+		} else {
+			ft_session_set_size(bytes);
+			result(fd, 0, NULL);
+		}
 	} else if (!strcmp(line, "trigger")) {
 		char bad[160] = "";
 		int err = ft_set_triggers(arg, bad, sizeof(bad));

@@ -1272,7 +1272,9 @@ static void limits_check(uint64_t now)
 	struct ft_session *s = &ft_sess;
 	int reason = 0;
 
-	if (lim.bytes && __atomic_load_n(&s->end, __ATOMIC_RELAXED) >= lim.bytes)
+	uint64_t bytes = __atomic_load_n(&lim.bytes, __ATOMIC_RELAXED);
+
+	if (bytes && __atomic_load_n(&s->end, __ATOMIC_RELAXED) >= bytes)
 		reason = FTKIT_R_SIZE;
 	else if (lim.ms && now - lim.start_ms >= lim.ms)
 		reason = FTKIT_R_DURATION;
@@ -1280,6 +1282,16 @@ static void limits_check(uint64_t now)
 		__atomic_store_n(&lim.fired, 1, __ATOMIC_RELEASE);
 		lim.stop(reason);
 	}
+}
+
+/*
+ * `ftrace live PID size`: the size limit from now on (0: none), as FTRACE_SIZE sets it at
+ * start; a trace already past it stops at the writer's next pass.  An attached process
+ * has none unless given one this way.
+ */
+void ft_session_set_size(uint64_t bytes)
+{
+	__atomic_store_n(&lim.bytes, bytes, __ATOMIC_RELAXED);
 }
 
 static void read_limits(void)

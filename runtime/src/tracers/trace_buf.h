@@ -272,6 +272,8 @@ void ft_session_wait_finished(void);
 void ft_session_release(void);
 int ft_session_snapshot(const char *path, char *out, size_t outlen);
 void ft_session_forked(void);
+/* The trace's size limit from now on (0: none): `ftrace live PID size`. */
+void ft_session_set_size(uint64_t bytes);
 /* After the session ended (at exit): wait for its writer thread to end; not async-signal-safe. */
 void ft_session_reap(void);
 /* events lost, graph frames not recorded (depth), threads that recorded */
