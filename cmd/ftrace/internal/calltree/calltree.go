@@ -206,9 +206,7 @@ func buildThread(th *tracefile.Thread, lookup Lookup, text func(uint64) string, 
 		case tracefile.Call:
 			c := Call{TS: ev.TS, IP: ev.IP, Func: lookup(ev.IP)}
 			if ev.Parent != 0 {
-				// the return address follows the call: the call of a noreturn
-				// function can be its caller's last instruction
-				c.Caller = lookup(ev.Parent - 1)
+				c.Caller = callerOf(lookup, ev.Parent)
 			}
 			t.Calls = append(t.Calls, c)
 		case tracefile.Entry:
@@ -351,4 +349,18 @@ func (n *Node) shift(d int) {
 	for _, c := range n.Children {
 		c.shift(d)
 	}
+}
+
+// callerOf is the function a return address lies in: the one holding the byte before it
+// (the call of a noreturn function can be its caller's last instruction). An address of
+// no symbol is named by the return address itself, not the byte before (an odd address
+// on arm64, whose code is whole words: the leveldb/xz trial's "worker_start <- 0x7edd7").
+func callerOf(lookup func(uint64) *symbolize.Func, parent uint64) *symbolize.Func {
+	f := lookup(parent - 1)
+	if f != nil && f.Unknown {
+		if g := lookup(parent); g != nil && g.Unknown {
+			return g
+		}
+	}
+	return f
 }

@@ -253,7 +253,7 @@ func (w *Walker) Events(evs []tracefile.Event) error {
 			c := &w.call
 			*c = Call{TS: ev.TS, IP: ev.IP, Func: w.funcs[id]}
 			if ev.Parent != 0 {
-				c.Caller = w.fn(ev.Parent - 1)
+				c.Caller = callerOf(w.fn, ev.Parent)
 			}
 			w.obs.Call(c, int(id))
 		case tracefile.Entry:
