@@ -135,11 +135,7 @@ func doRecord(c *cli.Context) error {
 	if th := c.String("threads"); th != "" {
 		env = append(env, "FTRACE_THREADS="+th)
 	}
-	argProg := args[0]
-	if target != path {
-		argProg = target
-	}
-	argEnv, cleanup, err := argsEnv(c, argProg)
+	argEnv, cleanup, err := argsEnv(c, target)
 	if err != nil {
 		return err
 	}
@@ -374,7 +370,7 @@ func summaryLine(path string, tr *tracefile.Trace, events, lostDepth uint64, d t
 	fmt.Fprintf(&b, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), events)
 	if sum := tracefile.LostSummary(tr); sum.Lost > 0 {
 		hint := sum.Hint
-		if noLoss && strings.Contains(hint, "--no-loss to") {
+		if noLoss && sum.NoLossHelps {
 			hint = ""
 		}
 		fmt.Fprintf(&b, ", %d lost (%s%s)", sum.Lost, pct(sum.Lost, sum.Lost+events), hint)
@@ -437,8 +433,10 @@ func doLive(c *cli.Context) error {
 		if len(rest) != 1 {
 			return fmt.Errorf("live: %s needs an argument", cmd)
 		}
-		if v, err := parseSize(rest[0]); cmd == "size" && rest[0] != "off" && (err != nil || v == 0) {
-			return fmt.Errorf("live: size needs a size (bytes, or with K, M, G, T) or off, not %q", rest[0])
+		if cmd == "size" && rest[0] != "off" {
+			if v, err := parseSize(rest[0]); err != nil || v == 0 {
+				return fmt.Errorf("live: size needs a size (bytes, or with K, M, G, T) or off, not %q", rest[0])
+			}
 		}
 		if _, err := strconv.ParseUint(rest[0], 10, 32); cmd == "depth" && err != nil {
 			return fmt.Errorf("live: depth needs a number from 0 (no limit) to 4294967295, not %q", rest[0])
@@ -763,21 +761,16 @@ func tracedLibraries(prog string) []string {
 		if err != nil {
 			continue
 		}
+		if obj != prog && f.Section(mcountloc.TableSection) != nil {
+			out = append(out, obj)
+		}
 		needed, _ := f.ImportedLibraries()
 		dirs := searchDirs(f, obj)
 		f.Close()
 		for _, n := range needed {
-			lib := findLibrary(n, dirs)
-			if lib == "" || seen[lib] {
-				continue
-			}
-			seen[lib] = true
-			queue = append(queue, lib)
-			if lf, err := elf.Open(lib); err == nil {
-				if lf.Section(mcountloc.TableSection) != nil {
-					out = append(out, lib)
-				}
-				lf.Close()
+			if lib := findLibrary(n, dirs); lib != "" && !seen[lib] {
+				seen[lib] = true
+				queue = append(queue, lib)
 			}
 		}
 	}
@@ -809,15 +802,13 @@ func searchDirs(f *elf.File, obj string) []string {
 // path); "" if none.
 func findLibrary(name string, dirs []string) string {
 	if strings.Contains(name, "/") {
-		dirs = []string{""}
+		if isELF(name) {
+			return name
+		}
+		return ""
 	}
 	for _, d := range dirs {
-		if d == "" && !strings.Contains(name, "/") {
-			continue
-		}
-		lib := filepath.Join(d, name)
-		if lf, err := elf.Open(lib); err == nil {
-			lf.Close()
+		if lib := filepath.Join(d, name); d != "" && isELF(lib) {
 			return lib
 		}
 	}

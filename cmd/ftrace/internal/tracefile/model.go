@@ -255,6 +255,8 @@ type Loss struct {
 	Threads []ThreadLoss
 	// Hint says what to do about it, for messages (starts with "; " when set).
 	Hint string
+	// NoLossHelps: the hint is --no-loss (pointless to say to who gave it).
+	NoLossHelps bool
 }
 
 // LostSummary counts a trace's lost events.
@@ -277,7 +279,7 @@ func LostSummary(t *Trace) Loss {
 	case t.Header.Flags&FlagWriteError != 0:
 		l.Hint = "; the trace file could not be written in full (a full disk or a file-size limit: --no-loss cannot help)"
 	case t.Header.Version >= Version2 && !t.Header.Ring:
-		l.Hint = "; record with --no-loss to keep every event"
+		l.Hint, l.NoLossHelps = "; record with --no-loss to keep every event", true
 	case t.Header.Version < Version2:
 		l.Hint = "; the per-thread buffer (FTRACE_BUFFER_KB) filled up"
 	}
