@@ -372,7 +372,6 @@ static void *control_thread(void *arg)
 void ft_control_stop(void)
 {
 	int st = CTL_RUNNING;
-	struct timespec ts;
 
 	if (atomic_load(&ctl_state) != CTL_RUNNING)
 		return;
@@ -382,15 +381,10 @@ void ft_control_stop(void)
 		return;
 	}
 	pthread_mutex_unlock(&ctl_mu);
-	if (ft_fd_same(sock_fd, &sock_id) && shutdown(sock_fd, SHUT_RDWR) == 0 &&
-	    clock_gettime(CLOCK_REALTIME, &ts) == 0) {
-		ts.tv_sec += 1;
-		if (pthread_timedjoin_np(ctl_thread, NULL, &ts) == 0) {
-			atomic_store(&ctl_state, CTL_NONE);
-			return;
-		}
-	}
-	pthread_detach(ctl_thread);
+	if (ft_fd_same(sock_fd, &sock_id) && shutdown(sock_fd, SHUT_RDWR) == 0)
+		ft_join_briefly(ctl_thread);
+	else
+		pthread_detach(ctl_thread);	/* it cannot be woken: no wait */
 	atomic_store(&ctl_state, CTL_NONE);
 }
 

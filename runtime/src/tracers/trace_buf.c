@@ -1419,15 +1419,10 @@ static void *writer_main(void *arg)
  */
 static void writer_reap(void)
 {
-	struct timespec ts;
-
 	if (!writer_joinable || pthread_equal(writer_th, pthread_self()))
 		return;
 	writer_joinable = 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 1;
-	if (pthread_timedjoin_np(writer_th, NULL, &ts) != 0)
-		pthread_detach(writer_th);
+	ft_join_briefly(writer_th);
 }
 
 void ft_session_reap(void)

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/ftrt_core.h"
@@ -167,4 +168,17 @@ void ft_thread_answer_rounds(void)
 		sigaddset(&set, sig);
 		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	}
+}
+
+int ft_join_briefly(pthread_t th)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+		ts.tv_sec += 1;
+		if (pthread_timedjoin_np(th, NULL, &ts) == 0)
+			return 1;
+	}
+	pthread_detach(th);
+	return 0;
 }

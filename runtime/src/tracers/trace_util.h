@@ -7,6 +7,7 @@
 #define FTKIT_TRACE_UTIL_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -30,6 +31,11 @@ void ft_msg(const char *a, const char *b);
 void ft_msg_err(const char *a, const char *b, int err);
 const char *ft_strerror(int err);
 size_t ft_strlcpy(char *dst, const char *src, size_t size);
+/*
+ * Wait a second at most for the joinable thread th to end (joined: 1), else detach it
+ * (0): the runtime's helper threads at exit, so that none outlives the program's.
+ */
+int ft_join_briefly(pthread_t th);
 char *ft_utoa(char *p, unsigned long v);
 /*
  * Copy up to n bytes of this process's memory at addr without faulting (process_vm_readv
