@@ -48,19 +48,23 @@ func hfa(t *Type) (size, n int) {
 	return size, n
 }
 
-// vParts is where a floating value or HFA of n members of size bytes is recorded from
-// v registers first..: one word per member when they are 8-byte doubles or the value is
-// a single member (a float in the low 4 bytes, a quad's low 8), else nothing (each float
-// of an aggregate has a register of its own: no word holds two), printed as "?".
-func vParts(size, n, first int) []Loc {
-	if n != 1 && size != 8 {
-		return nil
+// vParts sets where a floating value or HFA of n members of size bytes is recorded
+// from: v registers first.., one word per member. A single member is in its register's
+// low bytes (a float's 4, a quad's low 8); the members of an aggregate of floats or
+// halves each sit in the low bytes of a register of their own, so each word holds size
+// bytes of the value (PartSize). An aggregate of quads is not recorded (only 8 bytes of
+// each register are), printed as "?".
+func vParts(a *Arg, size, n, first int) {
+	if n != 1 && size > 8 {
+		return
 	}
-	parts := make([]Loc, n)
-	for i := range parts {
-		parts[i] = Loc{Reg: A64V0 + Reg(first+i)}
+	if n != 1 && size < 8 {
+		a.PartSize = size
 	}
-	return parts
+	a.Parts = make([]Loc, n)
+	for i := range a.Parts {
+		a.Parts[i] = Loc{Reg: A64V0 + Reg(first+i)}
+	}
 }
 
 // assignAAPCS64 computes the entry locations of params and the exit location of ret for
@@ -72,7 +76,7 @@ func assignAAPCS64(params []*Arg, ret *Arg) {
 		switch size, n := hfa(t); {
 		case t.Kind == KUnknown:
 		case n > 0:
-			ret.Parts = vParts(size, n, 0)
+			vParts(ret, size, n, 0)
 		case t.Size > 16:
 			// returned in memory at the address the caller passed in x8, which the
 			// callee need not keep: not recorded
@@ -97,7 +101,7 @@ func assignAAPCS64(params []*Arg, ret *Arg) {
 			words, align = 1, 8
 		case n > 0:
 			if nsrn+n <= 8 {
-				a.Parts = vParts(size, n, nsrn)
+				vParts(a, size, n, nsrn)
 				nsrn += n
 				continue
 			}

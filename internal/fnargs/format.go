@@ -58,10 +58,7 @@ func FormatValue(a *Arg, v Value) string {
 	if a.Fmt == FString || a.Fmt == FAuto && a.Type != nil && a.Type.Kind == KString {
 		return str(v)
 	}
-	raw := make([]byte, 8*len(v.Words))
-	for i, w := range v.Words {
-		binary.LittleEndian.PutUint64(raw[8*i:], w)
-	}
+	raw := words(a, v.Words)
 	size := a.Size
 	if size <= 0 || size > len(raw) {
 		size = min(8, len(raw))
@@ -92,6 +89,19 @@ func FormatValue(a *Arg, v Value) string {
 		return str(v)
 	}
 	return typed(a.Type, raw, len(raw), 0)
+}
+
+// words lays out the recorded words as the value's bytes: 8 of each, or a.PartSize.
+func words(a *Arg, ws []uint64) []byte {
+	step := 8
+	if a.PartSize > 0 && a.PartSize < 8 {
+		step = a.PartSize
+	}
+	raw := make([]byte, 8*len(ws))
+	for i, w := range ws {
+		binary.LittleEndian.PutUint64(raw[step*i:], w)
+	}
+	return raw[:step*len(ws)]
 }
 
 // typed prints the value of type t at the start of b; have is how many of t's bytes

@@ -21,7 +21,9 @@ func TestFormatValue(t *testing.T) {
 	big := &Type{Kind: KStruct, Name: "big", Size: 48, Fields: []Field{{Name: "a", Off: 0, Type: i32}, {Name: "z", Off: 40, Type: i32}}}
 	un := &Type{Kind: KStruct, Name: "u", Size: 8, Union: true, Fields: []Field{{Name: "i", Off: 0, Type: i32}, {Name: "d", Off: 0, Type: &Type{Kind: KFloat, Size: 8}}}}
 	str := &Type{Kind: KString, Name: "const char *", Size: 8}
-	f64 := math.Float64bits
+	f32f := &Type{Kind: KFloat, Name: "float", Size: 4}
+	vec3 := &Type{Kind: KStruct, Name: "vec3", Size: 12, Fields: []Field{{Name: "x", Type: f32f}, {Name: "y", Off: 4, Type: f32f}, {Name: "z", Off: 8, Type: f32f}}}
+	f64, f32 := math.Float64bits, math.Float32bits
 	tests := []struct {
 		name string
 		a    Arg
@@ -54,6 +56,9 @@ func TestFormatValue(t *testing.T) {
 		{"string null", Arg{Type: str, Size: 8}, Value{Words: []uint64{0}, StrBad: true}, "NULL"},
 		{"string truncated", Arg{Type: str, Size: 8}, Value{Words: []uint64{0x1000}, Str: []byte("abc"), StrTrunc: true}, `"abc"...`},
 		{"struct in two words", Arg{Type: point, Size: 12}, Value{Words: []uint64{uint64(math.Float32bits(1.5))<<32 | 0xffffffff, uint64(math.Float32bits(-2))}}, "{c=BLUE, xy={1.5, -2}}"},
+		{"arm64 floats, a v register each", Arg{Type: vec3, Size: 12, PartSize: 4},
+			Value{Words: []uint64{0xdead0000_00000000 | uint64(f32(1.5)), uint64(f32(-2)), uint64(f32(0.25))}}, "{x=1.5, y=-2, z=0.25}"},
+		{"arm64 floats, last missing", Arg{Type: vec3, Size: 12, PartSize: 4}, Value{Words: []uint64{uint64(f32(1.5)), uint64(f32(-2))}}, "{x=1.5, y=-2, ...}"},
 		{"bit-fields", Arg{Type: flags, Size: 4}, Value{Words: []uint64{0x2a0b}}, "{on=true, mode=-3, n=42}"},
 		{"union: first member", Arg{Type: un, Size: 8}, Value{Words: []uint64{5}}, "{i=5}"},
 		{"anonymous member", Arg{Type: &Type{Kind: KStruct, Size: 12, Fields: []Field{{Name: "n", Type: i32}, {Off: 4, Type: un}}}, Size: 12},

@@ -34,6 +34,9 @@ type Arg struct {
 	// Size is the value's size in bytes: of Parts' bytes, the first Size are the value
 	// (for FFloat 4 is float, 8 double).
 	Size int
+	// PartSize, when not 0, is how many bytes of the value each Part holds, in its low
+	// bytes: 4 for an arm64 aggregate of floats, each member in a v register of its own.
+	PartSize int
 	// Confirmed: the DWARF location of the parameter at the entry address names the
 	// same registers as the ABI (gcc -O1 and up say so for parameters still in them).
 	Confirmed bool

@@ -103,6 +103,9 @@ func partBits(a *Arg, k int) string {
 	if len(a.Parts) == 1 {
 		return bits(a)
 	}
+	if a.PartSize > 0 && a.PartSize <= 4 {
+		return "32" // a float member in the low bytes of its v register
+	}
 	if t := a.Type; t != nil && t.Kind == KStruct && !a.Indirect {
 		if end := dataEnd(t) - 8*k; end > 0 && end <= 4 {
 			return "32"

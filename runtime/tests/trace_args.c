@@ -20,6 +20,11 @@ struct big {
 	long x[4];
 };
 
+/* floats only: x86-64 packs two a register, arm64 gives each member a v register */
+struct vec3 {
+	float x, y, z;
+};
+
 /*
  * Each function prints its call as ftrace graph shows a recorded one: the test compares.
  * lit() is a string as the reader quotes it: 64 bytes at most (the copy's bound), "..."
@@ -98,6 +103,15 @@ __attribute__((noinline)) long first(struct big b)
 	return b.x[0];
 }
 
+__attribute__((noinline)) struct vec3 vscale(struct vec3 v, float k)
+{
+	struct vec3 r = { v.x * k, v.y * k, v.z * k };
+
+	printf("vscale(v={x=%g, y=%g, z=%g}, k=%g) = {x=%g, y=%g, z=%g}\n", (double)v.x, (double)v.y,
+	       (double)v.z, (double)k, (double)r.x, (double)r.y, (double)r.z);
+	return r;
+}
+
 __attribute__((noinline)) const char *greet(int i)
 {
 	static const char *const g[] = { "hello", "world" };
@@ -134,6 +148,7 @@ int main(void)
 	sum8(1, 2, 3, 4, 5, 6, 7, 8);
 	mkpair(40, -2);
 	first((struct big){ { 11, 12, 13, 14 } });
+	vscale((struct vec3){ 1.5f, -2.0f, 0.25f }, 2.0f);
 	greet(0);
 	greet(1);
 	return 0;
