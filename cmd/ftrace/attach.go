@@ -33,6 +33,27 @@ func attachSignal(pid int) int {
 	return runtimeNote(fmt.Sprintf("/proc/%d/exe", pid))
 }
 
+// procGuest is the guest program of a qemu-user process (its path as the process sees
+// it, through /proc/PID/root and /proc/PID/cwd), "" for any other process.
+func procGuest(pid int) string {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil || !strings.HasPrefix(filepath.Base(exe), "qemu-") {
+		return ""
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	guest := qemuGuest(strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00"))
+	switch {
+	case guest == "":
+		return ""
+	case filepath.IsAbs(guest):
+		return fmt.Sprintf("/proc/%d/root%s", pid, guest)
+	}
+	return fmt.Sprintf("/proc/%d/cwd/%s", pid, guest)
+}
+
 // runtimeNote reads the attach signal from the "ftkit" note of an ELF file: 0 when it has
 // none (it was linked without the runtime, or is not ELF).
 func runtimeNote(path string) int {
@@ -158,6 +179,13 @@ func queueSignal(pid, tid, sig int) error {
 func attach(pid int, noSock error, timeout time.Duration) (string, error) {
 	sig := attachSignal(pid)
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if guest := procGuest(pid); guest != "" && runtimeNote(guest) != 0 {
+		// qemu-user gives the guest's real-time signals other host numbers (which,
+		// depends on its version): the signal the note names would reach the guest as
+		// another one, whose default action ends the program
+		return "", fmt.Errorf("%w, and it runs under qemu-user, which renumbers the signal that would ask it "+
+			"to start one: start the program with FTRACE_CONTROL=1 to control it live", noSock)
+	}
 	switch {
 	case sig == 0:
 		return "", fmt.Errorf("%w, and its program has no ftkit runtime (not linked with libftrt.a, or it ran exec since)", noSock)
