@@ -1493,7 +1493,12 @@ func trDial(t *testing.T, sock string) net.Conn {
 // until it is ready; expect checks its next line.
 func trStartLive(t *testing.T, dir, prog, run string, env ...string) (p *liveProc) {
 	t.Helper()
-	cmd := exec.Command(prog)
+	return trStartLiveCmd(t, dir, exec.Command(prog), run, env...)
+}
+
+// trStartLiveCmd is trStartLive with the command that runs the program (an emulator's).
+func trStartLiveCmd(t *testing.T, dir string, cmd *exec.Cmd, run string, env ...string) (p *liveProc) {
+	t.Helper()
 	cmd.Dir = dir
 	cmd.Env = append(append(trCleanEnv(), env...), "XDG_RUNTIME_DIR="+run)
 	stdin, _ := cmd.StdinPipe()

@@ -66,7 +66,7 @@ int main(void) { int s = 0; for (int i = 0; i < 100; i++) s += mid(i); printf("s
 			qemu := func(env ...string) string {
 				cmd := exec.Command("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", prog)
 				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), append(env, "FTRT_POKE=mprotect")...)
+				cmd.Env = append(os.Environ(), env...)
 				out, err := cmd.Output()
 				if err != nil {
 					t.Fatalf("%s %v: %v", prog, env, err)

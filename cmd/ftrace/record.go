@@ -110,11 +110,6 @@ func doRecord(c *cli.Context) error {
 		target = guest
 	}
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
-	if target != path && os.Getenv("FTRT_POKE") == "" {
-		// qemu does not see code written through /proc/self/mem: without this a live
-		// switch of tracer patched nothing (docs/runtime.md, "arm64")
-		env = append(env, "FTRT_POKE=mprotect")
-	}
 	for _, l := range [][2]string{{"filter", "FTRACE_FILTER"}, {"notrace", "FTRACE_NOTRACE"},
 		{"graph-function", "FTRACE_GRAPH_FUNCTION"}, {"graph-notrace", "FTRACE_GRAPH_NOTRACE"}} {
 		if f := c.Generic(l[0]).(*specList).v; len(f) > 0 {

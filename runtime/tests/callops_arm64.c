@@ -6,9 +6,9 @@
  * gets a trampoline; a cell flipped between two ops while threads call the site; back to
  * nops and the stub.  Prints "ok" or the failed checks.
  *
- * Under qemu-user, run with FTRT_POKE=mprotect: qemu does not see code written through
- * /proc/self/mem and keeps running its translation of the old instruction (a site
- * enabled again after it ran as a nop stays a nop).
+ * Under qemu-user, which keeps running its translation of code written through
+ * /proc/self/mem (a site enabled again after it ran as a nop would stay a nop), the
+ * runtime's probe chooses guest stores (FTRT_POKE=mprotect) by itself.
  */
 #include <pthread.h>
 #include <stdint.h>

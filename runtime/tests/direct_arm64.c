@@ -7,7 +7,7 @@
  * nop.  Calls come from several threads; every count is exact.  Prints "ok" or the failed
  * checks.
  *
- * Under qemu-user, run with FTRT_POKE=mprotect (see callops_arm64.c).
+ * Under qemu-user the runtime writes code with guest stores (see callops_arm64.c).
  */
 #include <errno.h>
 #include <pthread.h>

@@ -183,6 +183,9 @@ void ftrt_arch_fexit_fill(unsigned char *data, uintptr_t block);
  * ftrt_arch_pc(), ftrt_arch_set_pc(), ftrt_arch_sp(): a ucontext_t's pc and stack pointer.
  * ftrt_arch_code_prot(): protection bits besides PROT_READ | PROT_EXEC that the code mapping
  * holding addr has and mprotect must be given to keep (arm64: PROT_BTI), or 0.
+ * ftrt_arch_probe_code(): a function of the runtime's text that returns 0 until the byte
+ * at FTRT_ARCH_PROBE_OFF in it is written with FTRT_ARCH_PROBE_BYTE, then 1: the probe
+ * that code written through /proc/self/mem is what the CPU (or emulator) runs.
  */
 int ftrt_arch_check(const unsigned char *old, const unsigned char *new, unsigned len,
 		    unsigned *early, const char **why);
@@ -194,6 +197,7 @@ uintptr_t ftrt_arch_pc(const void *uc);
 void ftrt_arch_set_pc(void *uc, uintptr_t pc);
 uintptr_t ftrt_arch_sp(const void *uc);
 int ftrt_arch_code_prot(uintptr_t addr);
+int ftrt_arch_probe_code(void);
 
 /* ---- stack walks (unwind_<arch>.c) ----------------------------------------------------- */
 

@@ -355,7 +355,31 @@ static int mem_pread(void *buf, size_t len, uintptr_t addr)
 	return 0;
 }
 
-/* Choose the method once: FTRT_POKE=procmem|mprotect, else procmem if it works. */
+/*
+ * Is code written through /proc/self/mem what runs?  Not under qemu-user: it keeps its
+ * translations of code it has run, and sees only writes made through its own mappings
+ * (it write-protects translated pages and catches the fault).  So a function of ours is
+ * run, then written through the descriptor, then run again.
+ */
+static int procmem_runs(void)
+{
+	static const unsigned char b = FTRT_ARCH_PROBE_BYTE;
+	int (*volatile probe)(void) = ftrt_arch_probe_code;
+	uintptr_t at = (uintptr_t)ftrt_arch_probe_code + FTRT_ARCH_PROBE_OFF;
+
+	if (probe() != 0)
+		return 1;	/* written before (a method chosen again): nothing to learn */
+	if (mem_pwrite(&b, 1, at))
+		return 0;
+	__builtin___clear_cache((char *)at, (char *)at + 1);
+	ftrt_arch_sync_core();
+	return probe() == 1;
+}
+
+/*
+ * Choose the method once: FTRT_POKE=procmem|mprotect, else procmem if it works and what
+ * it writes is what runs.
+ */
 static int method_init(void)
 {
 	const char *env = secure_getenv("FTRT_POKE");
@@ -377,7 +401,8 @@ static int method_init(void)
 		return 0;
 	}
 	/* Probe: rewrite one byte of our own (r-x) text with its current value. */
-	if (mem_open() == 0 && mem_pread(&probe, 1, at) == 0 && mem_pwrite(&probe, 1, at) == 0) {
+	if (mem_open() == 0 && mem_pread(&probe, 1, at) == 0 && mem_pwrite(&probe, 1, at) == 0 &&
+	    ((env && !strcmp(env, "procmem")) || procmem_runs())) {
 		method = preferred = M_PROCMEM;
 		return 0;
 	}

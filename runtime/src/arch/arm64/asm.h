@@ -127,6 +127,10 @@ static inline const unsigned char *ftrt_arch_callops_nops(void)
 #define FTRT_ARCH_SITE_ATOMIC	1
 #define FTRT_ARCH_BREAKPOINT	0x00
 
+/* ftrt_arch_probe_code's movz w0, #0 at 4: its low byte 0x20 makes it movz w0, #1 */
+#define FTRT_ARCH_PROBE_OFF	4
+#define FTRT_ARCH_PROBE_BYTE	0x20
+
 /*
  * The graph tracer's return slot (entry sp - 8) is the trampoline's: once the function has
  * run its prologue, the return address (return_to_handler) it saved lives in its frame

@@ -51,6 +51,18 @@ int ftrt_arch_site_insn(const unsigned char *p)
 	return known(p);
 }
 
+/* ftrt_arch_probe_code (arch.h): bti c; movz w0, #0; ret (#1 once byte 4 is 0x20) */
+__asm__(".text\n"
+	".p2align 2\n"
+	".globl ftrt_arch_probe_code\n"
+	".hidden ftrt_arch_probe_code\n"
+	".type ftrt_arch_probe_code, %function\n"
+	"ftrt_arch_probe_code:\n"
+	"hint 34\n"
+	"movz w0, #0\n"
+	"ret\n"
+	".size ftrt_arch_probe_code, . - ftrt_arch_probe_code\n");
+
 /* Never called: no breakpoint is written (FTRT_ARCH_SITE_ATOMIC).  Re-execute the site. */
 void ftrt_arch_emulate(const struct ftrt_poke_site *site, void *uc)
 {

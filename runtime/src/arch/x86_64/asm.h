@@ -123,6 +123,9 @@ static inline unsigned long ftrt_arch_ret_resign(unsigned long v, unsigned long 
 	return v;
 }
 #define FTRT_ARCH_BREAKPOINT 0xcc	/* int3 */
+/* ftrt_arch_probe_code's mov $0, %eax at 4: its immediate's low byte at 5 */
+#define FTRT_ARCH_PROBE_OFF 5
+#define FTRT_ARCH_PROBE_BYTE 0x01
 /* A signal frame (rt_sigframe) starts with the handler's return address (sa_restorer). */
 #define FTRT_ARCH_SIGFRAME_PC_OFF (8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RIP)
 #define FTRT_ARCH_SIGFRAME_SP_OFF (8 + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RSP)

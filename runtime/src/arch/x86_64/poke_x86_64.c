@@ -171,6 +171,17 @@ int ftrt_arch_site_insn(const unsigned char *p)
 	return decode(p, 8).kind != INSN_BAD;
 }
 
+/* ftrt_arch_probe_code (arch.h): endbr64; mov $0, %eax; ret (1 once byte 5 is 1) */
+__asm__(".text\n"
+	".globl ftrt_arch_probe_code\n"
+	".hidden ftrt_arch_probe_code\n"
+	".type ftrt_arch_probe_code, @function\n"
+	"ftrt_arch_probe_code:\n"
+	".byte 0xf3, 0x0f, 0x1e, 0xfa\n"
+	"movl $0, %eax\n"
+	"ret\n"
+	".size ftrt_arch_probe_code, . - ftrt_arch_probe_code\n");
+
 uintptr_t ftrt_arch_pc(const void *uc)
 {
 	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
