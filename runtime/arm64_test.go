@@ -844,16 +844,7 @@ func TestArm64LiveSwitch(t *testing.T) {
 	run := t.TempDir()
 	os.Chmod(run, 0o700)
 	live := func(pid int, args ...string) testenv.Result {
-		cmd := exec.Command(ftrace, append([]string{"live", fmt.Sprint(pid)}, args...)...)
-		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run)
-		var so, se strings.Builder
-		cmd.Stdout, cmd.Stderr = &so, &se
-		r := testenv.Result{}
-		if err := cmd.Run(); err != nil {
-			r.Code = -1
-		}
-		r.Stdout, r.Stderr = so.String(), se.String()
-		return r
+		return ftraceIn(ftrace, run, append([]string{"live", fmt.Sprint(pid)}, args...)...)
 	}
 	qemu := func() *exec.Cmd { return exec.Command(a64QEMU, "-L", a64Root, prog) }
 
@@ -869,15 +860,8 @@ func TestArm64LiveSwitch(t *testing.T) {
 	pid := p.cmd.Process.Pid
 	fmt.Fprintln(p.stdin, "call 5")
 	p.expect("done")
-	if r := live(pid, "tracer", "function"); r.Code != 0 {
-		t.Fatalf("live tracer: %q", r.Stderr)
-	}
-	fmt.Fprintln(p.stdin, "call 7")
-	p.expect("done")
 	out := filepath.Join(dir, "live.dat")
-	if r := live(pid, "snapshot", out); r.Code != 0 {
-		t.Fatalf("live snapshot: %q", r.Stderr)
-	}
+	liveTicks(t, p, func(args ...string) testenv.Result { return live(pid, args...) }, "function", 7, out)
 	rep := testenv.Run(t, dir, ftrace, "report", out)
 	if !regexp.MustCompile(`(?m)^\s+7\s+tick\b`).MatchString(rep) {
 		t.Errorf("report after a live switch under qemu, want 7 calls of tick:\n%s", rep)

@@ -12,6 +12,38 @@ import (
 	"github.com/ftkit/ftkit/internal/testenv"
 )
 
+// ftraceIn runs ftrace with args, with run as its XDG_RUNTIME_DIR (where it looks for
+// control sockets).
+func ftraceIn(ftrace, run string, args ...string) testenv.Result {
+	cmd := exec.Command(ftrace, args...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run)
+	var so, se strings.Builder
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := testenv.Result{Stdout: so.String(), Stderr: se.String()}
+	if err != nil {
+		r.Code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.Code = ee.ExitCode()
+		}
+	}
+	return r
+}
+
+// liveTicks switches p (trace_live.c) to tracer through live, has it call tick n times,
+// and snapshots its trace to out.
+func liveTicks(t *testing.T, p *liveProc, live func(args ...string) testenv.Result, tracer string, n int, out string) {
+	t.Helper()
+	if r := live("tracer", tracer); r.Code != 0 {
+		t.Fatalf("live tracer: %q", r.Stderr)
+	}
+	fmt.Fprintf(p.stdin, "call %d\n", n)
+	p.expect("done")
+	if r := live("snapshot", out); r.Code != 0 {
+		t.Fatalf("live snapshot: %q", r.Stderr)
+	}
+}
+
 // Attach on demand: a program started with no ftkit variable has no extra thread and no
 // socket; `ftrace live PID` starts its control server (through the attach signal, taken
 // by a thread waiting in a system call), and tracing then works as with FTRACE_CONTROL=1.
@@ -30,19 +62,7 @@ func TestTracerAttach(t *testing.T) {
 		for len(args) > 1 && strings.HasPrefix(args[0], "--") {
 			argv, args = append(argv, args[0], args[1]), args[2:]
 		}
-		cmd := exec.Command(ftrace, append(append(argv, fmt.Sprint(pid)), args...)...)
-		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run)
-		var so, se strings.Builder
-		cmd.Stdout, cmd.Stderr = &so, &se
-		err := cmd.Run()
-		r := testenv.Result{Stdout: so.String(), Stderr: se.String()}
-		if err != nil {
-			r.Code = -1
-			if ee, ok := err.(*exec.ExitError); ok {
-				r.Code = ee.ExitCode()
-			}
-		}
-		return r
+		return ftraceIn(ftrace, run, append(append(argv, fmt.Sprint(pid)), args...)...)
 	}
 	threads := func(pid int) int {
 		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
@@ -63,15 +83,8 @@ func TestTracerAttach(t *testing.T) {
 		!strings.Contains(r.Stdout, fmt.Sprintf("output=%s/ftrace-%d.dat ", run, pid)) {
 		t.Fatalf("live status: %d %q %q", r.Code, r.Stdout, r.Stderr)
 	}
-	if r := live(pid, "tracer", "function_graph"); r.Code != 0 {
-		t.Fatalf("live tracer: %q", r.Stderr)
-	}
-	fmt.Fprintln(p.stdin, "call 7")
-	p.expect("done")
 	out := filepath.Join(dir, "attached.dat")
-	if r := live(pid, "snapshot", out); r.Code != 0 {
-		t.Fatalf("live snapshot: %q", r.Stderr)
-	}
+	liveTicks(t, p, func(args ...string) testenv.Result { return live(pid, args...) }, "function_graph", 7, out)
 	g := testenv.Run(t, dir, ftrace, "graph", out)
 	if n := strings.Count(g, "tick();"); n != 7 {
 		t.Errorf("graph of the attached process shows %d calls of tick, want 7:\n%s", n, g)
