@@ -866,4 +866,16 @@ func TestArm64LiveSwitch(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^\s+7\s+tick\b`).MatchString(rep) {
 		t.Errorf("report after a live switch under qemu, want 7 calls of tick:\n%s", rep)
 	}
+	// args auto reads the guest's DWARF, not qemu's
+	if r := live(pid, "args", "auto"); r.Code != 0 {
+		t.Fatalf("live args auto: %q", r.Stderr)
+	}
+	fmt.Fprintln(p.stdin, "call 2")
+	p.expect("done")
+	if r := live(pid, "snapshot", out); r.Code != 0 {
+		t.Fatalf("live snapshot: %q", r.Stderr)
+	}
+	if d := testenv.Run(t, dir, ftrace, "dump", out); !strings.Contains(d, "tick (i=0) <- calls") || !strings.Contains(d, "tick (i=1) <- calls") {
+		t.Errorf("dump after live args auto under qemu, want tick (i=0) and tick (i=1):\n%s", d)
+	}
 }

@@ -158,6 +158,9 @@ func liveArgSpec(pid int, cmd, spec string) (string, func(), error) {
 		return spec, cleanup, nil
 	}
 	exe := fmt.Sprintf("/proc/%d/exe", pid)
+	if guest := procGuest(pid); guest != "" {
+		exe = guest // under qemu-user: the guest's DWARF, not qemu's
+	}
 	tab, err := fnargs.Load(exe)
 	if err != nil {
 		return "", cleanup, fmt.Errorf("live: %s auto: %w", cmd, err)
