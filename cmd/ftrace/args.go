@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"path"
 	"strings"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/filter"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/internal/fnargs"
 	"github.com/urfave/cli/v2"
 )
@@ -30,8 +31,8 @@ func argsCommand() *cli.Command {
 				return printRuntimeSpecs(c, prog, sp, globs)
 			}
 			for _, g := range globs {
-				if _, err := path.Match(g, ""); err != nil {
-					return fmt.Errorf("args: bad pattern %q: %w", g, err)
+				if _, err := filter.Compile(g); err != nil {
+					return fmt.Errorf("args: bad pattern: %w", err)
 				}
 			}
 			var specs []*fnargs.Spec
@@ -58,11 +59,11 @@ func argsCommand() *cli.Command {
 			// runtime's own, nor others built without -pg
 			keep := tracedEntries(prog)
 			for _, fn := range tab.Funcs {
-				if !matchAny(fn.Name, globs) || (keep != nil && !keep(fn.Entry)) {
+				if !matchFunc(fn, globs) || (keep != nil && !keep(fn.Entry)) {
 					continue
 				}
 				if len(specs) > 0 {
-					p := fnargs.Plan(fn.Name, specs)
+					p := fnargs.PlanBy(fn.Name, specs, func(s *fnargs.Spec) bool { return matchFunc(fn, []string{s.Pattern}) })
 					if p == nil {
 						continue
 					}
@@ -95,7 +96,7 @@ func printRuntimeSpecs(c *cli.Context, prog, which string, globs []string) error
 			return false
 		}
 		f := tab.ByEntry(e)
-		return f != nil && (matchAny(f.Name, globs) || f.Linkage != "" && matchAny(f.Linkage, globs))
+		return f != nil && matchFunc(f, globs)
 	})
 	text := a
 	if which == "retval" {
@@ -105,12 +106,20 @@ func printRuntimeSpecs(c *cli.Context, prog, which string, globs []string) error
 	return err
 }
 
-func matchAny(name string, globs []string) bool {
+// matchFunc: does one of globs (none: all) match fn as the readers' and record's filters
+// match a function: its DWARF name, its symbol, and a C++ function's demangled name with
+// or without its parameters.
+func matchFunc(fn *fnargs.Func, globs []string) bool {
 	if len(globs) == 0 {
 		return true
 	}
+	sf := &symbolize.Func{Name: fn.Name}
+	if fn.Linkage != "" {
+		sf = &symbolize.Func{Name: symbolize.FuncName(fn.Linkage), Raw: fn.Linkage}
+	}
 	for _, g := range globs {
-		if ok, _ := path.Match(g, name); ok {
+		gl, err := filter.Compile(g)
+		if err == nil && (gl.MatchFunc(sf) || gl.Match(fn.Name)) {
 			return true
 		}
 	}

@@ -710,6 +710,34 @@ func TestE2ECXX(t *testing.T) {
 	}
 }
 
+// C++ functions are named at record time as the readers name them: without their
+// parameters ("shop::sell", as uftrace shows them), with them, or mangled; -F, -N, -A and
+// -R take each form, and ftrace args agrees (the re2 trial: -A 'ratio@...' recorded
+// nothing, silently, while ftrace args planned it; 'ratio(int, double)@...' the reverse).
+func TestE2ECXXNames(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTracedWith(t, "g++", ".cc", dir, "shop", cxxSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, name := range []string{"shop::Till::ring", "shop::Till::ring(int)", "shop::Till::ri*", "_ZN4shop4Till4ringEi"} {
+		r := testenv.Exec(t, dir, ftrace, "record", "-q", "-t", "function", "-F", name, "-A", name+"@arg2/d32", "--", prog)
+		if r.Code != 0 || r.Stdout != "caught negative\ntotal 3\n" || r.Stderr != "" {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", name, r.Code, r.Stdout, r.Stderr)
+		}
+		d := testenv.Run(t, dir, ftrace, "dump", "ftrace.dat")
+		if !strings.Contains(d, "shop::Till::ring(int) (3) <- shop::sell") || !strings.Contains(d, "shop::Till::ring(int) (-1) <- shop::sell") ||
+			strings.Contains(d, "main") {
+			t.Errorf("-F/-A %s: dump\n%s", name, d)
+		}
+		if plan := testenv.Run(t, dir, ftrace, "args", "-A", name+"@arg2/d32", prog); !strings.Contains(plan, "ring(arg2/d32 @rsi)") {
+			t.Errorf("ftrace args -A %s: %q", name, plan)
+		}
+	}
+	r := testenv.Exec(t, dir, ftrace, "record", "-q", "-t", "function", "-N", "shop::sell", "--", prog)
+	if _, calls := reportCalls(t, dir); r.Code != 0 || calls["shop::sell(shop::Till&, int)"] != 0 || calls["shop::Till::ring(int)"] != 2 {
+		t.Errorf("-N shop::sell: exit %d %q, calls %v", r.Code, r.Stderr, calls)
+	}
+}
+
 const unwindSrc = `#include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>

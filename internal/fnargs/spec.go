@@ -182,10 +182,16 @@ func (s *Spec) Match(name string) bool {
 // every matching -A spec in order (a name given twice: the later spec wins), the
 // return value of the last matching -R spec. nil when no spec matches.
 func Plan(name string, specs []*Spec) *Func {
+	return PlanBy(name, specs, func(s *Spec) bool { return s.Match(name) })
+}
+
+// PlanBy is Plan with the specs that apply to the function chosen by applies (ftrace
+// matches C++ names as its filters do: with or without parameters, or mangled).
+func PlanBy(name string, specs []*Spec, applies func(*Spec) bool) *Func {
 	var f *Func
 	idx := map[string]int{}
 	for _, s := range specs {
-		if !s.Match(name) {
+		if !applies(s) {
 			continue
 		}
 		if f == nil {

@@ -2651,7 +2651,8 @@ static long glob_apply(struct ftrt_hash **hp, const char *pat, int remove)
 			uintptr_t end = y->addr + (y->size ? y->size : 5);
 
 			if (!name_matches(pat, y->name) && !name_matches(pat, y->demangled) &&
-			    !name_matches(pat, y->shortname))
+			    !name_matches(pat, y->shortname) &&
+			    !ftrt_prefix_matches(pat, y->shortname, y->plen))
 				continue;
 			for (k = obj_lower_bound(o, y->addr); k < o->nrecs && o->recs[k].ip < end; k++) {
 				if (o->recs[k].flags & REC_REFUSED)

@@ -10,6 +10,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -173,6 +174,38 @@ const char *ftrt_operator_end(const char *s, const char *p)
  * the last parenthesis opened outside brackets, so "ns::twice<*>*" matches.  The symbols of
  * an operator name ("operator<", "operator()") are not brackets.
  */
+size_t ftrt_name_plen(const char *d)
+{
+	const char *p, *op, *paren = NULL;
+	int depth = 0;
+
+	for (p = d; *p; p++) {
+		if ((op = ftrt_operator_end(d, p))) {
+			p = op;
+			continue;
+		}
+		if (strchr("<[({", *p)) {
+			if (*p == '(' && depth == 0)
+				paren = p;
+			depth++;
+		} else if (strchr(">])}", *p) && depth > 0) {
+			depth--;
+		}
+	}
+	return paren ? (size_t)(paren - d) : 0;
+}
+
+int ftrt_prefix_matches(const char *pat, const char *name, size_t n)
+{
+	char buf[1024];
+
+	if (!n || n >= sizeof(buf))
+		return 0;
+	memcpy(buf, name, n);
+	buf[n] = 0;
+	return !fnmatch(pat, buf, 0) || !strcmp(pat, buf);
+}
+
 static const char *short_name(const char *d)
 {
 	const char *p, *op, *seg = d, *start = d;
@@ -254,6 +287,7 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 		}
 		s->v[s->n].demangled = NULL;
 		s->v[s->n].shortname = NULL;
+		s->v[s->n].plen = 0;
 		s->v[s->n].rank = sym_rank(&st[i], s->v[s->n].name);
 		if (s->v[s->n].name[0] == '_' && s->v[s->n].name[1] == 'Z')
 			nz++;
@@ -274,6 +308,7 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 				s->demangled[s->ndemangled++] = d;
 				s->v[i].demangled = d;
 				s->v[i].shortname = short_name(d);
+				s->v[i].plen = (unsigned)ftrt_name_plen(s->v[i].shortname);
 			} else {
 				free(d);
 			}

@@ -74,6 +74,7 @@ struct ftrt_sym {
 	const char	*demangled;	/* NULL unless a C++ name */
 	const char	*shortname;	/* demangled without a template's return type */
 	int		rank;		/* among aliases at one address: the highest names it */
+	unsigned	plen;		/* shortname's length before its parameter list (0: none) */
 };
 
 struct ftrt_syms {
@@ -148,6 +149,14 @@ int ftrt_elf_find_table(const char *path, uintptr_t *addr, size_t *size);
 struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias);
 void ftrt_syms_free(struct ftrt_syms *s);
 const struct ftrt_sym *ftrt_syms_lookup(const struct ftrt_syms *s, uintptr_t addr);
+/*
+ * The length of a demangled function name before its parameter list ("ns::f<int>" of
+ * "ns::f<int>(char const*) const"), 0 if it has none: C++ functions match a glob without
+ * their parameters too, as ftrace's readers and uftrace match them.
+ */
+size_t ftrt_name_plen(const char *d);
+/* Does pat match the first n characters of name (as a glob, or as the very name)? */
+int ftrt_prefix_matches(const char *pat, const char *name, size_t n);
 
 /* ftrace_tramp.c */
 struct ftrt_arena *ftrt_arena_for(uintptr_t lo, uintptr_t hi);

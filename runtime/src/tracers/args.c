@@ -32,6 +32,7 @@
 #include <ftrace_trace.h>
 
 #include "arch/arch.h"
+#include "core/ftrt_core.h"
 #include "args.h"
 #include "args_next.h"
 #include "trace_buf.h"
@@ -47,6 +48,7 @@ struct aspec {
 	int ret;
 	int order;		/* place in the lists (later merges over earlier) */
 	int n;
+	size_t hits;		/* functions it applied to in the last table built */
 	struct ft_argval v[FT_ARGS_MAX];
 	char name[FT_ARGS_MAX][8];
 };
@@ -337,32 +339,47 @@ static int plan_one(const struct ftrace_func_info *fi, void *data)
 	struct aspec *hit[64];
 	char names[FT_ARGS_MAX][8];
 	struct ft_argplan p = { .ip = fi->ip };
-	/* as filters match: the symbol, or a C++ function's demangled name */
+	/* as filters match: the symbol, or a C++ function's demangled name, with or
+	   without its parameters */
 	const char *nm[2] = { fi->name, fi->symbol && strcmp(fi->symbol, fi->name) ? fi->symbol : NULL };
-	size_t nh = 0;
+	size_t plen, nh = 0;
+	char bare[512];
 
 	if (!fi->name || !*fi->name)
 		return 0;
-	for (int k = 0; k < 2 && nm[k]; k++) {
+	plen = nm[1] ? ftrt_name_plen(fi->name) : 0;
+	if (plen >= sizeof(bare))
+		plen = 0;
+	if (plen) {
+		memcpy(bare, fi->name, plen);
+		bare[plen] = 0;
+	}
+	for (int k = 0; k < 3; k++) {
+		const char *name = k < 2 ? nm[k] : plen ? bare : NULL;
 		size_t lo = 0, hi = b->nexact;
 
+		if (!name)
+			continue;
 		while (lo < hi) {	/* the first exact spec with this name */
 			size_t mid = (lo + hi) / 2;
 
-			if (strcmp(b->exact[mid]->glob, nm[k]) < 0)
+			if (strcmp(b->exact[mid]->glob, name) < 0)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		for (; lo < b->nexact && !strcmp(b->exact[lo]->glob, nm[k]) && nh < 64; lo++)
+		for (; lo < b->nexact && !strcmp(b->exact[lo]->glob, name) && nh < 64; lo++)
 			hit[nh++] = b->exact[lo];
 	}
 	for (size_t i = 0; i < b->nglobs && nh < 64; i++)
 		if (!fnmatch(b->globs[i]->glob, fi->name, 0) ||
-		    (nm[1] && !fnmatch(b->globs[i]->glob, nm[1], 0)))
+		    (nm[1] && !fnmatch(b->globs[i]->glob, nm[1], 0)) ||
+		    (plen && !fnmatch(b->globs[i]->glob, bare, 0)))
 			hit[nh++] = b->globs[i];
 	if (!nh)
 		return 0;
+	for (size_t i = 0; i < nh; i++)
+		hit[i]->hits++;
 	qsort(hit, nh, sizeof(hit[0]), by_order);
 	for (size_t i = 0; i < nh; i++)
 		merge(&p, names, hit[i]);
@@ -416,6 +433,7 @@ static int build_table(struct ft_argtab **out, size_t *count)
 		for (int i = 0; i < lists[l].n; i++) {
 			struct aspec *s = &lists[l].s[i];
 
+			s->hits = 0;
 			if (s->exact)
 				b.exact[b.nexact++] = s;
 			else
@@ -542,6 +560,25 @@ out:
 	pthread_mutex_unlock(&args_mu);
 	free(file);
 	return err;
+}
+
+int ft_args_unmatched(int ret, char *first, size_t len)
+{
+	int n = 0;
+
+	if (first && len)
+		first[0] = 0;
+	pthread_mutex_lock(&args_mu);
+	for (int i = 0; i < lists[ret].n; i++) {
+		const struct aspec *s = &lists[ret].s[i];
+
+		if (s->hits)
+			continue;
+		if (!n++ && first && len)
+			snprintf(first, len, "%s", s->glob);
+	}
+	pthread_mutex_unlock(&args_mu);
+	return n;
 }
 
 static int plan_eq(const struct ft_argplan *x, const struct ft_argplan *y)

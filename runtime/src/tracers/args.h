@@ -88,6 +88,11 @@ int ft_args_staged_next(struct ft_thread *t, const struct ft_argplan *p, const u
  */
 int ft_args_set(int ret, const char *spec, char *bad, size_t badlen);
 /*
+ * How many specs of the argument (ret = 0) or return-value (ret = 1) list as set match no
+ * function loaded now; the first one's glob in first.
+ */
+int ft_args_unmatched(int ret, char *first, size_t len);
+/*
  * Objects with call sites were loaded: the plans are made again from the specs as set, so
  * that a spec naming a function of the new library takes it.
  */

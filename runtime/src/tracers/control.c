@@ -241,6 +241,10 @@ static void handle(int fd, char *line)
 			snprintf(out, sizeof(out), "error %s '%.159s': not FUNC@%s (nothing changed)\n",
 				 ret ? "retval" : "args", bad, ret ? "retval[/FMT][%REG]" : "ARG[/FMT][%LOC],...");
 			reply(fd, out);
+		} else if (!err && (err = ft_args_unmatched(ret, bad, sizeof(bad)))) {
+			snprintf(out, sizeof(out), "ok set; '%.159s'%s matches no function loaded now\n", bad,
+				 err > 1 ? " and others" : "");
+			reply(fd, out);
 		} else {
 			result(fd, err, NULL);
 		}

@@ -852,8 +852,7 @@ static int sort_globs(const char *globs, int list, char *out, size_t outlen, int
 				fprintf(stderr, "ftkit: %s '%s': %s%s%s\n", list_names[list], g,
 					ft_glob_error(r), r == -ENODEV && !strpbrk(g, "*?[(") ?
 					" (no function of that name in the program and the libraries"
-					" loaded so far; C++ functions match demangled with their"
-					" parameters, 'name(int)', or as 'name*')" : "",
+					" loaded so far)" : "",
 					r == -ENODEV && strstr(g, "::") ?
 					" (C++ names are demangled by the process's libstdc++, which"
 					" cannot read some that ftrace's readers show, such as"
@@ -2113,6 +2112,9 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 			fprintf(stderr, "ftkit: ignoring FTRACE_%s=%.200s: %s%s%s\n", ret ? "RETVAL" : "ARGS", sp,
 				err == -EINVAL ? "'" : "", err == -EINVAL ? bad : strerror(-err),
 				err == -EINVAL ? "': not FUNC@ARG[/FMT][%LOC],... (see docs/ftrace-cli.md)" : "");
+		else if ((err = ft_args_unmatched(ret, bad, sizeof(bad))))
+			fprintf(stderr, "ftkit: FTRACE_%s: '%s'%s matches no function (of the program and the libraries loaded so far)\n",
+				ret ? "RETVAL" : "ARGS", bad, err > 1 ? " and others" : "");
 	}
 	if (trig) {
 		char bad[160] = "";
