@@ -3424,3 +3424,30 @@ func TestTracerLiveSize(t *testing.T) {
 	fmt.Fprintf(p.stdin, "call 10\n") // the program runs on
 	p.expect("done")
 }
+
+// A daemon's start while the writer thread is in the middle of a batch (trace_forkbusy.c:
+// a process records, forks and exits at once, 25 times): the child starts its own trace
+// and writer, and must not flush the parent's half-built batch, whose chunks point into
+// buffers the child unmaps (the redis trial: a daemon died of SIGSEGV in the writer in 5
+// runs of 16). Every process exits 0 and leaves a complete trace.
+func TestTracerForkWhileWriting(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_forkbusy.c")
+	for _, tracer := range []string{"function", "function_graph"} {
+		t.Run(tracer, func(t *testing.T) {
+			out := filepath.Join(dir, tracer+".dat")
+			got, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}, "25", "250000")
+			if got != "ok 25\n" || ws.ExitStatus() != 0 {
+				t.Fatalf("output %q, status %v", got, ws)
+			}
+			kids, _ := filepath.Glob(out + ".*")
+			if len(kids) != 50 {
+				t.Fatalf("%d child traces, want 50: %v", len(kids), kids)
+			}
+			for _, k := range kids {
+				tr := trRead(t, k)
+				trCheckComplete(t, tr, 1)
+			}
+		})
+	}
+}
