@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,5 +136,38 @@ func TestTracerAttach(t *testing.T) {
 	p = trStartLive(t, dir, prog, run, "FTRACE_ATTACH=0")
 	if r := live(p.cmd.Process.Pid, "status"); r.Code == 0 || !strings.Contains(r.Stderr, "does not offer to start one") {
 		t.Errorf("attach with FTRACE_ATTACH=0: %d %q", r.Code, r.Stderr)
+	}
+}
+
+// A daemon's child (trace_daemon.c: fork, the parent exits) of a program traced with a
+// control socket has none of its own (the parent's server stayed in the parent), but
+// offers attaching: `ftrace live CHILD` starts its server, and controls the child's trace
+// (the redis trial: a daemonized server could not be controlled live at all).
+func TestTracerAttachDaemonChild(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_daemon.c")
+	run := t.TempDir()
+	os.Chmod(run, 0o700)
+	out := filepath.Join(dir, "d.dat")
+	cmd := exec.Command(prog)
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_OUTPUT="+out, "XDG_RUNTIME_DIR="+run)
+	b, err := cmd.Output()
+	var child int
+	if _, serr := fmt.Sscanf(string(b), "%d", &child); err != nil || serr != nil || child <= 0 {
+		t.Fatalf("program: %q %v", b, err)
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	ftrace := testenv.Tool(t, "ftrace")
+	if r := ftraceIn(ftrace, run, "live", fmt.Sprint(child), "status"); r.Code != 0 ||
+		!strings.Contains(r.Stdout, fmt.Sprintf("output=%s.%d ", out, child)) {
+		t.Fatalf("live status of the daemon: %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	snap := filepath.Join(dir, "snap.dat")
+	time.Sleep(100 * time.Millisecond)
+	if r := ftraceIn(ftrace, run, "live", fmt.Sprint(child), "snapshot", snap); r.Code != 0 {
+		t.Fatalf("live snapshot: %q", r.Stderr)
+	}
+	if rep := testenv.Run(t, dir, ftrace, "report", snap); !regexp.MustCompile(`(?m)^\s+\d+\s+leaf\b`).MatchString(rep) {
+		t.Errorf("snapshot of the daemon:\n%s", rep)
 	}
 }

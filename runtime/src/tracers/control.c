@@ -635,11 +635,20 @@ void ft_control_attach_init(void)
 	sigaction(FT_ATTACH_SIG, &sa, NULL);
 }
 
-/* The child of a fork has no server thread and must not remove the parent's socket. */
+/*
+ * The child of a fork has no server thread and must not remove the parent's socket.  A
+ * parent that served one offers attaching in the child (a daemon forks and its parent
+ * exits: it is the process to control); one that offered attaching still does (the
+ * handler stays across fork).
+ */
 void ft_control_forked(void)
 {
+	int served = atomic_load(&ctl_state) != CTL_NONE;
+
 	atomic_store(&attach_state, 0);	/* it can be attached on its own */
 	atomic_store(&ctl_state, CTL_NONE);	/* the server thread stayed in the parent */
+	if (served)
+		ft_control_attach_init();
 	pthread_mutex_init(&ctl_mu, NULL);	/* it may have been held there at the fork */
 	if (sock_fd >= 0)
 		ft_fd_close_same(sock_fd, &sock_id);	/* unless the program reused the number */
