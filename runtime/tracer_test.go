@@ -2991,7 +2991,9 @@ func TestTracerGraphSubtree(t *testing.T) {
 }
 
 // A snapshot of a process with several threads holds every thread, each with what it had
-// recorded, including when the buffers are full (the chunk walk used to step by the
+// recorded and its name at the snapshot (main renames itself just before: the redis
+// trial's snapshots named renamed threads by their first name), including when the
+// buffers are full (the chunk walk used to step by the
 // snapshot's trimmed sizes: it stopped after the first thread, or failed reading past the
 // end of the file).
 func TestTracerSnapshotThreads(t *testing.T) {
@@ -3010,6 +3012,9 @@ func TestTracerSnapshotThreads(t *testing.T) {
 			}
 			for i, th := range st.Threads {
 				f := final.Threads[i]
+				if th.Name != f.Name || th.TID == st.PID && th.Name != "snapper" {
+					t.Errorf("%s %s KiB: thread %d named %q in the snapshot, %q in the final trace", tracer, kb, th.TID, th.Name, f.Name)
+				}
 				// the workers had ended: the same records; main has recorded more since
 				if th.TID != f.TID || (th.TID != st.PID && len(th.Recs) != len(f.Recs)) || len(th.Recs) > len(f.Recs) || len(th.Recs) == 0 {
 					t.Errorf("%s %s KiB: snapshot thread %d has %d records, final thread %d %d", tracer, kb, th.TID, len(th.Recs), f.TID, len(f.Recs))

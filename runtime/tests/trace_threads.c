@@ -43,7 +43,11 @@ int main(void)
 	}
 	if (getenv("SNAP")) {
 		char out[4096];
-		int err = ftrace_trace_snapshot(getenv("SNAP"), out, sizeof(out));
+		int err;
+
+		/* renamed while it runs: the snapshot names it as it is named now */
+		pthread_setname_np(pthread_self(), "snapper");
+		err = ftrace_trace_snapshot(getenv("SNAP"), out, sizeof(out));
 
 		if (err)
 			printf("snapshot: %d\n", err);

@@ -2469,7 +2469,9 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
 		bt->fd = fd;
 		bt->off = &o;
-		err = batch_write(bt, 0, 0, 1, m, ml);
+		/* the threads' names now, as finalisation gives them: a thread may have been
+		   renamed since it started (redis's bio threads) */
+		err = batch_write(bt, 1, 0, 1, m, ml);
 	}
 	lock_put();
 	h = s->hdr;
