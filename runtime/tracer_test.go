@@ -3456,3 +3456,23 @@ func TestTracerForkWhileWriting(t *testing.T) {
 		})
 	}
 }
+
+// A tail call from a frame the graph tracer hooked, after a live switch to the function
+// tracer (trace_switch_tail.c): the call's parent is return_to_handler by its return slot;
+// the function tracer records the real one from the shadow stack (the re2 trial showed
+// `g <- tail+0x2ce8f`, the runtime's own address).
+func TestTracerSwitchTailCallParent(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_switch_tail.c")
+	if dis, err := exec.Command("objdump", "-d", "--no-show-raw-insn", prog).Output(); err == nil &&
+		!regexp.MustCompile(`(?m)^\s+[0-9a-f]+:\s+jmp\s+[0-9a-f]+ <g>`).Match(dis) {
+		t.Skip("gcc made no tail call of g")
+	}
+	if out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph"}); ws.ExitStatus() != 0 {
+		t.Fatalf("output %q, status %v", out, ws)
+	}
+	d := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "dump", "ftrace.dat")
+	if !regexp.MustCompile(`(?m)\sg <- main$`).MatchString(d) {
+		t.Errorf("g's caller, want main:\n%s", d)
+	}
+}

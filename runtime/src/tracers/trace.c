@@ -365,6 +365,22 @@ static inline void args_exit_ev(struct ft_thread *t, const struct ft_rframe *f, 
 		ft_ev_exit(t, type, ts);
 }
 
+/*
+ * A call's parent is return_to_handler when its return slot was hooked by the graph
+ * tracer: a tail call from a function whose frame it had hooked (its frames outlive a
+ * live switch to this tracer).  That return pops the innermost shadow frame: its return
+ * address is the real parent.
+ */
+static unsigned long real_parent(const struct ft_thread *t, unsigned long parent_ip)
+{
+	int d = t->depth;
+
+	if (parent_ip == (unsigned long)return_to_handler && t->shadow && d > 0 &&
+	    d <= FGRAPH_SHADOW_DEPTH)
+		return t->shadow[d - 1].ret;
+	return parent_ip;
+}
+
 /* Everything trace_func does not do inline (called through ftrt_arch_lean_call). */
 static __attribute__((noinline, cold)) void trace_func_slow(unsigned long ip, unsigned long parent_ip,
 							   struct ftrace_ops *op, struct ftrace_regs *fregs)
@@ -378,6 +394,7 @@ static __attribute__((noinline, cold)) void trace_func_slow(unsigned long ip, un
 	t = thread_buf();
 	if (unlikely(!t))
 		return;
+	parent_ip = real_parent(t, parent_ip);
 	ts = ft_clock_read();
 	if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
 		args_entry(t, ip, ts, fregs);
@@ -398,7 +415,8 @@ static FT_LEAN_CALLBACK void trace_func(unsigned long ip, unsigned long parent_i
 
 	if (likely(t->thr_state == __atomic_load_n(&tr.thr_want, __ATOMIC_RELAXED) &&
 		   t->state == FT_THREAD_LIVE && ft_clock_source == FT_CLOCK_TSC &&
-		   !__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)) &&
+		   !__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED) &&
+		   parent_ip != (unsigned long)return_to_handler) &&
 	    ft_ev_func_near(t, ip, parent_ip, ftrt_arch_cycles()))
 		return;
 	ftrt_arch_lean_call(trace_func_slow, ip, parent_ip, op, fregs);
