@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 
@@ -18,8 +19,8 @@ func argsCommand() *cli.Command {
 		Usage:     "show where each function's arguments and return value are at entry/exit (x86-64 System V, arm64 AAPCS64), from DWARF or -A/-R specs",
 		ArgsUsage: "PROG [FUNC-GLOB...]",
 		Flags: []cli.Flag{
-			&cli.GenericFlag{Name: "argument", Aliases: []string{"A"}, Value: &specList{}, Usage: "argument spec FUNC@arg1,arg2/s,fparg1 (uftrace syntax; repeatable)"},
-			&cli.GenericFlag{Name: "retval", Aliases: []string{"R"}, Value: &specList{}, Usage: "return value spec FUNC@retval[/FMT] (repeatable)"},
+			specFlag("argument", "A", "argument spec FUNC@arg1,arg2/s,fparg1 (uftrace syntax; repeatable)"),
+			specFlag("retval", "R", "return value spec FUNC@retval[/FMT] (repeatable)"),
 			&cli.StringFlag{Name: "spec", Usage: "print the plans as the runtime takes them (`args` or `retval`): what record --auto-args passes, for FTRACE_ARGS=@FILE / FTRACE_RETVAL=@FILE, ftrace_trace_set_args(\"@FILE\") or live args @FILE"},
 		},
 		Action: func(c *cli.Context) error {
@@ -125,6 +126,28 @@ func matchFunc(fn *fnargs.Func, globs []string) bool {
 	}
 	return false
 }
+
+// specFlag is a repeatable flag of a long name and a short one, each value kept whole in a
+// specList. Both forms may be given in one command (-R a --retval b): urfave/cli refuses
+// a flag's alias used beside its name ("Cannot use two forms of the same flag").
+func specFlag(name, short, usage string) cli.Flag {
+	return &twoNameFlag{cli.GenericFlag{Name: name, Aliases: []string{short}, Value: &specList{}, Usage: usage}}
+}
+
+// twoNameFlag registers both its names for one value but tells cli of its first only, so
+// that cli's check of a flag's forms passes; its help line shows both.
+type twoNameFlag struct{ cli.GenericFlag }
+
+func (f *twoNameFlag) Names() []string { return []string{f.Name} }
+
+func (f *twoNameFlag) Apply(set *flag.FlagSet) error {
+	for _, n := range f.GenericFlag.Names() {
+		set.Var(f.Value, n, f.Usage)
+	}
+	return nil
+}
+
+func (f *twoNameFlag) String() string { return cli.FlagStringer(&f.GenericFlag) }
 
 // specList collects a repeated flag's values whole: a spec's argument list has commas,
 // which a string-slice flag would split on.

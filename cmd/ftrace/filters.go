@@ -19,8 +19,8 @@ import (
 // (repeatable): a C++ parameter list has commas, which a list flag would split on.
 func filterFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.GenericFlag{Name: "filter", Aliases: []string{"F"}, Value: &specList{}, Usage: "only the calls of functions matching `GLOB` and what they call (repeatable)"},
-		&cli.GenericFlag{Name: "notrace", Aliases: []string{"N"}, Value: &specList{}, Usage: "leave out the calls of functions matching `GLOB` and what they call (repeatable)"},
+		specFlag("filter", "F", "only the calls of functions matching `GLOB` and what they call (repeatable)"),
+		specFlag("notrace", "N", "leave out the calls of functions matching `GLOB` and what they call (repeatable)"),
 		&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "show `N` levels of calls (1: the outermost only; 0: all), counted from the outermost call shown"},
 		&cli.StringFlag{Name: "time-filter", Aliases: []string{"t"}, Usage: "leave out calls shorter than `DUR` (e.g. 10us, 1.5ms) and what they call"},
 		tidFlag(),
