@@ -140,6 +140,9 @@ type twoNameFlag struct{ cli.GenericFlag }
 
 func (f *twoNameFlag) Names() []string { return []string{f.Name} }
 
+// AllNames are both (cliargs.FlagsFirst must know -F takes a value).
+func (f *twoNameFlag) AllNames() []string { return f.GenericFlag.Names() }
+
 func (f *twoNameFlag) Apply(set *flag.FlagSet) error {
 	for _, n := range f.GenericFlag.Names() {
 		set.Var(f.Value, n, f.Usage)

@@ -19,7 +19,11 @@ func FlagsFirst(flags []cli.Flag, args []string) []string {
 	takesValue := map[string]bool{}
 	for _, f := range flags {
 		_, isBool := f.(*cli.BoolFlag)
-		for _, n := range f.Names() {
+		names := f.Names()
+		if a, ok := f.(interface{ AllNames() []string }); ok {
+			names = a.AllNames() // a flag that tells cli of one name only
+		}
+		for _, n := range names {
 			takesValue[n] = !isBool
 		}
 	}

@@ -6,9 +6,10 @@ package graph
 
 import (
 	"fmt"
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"io"
+	"strconv"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 )
 
@@ -50,9 +51,15 @@ func Marker(ns uint64) byte {
 	return ' '
 }
 
-// duration formats the DURATION column (14 characters).
+// duration formats the DURATION column (14 characters): microseconds with three decimals,
+// fewer from 100 ms on so that the column keeps its width (as the kernel cuts them), none
+// from 10 s; only calls of 1,000 s and more widen it.
 func duration(ns uint64) string {
-	return fmt.Sprintf("%c %9.3f us", Marker(ns), float64(ns)/1e3)
+	us := float64(ns) / 1e3
+	prec := 3
+	for digits := len(strconv.FormatUint(ns/1000, 10)); prec > 0 && digits+1+prec > 9; prec-- {
+	}
+	return fmt.Sprintf("%c %9.*f us", Marker(ns), prec, us)
 }
 
 const blank = "              "

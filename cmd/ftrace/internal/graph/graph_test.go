@@ -112,3 +112,24 @@ func TestEmptyThread(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// The DURATION column keeps its 14 characters from 100 ms on: fewer decimals, as the
+// kernel cuts them (the redis trial: a 516 ms call pushed the | out of line).
+func TestDurationWidth(t *testing.T) {
+	for _, tt := range []struct {
+		ns   uint64
+		want string
+	}{
+		{100, "    0.100 us"},
+		{99_999_123, "99999.123 us"},
+		{516_408_809, "516408.81 us"},
+		{5_164_088_090, "5164088.1 us"},
+		{51_640_880_900, " 51640881 us"},
+		{999_999_999_000, "999999999 us"},
+	} {
+		got := duration(tt.ns)
+		if got[2:] != tt.want || len(got) != 14 {
+			t.Errorf("duration(%d) = %q, want %q after the marker (14 characters)", tt.ns, got, tt.want)
+		}
+	}
+}
