@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Format versions 2 and 3 (docs/trace-format.md): per-thread blocks of compact events,
@@ -176,7 +179,13 @@ func (s *v2state) readMore(r io.ReaderAt, off, hdr, end int64, warn func(string)
 	return nil
 }
 
-func (s *v2state) readThreadInfo(r io.ReaderAt, off, end int64) error {
+// maxTID is the kernel's PID_MAX_LIMIT on 64-bit systems: no thread id is larger.
+const maxTID = 1 << 22
+
+// readThreadInfo reads a THREAD chunk. One that cannot be a thread's (a tid no kernel
+// gives, flags no runtime writes, counts past any run's) is left out with a warning: the
+// traced program wrote over the runtime's memory (redis's crash memory test does).
+func (s *v2state) readThreadInfo(r io.ReaderAt, off, end int64, warn func(string)) error {
 	if end-off < threadInfoSize {
 		return fmt.Errorf("thread: %d bytes, want %d", end-off, threadInfoSize)
 	}
@@ -190,6 +199,14 @@ func (s *v2state) readThreadInfo(r io.ReaderAt, off, end int64) error {
 		Lost:      le.Uint64(h[24:]),
 		LostDepth: le.Uint64(h[32:]),
 		Name:      string(bytes.TrimRight(h[48:64], "\x00")),
+	}
+	if info.TID <= 0 || info.TID > maxTID || info.Flags&^(ThreadExited|ThreadFull) != 0 ||
+		info.Lost > 1<<40 || info.LostDepth > 1<<40 {
+		warn(fmt.Sprintf("thread record at offset %d is corrupt (tid %d, flags %#x, %d events lost): left out", off, info.TID, info.Flags, info.Lost))
+		return nil
+	}
+	if !utf8.ValidString(info.Name) || strings.IndexFunc(info.Name, unicode.IsControl) >= 0 {
+		info.Name = printable([]byte(info.Name))
 	}
 	s.thread(info.TID).info = info
 	return nil

@@ -489,3 +489,39 @@ func TestV2Size(t *testing.T) {
 		}
 	}
 }
+
+// A THREAD chunk the traced program wrote over (redis's crash memory test scribbles every
+// anonymous mapping, the runtime's too) is left out with a warning, not shown as a thread
+// with billions of lost events; a name of control bytes is shown escaped.
+func TestV2CorruptThreadRecord(t *testing.T) {
+	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete},
+		Threads: []*Thread{{TID: 7, Name: "main", Events: randomStream(rand.New(rand.NewSource(9)), 50)},
+			{TID: 8, Name: "bio\x01\x9b", Events: randomStream(rand.New(rand.NewSource(10)), 50)}}}
+	data := encodeV2(t, tr, WriteOptions{})
+	for off := int64(HeaderSize); off < int64(len(data)); {
+		typ, size := le.Uint32(data[off:]), int64(le.Uint64(data[off+8:]))
+		if typ == ChunkThreadV2 && le.Uint32(data[off+16:]) == 7 {
+			le.PutUint32(data[off+16:], 2995384782) // tid
+			le.PutUint64(data[off+24:], 12396244158418911658)
+		}
+		off += size
+	}
+	got := readBytes(t, data)
+	var ws []string
+	for _, w := range got.Header.Warnings {
+		if strings.Contains(w, "is corrupt (tid 2995384782") {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) != 1 {
+		t.Errorf("warnings %q", got.Header.Warnings)
+	}
+	for _, th := range got.Threads {
+		if th.TID != 7 && th.TID != 8 || th.Lost != 0 {
+			t.Errorf("thread %d: %d lost", th.TID, th.Lost)
+		}
+		if th.TID == 8 && th.Name != "bio.." {
+			t.Errorf("thread 8 named %q, want bio..", th.Name)
+		}
+	}
+}

@@ -259,7 +259,7 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 		case typ == ChunkSkip:
 			// a block its ring reused while it was copied: missing, as one overwritten
 		case typ == ChunkThreadV2 && v2 != nil:
-			err = v2.readThreadInfo(r, off, end)
+			err = v2.readThreadInfo(r, off, end, func(w string) { hd.Warnings = append(hd.Warnings, w) })
 		default:
 			hd.Warnings = append(hd.Warnings, fmt.Sprintf("chunk at offset %d: unknown type %d skipped", off, typ))
 		}
