@@ -17,11 +17,12 @@ const maxExpansion = 2000
 // runtimeGlobs returns the globs of a record-time list as the runtime can match them.
 // The runtime demangles C++ symbols with the process's libstdc++, which cannot read some
 // that the readers (and users copying names from them) see, such as gtest's decltype
-// templates: a glob naming C++ functions ("::") gets the mangled symbols of the functions
+// templates, and reads others differently (std::call_once's lambda helpers, std::ostream
+// spelt out): a glob naming C++ functions ("::") gets the mangled symbols of the functions
 // it matches as the readers read them but that GNU's demangler (c++filt: the same
-// libiberty code) leaves mangled, in the program and in the traced libraries it needs
-// (libgtest.so); it is replaced by them when it matches nothing else. Without c++filt,
-// or a readable program, the globs are given as they are.
+// libiberty code) leaves mangled or names otherwise, in the program and in the traced
+// libraries it needs (libgtest.so); it is replaced by them when it matches nothing else.
+// Without c++filt, or a readable program, the globs are given as they are.
 func runtimeGlobs(prog string, globs []string) []string {
 	var syms []string
 	loaded := false
@@ -43,7 +44,7 @@ func runtimeGlobs(prog string, globs []string) []string {
 				matched = append(matched, raw)
 			}
 		}
-		unread := gnuUnreadable(matched)
+		unread := gnuOtherwise(matched)
 		if len(unread) == 0 || len(unread) > maxExpansion {
 			out = append(out, g)
 			continue
@@ -83,8 +84,9 @@ func cxxFuncSymbols(files []string) []string {
 	return out
 }
 
-// gnuUnreadable returns the symbols of raws that c++filt leaves as they are.
-func gnuUnreadable(raws []string) []string {
+// gnuOtherwise returns the symbols of raws that c++filt leaves as they are or names
+// otherwise than the readers do.
+func gnuOtherwise(raws []string) []string {
 	if len(raws) == 0 {
 		return nil
 	}
@@ -100,7 +102,7 @@ func gnuUnreadable(raws []string) []string {
 	}
 	var out []string
 	for i, l := range lines {
-		if string(l) == raws[i] {
+		if string(l) == raws[i] || string(l) != strings.TrimSuffix(symbolize.FuncName(raws[i]), " [deleting]") {
 			out = append(out, raws[i])
 		}
 	}
