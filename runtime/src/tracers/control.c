@@ -643,11 +643,12 @@ void ft_control_attach_init(void)
  */
 void ft_control_forked(void)
 {
+	const char *attach = secure_getenv("FTRACE_ATTACH");
 	int served = atomic_load(&ctl_state) != CTL_NONE;
 
 	atomic_store(&attach_state, 0);	/* it can be attached on its own */
 	atomic_store(&ctl_state, CTL_NONE);	/* the server thread stayed in the parent */
-	if (served)
+	if (served && !(attach && !strcmp(attach, "0")))
 		ft_control_attach_init();
 	pthread_mutex_init(&ctl_mu, NULL);	/* it may have been held there at the fork */
 	if (sock_fd >= 0)
