@@ -170,4 +170,16 @@ func TestTracerAttachDaemonChild(t *testing.T) {
 	if rep := testenv.Run(t, dir, ftrace, "report", snap); !regexp.MustCompile(`(?m)^\s+\d+\s+leaf\b`).MatchString(rep) {
 		t.Errorf("snapshot of the daemon:\n%s", rep)
 	}
+	// FTRACE_ATTACH=0: the child offers nothing either
+	cmd = exec.Command(prog)
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_OUTPUT="+out, "XDG_RUNTIME_DIR="+run, "FTRACE_ATTACH=0")
+	if b, err = cmd.Output(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Sscanf(string(b), "%d", &child)
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	if r := ftraceIn(ftrace, run, "live", "--attach-timeout", "1s", fmt.Sprint(child), "status"); r.Code == 0 ||
+		!strings.Contains(r.Stderr, "does not offer") {
+		t.Errorf("live status of the daemon with FTRACE_ATTACH=0: %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
 }
