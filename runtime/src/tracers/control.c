@@ -242,7 +242,7 @@ static void handle(int fd, char *line)
 				 ret ? "retval" : "args", bad, ret ? "retval[/FMT][%REG]" : "ARG[/FMT][%LOC],...");
 			reply(fd, out);
 		} else if (!err && (err = ft_args_unmatched(ret, bad, sizeof(bad)))) {
-			snprintf(out, sizeof(out), "ok set; '%.159s'%s matches no function loaded now\n", bad,
+			snprintf(out, sizeof(out), "ok set, but '%.159s'%s matches no function loaded now\n", bad,
 				 err > 1 ? " and others" : "");
 			reply(fd, out);
 		} else {
