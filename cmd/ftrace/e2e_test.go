@@ -737,6 +737,11 @@ func TestE2ECXXNames(t *testing.T) {
 	if _, calls := reportCalls(t, dir); r.Code != 0 || calls["shop::sell(shop::Till&, int)"] != 0 || calls["shop::Till::ring(int)"] != 2 {
 		t.Errorf("-N shop::sell: exit %d %q, calls %v", r.Code, r.Stderr, calls)
 	}
+	// a spec that matches nothing is said, once
+	r = testenv.Exec(t, dir, ftrace, "record", "-q", "-t", "function", "-A", "shop::nosuch@arg1", "-A", "shop::sell@arg2/d32", "--", prog)
+	if r.Code != 0 || strings.Count(r.Stderr, "FTRACE_ARGS: 'shop::nosuch' matches no function") != 1 {
+		t.Errorf("-A shop::nosuch: exit %d, stderr %q", r.Code, r.Stderr)
+	}
 }
 
 // A C++ function that GNU's demangler (the runtime's, through libstdc++) names otherwise
