@@ -172,26 +172,40 @@ const char *ftrt_operator_end(const char *s, const char *p)
  * ("int ns::twice<int>(int)", "decltype ({parm#1}+{parm#1}) ns::thrice<int>(int)"): the
  * name proper is the part after the last space outside brackets before the parameter list,
  * the last parenthesis opened outside brackets, so "ns::twice<*>*" matches.  The symbols of
- * an operator name ("operator<", "operator()") are not brackets.
+ * an operator name ("operator<", "operator()") are not brackets.  name_scan returns where
+ * the name proper starts and sets *paren to that parenthesis (NULL: none).
  */
-size_t ftrt_name_plen(const char *d)
+static const char *name_scan(const char *d, const char **paren)
 {
-	const char *p, *op, *paren = NULL;
+	const char *p, *op, *seg = d, *start = d;
 	int depth = 0;
 
+	*paren = NULL;
 	for (p = d; *p; p++) {
 		if ((op = ftrt_operator_end(d, p))) {
 			p = op;
 			continue;
 		}
 		if (strchr("<[({", *p)) {
-			if (*p == '(' && depth == 0)
-				paren = p;
+			if (*p == '(' && depth == 0) {
+				start = seg;
+				*paren = p;
+			}
 			depth++;
 		} else if (strchr(">])}", *p) && depth > 0) {
 			depth--;
+		} else if (*p == ' ' && depth == 0) {
+			seg = p + 1;
 		}
 	}
+	return start;
+}
+
+size_t ftrt_name_plen(const char *d)
+{
+	const char *paren;
+
+	name_scan(d, &paren);
 	return paren ? (size_t)(paren - d) : 0;
 }
 
@@ -208,25 +222,9 @@ int ftrt_prefix_matches(const char *pat, const char *name, size_t n)
 
 static const char *short_name(const char *d)
 {
-	const char *p, *op, *seg = d, *start = d;
-	int depth = 0;
+	const char *paren;
 
-	for (p = d; *p; p++) {
-		if ((op = ftrt_operator_end(d, p))) {
-			p = op;
-			continue;
-		}
-		if (strchr("<[({", *p)) {
-			if (*p == '(' && depth == 0)
-				start = seg;
-			depth++;
-		} else if (strchr(">])}", *p) && depth > 0) {
-			depth--;
-		} else if (*p == ' ' && depth == 0) {
-			seg = p + 1;
-		}
-	}
-	return start;
+	return name_scan(d, &paren);
 }
 
 /*
