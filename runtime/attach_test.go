@@ -139,13 +139,13 @@ func TestTracerAttach(t *testing.T) {
 	}
 }
 
-// A daemon's child (trace_daemon.c: fork, the parent exits) of a program traced with a
+// A daemon's child (trace_forkdaemon.c: fork, the parent exits) of a program traced with a
 // control socket has none of its own (the parent's server stayed in the parent), but
 // offers attaching: `ftrace live CHILD` starts its server, and controls the child's trace
 // (the redis trial: a daemonized server could not be controlled live at all).
 func TestTracerAttachDaemonChild(t *testing.T) {
 	dir := t.TempDir()
-	prog := trBuild(t, dir, "trace_daemon.c")
+	prog := trBuild(t, dir, "trace_forkdaemon.c")
 	run := t.TempDir()
 	os.Chmod(run, 0o700)
 	out := filepath.Join(dir, "d.dat")

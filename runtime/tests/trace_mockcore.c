@@ -152,3 +152,12 @@ size_t ftrt_glob_item(const char *s, const char *seps)
 {
 	return strcspn(s, seps);
 }
+
+/* The core's parameter-list finder, without its operator rule (the mock's names are C). */
+size_t ftrt_name_plen(const char *d);
+size_t ftrt_name_plen(const char *d)
+{
+	const char *p = strchr(d, '(');
+
+	return p ? (size_t)(p - d) : 0;
+}
