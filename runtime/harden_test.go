@@ -824,3 +824,30 @@ func TestTracerValgrindClean(t *testing.T) {
 		os.Remove(filepath.Join(dir, "v.dat"))
 	}
 }
+
+// A trace that cannot take its final name at exit (trace_clobber.c makes a file of its own
+// there; nginx's workers, which drop root after their file is made, cannot rename in
+// root's directory) is complete all the same: it stays at its .part, flagged complete,
+// and the runtime says where (the nginx trial's workers left .part files the readers
+// called "not finalised").
+func TestTracerCompleteAtPart(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_clobber.c")
+	out := filepath.Join(dir, "t.dat")
+	cmd := exec.Command(prog, out)
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT="+out)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil || stdout.String() != "55\n" {
+		t.Fatalf("%v: %q %q", err, stdout.String(), stderr.String())
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "data\n" {
+		t.Errorf("the program's file was replaced: %q %v", b, err)
+	}
+	part := fmt.Sprintf("%s.%d.part", out, cmd.Process.Pid)
+	if !strings.Contains(stderr.String(), "the trace is complete but stays at "+part) {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	tr := trRead(t, part)
+	trCheckComplete(t, tr, 1)
+}

@@ -503,6 +503,13 @@ int main(int argc, char **argv)
 		quit();
 	if (!strcmp(argv[1], "kill"))
 		killme();
+	if (!strcmp(argv[1], "daemon")) {	/* the parent leaves at once, the child runs on */
+		if (fork() == 0) {
+			usleep(500000);
+			return child();
+		}
+		return 0;
+	}
 	if (!strcmp(argv[1], "fork") || !strcmp(argv[1], "fork2")) {
 		int st;
 		pid_t p = fork();
@@ -646,6 +653,16 @@ func TestE2EEndings(t *testing.T) {
 		// has no record in the child's file (docs/trace-format.md).
 		if got, want := graphFunctions(t, d, kids[0]), "child() {\n  leaf();\n  leaf();\n} /* child */"; got != want {
 			t.Errorf("child graph:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	// a daemon's trace is still being written when record ends: record names it and says
+	// so (the nginx trial: record was silent about it)
+	t.Run("daemon", func(t *testing.T) {
+		d := t.TempDir()
+		r := testenv.Exec(t, d, ftrace, "record", "--", prog, "daemon")
+		m := regexp.MustCompile(`(?m)^ftrace: forked children's traces at \.part: \S*ftrace\.dat\.(\d+)\.part \(process (\d+) runs on\)$`).FindStringSubmatch(r.Stderr)
+		if r.Code != 0 || m == nil || m[1] != m[2] {
+			t.Fatalf("exit %d, stderr:\n%s", r.Code, r.Stderr)
 		}
 	})
 	// a grandchild writes ftrace.dat.<pid>.<pid>: named too (the dash trial)

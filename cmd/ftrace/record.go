@@ -286,6 +286,9 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 		}); len(kids) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", strings.Join(kids, " "))
 		}
+		if parts := childParts(path, pid, start); len(parts) > 0 {
+			fmt.Fprintf(stderr, "ftrace: forked children's traces at .part: %s\n", strings.Join(parts, ", "))
+		}
 		// Images exec'd without a fork write PATH.exec<n>.
 		if execs := recentFiles(globQuote(path)+".exec[0-9]*", start, nil); len(execs) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of exec'd images: %s\n", strings.Join(execs, " "))
@@ -314,6 +317,14 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 	if err != nil {
 		part := fmt.Sprintf("%s.%d.part", path, pid)
 		if _, perr := os.Stat(part); perr == nil {
+			if pt, perr := tracefile.OpenStream(part); perr == nil {
+				complete := pt.Trace.Header.Flags&tracefile.FlagComplete != 0
+				pt.Close()
+				if complete { // it could not take its name: the runtime said why
+					fmt.Fprintf(stderr, "ftrace: the trace is complete in %s\n", part)
+					return
+				}
+			}
 			if c.String("ring") != "" {
 				fmt.Fprintf(stderr, "ftrace: the program ended without finalising its trace; a flight recorder's "+
 					"events live in the process's memory until written (exit, fatal signal, snapshot, dump), "+
@@ -851,6 +862,33 @@ func recentFiles(pattern string, start time.Time, keep func(string) bool) []stri
 		}
 	}
 	return names
+}
+
+// childParts lists the .part files of the program's forked descendants (PATH.<pid>...
+// .part), each with why it is there: its process runs on (a daemon outlives the program
+// record ran), it is complete but could not take its name (a worker that dropped root),
+// or it was not finalised.
+func childParts(path string, pid int, start time.Time) []string {
+	own := fmt.Sprintf("%s.%d.part", path, pid)
+	var out []string
+	for _, p := range recentFiles(globQuote(path)+".[0-9]*.part", start, nil) {
+		ids := strings.Split(strings.TrimSuffix(p[len(path)+1:], ".part"), ".")
+		child, err := strconv.Atoi(ids[len(ids)-1])
+		if p == own || err != nil {
+			continue
+		}
+		why := "not finalised"
+		if syscall.Kill(child, 0) == nil || errors.Is(syscall.Kill(child, 0), syscall.EPERM) {
+			why = fmt.Sprintf("process %d runs on", child)
+		} else if st, err := tracefile.OpenStream(p); err == nil {
+			if st.Trace.Header.Flags&tracefile.FlagComplete != 0 {
+				why = "complete; it could not take its name"
+			}
+			st.Close()
+		}
+		out = append(out, p+" ("+why+")")
+	}
+	return out
 }
 
 // globQuote makes s match itself in a glob pattern.

@@ -2370,10 +2370,12 @@ int ft_session_finish(int reason, int sig, int in_signal)
 		h->flags &= ~FTKIT_F_COMPLETE;
 	if (write_all(s->fd, h, sizeof(*h), 0) != 0 && !err)
 		err = -EIO;
-	if (!err && (err = rename_output(s->part, s->final))) {
-		h->flags &= ~FTKIT_F_COMPLETE;
-		write_all(s->fd, h, sizeof(*h), 0);
-	}
+	/*
+	 * Complete, but it cannot take its name (a process that dropped privileges after its
+	 * file was made: nginx's workers in a directory of root's): the whole trace, at .part.
+	 */
+	if (!err && (wr = rename_output(s->part, s->final)))
+		ft_msg_err("the trace is complete but stays at ", s->part, wr);
 	if (locked)
 		lock_put();
 	if (err)
