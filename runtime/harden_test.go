@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -850,4 +851,27 @@ func TestTracerCompleteAtPart(t *testing.T) {
 	}
 	tr := trRead(t, part)
 	trCheckComplete(t, tr, 1)
+}
+
+// A fork child that retitles itself (trace_retitle.c, as nginx's workers) ends its trace
+// with its own command line, not its parent's, which was all the trace had (the nginx
+// trial: every worker's trace said "nginx: master process").
+func TestTracerRetitledChild(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_retitle.c")
+	out := filepath.Join(dir, "t.dat")
+	if got, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=" + out}, "room-for-the-new-title"); got != "" || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q, status %v", got, ws)
+	}
+	kids, _ := filepath.Glob(out + ".*")
+	if len(kids) != 1 {
+		t.Fatalf("child traces %v", kids)
+	}
+	ftrace := testenv.Tool(t, "ftrace")
+	if info := testenv.Run(t, dir, ftrace, "info", kids[0]); !regexp.MustCompile(`(?m)^command: +'retitled: worker'$`).MatchString(info) {
+		t.Errorf("child's trace:\n%s", info)
+	}
+	if info := testenv.Run(t, dir, ftrace, "info", out); !strings.Contains(info, "room-for-the-new-title") {
+		t.Errorf("parent's trace:\n%s", info)
+	}
 }

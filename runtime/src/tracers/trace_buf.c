@@ -1569,6 +1569,45 @@ static void read_config(size_t buf_kb)
 	}
 }
 
+static uint64_t cmd_hash(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+
+	while (n--)
+		h = (h ^ (unsigned char)*p++) * 0x100000001b3ull;
+	return h;
+}
+
+/*
+ * At finalisation, under the session lock: the command line as the process shows it now,
+ * as a second CMDLINE chunk (readers take the last) when it changed since the file was
+ * opened.  A forked worker retitles itself (nginx's "worker process", over its argv): its
+ * trace, opened at the fork, had its parent's.  Not from a signal handler (8 KiB of stack).
+ */
+static void cmdline_update(struct ft_session *s)
+{
+	struct ftkit_chunk cc;
+	char cmd[8192];
+	ssize_t cn = 0;
+	int cfd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (cfd < 0)
+		return;
+	cn = read(cfd, cmd, sizeof(cmd) - 8);
+	close(cfd);
+	if (cn <= 0 || cmd_hash(cmd, (size_t)cn) == s->cmd_hash)
+		return;
+	cc.type = FTKIT_CHUNK_CMDLINE;
+	cc.hdr_size = sizeof(cc);
+	cc.size = ROUND_UP(sizeof(cc) + (size_t)cn, 8UL);
+	memset(cmd + cn, 0, (size_t)(cc.size - sizeof(cc) - (size_t)cn));
+	if (write_all(s->fd, &cc, sizeof(cc), (off_t)s->end) ||
+	    write_all(s->fd, cmd, cc.size - sizeof(cc), (off_t)(s->end + sizeof(cc))))
+		return;	/* the final chunks go over it */
+	s->end += cc.size;
+	s->cmd_hash = cmd_hash(cmd, (size_t)cn);
+}
+
 /*
  * Open the trace file for this process: header, CMDLINE, MAPS; start the writer.
  * fork_child: name it after the parent's output with ".<pid>" appended.
@@ -1671,6 +1710,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	cc.hdr_size = sizeof(cc);
 	cc.size = ROUND_UP(sizeof(cc) + (size_t)cn, 8UL);
 	memset(cmd + cn, 0, (size_t)(cc.size - sizeof(cc) - (size_t)cn));
+	s->cmd_hash = cmd_hash(cmd, (size_t)cn);
 	err = write_all(fd, h, sizeof(*h), 0);
 	if (!err)
 		err = write_all(fd, &cc, sizeof(cc), (off_t)s->end);
@@ -2350,6 +2390,8 @@ int ft_session_finish(int reason, int sig, int in_signal)
 		h->flags |= FTKIT_F_ABNORMAL;
 	bt->fd = s->fd;
 	bt->off = &s->end;
+	if (locked && !in_signal)
+		cmdline_update(s);
 	{
 		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
 		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);

@@ -231,6 +231,7 @@ enum { FT_SESS_OFF = 0, FT_SESS_LIVE, FT_SESS_DONE };
 
 
 struct ft_session {
+	uint64_t cmd_hash;		/* of the CMDLINE chunk's bytes written last */
 	int fd;
 	struct ft_fdid fd_id;		/* what fd names (closed after fork only if still so) */
 	int state;			/* FT_SESS_* */
