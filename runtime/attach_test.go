@@ -66,10 +66,7 @@ func TestTracerAttach(t *testing.T) {
 		}
 		return ftraceIn(ftrace, run, append(append(argv, fmt.Sprint(pid)), args...)...)
 	}
-	threads := func(pid int) int {
-		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		return len(ents)
-	}
+	threads := threadsOf
 
 	p := trStartLive(t, dir, prog, run)
 	pid := p.cmd.Process.Pid
@@ -182,4 +179,37 @@ func TestTracerAttachDaemonChild(t *testing.T) {
 		!strings.Contains(r.Stderr, "does not offer") {
 		t.Errorf("live status of the daemon with FTRACE_ATTACH=0: %d %q %q", r.Code, r.Stdout, r.Stderr)
 	}
+}
+
+// As root, `ftrace live` on another user's process says whose it is and leaves it alone:
+// its socket is in that user's directory, and the attach signal would make it start a
+// server and a trace file for nothing (the nginx trial: root was told it "did not start
+// one within 3s", after signalling a worker that ran as nobody).
+func TestTracerLiveOtherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to run the program as nobody)")
+	}
+	testenv.Need(t, "setpriv")
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
+	prog := trBuild(t, dir, "trace_live.c")
+	run := t.TempDir()
+	os.Chmod(run, 0o700)
+	p := trStartLiveCmd(t, dir, exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", prog), run)
+	pid := p.cmd.Process.Pid
+	r := ftraceIn(testenv.Tool(t, "ftrace"), run, "live", fmt.Sprint(pid), "status")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "runs as uid 65534") || !strings.Contains(r.Stderr, "not signalled") {
+		t.Errorf("live on nobody's process: %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	fmt.Fprintln(p.stdin, "call 2")
+	p.expect("done")
+	if n := threadsOf(pid); n != 1 {
+		t.Errorf("the process has %d threads: it was attached", n)
+	}
+}
+
+func threadsOf(pid int) int {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	return len(ents)
 }

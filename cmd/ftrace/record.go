@@ -470,7 +470,8 @@ func doLive(c *cli.Context) error {
 	}
 	sock := c.String("socket")
 	if sock == "" {
-		if sock, err = findSocket(pid); err != nil && !strings.HasPrefix(err.Error(), "live: no process") {
+		if sock, err = findSocket(pid); err != nil && !strings.HasPrefix(err.Error(), "live: no process") &&
+			!errors.As(err, &otherUserError{}) {
 			sock, err = attach(pid, err, c.Duration("attach-timeout"))
 		}
 	} else {
@@ -659,7 +660,33 @@ func findSocket(pid int) (string, error) {
 	if err := syscall.Kill(pid, 0); err != nil && errors.Is(err, syscall.ESRCH) {
 		return "", fmt.Errorf("live: no process %d", pid)
 	}
+	if uid, ok := procEUID(pid); ok && uid != os.Geteuid() {
+		// its socket is in its user's directory, which we do not trust, and the attach
+		// signal would start a server we may not use: neither is tried
+		return "", otherUserError{fmt.Errorf("live: process %d runs as uid %d, not as you (uid %d): control it as that user "+
+			"(its control socket is in /tmp/ftkit-%d or that user's XDG_RUNTIME_DIR); it was not signalled", pid, uid, os.Geteuid(), uid)}
+	}
 	return "", fmt.Errorf("live: process %d has no control socket (looked for %s)", pid, strings.Join(cands, ", "))
+}
+
+// otherUserError: the process is another user's (not to be attached).
+type otherUserError struct{ error }
+
+// procEUID is pid's effective uid, from /proc/PID/status.
+func procEUID(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Uid:"); ok {
+			if f := strings.Fields(v); len(f) >= 2 {
+				uid, err := strconv.Atoi(f[1])
+				return uid, err == nil
+			}
+		}
+	}
+	return 0, false
 }
 
 // trustedSocket refuses a control socket that another user could have put there or
