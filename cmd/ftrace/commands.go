@@ -360,13 +360,24 @@ func infoCommand() *cli.Command {
 				return fmt.Errorf("%s: %w", path, err)
 			}
 			n.last = st.LastTS()
+			for i := range st.Trace.Threads {
+				ev, rb, _ := st.Decoded(i)
+				n.perThread = append(n.perThread, ev)
+				n.rebuilt += rb
+			}
 			return writeInfo(c, path, st.Trace, n)
 		},
 	}
 }
 
 // counts are a trace's events by kind and its losses.
-type counts struct{ calls, entries, exits, lost, lostDepth, last uint64 }
+type counts struct {
+	calls, entries, exits, lost, lostDepth, last uint64
+	// perThread: each thread's events of the file (nil: its Len); rebuilt: entries
+	// rebuilt from block headers (calls open where a ring's oldest block begins)
+	perThread []uint64
+	rebuilt   uint64
+}
 
 func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error {
 	w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
@@ -426,6 +437,9 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	}
 	calls, entries, exits, lost, lostDepth := n.calls, n.entries, n.exits, n.lost, n.lostDepth
 	fmt.Fprintf(w, "events:\t%d (%d calls, %d entries, %d exits)\n", calls+entries+exits, calls, entries, exits)
+	if n.rebuilt > 0 {
+		fmt.Fprintf(w, "entries rebuilt:\t%d (of calls already open where a ring's oldest block begins: not events of the file, shown by dump and graph)\n", n.rebuilt)
+	}
 	sum := tracefile.LostSummary(tr)
 	if lost == 0 && lostDepth == 0 && h.Flags&tracefile.FlagLost != 0 {
 		// the runtime counted losses the file does not hold (a full disk: the chunks
@@ -448,8 +462,12 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	fmt.Fprintln(c.App.Writer)
 	w = tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "TID\tNAME\tEVENTS\tLOST\tNOT GRAPHED\tFLAGS\t\n")
-	for _, th := range tr.Threads {
+	for i, th := range tr.Threads {
 		var fl []string
+		events := th.Len()
+		if i < len(n.perThread) {
+			events = n.perThread[i] // as the events line counts them
+		}
 		if th.Flags&tracefile.ThreadExited != 0 {
 			fl = append(fl, "exited")
 		}
@@ -465,7 +483,7 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 		if th.MissingBlocks > 0 {
 			fl = append(fl, fmt.Sprintf("%d-blocks-missing", th.MissingBlocks))
 		}
-		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%s\t\n", th.TID, th.Name, th.Len(), th.Lost, th.LostDepth, strings.Join(fl, ","))
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%s\t\n", th.TID, th.Name, events, th.Lost, th.LostDepth, strings.Join(fl, ","))
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -1068,3 +1068,29 @@ int other(int x) { return x * 2; }
 		t.Errorf("report:\n%s", rep)
 	}
 }
+
+// info on a flight recorder's trace: the calls open where the ring's oldest block begins
+// get entries rebuilt from block headers (dump and graph show them). info's events line
+// and its thread table count the file's events alike, and says how many were rebuilt (the
+// nginx trial: the table said 161855, the events line 161829).
+func TestInfoRingRebuiltEntries(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "ring", `__attribute__((noinline)) int leaf(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += leaf(i); return s; }
+int main(void) { return work(300000) == 42; }
+`)
+	ftrace := testenv.Tool(t, "ftrace")
+	testenv.Run(t, dir, ftrace, "record", "-q", "--ring", "64K", "-o", "r.dat", "--", prog)
+	info := testenv.Run(t, dir, ftrace, "info", "r.dat")
+	ev := regexp.MustCompile(`(?m)^events: +(\d+) `).FindStringSubmatch(info)
+	rb := regexp.MustCompile(`(?m)^entries rebuilt: +(\d+) `).FindStringSubmatch(info)
+	row := regexp.MustCompile(`(?m)^ +\d+ +ring +(\d+) `).FindStringSubmatch(info)
+	if ev == nil || rb == nil || row == nil || ev[1] != row[1] || rb[1] != "2" {
+		t.Fatalf("info:\n%s", info)
+	}
+	n, _ := strconv.Atoi(ev[1])
+	lines := strings.Count(testenv.Run(t, dir, ftrace, "dump", "r.dat"), "\n") - 1 // its header line
+	if lines != n+2 {
+		t.Errorf("dump shows %d events, info %d + 2 rebuilt", lines, n)
+	}
+}

@@ -24,6 +24,10 @@ type Stream struct {
 	seen  map[string]bool
 	// the texts of the markers decoded so far (Marker events number them)
 	markers []string
+	// decoded: each thread's calls, entries and exits of the file, and rebuilt: its
+	// entries rebuilt from block headers (calls already open where a ring's oldest block
+	// begins), as Counts found them
+	decoded, rebuilt []uint64
 	// Name, if set, names a code address in a trigger's stack trace (ret: it is a
 	// return address, its call is the byte before); else addresses are shown in hex.
 	Name func(addr uint64, ret bool) string
@@ -174,13 +178,22 @@ func (s *Stream) sortThreads() {
 	}
 }
 
+// Decoded is thread i's events of the file (calls, entries, exits) and its entries rebuilt
+// from block headers, as Counts found them; ok false before Counts ran.
+func (s *Stream) Decoded(i int) (events, rebuilt uint64, ok bool) {
+	if i >= len(s.decoded) {
+		return 0, 0, false
+	}
+	return s.decoded[i], s.rebuilt[i], true
+}
+
 // LastTS is the time of the latest event Counts decoded (0 before it ran).
 func (s *Stream) LastTS() uint64 { return s.lastTS }
 
 // Counts decodes every thread (two at a time) and returns what Trace.Counts returns for
 // a trace read whole; each thread's N and Lost are then final.
 func (s *Stream) Counts() (calls, entries, exits, lost, lostDepth uint64, err error) {
-	type kinds struct{ calls, entries, exits, last uint64 }
+	type kinds struct{ calls, entries, exits, rebuilt, last uint64 }
 	per := make([]kinds, len(s.Trace.Threads))
 	errs := make([]error, len(s.Trace.Threads))
 	var wg sync.WaitGroup
@@ -200,6 +213,8 @@ func (s *Stream) Counts() (calls, entries, exits, lost, lostDepth uint64, err er
 					case Entry:
 						if evs[j].Flags&FlagFromHeader == 0 { // not an event of the file
 							k.entries++
+						} else {
+							k.rebuilt++
 						}
 					case Exit:
 						k.exits++
@@ -210,10 +225,14 @@ func (s *Stream) Counts() (calls, entries, exits, lost, lostDepth uint64, err er
 		}()
 	}
 	wg.Wait()
+	s.decoded = make([]uint64, len(s.Trace.Threads))
+	s.rebuilt = make([]uint64, len(s.Trace.Threads))
 	for i, th := range s.Trace.Threads {
 		if errs[i] != nil {
 			return 0, 0, 0, 0, 0, errs[i]
 		}
+		s.decoded[i] = per[i].calls + per[i].entries + per[i].exits
+		s.rebuilt[i] = per[i].rebuilt
 		calls += per[i].calls
 		entries += per[i].entries
 		exits += per[i].exits
