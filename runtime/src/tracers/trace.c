@@ -1457,11 +1457,16 @@ int execve(const char *path, char *const argv[], char *const envp[])
 	return real(path, argv, menv);
 }
 
-/* execv and execvp are execve and execvpe with environ (as in glibc): so they carry the mark */
+/*
+ * execv and execvp are execve and execvpe with environ (as in glibc): so they carry the
+ * mark, and the inherited variables when the program replaced environ (libuv's uv_spawn
+ * with an environment of its own sets environ and calls execvp: its children ran untraced)
+ */
 int execv(const char *path, char *const argv[])
 {
 	static execve_t real;
-	EXEC_MARK(menv, environ);
+	ENV_INHERIT(env, environ);
+	EXEC_MARK(menv, env);
 
 	if (!real)
 		real = (execve_t)ft_next_sym("execve");
@@ -1472,7 +1477,8 @@ int execv(const char *path, char *const argv[])
 int execvp(const char *file, char *const argv[])
 {
 	static execve_t real;
-	EXEC_MARK(menv, environ);
+	ENV_INHERIT(env, environ);
+	EXEC_MARK(menv, env);
 
 	if (!real)
 		real = (execve_t)ft_next_sym("execvpe");
