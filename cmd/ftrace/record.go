@@ -272,7 +272,7 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 	others := otherTraces(out, pid, start)
 	defer func() {
 		if len(others) > 0 {
-			fmt.Fprintf(stderr, "ftrace: traces of other processes (%%p): %s\n", strings.Join(others, " "))
+			fmt.Fprintf(stderr, "ftrace: traces of other processes (%%p): %s\n", someOf(others, " "))
 		}
 		// Forked children write PATH.<pid>, theirs PATH.<pid>.<pid>, and so on; a program
 		// a child execs PATH.<pid>.exec<n>.
@@ -284,14 +284,14 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 			}
 			return true
 		}); len(kids) > 0 {
-			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", strings.Join(kids, " "))
+			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", someOf(kids, " "))
 		}
 		if parts := childParts(path, pid, start); len(parts) > 0 {
-			fmt.Fprintf(stderr, "ftrace: forked children's traces at .part: %s\n", strings.Join(parts, ", "))
+			fmt.Fprintf(stderr, "ftrace: forked children's traces at .part: %s\n", someOf(parts, ", "))
 		}
 		// Images exec'd without a fork write PATH.exec<n>.
 		if execs := recentFiles(globQuote(path)+".exec[0-9]*", start, nil); len(execs) > 0 {
-			fmt.Fprintf(stderr, "ftrace: traces of exec'd images: %s\n", strings.Join(execs, " "))
+			fmt.Fprintf(stderr, "ftrace: traces of exec'd images: %s\n", someOf(execs, " "))
 		}
 	}()
 	// a version 2+ trace announces its counts (block headers, thread tables): reading
@@ -889,6 +889,18 @@ func recentFiles(pattern string, start time.Time, keep func(string) bool) []stri
 		}
 	}
 	return names
+}
+
+// maxNamed is how many traces a line of record's summary names.
+const maxNamed = 20
+
+// someOf joins the first maxNamed names, and says how many more there are (a test suite
+// run traced makes a thousand children: libuv's named 1,059 on one line).
+func someOf(names []string, sep string) string {
+	if len(names) <= maxNamed {
+		return strings.Join(names, sep)
+	}
+	return fmt.Sprintf("%s%s… and %d more", strings.Join(names[:maxNamed], sep), sep, len(names)-maxNamed)
 }
 
 // childParts lists the .part files of the program's forked descendants (PATH.<pid>...

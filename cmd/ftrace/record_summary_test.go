@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +30,27 @@ func TestSummaryLine(t *testing.T) {
 	} {
 		if got := summaryLine("t.dat", c.tr, c.events, c.lostDepth, 1500*time.Millisecond, c.noLoss); got != c.want {
 			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
+	}
+}
+
+// A summary line names at most maxNamed traces and counts the rest (libuv's suite, traced,
+// named 1,059 children on one line).
+func TestSomeOf(t *testing.T) {
+	var names []string
+	for i := 0; i < maxNamed+5; i++ {
+		names = append(names, fmt.Sprintf("t.dat.%d", i))
+	}
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{
+		{2, "t.dat.0 t.dat.1"},
+		{maxNamed, strings.Join(names[:maxNamed], " ")},
+		{maxNamed + 5, strings.Join(names[:maxNamed], " ") + " … and 5 more"},
+	} {
+		if got := someOf(names[:tt.n], " "); got != tt.want {
+			t.Errorf("someOf(%d names) = %q, want %q", tt.n, got, tt.want)
 		}
 	}
 }
