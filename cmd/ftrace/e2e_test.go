@@ -660,7 +660,7 @@ func TestE2EEndings(t *testing.T) {
 	t.Run("daemon", func(t *testing.T) {
 		d := t.TempDir()
 		r := testenv.Exec(t, d, ftrace, "record", "--", prog, "daemon")
-		m := regexp.MustCompile(`(?m)^ftrace: forked children's traces at \.part: \S*ftrace\.dat\.(\d+)\.part \(process (\d+) runs on\)$`).FindStringSubmatch(r.Stderr)
+		m := regexp.MustCompile(`(?m)^ftrace: forked children's traces at \.part: \S*ftrace\.dat\.(\d+)\.part \(still written: process (\d+) is running\)$`).FindStringSubmatch(r.Stderr)
 		if r.Code != 0 || m == nil || m[1] != m[2] {
 			t.Fatalf("exit %d, stderr:\n%s", r.Code, r.Stderr)
 		}

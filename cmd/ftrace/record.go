@@ -373,7 +373,7 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 // lost events (not --no-loss when it was given).
 func summaryLine(path string, tr *tracefile.Trace, events, lostDepth uint64, d time.Duration, noLoss bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ftrace: %s: %d threads, %d events", path, len(tr.Threads), events)
+	fmt.Fprintf(&b, "ftrace: %s: %d %s, %d events", path, len(tr.Threads), map[bool]string{true: "thread", false: "threads"}[len(tr.Threads) == 1], events)
 	if sum := tracefile.LostSummary(tr); sum.Lost > 0 {
 		hint := sum.Hint
 		if noLoss && sum.NoLossHelps {
@@ -918,7 +918,7 @@ func childParts(path string, pid int, start time.Time) []string {
 		}
 		why := "not finalised"
 		if syscall.Kill(child, 0) == nil || errors.Is(syscall.Kill(child, 0), syscall.EPERM) {
-			why = fmt.Sprintf("process %d runs on", child)
+			why = fmt.Sprintf("still written: process %d is running", child)
 		} else if st, err := tracefile.OpenStream(p); err == nil {
 			if st.Trace.Header.Flags&tracefile.FlagComplete != 0 {
 				why = "complete; it could not take its name"

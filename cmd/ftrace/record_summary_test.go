@@ -26,7 +26,7 @@ func TestSummaryLine(t *testing.T) {
 		{tr, 44135243, 0, false, "ftrace: t.dat: 2 threads, 44135243 events, 10863425 lost (19.8%; record with --no-loss to keep every event) (1.50s)"},
 		{tr, 44135243, 0, true, "ftrace: t.dat: 2 threads, 44135243 events, 10863425 lost (19.8%) (1.50s)"},
 		{ring, 44135243, 0, false, "ftrace: t.dat: 2 threads, 44135243 events, 10863425 lost (19.8%) (1.50s)"},
-		{&tracefile.Trace{Threads: []*tracefile.Thread{{TID: 1}}}, 7, 3, false, "ftrace: t.dat: 1 threads, 7 events, 3 calls not graphed (1.50s)"},
+		{&tracefile.Trace{Threads: []*tracefile.Thread{{TID: 1}}}, 7, 3, false, "ftrace: t.dat: 1 thread, 7 events, 3 calls not graphed (1.50s)"},
 	} {
 		if got := summaryLine("t.dat", c.tr, c.events, c.lostDepth, 1500*time.Millisecond, c.noLoss); got != c.want {
 			t.Errorf("got  %q\nwant %q", got, c.want)

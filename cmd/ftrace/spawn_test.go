@@ -85,7 +85,7 @@ func TestRecordThroughWrapper(t *testing.T) {
 	if r.Stdout != "rounds 1 sum 100\n" {
 		t.Errorf("output %q", r.Stdout)
 	}
-	if strings.Contains(r.Stderr, "call-site table") || !regexp.MustCompile(`w\.dat: 1 threads, [1-9][0-9]* events`).MatchString(r.Stderr) {
+	if strings.Contains(r.Stderr, "call-site table") || !regexp.MustCompile(`w\.dat: 1 thread, [1-9][0-9]* events`).MatchString(r.Stderr) {
 		t.Errorf("stderr:\n%s", r.Stderr)
 	}
 }
