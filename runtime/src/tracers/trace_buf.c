@@ -1578,6 +1578,39 @@ static uint64_t cmd_hash(const char *p, size_t n)
 	return h;
 }
 
+#define CMD_ROOM 8192	/* a multiple of 8: the chunk's padding stays inside */
+
+/*
+ * The CMDLINE chunk of the process's command line as it is now: the header into *cc, the
+ * arguments into cmd (CMD_ROOM bytes) with the chunk's zero padding; their length (0 when
+ * /proc/self/cmdline cannot be read).
+ */
+static size_t cmdline_chunk(char *cmd, struct ftkit_chunk *cc)
+{
+	ssize_t cn = 0;
+	int cfd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (cfd >= 0) {
+		cn = read(cfd, cmd, CMD_ROOM);
+		close(cfd);
+		if (cn < 0)
+			cn = 0;
+	}
+	cc->type = FTKIT_CHUNK_CMDLINE;
+	cc->hdr_size = sizeof(*cc);
+	cc->size = ROUND_UP(sizeof(*cc) + (size_t)cn, 8UL);
+	memset(cmd + cn, 0, (size_t)(cc->size - sizeof(*cc) - (size_t)cn));
+	return (size_t)cn;
+}
+
+/* Write the chunk cmdline_chunk made at off of fd: 0 or -errno. */
+static int cmdline_write(int fd, const struct ftkit_chunk *cc, const char *cmd, uint64_t off)
+{
+	int err = write_all(fd, cc, sizeof(*cc), (off_t)off);
+
+	return err ? err : write_all(fd, cmd, cc->size - sizeof(*cc), (off_t)(off + sizeof(*cc)));
+}
+
 /*
  * At finalisation, under the session lock: the command line as the process shows it now,
  * as a second CMDLINE chunk (readers take the last) when it changed since the file was
@@ -1587,25 +1620,15 @@ static uint64_t cmd_hash(const char *p, size_t n)
 static void cmdline_update(struct ft_session *s)
 {
 	struct ftkit_chunk cc;
-	char cmd[8192];
-	ssize_t cn = 0;
-	int cfd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	char cmd[CMD_ROOM];
+	size_t cn = cmdline_chunk(cmd, &cc);
 
-	if (cfd < 0)
+	if (!cn || cmd_hash(cmd, cn) == s->cmd_hash)
 		return;
-	cn = read(cfd, cmd, sizeof(cmd) - 8);
-	close(cfd);
-	if (cn <= 0 || cmd_hash(cmd, (size_t)cn) == s->cmd_hash)
-		return;
-	cc.type = FTKIT_CHUNK_CMDLINE;
-	cc.hdr_size = sizeof(cc);
-	cc.size = ROUND_UP(sizeof(cc) + (size_t)cn, 8UL);
-	memset(cmd + cn, 0, (size_t)(cc.size - sizeof(cc) - (size_t)cn));
-	if (write_all(s->fd, &cc, sizeof(cc), (off_t)s->end) ||
-	    write_all(s->fd, cmd, cc.size - sizeof(cc), (off_t)(s->end + sizeof(cc))))
+	if (cmdline_write(s->fd, &cc, cmd, s->end))
 		return;	/* the final chunks go over it */
 	s->end += cc.size;
-	s->cmd_hash = cmd_hash(cmd, (size_t)cn);
+	s->cmd_hash = cmd_hash(cmd, cn);
 }
 
 /*
@@ -1617,9 +1640,9 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 {
 	struct ft_session *s = &ft_sess;
 	struct ftkit_file_header *h = &s->hdr;
-	char cmd[8192];
+	char cmd[CMD_ROOM];
 	struct ftkit_chunk cc;
-	ssize_t cn = 0;
+	size_t cn;
 	struct stat st;
 	int fd, err, n;
 
@@ -1698,24 +1721,11 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 
 	s->end = sizeof(*h);
 	/* CMDLINE */
-	int cfd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-
-	if (cfd >= 0) {
-		cn = read(cfd, cmd, sizeof(cmd));
-		close(cfd);
-		if (cn < 0)
-			cn = 0;
-	}
-	cc.type = FTKIT_CHUNK_CMDLINE;
-	cc.hdr_size = sizeof(cc);
-	cc.size = ROUND_UP(sizeof(cc) + (size_t)cn, 8UL);
-	memset(cmd + cn, 0, (size_t)(cc.size - sizeof(cc) - (size_t)cn));
-	s->cmd_hash = cmd_hash(cmd, (size_t)cn);
+	cn = cmdline_chunk(cmd, &cc);
+	s->cmd_hash = cmd_hash(cmd, cn);
 	err = write_all(fd, h, sizeof(*h), 0);
 	if (!err)
-		err = write_all(fd, &cc, sizeof(cc), (off_t)s->end);
-	if (!err)
-		err = write_all(fd, cmd, cc.size - sizeof(cc), (off_t)(s->end + sizeof(cc)));
+		err = cmdline_write(fd, &cc, cmd, s->end);
 	s->end += cc.size;
 	if (!err)
 		err = ft_maps_build(s->end, 0);
