@@ -77,15 +77,24 @@ func fileRuntimeNote(f *elf.File) int {
 	return 0
 }
 
-// sigBit: is signal sig in a /proc status mask line ("SigCgt:\t0000000400000000")?
-func sigBit(status []byte, field string, sig int) bool {
+// statusField is the words of a /proc status line ("Uid:\t0\t1000\t…"); nil without it.
+func statusField(status []byte, field string) []string {
 	for _, l := range strings.Split(string(status), "\n") {
 		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return err == nil && m>>(sig-1)&1 == 1
+			return strings.Fields(v)
 		}
 	}
-	return false
+	return nil
+}
+
+// sigBit: is signal sig in a /proc status mask line ("SigCgt:\t0000000400000000")?
+func sigBit(status []byte, field string, sig int) bool {
+	f := statusField(status, field)
+	if len(f) == 0 {
+		return false
+	}
+	m, err := strconv.ParseUint(f[0], 16, 64)
+	return err == nil && m>>(sig-1)&1 == 1
 }
 
 // idleCalls are the system calls a thread may wait in when it is asked: the runtime's

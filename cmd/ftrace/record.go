@@ -317,13 +317,9 @@ func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (even
 	if err != nil {
 		part := fmt.Sprintf("%s.%d.part", path, pid)
 		if _, perr := os.Stat(part); perr == nil {
-			if pt, perr := tracefile.OpenStream(part); perr == nil {
-				complete := pt.Trace.Header.Flags&tracefile.FlagComplete != 0
-				pt.Close()
-				if complete { // it could not take its name: the runtime said why
-					fmt.Fprintf(stderr, "ftrace: the trace is complete in %s\n", part)
-					return
-				}
+			if traceComplete(part) { // it could not take its name: the runtime said why
+				fmt.Fprintf(stderr, "ftrace: the trace is complete in %s\n", part)
+				return
 			}
 			if c.String("ring") != "" {
 				fmt.Fprintf(stderr, "ftrace: the program ended without finalising its trace; a flight recorder's "+
@@ -675,16 +671,9 @@ type otherUserError struct{ error }
 // procEUID is pid's effective uid, from /proc/PID/status.
 func procEUID(pid int) (int, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Uid:"); ok {
-			if f := strings.Fields(v); len(f) >= 2 {
-				uid, err := strconv.Atoi(f[1])
-				return uid, err == nil
-			}
-		}
+	if f := statusField(b, "Uid"); err == nil && len(f) >= 2 {
+		uid, err := strconv.Atoi(f[1])
+		return uid, err == nil
 	}
 	return 0, false
 }
@@ -917,17 +906,24 @@ func childParts(path string, pid int, start time.Time) []string {
 			continue
 		}
 		why := "not finalised"
-		if syscall.Kill(child, 0) == nil || errors.Is(syscall.Kill(child, 0), syscall.EPERM) {
+		if err := syscall.Kill(child, 0); err == nil || errors.Is(err, syscall.EPERM) {
 			why = fmt.Sprintf("still written: process %d is running", child)
-		} else if st, err := tracefile.OpenStream(p); err == nil {
-			if st.Trace.Header.Flags&tracefile.FlagComplete != 0 {
-				why = "complete; it could not take its name"
-			}
-			st.Close()
+		} else if traceComplete(p) {
+			why = "complete; it could not take its name"
 		}
 		out = append(out, p+" ("+why+")")
 	}
 	return out
+}
+
+// traceComplete: is the trace at path finalised (its header says complete)?
+func traceComplete(path string) bool {
+	st, err := tracefile.OpenStream(path)
+	if err != nil {
+		return false
+	}
+	defer st.Close()
+	return st.Trace.Header.Flags&tracefile.FlagComplete != 0
 }
 
 // globQuote makes s match itself in a glob pattern.
