@@ -233,6 +233,11 @@ func TestTracerDescriptorReplaced(t *testing.T) {
 			tr := trRead(t, filepath.Join(dir, mode+".dat"))
 			trCheckComplete(t, tr, 1)
 			counts[mode] = trCount(tr)
+			// and at exit, after the program's own check (the command line written
+			// again for its new title went through the program's descriptor once)
+			if b, err := os.ReadFile(filepath.Join(dir, "mine")); err != nil || string(b) != "the program's own data\n" {
+				t.Errorf("%s %s: the program's file after exit: %d bytes %q (%v)", tracer, mode, len(b), b[:min(len(b), 40)], err)
+			}
 		}
 		// every call recorded, as when the program keeps its descriptors
 		if counts["closeall"] != counts["keepall"] || counts["keepall"] == 0 {

@@ -1622,10 +1622,12 @@ static void cmdline_update(struct ft_session *s)
 	struct ftkit_chunk cc;
 	char cmd[CMD_ROOM];
 	size_t cn = cmdline_chunk(cmd, &cc);
+	int fd;
 
 	if (!cn || cmd_hash(cmd, cn) == s->cmd_hash)
 		return;
-	if (cmdline_write(s->fd, &cc, cmd, s->end))
+	/* through the trace file's descriptor only: checked, as every write of the writer */
+	if ((fd = sess_fd(s->fd)) < 0 || cmdline_write(fd, &cc, cmd, s->end))
 		return;	/* the final chunks go over it */
 	s->end += cc.size;
 	s->cmd_hash = cmd_hash(cmd, cn);
@@ -2398,10 +2400,11 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	h->flags |= FTKIT_F_COMPLETE;
 	if (reason == FTKIT_R_SIGNAL)
 		h->flags |= FTKIT_F_ABNORMAL;
-	bt->fd = s->fd;
-	bt->off = &s->end;
+	/* first: it may reopen the trace file (sess_fd), whose descriptor the batch takes */
 	if (locked && !in_signal)
 		cmdline_update(s);
+	bt->fd = s->fd;
+	bt->off = &s->end;
 	{
 		const char *m = __atomic_load_n(&s->maps, __ATOMIC_ACQUIRE);
 		size_t ml = __atomic_load_n(&s->maps_len, __ATOMIC_ACQUIRE);
