@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -879,5 +880,70 @@ func TestTracerRetitledChild(t *testing.T) {
 	}
 	if info := testenv.Run(t, dir, ftrace, "info", out); !strings.Contains(info, "room-for-the-new-title") {
 		t.Errorf("parent's trace:\n%s", info)
+	}
+}
+
+// Signals that land anywhere in a traced call, so also inside the runtime's writing of an
+// event, with the handler's calls in a library (their addresses differ in the high half):
+// every call of the program is recorded under its own name, and each of the handler's
+// calls is either recorded or counted (lost by the function tracer, not graphed by the
+// graph tracer). Before, a handler's event could take the words of the event it
+// interrupted (overwritten, uncounted), move the block or the high half under it (work's
+// calls read as other addresses, exits in a function trace, blocks cut short).
+func TestTracerSignalStorm(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuildWithLib(t, dir, "trace_sigstorm.c", "sig", true)
+	const n = 1000000
+	for _, tracer := range []string{"function", "function_graph"} {
+		for run := 0; run < 3; run++ {
+			out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_BUFFER_KB=65536", "FTRACE_OUTPUT=s.dat"}, fmt.Sprint(n))
+			var work, handled int
+			if _, err := fmt.Sscanf(out, "work %d handled %d\n", &work, &handled); err != nil || work != n || ws.ExitStatus() != 0 {
+				t.Fatalf("%s: output %q, status %v", tracer, out, ws)
+			}
+			tr := trRead(t, filepath.Join(dir, "s.dat"))
+			trCheckComplete(t, tr, 1)
+			s := trSymbols(t, tr, prog)
+			var lib trMap
+			for _, m := range tr.Maps {
+				if strings.HasSuffix(m.Path, "/libsig.so") {
+					lib = m
+				}
+			}
+			calls := map[string]int{}
+			var lost, notGraphed uint64
+			for _, th := range tr.Threads {
+				lost += th.Lost
+				notGraphed += th.LostDepth
+				for _, r := range th.Recs {
+					name := s.name(r.IP)
+					if r.IP >= lib.Start && r.IP < lib.End {
+						name = "lib"
+					}
+					calls[fmt.Sprintf("%s type %d", name, r.Type)]++
+				}
+			}
+			// a function trace holds calls (type 1), a graph entries (2) and exits (3)
+			want := map[string]int{}
+			h := calls["on_usr1 type 1"] + calls["on_usr1 type 2"]
+			for _, typ := range map[string][]int{"function": {1}, "function_graph": {2, 3}}[tracer] {
+				for name, c := range map[string]int{"work": n, "main": 1, "on_usr1": h, "lib": h} {
+					if c > 0 {
+						want[fmt.Sprintf("%s type %d", name, typ)] = c
+					}
+				}
+			}
+			if !reflect.DeepEqual(calls, want) {
+				t.Errorf("%s run %d: records %v, want %v", tracer, run, calls, want)
+			}
+			if got := uint64(2*h) + lost + notGraphed; got != uint64(2*handled) {
+				t.Errorf("%s run %d: %d handler runs; their calls: %d recorded, %d lost, %d not graphed (sum %d, want %d)",
+					tracer, run, handled, 2*h, lost, notGraphed, got, 2*handled)
+			}
+			if handled == 0 {
+				t.Errorf("%s run %d: no signal handled", tracer, run)
+			}
+			t.Logf("%s: %d handler runs: %d calls recorded, %d lost, %d not graphed", tracer, handled, 2*h, lost, notGraphed)
+		}
 	}
 }

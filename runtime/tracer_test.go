@@ -3282,17 +3282,29 @@ func TestTracerGraphFused(t *testing.T) {
 // trigger on it fires (before, globs that matched nothing at start-up were dropped).
 // buildDlfilter builds trace_dlfilter.c's program and its library libext.so in dir.
 func buildDlfilter(t *testing.T, dir string) string {
+	return trBuildWithLib(t, dir, "trace_dlfilter.c", "ext", false)
+}
+
+// trBuildWithLib builds runtime/tests/<src> twice through the real flow: with -DLIB as
+// the shared library lib<lib>.so, and as the program prog, which links it (found next to
+// it) if link, else may dlopen it.
+func trBuildWithLib(t *testing.T, dir, src, lib string, link bool) string {
 	t.Helper()
 	testenv.Need(t, "gcc")
-	lib, inc := testenv.Runtime(t)
-	src := filepath.Join(testenv.Root(), "runtime", "tests", "trace_dlfilter.c")
-	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-fPIC", "-DLIB", "-c", src, "-o", "ext.o")
-	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), "ext.o")
-	testenv.Run(t, dir, "gcc", "-shared", "ext.o", "-o", "libext.so")
-	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), "libext.so")
+	rtlib, inc := testenv.Runtime(t)
+	src = filepath.Join(testenv.Root(), "runtime", "tests", src)
+	so := "lib" + lib + ".so"
+	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-fPIC", "-DLIB", "-c", src, "-o", lib+".o")
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), lib+".o")
+	testenv.Run(t, dir, "gcc", "-shared", lib+".o", "-o", so)
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), so)
 	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-I", inc, "-c", src, "-o", "main.o")
 	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), "main.o")
-	testenv.Run(t, dir, "gcc", "main.o", "-rdynamic", "-L"+lib, "-lftrt", "-lpthread", "-ldl", "-o", "prog")
+	args := []string{"main.o", "-rdynamic"}
+	if link {
+		args = append(args, "-L.", "-l"+lib, "-Wl,-rpath,$ORIGIN")
+	}
+	testenv.Run(t, dir, "gcc", append(args, "-L"+rtlib, "-lftrt", "-lpthread", "-ldl", "-o", "prog")...)
 	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), "prog")
 	return filepath.Join(dir, "prog")
 }

@@ -711,21 +711,25 @@ static inline unsigned long value(const struct ft_argval *v, const struct ftrace
 }
 
 /*
- * The usual case: no string to copy and room in the thread's block.  The words are taken
- * before they are filled, as the event encoders do (a signal handler's events go after).
+ * The usual case: no string to copy and room in the thread's block.  The thread's writer
+ * is held from taking the words to publishing them, as the event encoders do.
  */
 static int record_fast(struct ft_thread *t, uint32_t sub, unsigned long ip, uint64_t ts,
 		       const struct ft_argval *v, unsigned n, unsigned words,
 		       const struct ftrace_regs *fregs, const struct ftrace_ret_regs *rr)
 {
-	uint32_t *p = t->wp, *q;
+	uint32_t *p, *q;
 	unsigned total = 3 + words;
 	uint8_t *desc;
 
-	if (unlikely(!n || !words || t->busy || t->state != FT_THREAD_LIVE || !t->blk || p + total > t->wend))
+	if (unlikely(!n || !words || !ft_ev_hold(t)))
 		return 0;
+	p = t->wp;
+	if (unlikely(t->state != FT_THREAD_LIVE || !t->blk || p + total > t->wend)) {
+		ft_ev_release(t);
+		return 0;
+	}
 	t->wp = p + total;
-	barrier();
 	p[0] = ftkit_ext(sub, total - 1, n);
 	p[1] = (uint32_t)ts;
 	p[2] = (uint32_t)(ts >> 32);
@@ -741,7 +745,7 @@ static int record_fast(struct ft_thread *t, uint32_t sub, unsigned long ip, uint
 		if ((v[i].desc >> FTKIT_ARG_SIZE_SHIFT & 3) == 3)
 			*q++ = (uint32_t)(x >> 32);
 	}
-	ft_ev_publish(t, p + total);
+	ft_ev_commit(t, p + total);
 	return 1;
 }
 
@@ -799,7 +803,7 @@ int ft_args_staged_next(struct ft_thread *t, const struct ft_argplan *p, const u
 
 	/* the staged record has the address first; none with a string */
 	if (!p || !p->anext || words != p->awords || n != p->nargs ||
-	    (uint32_t)(ip >> 32) != t->ip_hi || !(w = ft_args_next_take(t, words + 2, ts, &d)))
+	    !(w = ft_args_next_take(t, words + 2, ts, ip, &d)))
 		return 0;
 	w[0] = ftkit_ext(FTKIT_EXT_ARGS_NEXT, words - 1, n);
 	memcpy(w + 1, staged + 1, (words - 1) * 4u);

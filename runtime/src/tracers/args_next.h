@@ -24,20 +24,26 @@ static inline unsigned long ft_args_reg(const void *frame, const struct ft_argva
 
 /*
  * Take words for a short record and the event after it, under the conditions of the fast
- * event writers (ft_ev_entry_fast) and of args.c's record_fast: NULL when they do not
- * hold (nothing taken).  *d: the event's delta.
+ * event writers (ft_ev_entry_fast) and of args.c's record_fast, holding the thread's
+ * writer until ft_ev_commit: NULL when they do not hold (nothing taken, nothing held).
+ * An ENTRY's ip must be in the block's 4 GiB (ip: 0 for an EXIT).  *d: the event's delta.
  */
 static inline uint32_t *ft_args_next_take(struct ft_thread *t, unsigned words, uint64_t ts,
-					  uint32_t *d)
+					  unsigned long ip, uint32_t *d)
 {
-	uint32_t *w = t->wp;
-	uint64_t dt = ts - t->last_ts;
+	uint32_t *w;
+	uint64_t dt;
 
-	if (unlikely(t->busy || t->state != FT_THREAD_LIVE || !t->blk || w + words > t->wend ||
-		     dt >= FTKIT_DELTA_MAX || t->need_depth))
+	if (unlikely(!ft_ev_hold(t)))
 		return NULL;
+	w = t->wp;
+	dt = ts - t->last_ts;
+	if (unlikely(t->state != FT_THREAD_LIVE || !t->blk || w + words > t->wend ||
+		     dt >= FTKIT_DELTA_MAX || t->need_depth || (ip && (uint32_t)(ip >> 32) != t->ip_hi))) {
+		ft_ev_release(t);
+		return NULL;
+	}
 	t->wp = w + words;
-	barrier();	/* the words are taken before they are filled (a signal handler nests) */
 	t->last_ts = ts;
 	*d = (uint32_t)dt;
 	return w;
@@ -68,7 +74,7 @@ static inline void ft_args_next_entry(struct ft_thread *t, uint32_t *q, uint32_t
 {
 	q[0] = FTKIT_EV_ENTRY | d << 3;
 	q[1] = (uint32_t)ip;
-	ft_ev_publish(t, q + 2);
+	ft_ev_commit(t, q + 2);
 }
 
 /*
@@ -83,8 +89,7 @@ static inline int ft_args_entry_next(struct ft_thread *t, const struct ft_argpla
 	unsigned nw = p->awords - 1u;	/* awords counts the address word */
 	uint32_t *w, d;
 
-	if (!p->anext || !fregs || (uint32_t)(ip >> 32) != t->ip_hi ||
-	    !(w = ft_args_next_take(t, 1 + nw + 2, ts, &d)))
+	if (!p->anext || !fregs || !(w = ft_args_next_take(t, 1 + nw + 2, ts, ip, &d)))
 		return 0;
 	w[0] = ftkit_ext(FTKIT_EXT_ARGS_NEXT, nw, p->nargs);
 	ft_args_next_entry(t, ft_args_next_put(w + 1, p->a, p->nargs, fregs), d, ip);
@@ -98,12 +103,12 @@ static inline int ft_args_exit_next(struct ft_thread *t, const struct ft_argplan
 	unsigned nw = p->rwords - 1u;
 	uint32_t *w, *q, d;
 
-	if (!p->rnext || !rr || !(w = ft_args_next_take(t, 1 + nw + 1, ts, &d)))
+	if (!p->rnext || !rr || !(w = ft_args_next_take(t, 1 + nw + 1, ts, 0, &d)))
 		return 0;
 	w[0] = ftkit_ext(FTKIT_EXT_RETVAL_NEXT, nw, p->nret);
 	q = ft_args_next_put(w + 1, p->r, p->nret, rr);
 	q[0] = FTKIT_EV_EXIT | d << 3;
-	ft_ev_publish(t, q + 1);
+	ft_ev_commit(t, q + 1);
 	return 1;
 }
 

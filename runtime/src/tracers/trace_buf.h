@@ -149,19 +149,55 @@ static inline void ft_ev_publish(struct ft_thread *t, uint32_t *end)
 	__atomic_store_n(&t->blk->pub, (uint32_t)((char *)end - (char *)t->data), __ATOMIC_RELEASE);
 }
 
+/*
+ * The fast writers hold t->busy from reading the encoder's state (wp, last_ts, ip_hi, the
+ * block) until their words are published, as the slow path does.  A signal handler's
+ * event that lands meanwhile goes the slow way, finds busy raised and is counted lost.
+ * Unguarded, the handler took the same words (its events were overwritten, uncounted),
+ * published past words not yet filled, or moved the block, ip_hi or last_ts under the
+ * writer it interrupted, whose event then decoded as another function or broke the block
+ * (TestTracerSignalStorm).  0: busy already (nothing held).
+ */
+static inline int ft_ev_hold(struct ft_thread *t)
+{
+	if (unlikely(t->busy))
+		return 0;
+	t->busy = 1;
+	barrier();
+	return 1;
+}
+
+static inline void ft_ev_release(struct ft_thread *t)
+{
+	barrier();
+	t->busy = 0;
+}
+
+/* Publish the words up to end and release the hold. */
+static inline void ft_ev_commit(struct ft_thread *t, uint32_t *end)
+{
+	ft_ev_publish(t, end);
+	ft_ev_release(t);
+}
+
 /* EXIT / EXIT_UNWOUND (one word) with no call: 0 when the event needs ft_ev_slow. */
 static inline int ft_ev_exit_fast(struct ft_thread *t, uint32_t type, uint64_t ts)
 {
-	uint32_t *p = t->wp;
-	uint64_t d = ts - t->last_ts;
+	uint32_t *p;
+	uint64_t d;
 
-	if (unlikely(p + 1 > t->wend || d >= FTKIT_DELTA_MAX))
+	if (unlikely(!ft_ev_hold(t)))
 		return 0;
+	p = t->wp;
+	d = ts - t->last_ts;
+	if (unlikely(p + 1 > t->wend || d >= FTKIT_DELTA_MAX)) {
+		ft_ev_release(t);
+		return 0;
+	}
 	t->wp = p + 1;
-	barrier();	/* the words are taken before they are filled (a signal handler nests) */
 	t->last_ts = ts;
 	p[0] = type | (uint32_t)d << 3;
-	ft_ev_publish(t, p + 1);
+	ft_ev_commit(t, p + 1);
 	return 1;
 }
 
@@ -174,18 +210,23 @@ static inline void ft_ev_exit(struct ft_thread *t, uint32_t type, uint64_t ts)
 /* ENTRY (two words) with no call: 0 when the event needs ft_ev_slow. */
 static inline int ft_ev_entry_fast(struct ft_thread *t, uint64_t ip, uint64_t ts)
 {
-	uint32_t *p = t->wp;
-	uint64_t d = ts - t->last_ts;
+	uint32_t *p;
+	uint64_t d;
 
-	if (unlikely(p + 2 > t->wend || d >= FTKIT_DELTA_MAX || (uint32_t)(ip >> 32) != t->ip_hi ||
-		     t->need_depth))
+	if (unlikely(!ft_ev_hold(t)))
 		return 0;
+	p = t->wp;
+	d = ts - t->last_ts;
+	if (unlikely(p + 2 > t->wend || d >= FTKIT_DELTA_MAX || (uint32_t)(ip >> 32) != t->ip_hi ||
+		     t->need_depth)) {
+		ft_ev_release(t);
+		return 0;
+	}
 	t->wp = p + 2;
-	barrier();
 	t->last_ts = ts;
 	p[0] = FTKIT_EV_ENTRY | (uint32_t)d << 3;
 	p[1] = (uint32_t)ip;
-	ft_ev_publish(t, p + 2);
+	ft_ev_commit(t, p + 2);
 	return 1;
 }
 
@@ -198,19 +239,24 @@ static inline void ft_ev_entry(struct ft_thread *t, uint64_t ip, uint64_t ts)
 /* FUNC_NEAR (two words) only, with no call: 0 when the event needs ft_ev_slow. */
 static inline int ft_ev_func_near(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
 {
-	uint32_t *p = t->wp;
-	uint64_t d = ts - t->last_ts;
+	uint32_t *p;
+	uint64_t d;
 	int64_t diff = (int64_t)(parent - ip);
 
-	if (unlikely(p + 2 > t->wend || d >= FTKIT_NEAR_DELTA_MAX || diff != (int16_t)diff ||
-		     (uint32_t)(ip >> 32) != t->ip_hi))
+	if (unlikely(!ft_ev_hold(t)))
 		return 0;
+	p = t->wp;
+	d = ts - t->last_ts;
+	if (unlikely(p + 2 > t->wend || d >= FTKIT_NEAR_DELTA_MAX || diff != (int16_t)diff ||
+		     (uint32_t)(ip >> 32) != t->ip_hi)) {
+		ft_ev_release(t);
+		return 0;
+	}
 	t->wp = p + 2;
-	barrier();
 	t->last_ts = ts;
 	p[0] = FTKIT_EV_FUNC_NEAR | (uint32_t)d << 3 | (uint32_t)(uint16_t)diff << 16;
 	p[1] = (uint32_t)ip;
-	ft_ev_publish(t, p + 2);
+	ft_ev_commit(t, p + 2);
 	return 1;
 }
 
