@@ -70,8 +70,8 @@ func scanTrace(path string) (traceCounts, error) {
 	if _, err := f.ReadAt(h, 0); err != nil {
 		return c, fmt.Errorf("%s: header: %v", path, err)
 	}
-	if v := le.Uint32(h[8:]); string(h[:8]) != "FTKITTRC" || v != 2 && v != 3 {
-		return c, fmt.Errorf("%s: not a version-2 or 3 ftkit trace", path)
+	if v := le.Uint32(h[8:]); string(h[:8]) != "FTKITTRC" || v != 2 && v != 3 && v != 4 {
+		return c, fmt.Errorf("%s: not a version-2, 3 or 4 ftkit trace", path)
 	}
 	c.Flags = le.Uint32(h[16:])
 	c.LostNoBuf = le.Uint64(h[104:])
@@ -272,6 +272,8 @@ func (c *traceCounts) decode(data []byte) (uint32, error) {
 		case 4:
 			c.Funcs++
 			size = 2
+		case 5: // FUNC_AGAIN
+			c.Funcs++
 		case 7:
 			sub, nw := w>>3&31, int(w>>8&0xff)
 			if i+1+nw > words {

@@ -239,8 +239,8 @@ func trRead(t *testing.T, path string) *trTrace {
 		t.Fatal(err)
 	}
 	le := binary.LittleEndian
-	if len(d) < 256 || string(d[:8]) != "FTKITTRC" || le.Uint32(d[8:]) != 3 {
-		t.Fatalf("%s: not a version-3 trace", path)
+	if len(d) < 256 || string(d[:8]) != "FTKITTRC" || le.Uint32(d[8:]) != 4 {
+		t.Fatalf("%s: not a version-4 trace", path)
 	}
 	tr := &trTrace{
 		Flags: le.Uint32(d[16:]), PID: le.Uint32(d[20:]), Signal: le.Uint32(d[24:]),
@@ -364,6 +364,9 @@ type trFrame struct{ ip, ts uint64 }
 // recorded frames' nesting.  run is the thread's open frames after its previous block:
 // where the block's header differs (events dropped or overwritten in between), records
 // with flag 2 (gap) close the frames that ended unseen and open those entered unseen.
+// trPairSlot is the FUNC_AGAIN cache slot of a (function, parent) pair.
+func trPairSlot(ip, parent uint64) uint64 { return (ip ^ parent) * 0x9E3779B97F4A7C15 >> 56 }
+
 func trDecodeBlock(t *testing.T, path string, c []byte, run *[]trFrame) []trRec {
 	t.Helper()
 	le := binary.LittleEndian
@@ -394,6 +397,7 @@ func trDecodeBlock(t *testing.T, path string, c []byte, run *[]trFrame) []trRec 
 		return uint64(le.Uint32(w[4*i:]))
 	}
 	nev := uint32(0)
+	var pairs [256]trRec // FUNC_AGAIN's cache: (IP, Aux) pairs, empty at the block's start
 	for i := 0; 4*i < len(w); {
 		x := word(i)
 		typ, delta := x&7, x>>3
@@ -422,13 +426,25 @@ func trDecodeBlock(t *testing.T, path string, c []byte, run *[]trFrame) []trRec 
 			i += 2
 		case 3:
 			ts += delta
-			recs = append(recs, trRec{TS: ts, IP: ipHi<<32 | word(i+1), Aux: parentHi<<32 | word(i+2), Type: 1})
+			r := trRec{TS: ts, IP: ipHi<<32 | word(i+1), Aux: parentHi<<32 | word(i+2), Type: 1}
+			pairs[trPairSlot(r.IP, r.Aux)] = r
+			recs = append(recs, r)
 			i += 3
 		case 4:
 			ts += delta & 0x1fff
 			ip := ipHi<<32 | word(i+1)
-			recs = append(recs, trRec{TS: ts, IP: ip, Aux: ip + uint64(int64(int16(x>>16))), Type: 1})
+			r := trRec{TS: ts, IP: ip, Aux: ip + uint64(int64(int16(x>>16))), Type: 1}
+			pairs[trPairSlot(r.IP, r.Aux)] = r
+			recs = append(recs, r)
 			i += 2
+		case 5: // FUNC_AGAIN: the pair of slot x>>24, stored by a FUNC or FUNC_NEAR of the block
+			r := pairs[x>>24]
+			if r.IP == 0 {
+				t.Fatalf("%s: block seq %d: FUNC_AGAIN of an empty slot %d", path, le.Uint64(c[24:]), x>>24)
+			}
+			ts += delta & (1<<21 - 1)
+			recs = append(recs, trRec{TS: ts, IP: r.IP, Aux: r.Aux, Type: 1})
+			i++
 		case 7:
 			sub, n, arg := (x>>3)&31, int((x>>8)&0xff), int(x>>16)
 			switch sub {
@@ -1574,7 +1590,8 @@ func TestTracerRingDumpTorn(t *testing.T) {
 func TestTracerRingSwitch(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_live.c")
-	p := trLive(t, dir, prog, "FTRACE_TRACER=function")
+	// the block counts below are in FUNC_NEAR events (8 bytes), not FUNC_AGAIN's 4
+	p := trLive(t, dir, prog, "FTRACE_TRACER=function", "FTRT_FUNC_AGAIN=0")
 	stdin, expect, ask, cmd := p.stdin, p.expect, p.ask, p.cmd
 	for _, bad := range []string{"ring", "ring 0", "ring -1", "ring 12Q", "ring 99999999999999999999"} {
 		if r := ask(bad); !strings.HasPrefix(r, "error ring needs a size") {
@@ -3162,7 +3179,8 @@ func TestTracerSnapshotRace(t *testing.T) {
 func TestTracerRingLive(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_live.c")
-	p := trLive(t, dir, prog, "FTRACE_TRACER=function", "FTRACE_RING=256k")
+	// the block counts below are in FUNC_NEAR events (8 bytes), not FUNC_AGAIN's 4
+	p := trLive(t, dir, prog, "FTRACE_TRACER=function", "FTRACE_RING=256k", "FTRT_FUNC_AGAIN=0")
 	stdin, expect, ask := p.stdin, p.expect, p.ask
 	ticks := func(name string) (int, uint64) {
 		t.Helper()
@@ -3486,5 +3504,60 @@ func TestTracerSwitchTailCallParent(t *testing.T) {
 	d := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "dump", "ftrace.dat")
 	if !regexp.MustCompile(`(?m)\sg <- main$`).MatchString(d) {
 		t.Errorf("g's caller, want main:\n%s", d)
+	}
+}
+
+// FUNC_AGAIN (format version 4): the function tracer writes a call whose function and
+// parent an earlier call of the block had as one word. The same calls are recorded with
+// and without it (FTRT_FUNC_AGAIN=0), in under 60 % of the bytes on programs that repeat
+// their calls (fib: about 4 bytes a call against 8), threads and blocks cut every 64 KiB
+// included (TestTracerSignalStorm has a library's calls between them).
+func TestTracerFuncAgain(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		prog string
+		args []string
+	}{
+		{trBuild(t, dir, "trace_fib.c"), []string{"25"}},
+		{trBuild(t, dir, "trace_threads.c"), nil},
+	} {
+		var recs [2][]string
+		var bytes [2]uint64
+		for i, env := range [][]string{nil, {"FTRT_FUNC_AGAIN=0"}} {
+			out := filepath.Join(dir, fmt.Sprintf("a%d.dat", i))
+			trRun(t, dir, c.prog, append(env, "FTRACE_TRACER=function", "FTRACE_NO_LOSS=1", "FTRACE_OUTPUT="+out), c.args...)
+			tr := trRead(t, out)
+			trCheckComplete(t, tr, 1)
+			s := trSymbols(t, tr, c.prog)
+			for _, th := range tr.Threads {
+				if th.Lost != 0 {
+					t.Errorf("%s: thread %d lost %d", filepath.Base(c.prog), th.TID, th.Lost)
+				}
+				for _, r := range th.Recs {
+					parent := s.name(r.Aux) // the caller (libc's, at an address of this run, for main)
+					if strings.HasPrefix(parent, "0x") {
+						parent = "elsewhere"
+					}
+					recs[i] = append(recs[i], fmt.Sprintf("%d %s %s", r.Type, s.name(r.IP), parent))
+				}
+			}
+			sort.Strings(recs[i]) // threads in either order
+			bytes[i] = tr.DataBytes
+		}
+		name := filepath.Base(c.prog)
+		if len(recs[0]) < 1000 || !reflect.DeepEqual(recs[0], recs[1]) {
+			t.Errorf("%s: %d calls recorded with FUNC_AGAIN, %d without, or not the same", name, len(recs[0]), len(recs[1]))
+			for k := range recs[0] {
+				if k < len(recs[1]) && recs[0][k] != recs[1][k] {
+					t.Errorf("first difference: %q and %q", recs[0][k], recs[1][k])
+					break
+				}
+			}
+		}
+		if bytes[0]*10 > bytes[1]*6 {
+			t.Errorf("%s: %d bytes of events with FUNC_AGAIN, %d without", name, bytes[0], bytes[1])
+		}
+		t.Logf("%s: %d calls: %.2f bytes a call, %.2f without FUNC_AGAIN", name, len(recs[0]),
+			float64(bytes[0])/float64(len(recs[0])), float64(bytes[1])/float64(len(recs[1])))
 	}
 }

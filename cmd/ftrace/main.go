@@ -83,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:    "ftrace",
-		Version: version.Version + " (trace format " + strconv.Itoa(tracefile.Version3) + ")",
+		Version: version.Version + " (trace format " + strconv.Itoa(tracefile.Version4) + ")",
 		Usage:   "record and read function traces of programs built with ftkit",
 		Description: "Record a program linked with libftrt:  ftrace record -- ./prog args\n" +
 			"then read the trace (default ftrace.dat): ftrace graph | report | info | dump --chrome | pprof | flame",

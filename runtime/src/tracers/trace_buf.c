@@ -795,7 +795,7 @@ static uint32_t count_events(const uint32_t *w, uint32_t words)
 			continue;
 		}
 		n++;
-		if (type <= FTKIT_EV_EXIT_UNWOUND)
+		if (type <= FTKIT_EV_EXIT_UNWOUND || type == FTKIT_EV_FUNC_AGAIN)
 			i += 1;
 		else if (type == FTKIT_EV_FUNC)
 			i += 3;
@@ -1530,17 +1530,21 @@ static void set_mode(int ring, uint64_t bytes)
 	cfg.ring = ring;
 	cfg.nblk = ring ? ring_blocks(bytes) : cfg.stream_nblk;
 	cfg.tbuf_bytes = ROUND_UP(sizeof(struct ft_tbuf), PAGE) +
-			 ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE) + cfg.nblk * cfg.stride;
+			 ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE) +
+			 ROUND_UP(FTKIT_PAIR_SLOTS * sizeof(struct ftkit_pair), PAGE) + cfg.nblk * cfg.stride;
 	cfg.gen++;
 	ft_sess.hdr.mode = ring ? FTKIT_MODE_RING : FTKIT_MODE_STREAM;
 	ft_sess.hdr.ring_bytes = ring ? (uint64_t)cfg.nblk * cfg.block_size : 0;
 }
+
+int ft_pairs_off;
 
 /* Which switches the environment may set (none in secure-execution mode). */
 static void read_config(size_t buf_kb)
 {
 	const char *ring = secure_getenv("FTRACE_RING");
 	const char *nl = secure_getenv("FTRACE_NO_LOSS");
+	const char *again = secure_getenv("FTRT_FUNC_AGAIN");
 	uint64_t bytes = (uint64_t)buf_kb * 1024, v;
 
 	read_limits();
@@ -1549,6 +1553,7 @@ static void read_config(size_t buf_kb)
 	cfg.stride = ROUND_UP(sizeof(struct ft_blk) + FT_MAXOPEN * sizeof(struct ftkit_frame) +
 			      cfg.block_size + 64, PAGE);
 	cfg.no_loss = nl && !strcmp(nl, "1");
+	ft_pairs_off = again && !strcmp(again, "0");
 	if (bytes > (4UL << 20))
 		bytes = 4UL << 20;	/* streaming: memory only while the writer catches up */
 	cfg.stream_nblk = ring_blocks(bytes);
@@ -1835,6 +1840,13 @@ static struct ft_rframe *tbuf_rs(struct ft_tbuf *tb)
 	return (struct ft_rframe *)((char *)tb + ROUND_UP(sizeof(*tb), PAGE));
 }
 
+/* The FUNC_AGAIN pair cache, after the open frames. */
+static struct ftkit_pair *tbuf_pairs(struct ft_tbuf *tb)
+{
+	return (struct ftkit_pair *)((char *)tbuf_rs(tb) +
+				     ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE));
+}
+
 static struct ft_thread *thread_buf_slow(void)
 {
 	struct ft_thread *t = &ft_cur;
@@ -1878,6 +1890,7 @@ static struct ft_thread *thread_buf_slow(void)
 
 	t->tb = tb;
 	t->rs = tbuf_rs(tb);
+	t->pairs = tbuf_pairs(tb);
 	t->blk = NULL;
 	t->wp = t->wend = t->data = NULL;
 	t->lost_pending = 0;
@@ -1956,6 +1969,7 @@ static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t pare
 	b->pub = 0;
 	b->written = 0;
 	t->data = (uint32_t *)&b->frames[depth];
+	memset(t->pairs, 0, FTKIT_PAIR_SLOTS * sizeof(*t->pairs));	/* readers start each block so */
 	t->wp = t->data;
 	t->wend = t->data + cfg.block_size / 4;
 	t->last_ts = ts;
@@ -2013,6 +2027,7 @@ static void rebuffer(struct ft_thread *t)
 	__atomic_store_n(&old->exited, 1, __ATOMIC_RELEASE);
 	t->tb = tb;
 	t->rs = tbuf_rs(tb);
+	t->pairs = tbuf_pairs(tb);
 	t->reg = slot;
 	lock_put();
 }
@@ -2172,8 +2187,10 @@ void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, u
 	w[n++] = type | (uint32_t)d << 3;
 	if (type == FTKIT_EV_ENTRY || type == FTKIT_EV_FUNC)
 		w[n++] = (uint32_t)ip;
-	if (type == FTKIT_EV_FUNC)
+	if (type == FTKIT_EV_FUNC) {
 		w[n++] = (uint32_t)aux;
+		ft_pair_store(&t->pairs[ftkit_pair_slot(ip, aux)], ip, aux);
+	}
 	p = t->wp;
 	t->wp = p + n;
 	barrier();
@@ -2224,6 +2241,7 @@ void ft_thread_exit(void)
 		__atomic_store_n(&tb->exited, 1, __ATOMIC_RELEASE);
 		t->tb = NULL;
 		t->rs = NULL;
+		t->pairs = NULL;
 	}
 	t->state = FT_THREAD_DEAD;
 	if (t->pv) {
@@ -2606,6 +2624,7 @@ void ft_session_forked(void)
 	t->blk = NULL;
 	t->tb = NULL;
 	t->rs = NULL;
+	t->pairs = NULL;
 	t->wp = t->wend = t->data = NULL;
 	t->state = FT_THREAD_NEW;
 	t->open = 0;

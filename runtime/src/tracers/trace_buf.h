@@ -95,6 +95,7 @@ struct ft_thread {
 	uint32_t ip_hi, parent_hi;
 	struct ft_blk *blk;	/* block being filled, or NULL */
 	uint32_t *data;		/* its data */
+	struct ftkit_pair *pairs;	/* the block's FUNC_AGAIN cache (in the thread buffer) */
 	uint32_t state;		/* FT_THREAD_* */
 	uint32_t busy;		/* slow path running (signal re-entry) */
 	uint32_t saved_state;	/* state before fork() (the fork window records nothing) */
@@ -147,6 +148,17 @@ static inline void ft_ev_publish(struct ft_thread *t, uint32_t *end)
 {
 	barrier();
 	__atomic_store_n(&t->blk->pub, (uint32_t)((char *)end - (char *)t->data), __ATOMIC_RELEASE);
+}
+
+/* FTRT_FUNC_AGAIN=0: no pair is cached, so no FUNC_AGAIN is written (to compare). */
+extern int ft_pairs_off;
+
+static inline void ft_pair_store(struct ftkit_pair *e, uint64_t ip, uint64_t parent)
+{
+	if (likely(!ft_pairs_off)) {
+		e->ip = ip;
+		e->parent = parent;
+	}
 }
 
 /*
@@ -236,10 +248,14 @@ static inline void ft_ev_entry(struct ft_thread *t, uint64_t ip, uint64_t ts)
 		ft_ev_slow(t, FTKIT_EV_ENTRY, ip, 0, ts);
 }
 
-/* FUNC_NEAR (two words) only, with no call: 0 when the event needs ft_ev_slow. */
+/*
+ * FUNC_AGAIN (one word) when the pair is in the block's cache, else FUNC_NEAR (two
+ * words), which stores it there; with no call: 0 when the event needs ft_ev_slow.
+ */
 static inline int ft_ev_func_near(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
 {
-	uint32_t *p;
+	uint32_t *p, slot = ftkit_pair_slot(ip, parent);
+	struct ftkit_pair *e;
 	uint64_t d;
 	int64_t diff = (int64_t)(parent - ip);
 
@@ -247,6 +263,15 @@ static inline int ft_ev_func_near(struct ft_thread *t, uint64_t ip, uint64_t par
 		return 0;
 	p = t->wp;
 	d = ts - t->last_ts;
+	e = &t->pairs[slot];	/* t->pairs is set whenever a block is (wend not NULL) */
+	if (likely(p + 1 <= t->wend && e->ip == ip && e->parent == parent &&
+		   d < FTKIT_AGAIN_DELTA_MAX)) {
+		t->wp = p + 1;
+		t->last_ts = ts;
+		p[0] = FTKIT_EV_FUNC_AGAIN | (uint32_t)d << 3 | slot << 24;
+		ft_ev_commit(t, p + 1);
+		return 1;
+	}
 	if (unlikely(p + 2 > t->wend || d >= FTKIT_NEAR_DELTA_MAX || diff != (int16_t)diff ||
 		     (uint32_t)(ip >> 32) != t->ip_hi)) {
 		ft_ev_release(t);
@@ -254,6 +279,7 @@ static inline int ft_ev_func_near(struct ft_thread *t, uint64_t ip, uint64_t par
 	}
 	t->wp = p + 2;
 	t->last_ts = ts;
+	ft_pair_store(e, ip, parent);
 	p[0] = FTKIT_EV_FUNC_NEAR | (uint32_t)d << 3 | (uint32_t)(uint16_t)diff << 16;
 	p[1] = (uint32_t)ip;
 	ft_ev_commit(t, p + 2);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * On-disk layout of the ftkit trace file, version 3 (docs/trace-format.md).
+ * On-disk layout of the ftkit trace file, version 4 (docs/trace-format.md).
  * Little-endian LP64 (x86-64, arm64: the same layout): the structs are written as they are
  * in memory.
  */
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define FTKIT_TRACE_MAGIC	"FTKITTRC"
-#define FTKIT_TRACE_VERSION	3
+#define FTKIT_TRACE_VERSION	4
 
 /* file header flags */
 #define FTKIT_F_COMPLETE	0x1
@@ -171,6 +171,7 @@ enum {
 	FTKIT_EV_ENTRY = 2,
 	FTKIT_EV_FUNC = 3,
 	FTKIT_EV_FUNC_NEAR = 4,
+	FTKIT_EV_FUNC_AGAIN = 5,	/* version 4: a FUNC of the block's pair cache (one word) */
 	FTKIT_EV_EXT = 7,
 };
 
@@ -211,6 +212,24 @@ enum {
 
 #define FTKIT_DELTA_MAX		(1U << 29)	/* deltas below this fit */
 #define FTKIT_NEAR_DELTA_MAX	(1U << 13)
+#define FTKIT_AGAIN_DELTA_MAX	(1U << 21)	/* FUNC_AGAIN: bits 3-23 delta, 24-31 slot */
+
+/*
+ * The pair cache of FUNC_AGAIN: per block, FTKIT_PAIR_SLOTS (function, parent) pairs, all
+ * zero at the block's start; every FUNC and FUNC_NEAR of the block stores its pair in the
+ * slot ftkit_pair_slot gives, and a FUNC_AGAIN names the slot of its pair.  Writer and
+ * readers compute the same slot.
+ */
+#define FTKIT_PAIR_SLOTS	256
+
+struct ftkit_pair {
+	uint64_t ip, parent;
+};
+
+static inline uint32_t ftkit_pair_slot(uint64_t ip, uint64_t parent)
+{
+	return (uint32_t)(((ip ^ parent) * 0x9E3779B97F4A7C15ULL) >> 56);
+}
 
 static inline uint32_t ftkit_ext(uint32_t sub, uint32_t n, uint32_t arg)
 {

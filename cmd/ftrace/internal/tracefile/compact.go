@@ -13,10 +13,12 @@ import (
 // Format versions 2 and 3 (docs/trace-format.md): per-thread blocks of compact events,
 // each block self-contained (its header carries the graph frames open when it started).
 // Version 3 adds MORE chunks: a block's data may come in pieces, the first in its EVENTS
-// chunk and the rest appended by MORE chunks.
+// chunk and the rest appended by MORE chunks. Version 4 adds FUNC_AGAIN events: a
+// function-tracer call whose (function, parent) pair an earlier call of the block had.
 const (
 	Version2       = 2
 	Version3       = 3
+	Version4       = 4
 	ChunkEvents    = 4
 	ChunkThreadV2  = 5
 	ChunkMore      = 6
@@ -38,6 +40,7 @@ const (
 	evEntry       = 2
 	evFunc        = 3
 	evFuncNear    = 4
+	evFuncAgain   = 5 // version 4: bits 3-23 delta, 24-31 the slot of its pair
 	evExt         = 7
 
 	// EXT subtypes (word 0, bits 3-7).
@@ -50,9 +53,18 @@ const (
 	extStack    = 6
 	// extArgs, extRetval: values.go
 
-	deltaBits     = 29
-	nearDeltaBits = 13
+	deltaBits      = 29
+	nearDeltaBits  = 13
+	againDeltaBits = 21
 )
+
+// pairCache is a block's FUNC_AGAIN cache: all zero at the block's start; every FUNC and
+// FUNC_NEAR stores its (function, parent) pair in the slot pairSlot gives.
+type pairCache [256]struct{ ip, parent uint64 }
+
+func pairSlot(ip, parent uint64) uint32 {
+	return uint32(((ip ^ parent) * 0x9E3779B97F4A7C15) >> 56)
+}
 
 // block is one EVENTS chunk as found in the file, with the MORE chunks that continue its
 // data (the payloads are read when decoded). nev counts the events of all the pieces.
@@ -382,6 +394,7 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 		return le.Uint32(data[4*i:]), nil
 	}
 	n := uint32(0)
+	var pairs pairCache
 	for i := 0; 4*i < len(data); {
 		w0, _ := word(i)
 		typ := w0 & 7
@@ -483,8 +496,10 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			w1, _ := word(i + 1)
 			ts += uint64(w0 >> 3)
-			evs = vs.before(evs, ipHi|uint64(w1), ts, false, conv)
-			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: ipHi | uint64(w1), Parent: parentHi | uint64(w2)})
+			ip, parent := ipHi|uint64(w1), parentHi|uint64(w2)
+			pairs[pairSlot(ip, parent)] = struct{ ip, parent uint64 }{ip, parent}
+			evs = vs.before(evs, ip, ts, false, conv)
+			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: ip, Parent: parent})
 			i += 3
 		case evFuncNear:
 			w1, err := word(i + 1)
@@ -493,9 +508,20 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			ts += uint64(w0 >> 3 & (1<<nearDeltaBits - 1))
 			ip := ipHi | uint64(w1)
+			parent := ip + uint64(int64(int16(w0>>16)))
+			pairs[pairSlot(ip, parent)] = struct{ ip, parent uint64 }{ip, parent}
 			evs = vs.before(evs, ip, ts, false, conv)
-			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: ip, Parent: ip + uint64(int64(int16(w0>>16)))})
+			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: ip, Parent: parent})
 			i += 2
+		case evFuncAgain:
+			p := pairs[w0>>24]
+			if p.ip == 0 {
+				return evs, open, fmt.Errorf("FUNC_AGAIN of pair slot %d, which no call of the block filled", w0>>24)
+			}
+			ts += uint64(w0 >> 3 & (1<<againDeltaBits - 1))
+			evs = vs.before(evs, p.ip, ts, false, conv)
+			evs = append(evs, Event{Kind: Call, TS: conv(ts), IP: p.ip, Parent: p.parent})
+			i++
 		default:
 			return evs, open, fmt.Errorf("event type %d cannot be read (written by a newer ftkit?)", typ)
 		}

@@ -115,11 +115,31 @@ func TestRoundTripV2(t *testing.T) {
 	}
 }
 
+// repeatPairs gives most function-tracer calls of evs the function and parent of one of
+// the last calls (as loops do), so that FUNC_AGAIN has pairs to find.
+func repeatPairs(rng *rand.Rand, evs []Event) []Event {
+	out := append([]Event(nil), evs...)
+	var seen []Event
+	for i, ev := range out {
+		if ev.Kind != Call {
+			continue
+		}
+		if len(seen) > 0 && rng.Intn(4) != 0 {
+			p := seen[len(seen)-1-rng.Intn(min(len(seen), 400))]
+			out[i].IP, out[i].Parent = p.IP, p.Parent
+		}
+		seen = append(seen, out[i])
+	}
+	return out
+}
+
 func TestV2Blocks(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	evs := randomStream(rng, 20000)
+	evs := repeatPairs(rng, randomStream(rng, 20000))
 	for _, o := range []WriteOptions{{BlockEvents: 1}, {BlockEvents: 7}, {BlockEvents: 1000}, {BlockEvents: 333, Partial: true},
-		{BlockEvents: 333, More: true}, {BlockEvents: 4, More: true}, {BlockEvents: 100, DropFirst: 2, More: true}} {
+		{BlockEvents: 333, More: true}, {BlockEvents: 4, More: true}, {BlockEvents: 100, DropFirst: 2, More: true},
+		{BlockEvents: 1, Again: true}, {BlockEvents: 1000, Again: true}, {BlockEvents: 333, Partial: true, Again: true},
+		{BlockEvents: 5, More: true, Again: true}, {BlockEvents: 100, DropFirst: 2, More: true, Again: true}} {
 		tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete},
 			Threads: []*Thread{{TID: 7, Name: "t", Events: evs}, {TID: 9, Events: evs[:5000]}}}
 		got := readBytes(t, encodeV2(t, tr, o))
@@ -145,6 +165,29 @@ func TestV2Blocks(t *testing.T) {
 
 // TestV2Ring: a ring that lost its first blocks still gives every frame that was open
 // when the kept data starts, with its recorded entry, so exits close the right calls.
+// FUNC_AGAIN (version 4): a call whose pair the block's cache holds is one word; a
+// function trace that repeats its calls, as programs do, is about half the size.
+func TestV4FuncAgain(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	var evs []Event
+	for _, ev := range repeatPairs(rng, randomStream(rng, 30000)) {
+		if ev.Kind == Call {
+			evs = append(evs, ev)
+		}
+	}
+	tr := &Trace{Header: Header{Tracer: TracerFunction, Flags: FlagComplete}, Threads: []*Thread{{TID: 3, Events: evs}}}
+	plain, again := encodeV2(t, tr, WriteOptions{More: true}), encodeV2(t, tr, WriteOptions{More: true, Again: true})
+	if got := readBytes(t, again); !reflect.DeepEqual(got.Threads[0].Events, expectV2(evs)) {
+		t.Fatalf("the FUNC_AGAIN encoding reads back otherwise")
+	}
+	if len(again) > len(plain)*7/10 {
+		t.Errorf("%d bytes with FUNC_AGAIN, %d without: want well under", len(again), len(plain))
+	}
+	if v := le.Uint32(again[8:]); v != Version4 {
+		t.Errorf("version %d, want %d", v, Version4)
+	}
+}
+
 func TestV2Ring(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	evs := randomStream(rng, 5000)
@@ -310,8 +353,9 @@ func TestV2BadInput(t *testing.T) {
 		edit func(b []byte)
 		want string
 	}{
-		{"reserved type", func(b []byte) { b[ev] = b[ev]&^7 | 5 }, "event type 5 cannot be read (written by a newer ftkit?)"},
-		{"version 4", func(b []byte) { le.PutUint32(b[8:], 4) }, "version 4 not supported"},
+		{"reserved type", func(b []byte) { b[ev] = b[ev]&^7 | 6 }, "event type 6 cannot be read (written by a newer ftkit?)"},
+		{"empty pair slot", func(b []byte) { le.PutUint32(b[ev:], evFuncAgain|7<<24) }, "FUNC_AGAIN of pair slot 7, which no call of the block filled"},
+		{"version 5", func(b []byte) { le.PutUint32(b[8:], 5) }, "version 5 not supported"},
 		{"record size", func(b []byte) { le.PutUint32(b[88:], 32) }, "record_size 32 in a version 2 trace"},
 		{"event count", func(b []byte) { le.PutUint32(b[off+48:], 2) }, "1 events decoded, the header says 2"},
 		{"depth", func(b []byte) { le.PutUint32(b[off+52:], 3) }, "does not hold 3 open frames"},

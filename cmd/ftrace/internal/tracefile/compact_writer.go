@@ -21,6 +21,9 @@ type WriteOptions struct {
 	// it flushes while it is being filled: an EVENTS chunk with the first third of its
 	// events, then MORE chunks with the rest (format version 3).
 	More bool
+	// Again writes a call whose (function, parent) pair is in the block's cache as one
+	// FUNC_AGAIN word, as the runtime does (format version 4).
+	Again bool
 }
 
 // WriteV2 encodes t in format version 2 (3 with More) with the CLOCK_MONOTONIC clock (one tick = 1 ns),
@@ -39,6 +42,9 @@ func WriteV2(w io.Writer, t *Trace, o WriteOptions) error {
 	version := uint32(Version2)
 	if o.More {
 		version = Version3
+	}
+	if o.Again {
+		version = Version4
 	}
 	return write(w, t, version, func(t *Trace, chunk chunkFunc) error {
 		for _, th := range t.Threads {
@@ -59,6 +65,8 @@ type encoder struct {
 	parentHi uint32
 	open     []frame
 	markers  []string // Marker events' texts
+	again    bool
+	pairs    pairCache // FUNC_AGAIN's, reset at each block
 }
 
 func (e *encoder) ext(sub uint32, arg uint32, payload ...uint32) {
@@ -123,6 +131,14 @@ func (e *encoder) event(ev *Event) error {
 		e.data = append(e.data, evEntry|e.delta(ev.TS, deltaBits)<<3, lo)
 		e.open = append(e.open, frame{ip: ev.IP, ts: ev.TS})
 	case Call:
+		slot := pairSlot(ev.IP, ev.Parent)
+		if p := e.pairs[slot]; e.again && p.ip == ev.IP && p.parent == ev.Parent && ev.TS >= e.ts && ev.TS-e.ts < 1<<againDeltaBits {
+			e.data = append(e.data, evFuncAgain|e.delta(ev.TS, againDeltaBits)<<3|slot<<24)
+			break
+		}
+		if e.again {
+			e.pairs[slot] = struct{ ip, parent uint64 }{ev.IP, ev.Parent}
+		}
 		lo := e.hi(ev.IP)
 		off := int64(ev.Parent - ev.IP)
 		if off >= -1<<15 && off < 1<<15 && ev.TS >= e.ts && ev.TS-e.ts < 1<<nearDeltaBits {
@@ -142,7 +158,7 @@ func (e *encoder) event(ev *Event) error {
 }
 
 func writeThreadV2(th *Thread, o WriteOptions, markers []string, chunk chunkFunc) error {
-	e := &encoder{markers: markers}
+	e := &encoder{markers: markers, again: o.Again}
 	seq := uint64(0)
 	emit := func(hdr []byte, data []uint32, nev uint32, flags uint32) {
 		h := append([]byte(nil), hdr...)
@@ -175,6 +191,7 @@ func writeThreadV2(th *Thread, o WriteOptions, markers []string, chunk chunkFunc
 			le.PutUint64(hdr[64+stackEntrySize*i:], f.ts)
 		}
 		e.data, e.nev = e.data[:0], 0
+		e.pairs = pairCache{}
 		var half []uint32
 		var halfN uint32
 		var cut [2]struct{ words, nev int } // ends of the first two thirds

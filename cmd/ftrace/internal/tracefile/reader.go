@@ -122,8 +122,8 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 	st := &Stream{Trace: t, r: r}
 	hd := &t.Header
 	hd.Version = le.Uint32(h[8:])
-	if hd.Version < Version1 || hd.Version > Version3 {
-		return nil, fmt.Errorf("trace format version %d not supported (this ftrace reads versions %d to %d; written by a newer ftkit?)", hd.Version, Version1, Version3)
+	if hd.Version < Version1 || hd.Version > Version4 {
+		return nil, fmt.Errorf("trace format version %d not supported (this ftrace reads versions %d to %d; written by a newer ftkit?)", hd.Version, Version1, Version4)
 	}
 	hdrSize := int64(le.Uint32(h[12:]))
 	if hdrSize < HeaderSize || hdrSize > size {
