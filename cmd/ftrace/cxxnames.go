@@ -18,10 +18,11 @@ const maxExpansion = 2000
 // The runtime demangles C++ symbols with the process's libstdc++, which cannot read some
 // that the readers (and users copying names from them) see, such as gtest's decltype
 // templates, and reads others differently (std::call_once's lambda helpers, std::ostream
-// spelt out): a glob naming C++ functions ("::") gets the mangled symbols of the functions
-// it matches as the readers read them but that GNU's demangler (c++filt: the same
-// libiberty code) leaves mangled or names otherwise, in the program and in the traced
-// libraries it needs (libgtest.so); it is replaced by them when it matches nothing else.
+// spelt out), and names deleting destructors without the readers' " [deleting]": a glob
+// naming C++ functions ("::") gets the mangled symbols of the functions it matches as the
+// readers name them but not as GNU's demangler (c++filt: the same libiberty code) does,
+// in the program and in the traced libraries it needs (libgtest.so); it is replaced by
+// them when it matches nothing else.
 // Without c++filt, or a readable program, the globs are given as they are.
 func runtimeGlobs(prog string, globs []string) []string {
 	var syms []string
@@ -44,7 +45,7 @@ func runtimeGlobs(prog string, globs []string) []string {
 				matched = append(matched, raw)
 			}
 		}
-		unread := gnuOtherwise(matched)
+		unread := gnuOtherwise(gl, matched)
 		if len(unread) == 0 || len(unread) > maxExpansion {
 			out = append(out, g)
 			continue
@@ -84,9 +85,9 @@ func cxxFuncSymbols(files []string) []string {
 	return out
 }
 
-// gnuOtherwise returns the symbols of raws that c++filt leaves as they are or names
-// otherwise than the readers do.
-func gnuOtherwise(raws []string) []string {
+// gnuOtherwise returns the symbols of raws that gl does not match by the name c++filt
+// gives them (the runtime's), or that c++filt leaves mangled.
+func gnuOtherwise(gl *filter.Glob, raws []string) []string {
 	if len(raws) == 0 {
 		return nil
 	}
@@ -102,7 +103,7 @@ func gnuOtherwise(raws []string) []string {
 	}
 	var out []string
 	for i, l := range lines {
-		if string(l) == raws[i] || string(l) != strings.TrimSuffix(symbolize.FuncName(raws[i]), " [deleting]") {
+		if string(l) == raws[i] || !gl.MatchFunc(&symbolize.Func{Name: string(l), Raw: raws[i]}) {
 			out = append(out, raws[i])
 		}
 	}
