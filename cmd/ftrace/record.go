@@ -192,6 +192,7 @@ func doRecord(c *cli.Context) error {
 	signal.Notify(swallow, syscall.SIGINT, syscall.SIGQUIT)
 	defer signal.Stop(swallow)
 	start := time.Now()
+	files := filesBefore(out, start)
 	cmd, err := startProgram(path, args, append(withoutFtraceEnv(os.Environ()), env...), os.Stdin, c.App.Writer, c.App.ErrWriter)
 	if errors.Is(err, syscall.EMFILE) {
 		// ftrace's own descriptors (the exec status pipe, the runtime's epoll), not the
@@ -243,7 +244,7 @@ func doRecord(c *cli.Context) error {
 			fmt.Fprintf(c.App.ErrWriter, "ftrace: recording stopped %s; the program ran on untraced\n", why)
 		}
 		// the program started may be a wrapper (env, a shell) of one that was traced
-		if summarise(c, out, path, cmd.proc.Pid, start) == 0 {
+		if summarise(c, out, path, cmd.proc.Pid, files) == 0 {
 			noTableHint(c.App.ErrWriter, path)
 		}
 	}
@@ -265,32 +266,28 @@ func withoutFtraceEnv(env []string) []string {
 
 // summarise tells where the trace went (or why there is none); it returns the events of
 // the trace (0 without one).
-func summarise(c *cli.Context, out, prog string, pid int, start time.Time) (events uint64) {
+func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (events uint64) {
 	stderr := c.App.ErrWriter
-	d := time.Since(start)
+	d := time.Since(files.start)
 	path := strings.ReplaceAll(out, "%p", strconv.Itoa(pid))
-	others := otherTraces(out, pid, start)
+	others, running := otherTraces(out, pid, files)
 	defer func() {
 		if len(others) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of other processes (%%p): %s\n", someOf(others, " "))
 		}
-		// Forked children write PATH.<pid>, theirs PATH.<pid>.<pid>, and so on; a program
-		// a child execs PATH.<pid>.exec<n>.
-		if kids := recentFiles(globQuote(path)+".[0-9]*", start, func(k string) bool {
-			for _, p := range strings.Split(k[len(path)+1:], ".") {
-				if _, err := strconv.Atoi(strings.TrimPrefix(p, "exec")); err != nil {
-					return false
-				}
-			}
-			return true
-		}); len(kids) > 0 {
+		// the descendants of the program and of the other processes of a %p pattern
+		var kids, parts, execs []string
+		for _, root := range append([]string{path}, append(others, running...)...) {
+			k, p, e := descendants(root, pid, files)
+			kids, parts, execs = append(kids, k...), append(parts, p...), append(execs, e...)
+		}
+		if len(kids) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", someOf(kids, " "))
 		}
-		if parts := childParts(path, pid, start); len(parts) > 0 {
+		if len(parts) > 0 {
 			fmt.Fprintf(stderr, "ftrace: forked children's traces at .part: %s\n", someOf(parts, ", "))
 		}
-		// Images exec'd without a fork write PATH.exec<n>.
-		if execs := recentFiles(globQuote(path)+".exec[0-9]*", start, nil); len(execs) > 0 {
+		if len(execs) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of exec'd images: %s\n", someOf(execs, " "))
 		}
 	}()
@@ -849,33 +846,86 @@ func buildState(prog string) (table, rt, ok bool) {
 }
 
 // otherTraces lists the traces of other processes an output pattern with %p was given
-// (the program's descendants: a shell's pipeline), written since start.
-func otherTraces(out string, pid int, start time.Time) []string {
+// (the program's descendants: a shell's pipeline), written during the run, and the
+// outputs of those still writing theirs (their <output>.<pid>.part only exists yet).
+func otherTraces(out string, pid int, files *runFiles) (done, running []string) {
 	if !strings.Contains(out, "%p") {
-		return nil
+		return nil, nil
 	}
-	re, err := regexp.Compile("^" + strings.ReplaceAll(regexp.QuoteMeta(out), "%p", "([0-9]+)") + "$")
-	if err != nil {
-		return nil
+	q := regexp.QuoteMeta(out)
+	re, err := regexp.Compile("^" + strings.ReplaceAll(q, "%p", "([0-9]+)") + "$")
+	part, err2 := regexp.Compile("^(" + strings.ReplaceAll(q, "%p", "([0-9]+)") + `)\.([0-9]+)\.part$`)
+	if err != nil || err2 != nil {
+		return nil, nil
 	}
-	return recentFiles(strings.ReplaceAll(globQuote(out), "%p", "[0-9]*"), start, func(name string) bool {
+	glob := strings.ReplaceAll(globQuote(out), "%p", "[0-9]*")
+	own := strconv.Itoa(pid)
+	done = files.recent(glob, func(name string) bool {
 		m := re.FindStringSubmatch(name)
-		return m != nil && m[1] != strconv.Itoa(pid)
+		return m != nil && m[1] != own
 	})
+	for _, p := range files.recent(glob+".[0-9]*.part", nil) {
+		if m := part.FindStringSubmatch(p); m != nil && m[2] == m[3] && m[2] != own {
+			running = append(running, m[1])
+		}
+	}
+	return done, running
 }
 
-// recentFiles lists the files the glob pattern names that were modified since start (a
-// second of slack) and that keep (if any) accepts.
-func recentFiles(pattern string, start time.Time, keep func(string) bool) []string {
+// descendants lists, for the trace path of process pid (or of another process of a %p
+// pattern), the traces its forked descendants wrote (PATH.<pid>, theirs PATH.<pid>.<pid>,
+// and so on; a program a child execs PATH.<pid>.exec<n>), their .part files with why
+// (childParts), and those of images exec'd without a fork (PATH.exec<n>).
+func descendants(path string, pid int, files *runFiles) (kids, parts, execs []string) {
+	kids = files.recent(globQuote(path)+".[0-9]*", func(k string) bool {
+		for _, p := range strings.Split(k[len(path)+1:], ".") {
+			if _, err := strconv.Atoi(strings.TrimPrefix(p, "exec")); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	return kids, childParts(path, pid, files), files.recent(globQuote(path)+".exec[0-9]*", nil)
+}
+
+// runFiles tells the files a run wrote from those that were there before it (an earlier
+// run's children's traces, which its own output's removal leaves).
+type runFiles struct {
+	start  time.Time
+	before map[string]time.Time // the files the output could name at start, and their mtimes
+}
+
+// filesBefore notes the files out (a %p in it: any pid) and its descendants' names could
+// be, as they are at start.
+func filesBefore(out string, start time.Time) *runFiles {
+	r := &runFiles{start: start, before: map[string]time.Time{}}
+	names, _ := filepath.Glob(strings.ReplaceAll(globQuote(out), "%p", "*") + "*")
+	for _, n := range names {
+		if st, err := os.Stat(n); err == nil {
+			r.before[n] = st.ModTime()
+		}
+	}
+	return r
+}
+
+// recent lists the files the glob pattern names that the run wrote (modified since its
+// start, with a second of slack for coarse file times, and not as they were before it)
+// and that keep (if any) accepts.
+func (r *runFiles) recent(pattern string, keep func(string) bool) []string {
 	cands, _ := filepath.Glob(pattern)
 	var names []string
 	for _, c := range cands {
 		if keep != nil && !keep(c) {
 			continue
 		}
-		if st, err := os.Stat(c); err == nil && !st.ModTime().Before(start.Add(-time.Second)) {
-			names = append(names, c)
+		st, err := os.Stat(c)
+		if err != nil || st.ModTime().Before(r.start.Add(-time.Second)) {
+			continue
 		}
+		if m, ok := r.before[c]; ok && m.Equal(st.ModTime()) {
+			continue
+		}
+		names = append(names, c)
 	}
 	return names
 }
@@ -896,10 +946,10 @@ func someOf(names []string, sep string) string {
 // .part), each with why it is there: its process runs on (a daemon outlives the program
 // record ran), it is complete but could not take its name (a worker that dropped root),
 // or it was not finalised.
-func childParts(path string, pid int, start time.Time) []string {
+func childParts(path string, pid int, files *runFiles) []string {
 	own := fmt.Sprintf("%s.%d.part", path, pid)
 	var out []string
-	for _, p := range recentFiles(globQuote(path)+".[0-9]*.part", start, nil) {
+	for _, p := range files.recent(globQuote(path)+".[0-9]*.part", nil) {
 		ids := strings.Split(strings.TrimSuffix(p[len(path)+1:], ".part"), ".")
 		child, err := strconv.Atoi(ids[len(ids)-1])
 		if p == own || err != nil {
