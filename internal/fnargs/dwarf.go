@@ -195,9 +195,16 @@ func (l *loader) function(e *dwarf.Entry, low, entry uint64, syms []string) (*Fu
 	if fn.Linkage == "" && l.cplus {
 		// gcc gives a C++ function of internal linkage (static, or in an anonymous
 		// namespace) no linkage name: its symbol is one, and the runtime matches by it
-		// (its bare name would match nothing: the leveldb trial's -a showed no values)
+		// (its bare name would match nothing: the leveldb trial's -a showed no values).
+		// Of aliases (a constructor's C1 and C2), the one the runtime names the address
+		// by: without a compiler suffix, then the greatest (ftrace_elf.c's sym_cmp);
+		// another matched nothing there.
 		for _, s := range syms {
-			if strings.HasPrefix(s, "_Z") && (fn.Linkage == "" || !strings.Contains(s, ".")) {
+			if !strings.HasPrefix(s, "_Z") {
+				continue
+			}
+			dot, cur := strings.Contains(s, "."), strings.Contains(fn.Linkage, ".")
+			if fn.Linkage == "" || cur && !dot || cur == dot && s > fn.Linkage {
 				fn.Linkage = s
 			}
 		}
@@ -212,9 +219,12 @@ func (l *loader) function(e *dwarf.Entry, low, entry uint64, syms []string) (*Fu
 	if fn.Name == "" && len(syms) > 0 {
 		fn.Name = syms[0]
 	}
+	fn.Clone = len(syms) > 0
 	for _, s := range syms {
 		if cloneSuffix.MatchString(s) {
 			fn.Unsure = fmt.Sprintf("%s is a gcc clone: its arguments may differ from the declaration's", s)
+		} else {
+			fn.Clone = false
 		}
 	}
 	var params []*Arg

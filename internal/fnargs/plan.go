@@ -54,6 +54,9 @@ type Func struct {
 	// Unsure says why the locations may not be those the compiler used (a clone with
 	// a changed signature, a type the model does not know); empty when they are.
 	Unsure string
+	// Clone: the code at Entry is a gcc clone only (every symbol there has a clone's
+	// suffix: f.isra.0), whose parameters may not be the declaration's.
+	Clone bool
 }
 
 // Words is how many 8-byte words a call records: its arguments at entry

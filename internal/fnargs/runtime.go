@@ -15,8 +15,10 @@ const (
 // FTRACE_RETVAL, one `SYMBOL@ITEM,...` per line) for `ftrace record --auto-args`: each
 // word of each argument at its location, formatted by readers from the DWARF (letter a,
 // A for a string to copy). Functions are named by their symbol (the C++ linkage name);
-// a name that several functions with different plans share is left out, and so are the
-// arguments past the runtime's 16 words (readers show them as ?). keep, when not nil,
+// a name that several functions with different plans share is left out, and so are gcc
+// clones (Func.Clone: their parameters may not be the declaration's; the clone-only
+// functions of leveldb's db_bench were specs the runtime then said matched nothing) and
+// the arguments past the runtime's 16 words (readers show them as ?). keep, when not nil,
 // says which functions may be traced (by entry address): the others are left out before
 // names are compared. skipped counts the functions left out by name.
 func (t *Table) RuntimeSpecs(keep func(entry uint64) bool) (args, rets string, skipped int) {
@@ -26,6 +28,10 @@ func (t *Table) RuntimeSpecs(keep func(entry uint64) bool) (args, rets string, s
 	bad := map[string]bool{}
 	for _, f := range t.Funcs {
 		if keep != nil && !keep(f.Entry) {
+			continue
+		}
+		if f.Clone {
+			skipped++
 			continue
 		}
 		name := f.Linkage

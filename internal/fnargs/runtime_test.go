@@ -109,6 +109,52 @@ int main(int argc, char **) { return twice(argc) + ns::thrice(argc) + quad(argc)
 	}
 }
 
+// Aliases (a constructor's C1 and C2 at one address, in an anonymous namespace: no DWARF
+// linkage name) are named by the symbol the runtime keeps for the address, the greatest
+// (the leveldb trial's specs named D1, which matched nothing); a function that exists only
+// as a gcc clone is left out.
+func TestRuntimeSpecsAliasesAndClones(t *testing.T) {
+	if _, err := exec.LookPath("g++"); err != nil {
+		t.Skip("no g++")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "a.cc")
+	os.WriteFile(src, []byte(`#include <cstdio>
+namespace {
+struct Counter {
+	int n;
+	__attribute__((noinline)) explicit Counter(int x) : n(x) { std::printf("made %d\n", n); }
+	__attribute__((noinline)) ~Counter() { std::printf("gone %d\n", n); }
+};
+}
+struct Big { long a, b, c, d; };
+static __attribute__((noinline)) long pick(Big b, int) { return b.b; }
+__attribute__((noinline)) void use(int x) { Counter c(x); Big b{1, x, 3, 4}; std::printf("%ld\n", pick(b, x)); }
+int main(int argc, char **) { use(argc); return 0; }
+`), 0o644)
+	prog := filepath.Join(dir, "prog")
+	if out, err := exec.Command("g++", "-O2", "-g", "-o", prog, src).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	nm, err := exec.Command("nm", prog).Output()
+	if err != nil || !strings.Contains(string(nm), "CounterD1Ev") || !strings.Contains(string(nm), "pick3Bigi.") {
+		t.Skipf("this g++ makes no D1/D2 aliases or no clone of pick:\n%s", nm)
+	}
+	tab, err := Load(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _, _ := tab.RuntimeSpecs(nil)
+	for _, want := range []string{"_ZN12_GLOBAL__N_17CounterC2Ei@arg1/a%rdi,arg2/a32%rsi\n", "_ZN12_GLOBAL__N_17CounterD2Ev@arg1/a%rdi\n"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("no %q in\n%s", want, args)
+		}
+	}
+	if strings.Contains(args, "C1Ei") || strings.Contains(args, "D1Ev") || strings.Contains(args, "pick") {
+		t.Errorf("an alias the runtime does not use, or the clone, in\n%s", args)
+	}
+}
+
 // A struct's last word holding only 4 bytes of members (the rest padding the caller never
 // wrote) is recorded as 32 bits; a word of members, or of a union, whole.
 func TestPartBits(t *testing.T) {
