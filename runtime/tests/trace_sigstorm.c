@@ -1,12 +1,14 @@
 /* Signals landing anywhere in a traced call, so also between the moment the runtime
    takes a thread's buffer position and the moment it moves it.  The handler calls a
    traced function of a shared library (its addresses differ from the program's in their
-   high half); main calls work() argv[1] times while a thread signals it without pause.
+   high half); main calls work() argv[1] times while a thread signals it without pause
+   (argv[2]: or one signal every argv[2] microseconds).
    Built twice: with -DLIB as libsig.so, without as the program. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #ifdef LIB
 volatile long lib_sink;
@@ -18,6 +20,7 @@ void in_handler(long x);
 static volatile sig_atomic_t stop;
 static volatile long handled;
 static pthread_t main_thread;
+static long gap_us;
 volatile long sink;
 
 __attribute__((noinline)) void work(long i) { sink += i; }
@@ -32,8 +35,14 @@ static void on_usr1(int sig)
 __attribute__((no_instrument_function)) static void *signaller(void *arg)
 {
 	(void)arg;
-	while (!stop)
+	while (!stop) {
 		pthread_kill(main_thread, SIGUSR1);
+		if (gap_us) {
+			struct timespec ts = { 0, gap_us * 1000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
 	return NULL;
 }
 
@@ -44,6 +53,7 @@ int main(int argc, char **argv)
 	sigset_t set;
 	pthread_t th;
 
+	gap_us = argc > 2 ? atol(argv[2]) : 0;
 	sigaction(SIGUSR1, &sa, NULL);
 	main_thread = pthread_self();
 	if (pthread_create(&th, NULL, signaller, NULL))

@@ -401,6 +401,14 @@ static __attribute__((noinline, cold)) void trace_func_slow(unsigned long ip, un
 	ft_ev_func(t, ip, parent_ip, ts);
 }
 
+/* A signal handler's calls kept while trace_func held the writer (ft_ev_drain). */
+static __attribute__((noinline, cold)) void trace_func_drain(unsigned long ip, unsigned long parent_ip,
+							    struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	(void)ip, (void)parent_ip, (void)op, (void)fregs;
+	ft_ev_drain(&ft_cur);
+}
+
 /*
  * The common call (a recording thread, the cycle counter, no arguments, a near event that
  * fits its block) is done without a call, so the compiler saves almost no registers on
@@ -417,8 +425,11 @@ static FT_LEAN_CALLBACK void trace_func(unsigned long ip, unsigned long parent_i
 		   t->state == FT_THREAD_LIVE && ft_clock_source == FT_CLOCK_TSC &&
 		   !__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED) &&
 		   parent_ip != (unsigned long)return_to_handler) &&
-	    ft_ev_func_near(t, ip, parent_ip, ftrt_arch_cycles()))
+	    ft_ev_func_near(t, ip, parent_ip, ftrt_arch_cycles())) {
+		if (ft_ev_deferred(t))
+			ftrt_arch_lean_call(trace_func_drain, ip, parent_ip, op, fregs);
 		return;
+	}
 	ftrt_arch_lean_call(trace_func_slow, ip, parent_ip, op, fregs);
 }
 

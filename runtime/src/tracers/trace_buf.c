@@ -1531,7 +1531,8 @@ static void set_mode(int ring, uint64_t bytes)
 	cfg.nblk = ring ? ring_blocks(bytes) : cfg.stream_nblk;
 	cfg.tbuf_bytes = ROUND_UP(sizeof(struct ft_tbuf), PAGE) +
 			 ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE) +
-			 ROUND_UP(FTKIT_PAIR_SLOTS * sizeof(struct ftkit_pair), PAGE) + cfg.nblk * cfg.stride;
+			 ROUND_UP(FTKIT_PAIR_SLOTS * sizeof(struct ftkit_pair) + FT_DEFER * sizeof(struct ft_defer), PAGE) +
+			 cfg.nblk * cfg.stride;
 	cfg.gen++;
 	ft_sess.hdr.mode = ring ? FTKIT_MODE_RING : FTKIT_MODE_STREAM;
 	ft_sess.hdr.ring_bytes = ring ? (uint64_t)cfg.nblk * cfg.block_size : 0;
@@ -1840,11 +1841,16 @@ static struct ft_rframe *tbuf_rs(struct ft_tbuf *tb)
 	return (struct ft_rframe *)((char *)tb + ROUND_UP(sizeof(*tb), PAGE));
 }
 
-/* The FUNC_AGAIN pair cache, after the open frames. */
+/* The FUNC_AGAIN pair cache, after the open frames; then the deferred calls. */
 static struct ftkit_pair *tbuf_pairs(struct ft_tbuf *tb)
 {
 	return (struct ftkit_pair *)((char *)tbuf_rs(tb) +
 				     ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE));
+}
+
+static struct ft_defer *tbuf_defer(struct ft_tbuf *tb)
+{
+	return (struct ft_defer *)(tbuf_pairs(tb) + FTKIT_PAIR_SLOTS);
 }
 
 static struct ft_thread *thread_buf_slow(void)
@@ -1891,6 +1897,7 @@ static struct ft_thread *thread_buf_slow(void)
 	t->tb = tb;
 	t->rs = tbuf_rs(tb);
 	t->pairs = tbuf_pairs(tb);
+	t->defer = tbuf_defer(tb);
 	t->blk = NULL;
 	t->wp = t->wend = t->data = NULL;
 	t->lost_pending = 0;
@@ -2028,6 +2035,7 @@ static void rebuffer(struct ft_thread *t)
 	t->tb = tb;
 	t->rs = tbuf_rs(tb);
 	t->pairs = tbuf_pairs(tb);
+	t->defer = tbuf_defer(tb);
 	t->reg = slot;
 	lock_put();
 }
@@ -2086,6 +2094,26 @@ void ft_ev_lost_n(struct ft_thread *t, unsigned n)
  * a signal handler on this thread), -ENOSPC (no free block).  Not an event: a record
  * dropped is not counted with the lost events (the calls around it are).
  */
+/*
+ * --no-loss: wait for the writer to free the thread's next block before the writer is
+ * held, so that a signal handler's events meanwhile go their normal way (it may wait as
+ * well, and take the block) instead of being kept or lost for the whole wait.  Everything
+ * is read again each round: the handler may have moved on to another block.
+ */
+static void wait_room(struct ft_thread *t, unsigned words)
+{
+	struct timespec w = { 0, 50000 };
+	struct ft_tbuf *tb;
+	int saved_errno = errno;	/* nanosleep's EINTR is not the program's */
+
+	while (cfg.no_loss && (tb = t->tb) && !tb->ring && (!t->blk || t->wp + words > t->wend) &&
+	       __atomic_load_n(&ft_tbuf_blk(tb, tb->seq_next)->state, __ATOMIC_ACQUIRE) != FT_BLK_FREE &&
+	       __atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE &&
+	       !__atomic_load_n(&lim.fired, __ATOMIC_ACQUIRE))
+		nanosleep(&w, NULL);
+	errno = saved_errno;
+}
+
 int ft_ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, const void *data,
 	      size_t len)
 {
@@ -2095,6 +2123,7 @@ int ft_ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, cons
 	n = 3 + (uint32_t)(len + 3) / 4;	/* EXT word, u64 time, data words */
 	if (t->busy || t->state != FT_THREAD_LIVE)
 		return -EBUSY;
+	wait_room(t, n);
 	t->busy = 1;
 	barrier();
 	saved_errno = errno;
@@ -2118,8 +2147,9 @@ int ft_ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, cons
 	ft_ev_publish(t, p + n);
 out:
 	errno = saved_errno;
-	barrier();
-	t->busy = 0;
+	ft_ev_release(t);
+	if (ft_ev_deferred(t))
+		ft_ev_drain(t);
 	return err;
 }
 
@@ -2137,6 +2167,48 @@ int ft_ev_stack(struct ft_thread *t, uint64_t ts, const uint64_t *pcs, unsigned 
 	return ft_ev_ext(t, FTKIT_EXT_STACK, n, ts, pcs, n * sizeof(*pcs));
 }
 
+/* Keep a signal handler's call made while the thread's writer is held (ft_ev_release). */
+static int ev_defer(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
+{
+	uint32_t i;
+
+	if (!t->defer)
+		return 0;
+	i = __atomic_fetch_add(&t->ndefer, 1, __ATOMIC_RELAXED);	/* one instruction: handlers nest */
+	if (i >= FT_DEFER)
+		return 0;
+	t->defer[i].ip = ip;
+	t->defer[i].parent = parent;
+	t->defer[i].ts = ts;
+	return 1;
+}
+
+/*
+ * Write the calls signal handlers made while the writer was held, after the event they
+ * interrupted.  Every handler that took a slot has filled it and returned by now; one that
+ * lands meanwhile takes the next slot (the loop goes on until none is left) or, outside a
+ * hold, writes its own events at once.  A drain already running further out does the work.
+ */
+void ft_ev_drain(struct ft_thread *t)
+{
+	uint32_t i = 0, raw, n;
+
+	if (t->draining || !t->defer)
+		return;
+	t->draining = 1;
+	barrier();
+	for (;;) {
+		raw = __atomic_load_n(&t->ndefer, __ATOMIC_RELAXED);
+		n = raw < FT_DEFER ? raw : FT_DEFER;	/* those past FT_DEFER were counted lost */
+		for (; i < n; i++)
+			ft_ev_func(t, t->defer[i].ip, t->defer[i].parent, t->defer[i].ts);
+		if (__atomic_compare_exchange_n(&t->ndefer, &raw, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			break;
+	}
+	barrier();
+	t->draining = 0;
+}
+
 void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, uint64_t ts)
 {
 	uint32_t w[12], *p;
@@ -2145,10 +2217,12 @@ void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, u
 	int saved_errno;
 
 	if (t->busy || t->state != FT_THREAD_LIVE) {
-		if (t->state == FT_THREAD_LIVE)
-			ev_lost(t);	/* a signal handler inside the slow path */
+		/* a signal handler inside a writer: its call is kept for later, else lost */
+		if (t->state == FT_THREAD_LIVE && !(t->busy && type == FTKIT_EV_FUNC && ev_defer(t, ip, aux, ts)))
+			ev_lost(t);
 		return;
 	}
+	wait_room(t, 11);
 	t->busy = 1;
 	barrier();
 	saved_errno = errno;
@@ -2199,8 +2273,9 @@ void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, u
 	ft_ev_publish(t, p + n);
 out:
 	errno = saved_errno;
-	barrier();
-	t->busy = 0;
+	ft_ev_release(t);
+	if (ft_ev_deferred(t))
+		ft_ev_drain(t);
 }
 
 void ft_note_lost_depth(void)
@@ -2217,6 +2292,8 @@ void ft_thread_exit(void)
 	struct ft_thread *t = &ft_cur;
 	struct ft_session *s = &ft_sess;
 
+	if (ft_ev_deferred(t))
+		ft_ev_drain(t);	/* a signal handler's calls kept at the thread's last event */
 	fgraph_close_all();	/* recorded while the buffer is still there */
 	if (t->state == FT_THREAD_LIVE && t->gen == s->gen) {
 		struct ft_tbuf *tb = t->tb;
@@ -2242,6 +2319,7 @@ void ft_thread_exit(void)
 		t->tb = NULL;
 		t->rs = NULL;
 		t->pairs = NULL;
+		t->defer = NULL;
 	}
 	t->state = FT_THREAD_DEAD;
 	if (t->pv) {
@@ -2625,6 +2703,8 @@ void ft_session_forked(void)
 	t->tb = NULL;
 	t->rs = NULL;
 	t->pairs = NULL;
+	t->defer = NULL;
+	t->ndefer = t->draining = 0;
 	t->wp = t->wend = t->data = NULL;
 	t->state = FT_THREAD_NEW;
 	t->open = 0;

@@ -97,7 +97,10 @@ struct ft_thread {
 	uint32_t *data;		/* its data */
 	struct ftkit_pair *pairs;	/* the block's FUNC_AGAIN cache (in the thread buffer) */
 	uint32_t state;		/* FT_THREAD_* */
-	uint32_t busy;		/* slow path running (signal re-entry) */
+	uint32_t busy;		/* a writer holds the encoder's state (signal re-entry) */
+	uint32_t ndefer;	/* calls a signal handler made while busy, kept in defer[] */
+	uint32_t draining;	/* ft_ev_drain is writing them */
+	struct ft_defer *defer;	/* FT_DEFER of them (in the thread buffer) */
 	uint32_t saved_state;	/* state before fork() (the fork window records nothing) */
 	uint32_t open;		/* recorded graph frames still open (entries in rs) */
 	uint32_t npend;		/* time filter: frames entered, not yet written (rs[open..]) */
@@ -183,6 +186,26 @@ static inline void ft_ev_release(struct ft_thread *t)
 {
 	barrier();
 	t->busy = 0;
+}
+
+/*
+ * A function-tracer call made by a signal handler while its thread held the writer is
+ * kept (FT_DEFER at most; more are counted lost) and written by ft_ev_drain once the
+ * writer is released, after the event it interrupted (the kernel keeps an interrupt's
+ * events too).  The slow paths drain on their way out; the function tracer's fast path,
+ * which may call nothing but through ftrt_arch_lean_call, asks ft_ev_deferred.
+ */
+#define FT_DEFER 16
+
+struct ft_defer {
+	uint64_t ip, parent, ts;
+};
+
+void ft_ev_drain(struct ft_thread *t);
+
+static inline int ft_ev_deferred(const struct ft_thread *t)
+{
+	return unlikely(__atomic_load_n(&t->ndefer, __ATOMIC_RELAXED) != 0);
 }
 
 /* Publish the words up to end and release the hold. */
