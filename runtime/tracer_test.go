@@ -3561,3 +3561,38 @@ func TestTracerFuncAgain(t *testing.T) {
 			float64(bytes[0])/float64(len(recs[0])), float64(bytes[1])/float64(len(recs[1])))
 	}
 }
+
+// Fork children of a process whose tracer is nop (started so, or attached by `ftrace live`
+// and never given a tracer): a child that traces nothing writes no trace (nginx's workers
+// wrote two empty ones per reload after an attach); one that sets a tracer itself gets its
+// trace from then on, named as fork children's are. With a tracer, both write theirs.
+func TestTracerForkNop(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_forknop.c")
+	for _, tracer := range []string{"nop", "function"} {
+		rdir := filepath.Join(dir, tracer)
+		if err := os.Mkdir(rdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, ws := trRun(t, rdir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=t.dat"})
+		var quiet, qs, tracing, ts int
+		if _, err := fmt.Sscanf(out, "quiet %d %d tracing %d %d\n", &quiet, &qs, &tracing, &ts); err != nil || qs != 0 || ts != 0 || ws.ExitStatus() != 0 {
+			t.Fatalf("%s: output %q, status %v", tracer, out, ws)
+		}
+		trCheckComplete(t, trRead(t, filepath.Join(rdir, "t.dat")), 1)
+		_, err := os.Stat(filepath.Join(rdir, fmt.Sprintf("t.dat.%d", quiet)))
+		if tracer == "nop" && err == nil {
+			t.Errorf("nop: the child that traces nothing wrote a trace")
+		} else if tracer != "nop" && err != nil {
+			t.Errorf("%s: the child's trace: %v", tracer, err)
+		}
+		tr := trRead(t, filepath.Join(rdir, fmt.Sprintf("t.dat.%d", tracing)))
+		trCheckComplete(t, tr, 1)
+		if n := trEntries(t, tr, prog, "work", 1); n != 2 {
+			t.Errorf("%s: the child that set its tracer recorded %d calls of work, want 2", tracer, n)
+		}
+		if entries, _ := filepath.Glob(filepath.Join(rdir, "*")); tracer == "nop" && len(entries) != 2 {
+			t.Errorf("nop: files %v, want the program's trace and the tracing child's", entries)
+		}
+	}
+}

@@ -1602,7 +1602,7 @@ static void atfork_child(void)
 	ft_cur.state = ft_cur.saved_state;
 	ft_mem_read_self();
 	ft_control_forked();
-	ft_session_forked();
+	ft_session_forked(tr.tracer == FTRACE_TRACER_NOP);
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
@@ -1777,6 +1777,12 @@ int ftrace_trace_set_tracer(enum ftrace_tracer tracer)
 	if (tracer > FTRACE_TRACER_FUNCTION_GRAPH)
 		return -EINVAL;
 	pthread_mutex_lock(&trace_mu);
+	/* a fork child of a process without a tracer: its trace file first */
+	err = tr.started && tracer != FTRACE_TRACER_NOP ? ft_session_fork_open((uint32_t)tracer) : 0;
+	if (err) {
+		pthread_mutex_unlock(&trace_mu);
+		return err;
+	}
 	tr.tracer = tracer;	/* the on/off switch (ftrace_trace_enable) stays as it is */
 	err = tr.started ? ops_apply() : -ENODEV;
 	if (!err)

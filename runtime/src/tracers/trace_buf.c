@@ -2664,7 +2664,20 @@ out:
  * fork child: the parent's buffers and writer are not ours (the writer thread does not
  * exist here); forget them and start this process's own file and writer.
  */
-void ft_session_forked(void)
+/* A fork child of a process without a tracer: its trace opens when it gets one. */
+static int fork_deferred;
+
+int ft_session_fork_open(uint32_t tracer)
+{
+	struct ft_session *s = &ft_sess;
+
+	if (!fork_deferred || tracer == FTKIT_TRACER_NONE)
+		return 0;
+	fork_deferred = 0;
+	return ft_session_open(NULL, 0, tracer, s->hdr.graph_depth, 0, 1);
+}
+
+void ft_session_forked(int nop)
 {
 	struct ft_session *s = &ft_sess;
 	struct ft_thread *t = &ft_cur;
@@ -2715,5 +2728,9 @@ void ft_session_forked(void)
 	ft_fd_close_same(s->fd, &s->fd_id);	/* the parent's file, unless reused since */
 	s->fd = -1;
 	s->state = FT_SESS_OFF;
-	ft_session_open(NULL, 0, s->hdr.tracer, s->hdr.graph_depth, 0, 1);
+	/* nothing to record (nop) yet: no file, which would stay empty (nginx's workers
+	   after an attach: two per reload), until a tracer is set */
+	fork_deferred = nop;
+	if (!nop)
+		ft_session_open(NULL, 0, s->hdr.tracer, s->hdr.graph_depth, 0, 1);
 }

@@ -367,7 +367,10 @@ void ft_session_wait_finished(void);
    is closed (unless the program took the number since). */
 void ft_session_release(void);
 int ft_session_snapshot(const char *path, char *out, size_t outlen);
-void ft_session_forked(void);
+/* In a fork child (nop: the process has no tracer, so no file is made yet). */
+void ft_session_forked(int nop);
+/* A fork child that had no tracer gets one: its trace file now; 0 or an error. */
+int ft_session_fork_open(uint32_t tracer);
 /* The trace's size limit from now on (0: none): `ftrace live PID size`. */
 void ft_session_set_size(uint64_t bytes);
 /* After the session ended (at exit): wait for its writer thread to end; not async-signal-safe. */
