@@ -71,9 +71,17 @@ func boundFilter(f *filter.Filter, st *tracefile.Stream) (*filter.Filter, func(c
 			return nil, nil, err
 		}
 		f = f.At(origin)
+		// blocks that end well before --since are not decoded (a 10 ms margin: an event
+		// may be written a little after a later one, a signal handler's)
+		if from := f.Before(); from > skipMargin {
+			st.From = from - skipMargin
+		}
 	}
 	return f, f.Wrap, nil
 }
+
+// skipMargin: how long before --since a block must end to be passed over, in ns.
+const skipMargin = 10_000_000
 
 // filterUsage is the commands' description of the filters (their --help).
 var filterUsage = strings.TrimSpace(`

@@ -101,6 +101,15 @@ func (f *Filter) Active() bool {
 // Timed reports whether f has a time range (and so needs the trace's start: At).
 func (f *Filter) Timed() bool { return f != nil && (f.since > 0 || f.until > 0) }
 
+// Before is the time (as event times) before which the calls f keeps were not entered:
+// its --since, once bound (At); 0 when there is none.
+func (f *Filter) Before() uint64 {
+	if f == nil || f.since == 0 {
+		return 0
+	}
+	return f.origin + f.since
+}
+
 // TIDs are the threads selected (all when empty).
 func (f *Filter) TIDs() []int {
 	if f == nil {

@@ -74,6 +74,7 @@ type block struct {
 	nev           uint32
 	flags         uint32
 	lost          uint64
+	base          uint64  // base_ts: the time (ticks) its events count from
 	size          int64   // bytes of event data in all the pieces
 	more          []piece // MORE chunks, in data order
 }
@@ -115,7 +116,8 @@ func (s *v2state) readEventsHeader(r io.ReaderAt, off, hdr, end int64) error {
 		return fmt.Errorf("events: %w", err)
 	}
 	b := block{off: off, hdr: hdr, end: end,
-		flags: le.Uint32(h[20:]), seq: le.Uint64(h[24:]), lost: le.Uint64(h[40:]), nev: le.Uint32(h[48:])}
+		flags: le.Uint32(h[20:]), seq: le.Uint64(h[24:]), lost: le.Uint64(h[40:]), nev: le.Uint32(h[48:]),
+		base: le.Uint64(h[32:])}
 	depth := int64(le.Uint32(h[52:]))
 	dataLen := int64(le.Uint32(h[56:]))
 	tid := int(le.Uint32(h[16:]))
@@ -306,10 +308,23 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 	if s.Values {
 		vs = &valState{add: s.vals.add}
 	}
-	for _, b := range blocks {
+	skipping, skipped := s.From > 0, false
+	for k, b := range blocks {
 		var err error
 		if raw, err = s.readBlock(raw, b); err != nil {
 			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
+		}
+		// blocks before From, all of their events: only counted (the first block decoded
+		// starts from its header's open frames, as a ring's oldest kept block does)
+		if skipping = skipping && k+1 < len(blocks) && s.conv(blocks[k+1].base) < s.From; skipping {
+			lost, err := dataLost(raw[b.hdr : b.hdr+int64(le.Uint32(raw[56:]))])
+			if err != nil {
+				return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
+			}
+			th.Lost += lost
+			th.N += uint64(b.nev)
+			skipped = true
+			continue
 		}
 		evs = evs[:0]
 		evs, open, err = decodeBlock(raw, b, th, evs, open, s.conv, s.addMarker, s.stackText, vs)
@@ -317,11 +332,47 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
 		}
 		th.N += callEvents(evs)
+		if skipped { // the frames open at the skip came from the header: counted already
+			skipped = false
+			for i := range evs {
+				if evs[i].Kind == Entry && evs[i].Flags&FlagFromHeader != 0 {
+					th.N--
+				}
+			}
+		}
 		if err := emit(evs); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// dataLost sums the EXT LOST records of a block's event data, passing over the rest.
+func dataLost(data []byte) (uint64, error) {
+	var lost uint64
+	for i, n := 0, len(data)/4; i < n; {
+		w0 := le.Uint32(data[4*i:])
+		switch w0 & 7 {
+		case evExt:
+			nw := int(w0 >> 8 & 0xff)
+			if i+1+nw > n {
+				return lost, fmt.Errorf("extended event %d: %d payload words past the end", w0>>3&31, nw)
+			}
+			if w0>>3&31 == extLost && nw >= 2 {
+				lost += le.Uint64(data[4*(i+1):])
+			}
+			i += 1 + nw
+		case evEntry, evFuncNear:
+			i += 2
+		case evFunc:
+			i += 3
+		case evExit, evExitUnwound, evFuncAgain:
+			i++
+		default:
+			return lost, fmt.Errorf("event type %d cannot be read (written by a newer ftkit?)", w0&7)
+		}
+	}
+	return lost, nil
 }
 
 // readBlock reads block b into raw (reused): its EVENTS chunk with the data of its MORE

@@ -34,6 +34,10 @@ type Stream struct {
 	// Values: decode argument and return-value records into ValuesKind events (set
 	// before reading; off, they are skipped).
 	Values bool
+	// From, when not 0, is a time (as Event.TS) before which nothing needs decoding: a
+	// thread's blocks that end before it (the next block starts before it) are passed
+	// over, their events and losses only counted.
+	From   uint64
 	lastTS uint64 // the latest event time Counts met
 	vals   valueTable
 }

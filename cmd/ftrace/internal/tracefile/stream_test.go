@@ -118,3 +118,64 @@ func TestStreamRegularOnly(t *testing.T) {
 		t.Fatalf("OpenStream of a FIFO: %v", err)
 	}
 }
+
+// Stream.From: the blocks that end before it are not decoded; every event after it is
+// the same as when the whole thread is decoded (nesting and entry times included), and
+// the thread's event and loss counts are the same.
+func TestStreamFrom(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewSource(11))
+	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete}}
+	for k := 0; k < 2; k++ {
+		tr.Threads = append(tr.Threads, &Thread{TID: 40 + k, Lost: uint64(3 + k), Events: expectV2(repeatPairs(rng, randomStream(rng, 20000)))})
+	}
+	for _, o := range []WriteOptions{{BlockEvents: 250, More: true, Again: true}, {BlockEvents: 97}} {
+		path := filepath.Join(dir, "f.dat")
+		if err := os.WriteFile(path, encodeV2(t, tr, o), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st, err := OpenStream(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, th := range st.Trace.Threads {
+			all := tr.Threads[i].Events
+			from := all[len(all)*6/10].TS
+			after := func(evs []Event) []Event {
+				var out []Event
+				for _, ev := range evs {
+					if ev.TS > from+1000 { // the stream's clock steps back by 10 at most
+						out = append(out, ev)
+					}
+				}
+				return out
+			}
+			var whole, part []Event
+			var n, lost [2]uint64
+			for pass, f := range []uint64{0, from} {
+				st.From = f
+				var got []Event
+				if err := st.Events(i, func(b []Event) error { got = append(got, b...); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				n[pass], lost[pass] = th.N, th.Lost
+				if pass == 0 {
+					whole = got
+				} else {
+					part = got
+				}
+			}
+			st.From = 0
+			if len(part) >= len(whole)*6/10 {
+				t.Errorf("%+v thread %d: %d events decoded from %d, %d without: nothing skipped", o, th.TID, len(part), from, len(whole))
+			}
+			if w, p := after(whole), after(part); len(w) == 0 || !reflect.DeepEqual(w, p) {
+				t.Errorf("%+v thread %d: after %d: %d events, %d decoding all (or they differ)", o, th.TID, from, len(p), len(w))
+			}
+			if n[0] != n[1] || lost[0] != lost[1] {
+				t.Errorf("%+v thread %d: N %d lost %d from %d, N %d lost %d decoding all", o, th.TID, n[1], lost[1], from, n[0], lost[0])
+			}
+		}
+		st.Close()
+	}
+}
