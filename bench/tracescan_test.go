@@ -274,6 +274,8 @@ func (c *traceCounts) decode(data []byte) (uint32, error) {
 			size = 2
 		case 5: // FUNC_AGAIN
 			c.Funcs++
+		case 6: // ENTRY_AGAIN
+			c.Entries++
 		case 7:
 			sub, nw := w>>3&31, int(w>>8&0xff)
 			if i+1+nw > words {

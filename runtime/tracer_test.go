@@ -397,7 +397,8 @@ func trDecodeBlock(t *testing.T, path string, c []byte, run *[]trFrame) []trRec 
 		return uint64(le.Uint32(w[4*i:]))
 	}
 	nev := uint32(0)
-	var pairs [256]trRec // FUNC_AGAIN's cache: (IP, Aux) pairs, empty at the block's start
+	var pairs [256]trRec    // FUNC_AGAIN's cache: (IP, Aux) pairs, empty at the block's start
+	var entries [256]uint64 // ENTRY_AGAIN's: functions
 	for i := 0; 4*i < len(w); {
 		x := word(i)
 		typ, delta := x&7, x>>3
@@ -418,12 +419,22 @@ func trDecodeBlock(t *testing.T, path string, c []byte, run *[]trFrame) []trRec 
 			}
 			recs = append(recs, r)
 			i++
-		case 2:
-			ts += delta
-			ip := ipHi<<32 | word(i+1)
+		case 2, 6: // ENTRY; ENTRY_AGAIN: the function of slot x>>24, stored by an ENTRY
+			var ip uint64
+			if typ == 2 {
+				ts += delta
+				ip = ipHi<<32 | word(i+1)
+				entries[ip*0x9E3779B97F4A7C15>>56] = ip
+				i += 2
+			} else {
+				if ip = entries[x>>24]; ip == 0 {
+					t.Fatalf("%s: block seq %d: ENTRY_AGAIN of slot %d, which no entry filled", path, le.Uint64(c[24:]), x>>24)
+				}
+				ts += delta & (1<<21 - 1)
+				i++
+			}
 			recs = append(recs, trRec{TS: ts, IP: ip, Depth: uint32(len(stack)), Type: 2})
 			stack = append(stack, trFrame{ip, ts})
-			i += 2
 		case 3:
 			ts += delta
 			r := trRec{TS: ts, IP: ipHi<<32 | word(i+1), Aux: parentHi<<32 | word(i+2), Type: 1}
@@ -1591,7 +1602,7 @@ func TestTracerRingSwitch(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_live.c")
 	// the block counts below are in FUNC_NEAR events (8 bytes), not FUNC_AGAIN's 4
-	p := trLive(t, dir, prog, "FTRACE_TRACER=function", "FTRT_FUNC_AGAIN=0")
+	p := trLive(t, dir, prog, "FTRACE_TRACER=function", "FTRT_AGAIN=0")
 	stdin, expect, ask, cmd := p.stdin, p.expect, p.ask, p.cmd
 	for _, bad := range []string{"ring", "ring 0", "ring -1", "ring 12Q", "ring 99999999999999999999"} {
 		if r := ask(bad); !strings.HasPrefix(r, "error ring needs a size") {
@@ -3180,7 +3191,7 @@ func TestTracerRingLive(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_live.c")
 	// the block counts below are in FUNC_NEAR events (8 bytes), not FUNC_AGAIN's 4
-	p := trLive(t, dir, prog, "FTRACE_TRACER=function", "FTRACE_RING=256k", "FTRT_FUNC_AGAIN=0")
+	p := trLive(t, dir, prog, "FTRACE_TRACER=function", "FTRACE_RING=256k", "FTRT_AGAIN=0")
 	stdin, expect, ask := p.stdin, p.expect, p.ask
 	ticks := func(name string) (int, uint64) {
 		t.Helper()
@@ -3507,58 +3518,69 @@ func TestTracerSwitchTailCallParent(t *testing.T) {
 	}
 }
 
-// FUNC_AGAIN (format version 4): the function tracer writes a call whose function and
-// parent an earlier call of the block had as one word. The same calls are recorded with
-// and without it (FTRT_FUNC_AGAIN=0), in under 60 % of the bytes on programs that repeat
-// their calls (fib: about 4 bytes a call against 8), threads and blocks cut every 64 KiB
-// included (TestTracerSignalStorm has a library's calls between them).
+// FUNC_AGAIN and ENTRY_AGAIN (format version 4): the function tracer writes a call whose
+// function and parent an earlier call of the block had as one word, the graph tracer an
+// entry of a function an earlier entry of the block entered. The same calls are recorded
+// with and without them (FTRT_AGAIN=0), in under 60 % of the bytes (function tracer: fib
+// about 4 bytes a call against 8) or 75 % (graph: 8 against 12) on programs that repeat
+// their calls, threads and blocks cut every 64 KiB included (TestTracerSignalStorm has a
+// library's calls between them).
 func TestTracerFuncAgain(t *testing.T) {
 	dir := t.TempDir()
-	for _, c := range []struct {
+	progs := []struct {
 		prog string
 		args []string
 	}{
 		{trBuild(t, dir, "trace_fib.c"), []string{"25"}},
 		{trBuild(t, dir, "trace_threads.c"), nil},
-	} {
-		var recs [2][]string
-		var bytes [2]uint64
-		for i, env := range [][]string{nil, {"FTRT_FUNC_AGAIN=0"}} {
-			out := filepath.Join(dir, fmt.Sprintf("a%d.dat", i))
-			trRun(t, dir, c.prog, append(env, "FTRACE_TRACER=function", "FTRACE_NO_LOSS=1", "FTRACE_OUTPUT="+out), c.args...)
-			tr := trRead(t, out)
-			trCheckComplete(t, tr, 1)
-			s := trSymbols(t, tr, c.prog)
-			for _, th := range tr.Threads {
-				if th.Lost != 0 {
-					t.Errorf("%s: thread %d lost %d", filepath.Base(c.prog), th.TID, th.Lost)
-				}
-				for _, r := range th.Recs {
-					parent := s.name(r.Aux) // the caller (libc's, at an address of this run, for main)
-					if strings.HasPrefix(parent, "0x") {
-						parent = "elsewhere"
+	}
+	for _, tracer := range []string{"function", "function_graph"} {
+		for _, c := range progs {
+			var recs [2][]string
+			var bytes [2]uint64
+			for i, env := range [][]string{nil, {"FTRT_AGAIN=0"}} {
+				out := filepath.Join(dir, fmt.Sprintf("a%d.dat", i))
+				trRun(t, dir, c.prog, append(env, "FTRACE_TRACER="+tracer, "FTRACE_NO_LOSS=1", "FTRACE_OUTPUT="+out), c.args...)
+				tr := trRead(t, out)
+				trCheckComplete(t, tr, 1)
+				s := trSymbols(t, tr, c.prog)
+				for _, th := range tr.Threads {
+					if th.Lost != 0 {
+						t.Errorf("%s %s: thread %d lost %d", tracer, filepath.Base(c.prog), th.TID, th.Lost)
 					}
-					recs[i] = append(recs[i], fmt.Sprintf("%d %s %s", r.Type, s.name(r.IP), parent))
+					for _, r := range th.Recs {
+						parent := s.name(r.Aux) // the caller (libc's, at an address of this run, for main)
+						if r.Type != 1 {
+							parent = fmt.Sprint(r.Depth) // a graph record: its depth
+						} else if strings.HasPrefix(parent, "0x") {
+							parent = "elsewhere"
+						}
+						recs[i] = append(recs[i], fmt.Sprintf("%d %s %s", r.Type, s.name(r.IP), parent))
+					}
+				}
+				sort.Strings(recs[i]) // threads in either order
+				bytes[i] = tr.DataBytes
+			}
+			name := tracer + " " + filepath.Base(c.prog)
+			if len(recs[0]) < 1000 || !reflect.DeepEqual(recs[0], recs[1]) {
+				t.Errorf("%s: %d records with the pair cache, %d without, or not the same", name, len(recs[0]), len(recs[1]))
+				for k := range recs[0] {
+					if k < len(recs[1]) && recs[0][k] != recs[1][k] {
+						t.Errorf("first difference: %q and %q", recs[0][k], recs[1][k])
+						break
+					}
 				}
 			}
-			sort.Strings(recs[i]) // threads in either order
-			bytes[i] = tr.DataBytes
-		}
-		name := filepath.Base(c.prog)
-		if len(recs[0]) < 1000 || !reflect.DeepEqual(recs[0], recs[1]) {
-			t.Errorf("%s: %d calls recorded with FUNC_AGAIN, %d without, or not the same", name, len(recs[0]), len(recs[1]))
-			for k := range recs[0] {
-				if k < len(recs[1]) && recs[0][k] != recs[1][k] {
-					t.Errorf("first difference: %q and %q", recs[0][k], recs[1][k])
-					break
-				}
+			limit := uint64(60)
+			if tracer != "function" {
+				limit = 75
 			}
+			if bytes[0]*100 > bytes[1]*limit {
+				t.Errorf("%s: %d bytes of events with the pair cache, %d without", name, bytes[0], bytes[1])
+			}
+			t.Logf("%s: %d records: %.2f bytes a record, %.2f without the pair cache", name, len(recs[0]),
+				float64(bytes[0])/float64(len(recs[0])), float64(bytes[1])/float64(len(recs[1])))
 		}
-		if bytes[0]*10 > bytes[1]*6 {
-			t.Errorf("%s: %d bytes of events with FUNC_AGAIN, %d without", name, bytes[0], bytes[1])
-		}
-		t.Logf("%s: %d calls: %.2f bytes a call, %.2f without FUNC_AGAIN", name, len(recs[0]),
-			float64(bytes[0])/float64(len(recs[0])), float64(bytes[1])/float64(len(recs[1])))
 	}
 }
 

@@ -74,6 +74,7 @@ static inline void ft_args_next_entry(struct ft_thread *t, uint32_t *q, uint32_t
 {
 	q[0] = FTKIT_EV_ENTRY | d << 3;
 	q[1] = (uint32_t)ip;
+	ft_entry_store(&t->entries[ftkit_entry_slot(ip)], ip);	/* as every ENTRY does */
 	ft_ev_commit(t, q + 2);
 }
 

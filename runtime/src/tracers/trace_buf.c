@@ -795,7 +795,7 @@ static uint32_t count_events(const uint32_t *w, uint32_t words)
 			continue;
 		}
 		n++;
-		if (type <= FTKIT_EV_EXIT_UNWOUND || type == FTKIT_EV_FUNC_AGAIN)
+		if (type <= FTKIT_EV_EXIT_UNWOUND || type == FTKIT_EV_FUNC_AGAIN || type == FTKIT_EV_ENTRY_AGAIN)
 			i += 1;
 		else if (type == FTKIT_EV_FUNC)
 			i += 3;
@@ -1531,7 +1531,8 @@ static void set_mode(int ring, uint64_t bytes)
 	cfg.nblk = ring ? ring_blocks(bytes) : cfg.stream_nblk;
 	cfg.tbuf_bytes = ROUND_UP(sizeof(struct ft_tbuf), PAGE) +
 			 ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE) +
-			 ROUND_UP(FTKIT_PAIR_SLOTS * sizeof(struct ftkit_pair) + FT_DEFER * sizeof(struct ft_defer), PAGE) +
+			 ROUND_UP(FTKIT_PAIR_SLOTS * (sizeof(struct ftkit_pair) + sizeof(uint64_t)) +
+				  FT_DEFER * sizeof(struct ft_defer), PAGE) +
 			 cfg.nblk * cfg.stride;
 	cfg.gen++;
 	ft_sess.hdr.mode = ring ? FTKIT_MODE_RING : FTKIT_MODE_STREAM;
@@ -1545,7 +1546,7 @@ static void read_config(size_t buf_kb)
 {
 	const char *ring = secure_getenv("FTRACE_RING");
 	const char *nl = secure_getenv("FTRACE_NO_LOSS");
-	const char *again = secure_getenv("FTRT_FUNC_AGAIN");
+	const char *again = secure_getenv("FTRT_AGAIN");
 	uint64_t bytes = (uint64_t)buf_kb * 1024, v;
 
 	read_limits();
@@ -1848,9 +1849,14 @@ static struct ftkit_pair *tbuf_pairs(struct ft_tbuf *tb)
 				     ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE));
 }
 
+static uint64_t *tbuf_entries(struct ft_tbuf *tb)
+{
+	return (uint64_t *)(tbuf_pairs(tb) + FTKIT_PAIR_SLOTS);
+}
+
 static struct ft_defer *tbuf_defer(struct ft_tbuf *tb)
 {
-	return (struct ft_defer *)(tbuf_pairs(tb) + FTKIT_PAIR_SLOTS);
+	return (struct ft_defer *)(tbuf_entries(tb) + FTKIT_PAIR_SLOTS);
 }
 
 static struct ft_thread *thread_buf_slow(void)
@@ -1897,6 +1903,7 @@ static struct ft_thread *thread_buf_slow(void)
 	t->tb = tb;
 	t->rs = tbuf_rs(tb);
 	t->pairs = tbuf_pairs(tb);
+	t->entries = tbuf_entries(tb);
 	t->defer = tbuf_defer(tb);
 	t->blk = NULL;
 	t->wp = t->wend = t->data = NULL;
@@ -1976,7 +1983,9 @@ static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t pare
 	b->pub = 0;
 	b->written = 0;
 	t->data = (uint32_t *)&b->frames[depth];
-	memset(t->pairs, 0, FTKIT_PAIR_SLOTS * sizeof(*t->pairs));	/* readers start each block so */
+	/* readers start each block so */
+	memset(t->pairs, 0, FTKIT_PAIR_SLOTS * sizeof(*t->pairs));
+	memset(t->entries, 0, FTKIT_PAIR_SLOTS * sizeof(*t->entries));
 	t->wp = t->data;
 	t->wend = t->data + cfg.block_size / 4;
 	t->last_ts = ts;
@@ -2035,6 +2044,7 @@ static void rebuffer(struct ft_thread *t)
 	t->tb = tb;
 	t->rs = tbuf_rs(tb);
 	t->pairs = tbuf_pairs(tb);
+	t->entries = tbuf_entries(tb);
 	t->defer = tbuf_defer(tb);
 	t->reg = slot;
 	lock_put();
@@ -2261,6 +2271,8 @@ void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, u
 	w[n++] = type | (uint32_t)d << 3;
 	if (type == FTKIT_EV_ENTRY || type == FTKIT_EV_FUNC)
 		w[n++] = (uint32_t)ip;
+	if (type == FTKIT_EV_ENTRY)
+		ft_entry_store(&t->entries[ftkit_entry_slot(ip)], ip);
 	if (type == FTKIT_EV_FUNC) {
 		w[n++] = (uint32_t)aux;
 		ft_pair_store(&t->pairs[ftkit_pair_slot(ip, aux)], ip, aux);
@@ -2319,6 +2331,7 @@ void ft_thread_exit(void)
 		t->tb = NULL;
 		t->rs = NULL;
 		t->pairs = NULL;
+		t->entries = NULL;
 		t->defer = NULL;
 	}
 	t->state = FT_THREAD_DEAD;
@@ -2716,6 +2729,7 @@ void ft_session_forked(int nop)
 	t->tb = NULL;
 	t->rs = NULL;
 	t->pairs = NULL;
+	t->entries = NULL;
 	t->defer = NULL;
 	t->ndefer = t->draining = 0;
 	t->wp = t->wend = t->data = NULL;

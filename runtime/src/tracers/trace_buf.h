@@ -96,6 +96,7 @@ struct ft_thread {
 	struct ft_blk *blk;	/* block being filled, or NULL */
 	uint32_t *data;		/* its data */
 	struct ftkit_pair *pairs;	/* the block's FUNC_AGAIN cache (in the thread buffer) */
+	uint64_t *entries;		/* the block's ENTRY_AGAIN cache (after it) */
 	uint32_t state;		/* FT_THREAD_* */
 	uint32_t busy;		/* a writer holds the encoder's state (signal re-entry) */
 	uint32_t ndefer;	/* calls a signal handler made while busy, kept in defer[] */
@@ -153,7 +154,7 @@ static inline void ft_ev_publish(struct ft_thread *t, uint32_t *end)
 	__atomic_store_n(&t->blk->pub, (uint32_t)((char *)end - (char *)t->data), __ATOMIC_RELEASE);
 }
 
-/* FTRT_FUNC_AGAIN=0: no pair is cached, so no FUNC_AGAIN is written (to compare). */
+/* FTRT_AGAIN=0: no pair is cached, so no FUNC_AGAIN or ENTRY_AGAIN is written (to compare). */
 extern int ft_pairs_off;
 
 static inline void ft_pair_store(struct ftkit_pair *e, uint64_t ip, uint64_t parent)
@@ -162,6 +163,12 @@ static inline void ft_pair_store(struct ftkit_pair *e, uint64_t ip, uint64_t par
 		e->ip = ip;
 		e->parent = parent;
 	}
+}
+
+static inline void ft_entry_store(uint64_t *e, uint64_t ip)
+{
+	if (likely(!ft_pairs_off))
+		*e = ip;
 }
 
 /*
@@ -242,23 +249,38 @@ static inline void ft_ev_exit(struct ft_thread *t, uint32_t type, uint64_t ts)
 		ft_ev_slow(t, type, 0, 0, ts);
 }
 
-/* ENTRY (two words) with no call: 0 when the event needs ft_ev_slow. */
+/*
+ * ENTRY_AGAIN (one word) when the function is in the block's entry cache, else ENTRY (two
+ * words), which stores it there; with no call: 0 when the event needs ft_ev_slow.
+ */
 static inline int ft_ev_entry_fast(struct ft_thread *t, uint64_t ip, uint64_t ts)
 {
-	uint32_t *p;
-	uint64_t d;
+	uint32_t *p, slot = ftkit_entry_slot(ip);
+	uint64_t *e, d;
 
 	if (unlikely(!ft_ev_hold(t)))
 		return 0;
 	p = t->wp;
 	d = ts - t->last_ts;
-	if (unlikely(p + 2 > t->wend || d >= FTKIT_DELTA_MAX || (uint32_t)(ip >> 32) != t->ip_hi ||
-		     t->need_depth)) {
+	if (unlikely(p + 2 > t->wend || d >= FTKIT_DELTA_MAX || t->need_depth)) {
+		ft_ev_release(t);
+		return 0;
+	}
+	e = &t->entries[slot];
+	if (likely(*e == ip && d < FTKIT_AGAIN_DELTA_MAX)) {
+		t->wp = p + 1;
+		t->last_ts = ts;
+		p[0] = FTKIT_EV_ENTRY_AGAIN | (uint32_t)d << 3 | slot << 24;
+		ft_ev_commit(t, p + 1);
+		return 1;
+	}
+	if (unlikely((uint32_t)(ip >> 32) != t->ip_hi)) {
 		ft_ev_release(t);
 		return 0;
 	}
 	t->wp = p + 2;
 	t->last_ts = ts;
+	ft_entry_store(e, ip);
 	p[0] = FTKIT_EV_ENTRY | (uint32_t)d << 3;
 	p[1] = (uint32_t)ip;
 	ft_ev_commit(t, p + 2);

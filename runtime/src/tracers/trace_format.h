@@ -172,6 +172,7 @@ enum {
 	FTKIT_EV_FUNC = 3,
 	FTKIT_EV_FUNC_NEAR = 4,
 	FTKIT_EV_FUNC_AGAIN = 5,	/* version 4: a FUNC of the block's pair cache (one word) */
+	FTKIT_EV_ENTRY_AGAIN = 6,	/* version 4: an ENTRY of the block's pair cache (one word) */
 	FTKIT_EV_EXT = 7,
 };
 
@@ -212,7 +213,7 @@ enum {
 
 #define FTKIT_DELTA_MAX		(1U << 29)	/* deltas below this fit */
 #define FTKIT_NEAR_DELTA_MAX	(1U << 13)
-#define FTKIT_AGAIN_DELTA_MAX	(1U << 21)	/* FUNC_AGAIN: bits 3-23 delta, 24-31 slot */
+#define FTKIT_AGAIN_DELTA_MAX	(1U << 21)	/* *_AGAIN: bits 3-23 delta, 24-31 slot */
 
 /*
  * The pair cache of FUNC_AGAIN: per block, FTKIT_PAIR_SLOTS (function, parent) pairs, all
@@ -229,6 +230,13 @@ struct ftkit_pair {
 static inline uint32_t ftkit_pair_slot(uint64_t ip, uint64_t parent)
 {
 	return (uint32_t)(((ip ^ parent) * 0x9E3779B97F4A7C15ULL) >> 56);
+}
+
+/* ENTRY_AGAIN's cache: per block, FTKIT_PAIR_SLOTS function addresses, all zero at the
+   block's start; every ENTRY stores its function in slot ftkit_entry_slot. */
+static inline uint32_t ftkit_entry_slot(uint64_t ip)
+{
+	return (uint32_t)((ip * 0x9E3779B97F4A7C15ULL) >> 56);
 }
 
 static inline uint32_t ftkit_ext(uint32_t sub, uint32_t n, uint32_t arg)

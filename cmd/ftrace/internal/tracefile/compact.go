@@ -13,8 +13,9 @@ import (
 // Format versions 2 and 3 (docs/trace-format.md): per-thread blocks of compact events,
 // each block self-contained (its header carries the graph frames open when it started).
 // Version 3 adds MORE chunks: a block's data may come in pieces, the first in its EVENTS
-// chunk and the rest appended by MORE chunks. Version 4 adds FUNC_AGAIN events: a
-// function-tracer call whose (function, parent) pair an earlier call of the block had.
+// chunk and the rest appended by MORE chunks. Version 4 adds FUNC_AGAIN and ENTRY_AGAIN
+// events: a function-tracer call whose (function, parent) pair an earlier call of the
+// block had, a graph entry of a function an earlier entry of the block entered.
 const (
 	Version2       = 2
 	Version3       = 3
@@ -41,6 +42,7 @@ const (
 	evFunc        = 3
 	evFuncNear    = 4
 	evFuncAgain   = 5 // version 4: bits 3-23 delta, 24-31 the slot of its pair
+	evEntryAgain  = 6 // version 4: bits 3-23 delta, 24-31 the slot of its function
 	evExt         = 7
 
 	// EXT subtypes (word 0, bits 3-7).
@@ -65,6 +67,12 @@ type pairCache [256]struct{ ip, parent uint64 }
 func pairSlot(ip, parent uint64) uint32 {
 	return uint32(((ip ^ parent) * 0x9E3779B97F4A7C15) >> 56)
 }
+
+// entryCache is a block's ENTRY_AGAIN cache: all zero at the block's start; every ENTRY
+// stores its function in the slot entrySlot gives.
+type entryCache [256]uint64
+
+func entrySlot(ip uint64) uint32 { return uint32((ip * 0x9E3779B97F4A7C15) >> 56) }
 
 // block is one EVENTS chunk as found in the file, with the MORE chunks that continue its
 // data (the payloads are read when decoded). nev counts the events of all the pieces.
@@ -366,7 +374,7 @@ func dataLost(data []byte) (uint64, error) {
 			i += 2
 		case evFunc:
 			i += 3
-		case evExit, evExitUnwound, evFuncAgain:
+		case evExit, evExitUnwound, evFuncAgain, evEntryAgain:
 			i++
 		default:
 			return lost, fmt.Errorf("event type %d cannot be read (written by a newer ftkit?)", w0&7)
@@ -446,6 +454,7 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 	}
 	n := uint32(0)
 	var pairs pairCache
+	var entries entryCache
 	for i := 0; 4*i < len(data); {
 		w0, _ := word(i)
 		typ := w0 & 7
@@ -536,10 +545,21 @@ func decodeBlock(raw []byte, b block, th *Thread, evs []Event, open []frame, con
 			}
 			ts += uint64(w0 >> 3)
 			ip := ipHi | uint64(w1)
+			entries[entrySlot(ip)] = ip
 			evs = vs.before(evs, ip, ts, false, conv)
 			evs = append(evs, Event{Kind: Entry, TS: conv(ts), IP: ip, Depth: int32(len(open))})
 			open = append(open, frame{ip: ip, ts: ts})
 			i += 2
+		case evEntryAgain:
+			ip := entries[w0>>24]
+			if ip == 0 {
+				return evs, open, fmt.Errorf("ENTRY_AGAIN of entry slot %d, which no entry of the block filled", w0>>24)
+			}
+			ts += uint64(w0 >> 3 & (1<<againDeltaBits - 1))
+			evs = vs.before(evs, ip, ts, false, conv)
+			evs = append(evs, Event{Kind: Entry, TS: conv(ts), IP: ip, Depth: int32(len(open))})
+			open = append(open, frame{ip: ip, ts: ts})
+			i++
 		case evFunc:
 			w2, err := word(i + 2)
 			if err != nil {

@@ -116,11 +116,19 @@ func TestRoundTripV2(t *testing.T) {
 }
 
 // repeatPairs gives most function-tracer calls of evs the function and parent of one of
-// the last calls (as loops do), so that FUNC_AGAIN has pairs to find.
+// the last calls, and most entries the function of one of the last entries (as loops
+// do), so that FUNC_AGAIN and ENTRY_AGAIN have pairs to find.
 func repeatPairs(rng *rand.Rand, evs []Event) []Event {
 	out := append([]Event(nil), evs...)
-	var seen []Event
+	var seen, entered []Event
 	for i, ev := range out {
+		if ev.Kind == Entry {
+			if len(entered) > 0 && rng.Intn(4) != 0 {
+				out[i].IP = entered[len(entered)-1-rng.Intn(min(len(entered), 300))].IP
+			}
+			entered = append(entered, out[i])
+			continue
+		}
 		if ev.Kind != Call {
 			continue
 		}
@@ -165,8 +173,9 @@ func TestV2Blocks(t *testing.T) {
 
 // TestV2Ring: a ring that lost its first blocks still gives every frame that was open
 // when the kept data starts, with its recorded entry, so exits close the right calls.
-// FUNC_AGAIN (version 4): a call whose pair the block's cache holds is one word; a
-// function trace that repeats its calls, as programs do, is about half the size.
+// FUNC_AGAIN and ENTRY_AGAIN (version 4): a call whose pair the block's cache holds is one
+// word, and so is an entry of a function it holds; a function trace that repeats its
+// calls, as programs do, is about half the size, a graph trace two thirds.
 func TestV4FuncAgain(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	var evs []Event
@@ -185,6 +194,21 @@ func TestV4FuncAgain(t *testing.T) {
 	}
 	if v := le.Uint32(again[8:]); v != Version4 {
 		t.Errorf("version %d, want %d", v, Version4)
+	}
+	// and ENTRY_AGAIN: a graph trace whose entries repeat their functions
+	var graph []Event
+	for _, ev := range repeatPairs(rng, randomStream(rng, 30000)) {
+		if ev.Kind != Call {
+			graph = append(graph, ev)
+		}
+	}
+	tr = &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete}, Threads: []*Thread{{TID: 3, Events: graph}}}
+	plain, again = encodeV2(t, tr, WriteOptions{}), encodeV2(t, tr, WriteOptions{Again: true})
+	if got := readBytes(t, again); !reflect.DeepEqual(got.Threads[0].Events, expectV2(graph)) {
+		t.Fatalf("the ENTRY_AGAIN encoding reads back otherwise")
+	}
+	if len(again) > len(plain)*85/100 {
+		t.Errorf("graph: %d bytes with ENTRY_AGAIN, %d without: want well under", len(again), len(plain))
 	}
 }
 
@@ -353,7 +377,7 @@ func TestV2BadInput(t *testing.T) {
 		edit func(b []byte)
 		want string
 	}{
-		{"reserved type", func(b []byte) { b[ev] = b[ev]&^7 | 6 }, "event type 6 cannot be read (written by a newer ftkit?)"},
+		{"entry of an empty pair slot", func(b []byte) { le.PutUint32(b[ev:], evEntryAgain|9<<24) }, "ENTRY_AGAIN of entry slot 9, which no entry of the block filled"},
 		{"empty pair slot", func(b []byte) { le.PutUint32(b[ev:], evFuncAgain|7<<24) }, "FUNC_AGAIN of pair slot 7, which no call of the block filled"},
 		{"version 5", func(b []byte) { le.PutUint32(b[8:], 5) }, "version 5 not supported"},
 		{"record size", func(b []byte) { le.PutUint32(b[88:], 32) }, "record_size 32 in a version 2 trace"},

@@ -22,7 +22,8 @@ type WriteOptions struct {
 	// events, then MORE chunks with the rest (format version 3).
 	More bool
 	// Again writes a call whose (function, parent) pair is in the block's cache as one
-	// FUNC_AGAIN word, as the runtime does (format version 4).
+	// FUNC_AGAIN word, an entry of a function in it as one ENTRY_AGAIN word, as the
+	// runtime does (format version 4).
 	Again bool
 }
 
@@ -66,7 +67,8 @@ type encoder struct {
 	open     []frame
 	markers  []string // Marker events' texts
 	again    bool
-	pairs    pairCache // FUNC_AGAIN's, reset at each block
+	pairs    pairCache  // FUNC_AGAIN's, reset at each block
+	entries  entryCache // ENTRY_AGAIN's, the same
 }
 
 func (e *encoder) ext(sub uint32, arg uint32, payload ...uint32) {
@@ -127,9 +129,17 @@ func (e *encoder) event(ev *Event) error {
 			e.ext(extDepth, uint32(ev.Depth))
 			e.open = e.open[:ev.Depth]
 		}
+		e.open = append(e.open, frame{ip: ev.IP, ts: ev.TS})
+		slot := entrySlot(ev.IP)
+		if e.again && e.entries[slot] == ev.IP && ev.TS >= e.ts && ev.TS-e.ts < 1<<againDeltaBits {
+			e.data = append(e.data, evEntryAgain|e.delta(ev.TS, againDeltaBits)<<3|slot<<24)
+			break
+		}
+		if e.again {
+			e.entries[slot] = ev.IP
+		}
 		lo := e.hi(ev.IP)
 		e.data = append(e.data, evEntry|e.delta(ev.TS, deltaBits)<<3, lo)
-		e.open = append(e.open, frame{ip: ev.IP, ts: ev.TS})
 	case Call:
 		slot := pairSlot(ev.IP, ev.Parent)
 		if p := e.pairs[slot]; e.again && p.ip == ev.IP && p.parent == ev.Parent && ev.TS >= e.ts && ev.TS-e.ts < 1<<againDeltaBits {
@@ -191,7 +201,7 @@ func writeThreadV2(th *Thread, o WriteOptions, markers []string, chunk chunkFunc
 			le.PutUint64(hdr[64+stackEntrySize*i:], f.ts)
 		}
 		e.data, e.nev = e.data[:0], 0
-		e.pairs = pairCache{}
+		e.pairs, e.entries = pairCache{}, entryCache{}
 		var half []uint32
 		var halfN uint32
 		var cut [2]struct{ words, nev int } // ends of the first two thirds
