@@ -250,15 +250,10 @@ func ArchFor(m elf.Machine, c elf.Class) *Arch {
 // Callees are the names of the profiling hooks gcc calls from function entries.
 var Callees = map[string]bool{"__fentry__": true, "mcount": true, "_mcount": true, "__gnu_mcount_nc": true}
 
-// kernelTextSections are the executable sections recorded besides the .text* ones (the
-// Linux kernel's list).
-var kernelTextSections = map[string]bool{
-	".init.text": true, ".ref.text": true, ".sched.text": true, ".spinlock.text": true,
-	".irqentry.text": true, ".softirqentry.text": true, ".kprobes.text": true, ".cpuidle.text": true,
-}
-
 // IsRecordedSection reports whether call sites in an executable section called name are
-// recorded: names starting with ".text", plus the kernel's list of special text sections.
+// recorded: every executable section, as gcc's -mrecord-mcount records them (lmdb puts
+// its mdb_env_* API in "text_env": 39 functions were left untraced, their sites live),
+// but .init and .fini, the C runtime's glue around a program's start and end.
 func IsRecordedSection(name string) bool {
-	return strings.HasPrefix(name, ".text") || kernelTextSections[name]
+	return name != ".init" && name != ".fini"
 }

@@ -366,8 +366,8 @@ func crossCase(t *testing.T, a crossArch, m crossMode, dir, base string, flags [
 		if got.String() != want.String() || got.count() == 0 {
 			t.Errorf("%s: sites differ\nrecordmcount: %v\n%s: %v", src, got, m.oracle, want)
 		}
-		if src == "t.c" && (len(res.Unrecorded) != 1 || res.Unrecorded[0].Func != "custom") {
-			t.Errorf("t.c: unrecorded %v, want the one of custom", res.Unrecorded)
+		if src == "t.c" && (len(res.Unrecorded) != 0 || !strings.Contains(got.String(), "custom")) {
+			t.Errorf("t.c: unrecorded %v, want custom's site recorded: %v", res.Unrecorded, got)
 		}
 		again, err := mcountloc.Record(mustRead(t, obj))
 		if err != nil || again.Out != nil || !strings.Contains(again.Note, "already") {

@@ -195,6 +195,10 @@ init1:
 other:
 	call __fentry__
 	ret
+	.section .init,"ax",@progbits
+glue:
+	call __fentry__
+	ret
 	.section .data,"aw"
 	.quad __fentry__
 `,
@@ -251,11 +255,11 @@ other:
 		for _, s := range res.Sites {
 			got = append(got, fmt.Sprintf("%s+%#x/%d/%v/%s", s.Section, s.Offset, s.Len, s.Kind, s.Func))
 		}
-		want := "[.text+0x0/6/ff15/good .init.text+0x0/5/e8/init1]"
+		want := "[.text+0x0/6/ff15/good .init.text+0x0/5/e8/init1 .other.exec+0x0/5/e8/other]"
 		if fmt.Sprint(got) != want {
 			t.Errorf("sites %v, want %v", got, want)
 		}
-		if len(res.Unrecorded) != 1 || res.Unrecorded[0].Section != ".other.exec" {
+		if len(res.Unrecorded) != 1 || res.Unrecorded[0].Section != ".init" {
 			t.Errorf("unrecorded %v", res.Unrecorded)
 		}
 		if len(res.Problems) != 3 {
@@ -265,9 +269,9 @@ other:
 			t.Log(p)
 		}
 	})
-	t.Run("kernel section names", func(t *testing.T) {
+	t.Run("section names", func(t *testing.T) {
 		for name, want := range map[string]bool{".text": true, ".text.unlikely.f": true, ".text.startup": true, ".init.text": true,
-			".sched.text": true, ".cpuidle.text": true, ".ref.text": true, ".data": false, ".fini": false, ".init": false, ".mysec": false} {
+			".sched.text": true, ".cpuidle.text": true, ".ref.text": true, "text_env": true, ".fini": false, ".init": false, ".mysec": true} {
 			if mcountloc.IsRecordedSection(name) != want {
 				t.Errorf("IsRecordedSection(%q) != %v", name, want)
 			}

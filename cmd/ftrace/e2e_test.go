@@ -828,6 +828,27 @@ int main() { Base *b = make(3); int r = b->f(); delete b; Leaf l(4); return r - 
 	}
 }
 
+// A function in an executable section of its own name (lmdb's mdb_env_* API is in
+// "text_env") is traced like the others: its site is recorded, made a nop and found by
+// -F. Before, recordmcount left it out: untraced, its site calling the runtime's
+// __fentry__ stub on every call.
+func TestE2ECustomSection(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTracedWith(t, "gcc", ".c", dir, "sec", `#include <stdio.h>
+__attribute__((section("text_env"), noinline)) int env_open(int x) { return x * 2; }
+__attribute__((noinline)) int plain(int x) { return env_open(x) + 1; }
+int main(int argc, char **argv) { (void)argv; printf("%d\n", plain(argc) + env_open(argc)); return 0; }
+`)
+	ftrace := testenv.Tool(t, "ftrace")
+	r := testenv.Exec(t, dir, ftrace, "record", "-q", "-t", "function", "-F", "env_open", "--", prog)
+	if r.Code != 0 || r.Stdout != "5\n" || r.Stderr != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+	if _, calls := reportCalls(t, dir); len(calls) != 1 || calls["env_open"] != 2 {
+		t.Errorf("calls %v, want env_open's 2", calls)
+	}
+}
+
 // symbolOf is the first function symbol of prog whose name contains part.
 func symbolOf(t *testing.T, prog, part string) string {
 	t.Helper()

@@ -45,7 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "find and print the sites; do not change any file"},
 			&cli.BoolFlag{Name: "list", Aliases: []string{"l"}, Usage: "print every site (section, offset, length, kind, function)"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "say what is done to each file"},
-			&cli.BoolFlag{Name: "warn", Aliases: []string{"w"}, Usage: "list calls in executable sections that are not recorded"},
+			&cli.BoolFlag{Name: "warn", Aliases: []string{"w"}, Usage: "list calls in executable sections that are not recorded (.init and .fini: the C runtime's glue)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.GOMAXPROCS(0), Usage: "files processed at once"},
 		},
 		HideHelpCommand: true,
@@ -145,7 +145,11 @@ func one(path string, o opts, stdout, stderr io.Writer) bool {
 	}
 	if o.warn {
 		for _, s := range res.Unrecorded {
-			fmt.Fprintf(stderr, "recordmcount: %s: warning: call to %s in unrecorded section %s+%#x (%s)\n", path, s.Callee, s.Section, s.Offset, s.Func)
+			what := "call to " + s.Callee
+			if s.Callee == "" {
+				what = "patchable entry" // -fpatchable-function-entry: no call
+			}
+			fmt.Fprintf(stderr, "recordmcount: %s: warning: %s in unrecorded section %s+%#x (%s)\n", path, what, s.Section, s.Offset, s.Func)
 		}
 	}
 	if o.list {
