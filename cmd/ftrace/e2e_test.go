@@ -789,13 +789,7 @@ int main() { init(1); init(2); return 0; }
 	if out, _ := exec.Command("c++filt", symbolOf(t, prog, "_FUN")).Output(); strings.TrimSpace(string(out)) == name {
 		t.Skip("c++filt names it as the readers do: nothing to show")
 	}
-	r := testenv.Exec(t, dir, ftrace, "record", "-q", "-t", "function", "-F", name, "-o", "f.dat", "--", prog)
-	if r.Code != 0 || r.Stdout != "once 1\n" || strings.Contains(r.Stderr, "matches no function") {
-		t.Fatalf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
-	}
-	if _, got := reportCalls(t, dir, filepath.Join(dir, "f.dat")); len(got) != 1 || got[name] != 1 {
-		t.Errorf("-F %q: calls %v", name, got)
-	}
+	recordByName(t, dir, prog, name, "once 1\n")
 }
 
 // A deleting destructor as report names it ("S::~S() [deleting]"), given to record -F:
@@ -819,8 +813,15 @@ int main() { Base *b = make(3); int r = b->f(); delete b; Leaf l(4); return r - 
 	if calls[name] != 1 {
 		t.Fatalf("no single call of %q in %v", name, calls)
 	}
-	r := testenv.Exec(t, dir, ftrace, "record", "-q", "-t", "function", "-F", name, "-o", "f.dat", "--", prog)
-	if r.Code != 0 || r.Stdout != "gone 3\ngone 4\n" || strings.Contains(r.Stderr, "matches no function") {
+	recordByName(t, dir, prog, name, "gone 3\ngone 4\n")
+}
+
+// recordByName records prog with -F name (as report printed it): the program prints
+// stdout, and name is the one function traced, called once.
+func recordByName(t *testing.T, dir, prog, name, stdout string) {
+	t.Helper()
+	r := testenv.Exec(t, dir, testenv.Tool(t, "ftrace"), "record", "-q", "-t", "function", "-F", name, "-o", "f.dat", "--", prog)
+	if r.Code != 0 || r.Stdout != stdout || strings.Contains(r.Stderr, "matches no function") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}
 	if _, got := reportCalls(t, dir, filepath.Join(dir, "f.dat")); len(got) != 1 || got[name] != 1 {
