@@ -1842,7 +1842,7 @@ static struct ft_rframe *tbuf_rs(struct ft_tbuf *tb)
 	return (struct ft_rframe *)((char *)tb + ROUND_UP(sizeof(*tb), PAGE));
 }
 
-/* The FUNC_AGAIN pair cache, after the open frames; then the deferred calls. */
+/* The FUNC_AGAIN pair cache after the open frames, then ENTRY_AGAIN's, then the deferred calls. */
 static struct ftkit_pair *tbuf_pairs(struct ft_tbuf *tb)
 {
 	return (struct ftkit_pair *)((char *)tbuf_rs(tb) +
@@ -1857,6 +1857,16 @@ static uint64_t *tbuf_entries(struct ft_tbuf *tb)
 static struct ft_defer *tbuf_defer(struct ft_tbuf *tb)
 {
 	return (struct ft_defer *)(tbuf_entries(tb) + FTKIT_PAIR_SLOTS);
+}
+
+/* t records into tb from now on (NULL: no buffer): the pointers into it. */
+static void thread_use(struct ft_thread *t, struct ft_tbuf *tb)
+{
+	t->tb = tb;
+	t->rs = tb ? tbuf_rs(tb) : NULL;
+	t->pairs = tb ? tbuf_pairs(tb) : NULL;
+	t->entries = tb ? tbuf_entries(tb) : NULL;
+	t->defer = tb ? tbuf_defer(tb) : NULL;
 }
 
 static struct ft_thread *thread_buf_slow(void)
@@ -1900,11 +1910,7 @@ static struct ft_thread *thread_buf_slow(void)
 	s->nthreads++;
 	lock_put();
 
-	t->tb = tb;
-	t->rs = tbuf_rs(tb);
-	t->pairs = tbuf_pairs(tb);
-	t->entries = tbuf_entries(tb);
-	t->defer = tbuf_defer(tb);
+	thread_use(t, tb);
 	t->blk = NULL;
 	t->wp = t->wend = t->data = NULL;
 	t->lost_pending = 0;
@@ -2041,11 +2047,7 @@ static void rebuffer(struct ft_thread *t)
 		__atomic_store_n(&s->nreg, slot + 1, __ATOMIC_RELEASE);
 	old->retired = 1;
 	__atomic_store_n(&old->exited, 1, __ATOMIC_RELEASE);
-	t->tb = tb;
-	t->rs = tbuf_rs(tb);
-	t->pairs = tbuf_pairs(tb);
-	t->entries = tbuf_entries(tb);
-	t->defer = tbuf_defer(tb);
+	thread_use(t, tb);
 	t->reg = slot;
 	lock_put();
 }
@@ -2098,12 +2100,14 @@ void ft_ev_lost_n(struct ft_thread *t, unsigned n)
 	__atomic_fetch_add(&t->tb->lost, n, __ATOMIC_RELAXED);
 }
 
-/*
- * An EXT record of n words (payload: u64 time, then data of len bytes) in the stream: a
- * program's marker, a trigger's stack trace, a call's values.  0, -EBUSY (re-entered from
- * a signal handler on this thread), -ENOSPC (no free block).  Not an event: a record
- * dropped is not counted with the lost events (the calls around it are).
- */
+/* The slow paths' end: release the writer and write what signal handlers kept meanwhile. */
+static void release_drain(struct ft_thread *t)
+{
+	ft_ev_release(t);
+	if (ft_ev_deferred(t))
+		ft_ev_drain(t);
+}
+
 /*
  * --no-loss: wait for the writer to free the thread's next block before the writer is
  * held, so that a signal handler's events meanwhile go their normal way (it may wait as
@@ -2124,6 +2128,12 @@ static void wait_room(struct ft_thread *t, unsigned words)
 	errno = saved_errno;
 }
 
+/*
+ * An EXT record of n words (payload: u64 time, then data of len bytes) in the stream: a
+ * program's marker, a trigger's stack trace, a call's values.  0, -EBUSY (re-entered from
+ * a signal handler on this thread), -ENOSPC (no free block).  Not an event: a record
+ * dropped is not counted with the lost events (the calls around it are).
+ */
 int ft_ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, const void *data,
 	      size_t len)
 {
@@ -2157,9 +2167,7 @@ int ft_ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, cons
 	ft_ev_publish(t, p + n);
 out:
 	errno = saved_errno;
-	ft_ev_release(t);
-	if (ft_ev_deferred(t))
-		ft_ev_drain(t);
+	release_drain(t);
 	return err;
 }
 
@@ -2285,9 +2293,7 @@ void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, u
 	ft_ev_publish(t, p + n);
 out:
 	errno = saved_errno;
-	ft_ev_release(t);
-	if (ft_ev_deferred(t))
-		ft_ev_drain(t);
+	release_drain(t);
 }
 
 void ft_note_lost_depth(void)
@@ -2328,11 +2334,7 @@ void ft_thread_exit(void)
 		blk_close(t);
 		read_comm((pid_t)tb->tid, tb->name);
 		__atomic_store_n(&tb->exited, 1, __ATOMIC_RELEASE);
-		t->tb = NULL;
-		t->rs = NULL;
-		t->pairs = NULL;
-		t->entries = NULL;
-		t->defer = NULL;
+		thread_use(t, NULL);
 	}
 	t->state = FT_THREAD_DEAD;
 	if (t->pv) {
@@ -2673,10 +2675,6 @@ out:
 	return err;
 }
 
-/*
- * fork child: the parent's buffers and writer are not ours (the writer thread does not
- * exist here); forget them and start this process's own file and writer.
- */
 /* A fork child of a process without a tracer: its trace opens when it gets one. */
 static int fork_deferred;
 
@@ -2690,6 +2688,10 @@ int ft_session_fork_open(uint32_t tracer)
 	return ft_session_open(NULL, 0, tracer, s->hdr.graph_depth, 0, 1);
 }
 
+/*
+ * fork child: the parent's buffers and writer are not ours (the writer thread does not
+ * exist here); forget them and start this process's own file and writer (nop: once it has a tracer).
+ */
 void ft_session_forked(int nop)
 {
 	struct ft_session *s = &ft_sess;
@@ -2726,11 +2728,7 @@ void ft_session_forked(int nop)
 	}
 	s->nreg = 0;
 	t->blk = NULL;
-	t->tb = NULL;
-	t->rs = NULL;
-	t->pairs = NULL;
-	t->entries = NULL;
-	t->defer = NULL;
+	thread_use(t, NULL);
 	t->ndefer = t->draining = 0;
 	t->wp = t->wend = t->data = NULL;
 	t->state = FT_THREAD_NEW;

@@ -174,7 +174,8 @@ static inline void ft_entry_store(uint64_t *e, uint64_t ip)
 /*
  * The fast writers hold t->busy from reading the encoder's state (wp, last_ts, ip_hi, the
  * block) until their words are published, as the slow path does.  A signal handler's
- * event that lands meanwhile goes the slow way, finds busy raised and is counted lost.
+ * event that lands meanwhile goes the slow way and finds busy raised: a function-tracer
+ * call is kept for later (ft_ev_drain), anything else counted lost.
  * Unguarded, the handler took the same words (its events were overwritten, uncounted),
  * published past words not yet filled, or moved the block, ip_hi or last_ts under the
  * writer it interrupted, whose event then decoded as another function or broke the block
