@@ -852,9 +852,9 @@ func otherTraces(out string, pid int, files *runFiles) (done, running []string) 
 	if !strings.Contains(out, "%p") {
 		return nil, nil
 	}
-	q := regexp.QuoteMeta(out)
-	re, err := regexp.Compile("^" + strings.ReplaceAll(q, "%p", "([0-9]+)") + "$")
-	part, err2 := regexp.Compile("^(" + strings.ReplaceAll(q, "%p", "([0-9]+)") + `)\.([0-9]+)\.part$`)
+	name := strings.ReplaceAll(regexp.QuoteMeta(out), "%p", "([0-9]+)") // the output of pid $1
+	re, err := regexp.Compile("^" + name + "$")
+	part, err2 := regexp.Compile("^(" + name + `)\.([0-9]+)\.part$`)
 	if err != nil || err2 != nil {
 		return nil, nil
 	}
