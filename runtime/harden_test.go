@@ -898,10 +898,13 @@ func TestTracerSignalStorm(t *testing.T) {
 	prog := trBuildWithLib(t, dir, "trace_sigstorm.c", "sig", true)
 	const n = 1000000
 	for _, tracer := range []string{"function", "function_graph"} {
-		for run := 0; run < 4; run++ {
+		for run := 0; run < 5; run++ {
 			args := []string{fmt.Sprint(n)}
-			if run == 3 {
+			if run >= 3 {
 				args = append(args, "20") // µs between signals
+			}
+			if run == 4 {
+				args = append(args, "marker") // the handler writes one too
 			}
 			out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=" + tracer, "FTRACE_BUFFER_KB=65536", "FTRACE_NO_LOSS=1", "FTRACE_OUTPUT=s.dat"}, args...)
 			var work, handled int
@@ -919,10 +922,15 @@ func TestTracerSignalStorm(t *testing.T) {
 			}
 			calls := map[string]int{}
 			var lost, notGraphed uint64
+			markers := 0
 			for _, th := range tr.Threads {
 				lost += th.Lost
 				notGraphed += th.LostDepth
 				for _, r := range th.Recs {
+					if r.Type == 5 {
+						markers++
+						continue
+					}
 					name := s.name(r.IP)
 					if r.IP >= lib.Start && r.IP < lib.End {
 						name = "lib"
@@ -950,7 +958,12 @@ func TestTracerSignalStorm(t *testing.T) {
 			if handled == 0 {
 				t.Errorf("%s run %d: no signal handled", tracer, run)
 			}
-			if run == 3 && tracer == "function" && lost != 0 {
+			// a marker made while the writer is held is kept, not refused
+			var refused int
+			if _, err := fmt.Sscanf(out[strings.Index(out, "\n")+1:], "markers refused %d\n", &refused); run == 4 && (err != nil || refused != 0 || markers != handled) {
+				t.Errorf("%s: %d handler runs: %d markers in the trace, output %q", tracer, handled, markers, out)
+			}
+			if run >= 3 && tracer == "function" && lost != 0 {
 				t.Errorf("signals 20 µs apart: %d of the handlers' %d calls lost", lost, 2*handled)
 			}
 			t.Logf("%s: %d handler runs: %d calls recorded, %d lost, %d not graphed", tracer, handled, 2*h, lost, notGraphed)

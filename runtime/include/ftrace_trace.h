@@ -92,7 +92,9 @@ int ftrace_trace_set_retval(const char *spec);
  * message, at most 1000 bytes (longer is cut), shown by ftrace graph as a comment among
  * the calls, by dump --chrome as an instant event and listed by report.  0, or -ENODEV
  * when not recording (not started, or disabled), -EBUSY from a signal handler that
- * interrupted the tracer on this thread, -ENOSPC when it was dropped (buffer full).
+ * interrupted the tracer on this thread when the room for such markers (16 records,
+ * 1536 bytes; they are written after the interrupted event) is full, -ENOSPC when it
+ * was dropped (buffer full).
  * ftrace_trace_marker formats with vsnprintf (not async-signal-safe);
  * ftrace_trace_marker_write takes the text as it is and is async-signal-safe.
  */

@@ -2,25 +2,31 @@
    takes a thread's buffer position and the moment it moves it.  The handler calls a
    traced function of a shared library (its addresses differ from the program's in their
    high half); main calls work() argv[1] times while a thread signals it without pause
-   (argv[2]: or one signal every argv[2] microseconds).
+   (argv[2]: or one signal every argv[2] microseconds; argv[3] "marker": the handler also
+   writes a marker, and main prints how many were refused).
    Built twice: with -DLIB as libsig.so, without as the program. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <string.h>
 
 #ifdef LIB
 volatile long lib_sink;
 
 __attribute__((noinline)) void in_handler(long x) { lib_sink += x; }
 #else
+#include <ftrace_trace.h>
+
 void in_handler(long x);
 
 static volatile sig_atomic_t stop;
 static volatile long handled;
 static pthread_t main_thread;
 static long gap_us;
+static int markers;
+static volatile long refused;
 volatile long sink;
 
 __attribute__((noinline)) void work(long i) { sink += i; }
@@ -28,6 +34,8 @@ __attribute__((noinline)) void work(long i) { sink += i; }
 static void on_usr1(int sig)
 {
 	in_handler(sig);
+	if (markers && ftrace_trace_marker_write("sig", 3) != 0)
+		refused++;
 	handled++;
 }
 
@@ -54,6 +62,7 @@ int main(int argc, char **argv)
 	pthread_t th;
 
 	gap_us = argc > 2 ? atol(argv[2]) : 0;
+	markers = argc > 3 && !strcmp(argv[3], "marker");
 	sigaction(SIGUSR1, &sa, NULL);
 	main_thread = pthread_self();
 	if (pthread_create(&th, NULL, signaller, NULL))
@@ -66,6 +75,8 @@ int main(int argc, char **argv)
 	stop = 1;
 	pthread_join(th, NULL);
 	printf("work %ld handled %ld\n", n, (long)handled);
+	if (markers)
+		printf("markers refused %ld\n", (long)refused);
 	return 0;
 }
 #endif

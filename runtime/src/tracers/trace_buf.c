@@ -1532,7 +1532,7 @@ static void set_mode(int ring, uint64_t bytes)
 	cfg.tbuf_bytes = ROUND_UP(sizeof(struct ft_tbuf), PAGE) +
 			 ROUND_UP(FT_MAXOPEN * sizeof(struct ft_rframe), PAGE) +
 			 ROUND_UP(FTKIT_PAIR_SLOTS * (sizeof(struct ftkit_pair) + sizeof(uint64_t)) +
-				  FT_DEFER * sizeof(struct ft_defer), PAGE) +
+				  FT_DEFER * sizeof(struct ft_defer) + FT_DEFER_DATA, PAGE) +
 			 cfg.nblk * cfg.stride;
 	cfg.gen++;
 	ft_sess.hdr.mode = ring ? FTKIT_MODE_RING : FTKIT_MODE_STREAM;
@@ -1867,6 +1867,7 @@ static void thread_use(struct ft_thread *t, struct ft_tbuf *tb)
 	t->pairs = tb ? tbuf_pairs(tb) : NULL;
 	t->entries = tb ? tbuf_entries(tb) : NULL;
 	t->defer = tb ? tbuf_defer(tb) : NULL;
+	t->defer_data = tb ? (char *)(tbuf_defer(tb) + FT_DEFER) : NULL;
 }
 
 static struct ft_thread *thread_buf_slow(void)
@@ -2128,6 +2129,28 @@ static void wait_room(struct ft_thread *t, unsigned words)
 	errno = saved_errno;
 }
 
+/* Keep a signal handler's EXT record made while the thread's writer is held (ft_ev_drain). */
+static int ext_defer(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts,
+		     const void *data, size_t len)
+{
+	uint32_t at, i, sz = (uint32_t)ROUND_UP(len, 8UL);
+
+	if (!t->defer || len > FT_DEFER_DATA)
+		return -EBUSY;
+	at = __atomic_fetch_add(&t->defer_bytes, sz, __ATOMIC_RELAXED);	/* handlers nest */
+	if (at + sz > FT_DEFER_DATA)
+		return -EBUSY;
+	memcpy(t->defer_data + at, data, len);
+	i = __atomic_fetch_add(&t->ndefer, 1, __ATOMIC_RELAXED);
+	if (i >= FT_DEFER)
+		return -EBUSY;
+	t->defer[i].ip = 0;
+	t->defer[i].parent = sub | (uint64_t)arg << 8 | (uint64_t)at << 24 | (uint64_t)len << 40;
+	t->defer[i].ts = ts;
+	t->ext_kept = 1;
+	return 0;
+}
+
 /*
  * An EXT record of n words (payload: u64 time, then data of len bytes) in the stream: a
  * program's marker, a trigger's stack trace, a call's values.  0, -EBUSY (re-entered from
@@ -2141,8 +2164,15 @@ int ft_ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, cons
 	int saved_errno, err = 0;
 
 	n = 3 + (uint32_t)(len + 3) / 4;	/* EXT word, u64 time, data words */
-	if (t->busy || t->state != FT_THREAD_LIVE)
+	if (t->busy || t->state != FT_THREAD_LIVE) {
+		/* a signal handler's marker or stack trace: kept for ft_ev_drain */
+		if (t->busy && t->state == FT_THREAD_LIVE &&
+		    (sub == FTKIT_EXT_MARKER || sub == FTKIT_EXT_STACK))
+			return ext_defer(t, sub, arg, ts, data, len);
 		return -EBUSY;
+	}
+	if (ft_ev_deferred(t))
+		ft_ev_drain(t);	/* what handlers made before this is written before it */
 	wait_room(t, n);
 	t->busy = 1;
 	barrier();
@@ -2214,15 +2244,25 @@ void ft_ev_drain(struct ft_thread *t)
 	if (t->draining || !t->defer)
 		return;
 	t->draining = 1;
+	t->ext_kept = 0;	/* the events written below may go the fast way */
 	barrier();
 	for (;;) {
 		raw = __atomic_load_n(&t->ndefer, __ATOMIC_RELAXED);
 		n = raw < FT_DEFER ? raw : FT_DEFER;	/* those past FT_DEFER were counted lost */
-		for (; i < n; i++)
-			ft_ev_func(t, t->defer[i].ip, t->defer[i].parent, t->defer[i].ts);
+		for (; i < n; i++) {
+			const struct ft_defer *d = &t->defer[i];
+
+			if (d->ip) {
+				ft_ev_func(t, d->ip, d->parent, d->ts);
+			} else {
+				ft_ev_ext(t, d->parent & 0xff, d->parent >> 8 & 0xffff, d->ts,
+					  t->defer_data + (d->parent >> 24 & 0xffff), d->parent >> 40);
+			}
+		}
 		if (__atomic_compare_exchange_n(&t->ndefer, &raw, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			break;
 	}
+	t->defer_bytes = t->ext_kept = 0;	/* none is kept outside a hold, and none is held now */
 	barrier();
 	t->draining = 0;
 }
@@ -2240,6 +2280,8 @@ void ft_ev_slow(struct ft_thread *t, uint32_t type, uint64_t ip, uint64_t aux, u
 			ev_lost(t);
 		return;
 	}
+	if (ft_ev_deferred(t))
+		ft_ev_drain(t);	/* what handlers made before this is written before it */
 	wait_room(t, 11);
 	t->busy = 1;
 	barrier();
@@ -2754,7 +2796,7 @@ void ft_session_forked(int nop)
 	if (own)
 		tbuf_orphan(own);
 	/* the thread's next event takes a buffer of this process (thread_buf_slow) */
-	t->ndefer = 0;
+	t->ndefer = t->defer_bytes = t->ext_kept = 0;
 	t->state = FT_THREAD_NEW;
 	if (s->state != FT_SESS_LIVE)
 		return;

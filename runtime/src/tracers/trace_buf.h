@@ -102,6 +102,9 @@ struct ft_thread {
 	uint32_t ndefer;	/* calls a signal handler made while busy, kept in defer[] */
 	uint32_t draining;	/* ft_ev_drain is writing them */
 	struct ft_defer *defer;	/* FT_DEFER of them (in the thread buffer) */
+	char *defer_data;	/* FT_DEFER_DATA bytes for kept markers' texts (after them) */
+	uint32_t defer_bytes;	/* of it taken */
+	uint32_t ext_kept;	/* a kept record waits: the fast writers leave it to the slow path */
 	uint32_t saved_state;	/* state before fork() (the fork window records nothing) */
 	uint32_t open;		/* recorded graph frames still open (entries in rs) */
 	uint32_t npend;		/* time filter: frames entered, not yet written (rs[open..]) */
@@ -183,7 +186,7 @@ static inline void ft_entry_store(uint64_t *e, uint64_t ip)
  */
 static inline int ft_ev_hold(struct ft_thread *t)
 {
-	if (unlikely(t->busy))
+	if (unlikely(t->busy | t->ext_kept))	/* kept records go first: the slow way */
 		return 0;
 	t->busy = 1;
 	barrier();
@@ -197,14 +200,19 @@ static inline void ft_ev_release(struct ft_thread *t)
 }
 
 /*
- * A function-tracer call made by a signal handler while its thread held the writer is
- * kept (FT_DEFER at most; more are counted lost) and written by ft_ev_drain once the
- * writer is released, after the event it interrupted (the kernel keeps an interrupt's
- * events too).  The slow paths drain on their way out; the function tracer's fast path,
- * which may call nothing but through ftrt_arch_lean_call, asks ft_ev_deferred.
+ * A function-tracer call, a marker or a trigger's stack trace made by a signal handler
+ * while its thread held the writer is kept (FT_DEFER at most, texts in FT_DEFER_DATA
+ * bytes; more calls are counted lost, more records refused) and written by ft_ev_drain
+ * once the writer is released, after the event it interrupted (the kernel keeps an
+ * interrupt's events too).  The slow paths drain on their way out; the function tracer's
+ * fast path, which may call nothing but through ftrt_arch_lean_call, asks ft_ev_deferred;
+ * after a kept marker or stack trace the other fast writers leave the next event to the
+ * slow path (ext_kept), so it is written before that event.
  */
 #define FT_DEFER 16
+#define FT_DEFER_DATA 1536
 
+/* ip 0: an EXT record, parent = sub | arg << 8 | its text's offset << 24 | length << 40 */
 struct ft_defer {
 	uint64_t ip, parent, ts;
 };
@@ -297,8 +305,11 @@ static inline void ft_ev_entry(struct ft_thread *t, uint64_t ip, uint64_t ts)
 /*
  * FUNC_AGAIN (one word) when the pair is in the block's cache, else FUNC_NEAR (two
  * words), which stores it there; with no call: 0 when the event needs ft_ev_slow.
+ * Inlined always: the function tracer's callback is a leaf only with it inside (gcc 12
+ * stopped inlining it for one more load, and a call cost 2.5 ns).
  */
-static inline int ft_ev_func_near(struct ft_thread *t, uint64_t ip, uint64_t parent, uint64_t ts)
+static inline __attribute__((always_inline)) int ft_ev_func_near(struct ft_thread *t, uint64_t ip,
+								   uint64_t parent, uint64_t ts)
 {
 	uint32_t *p, slot = ftkit_pair_slot(ip, parent);
 	struct ftkit_pair *e;
