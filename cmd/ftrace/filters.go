@@ -76,11 +76,16 @@ func boundFilter(f *filter.Filter, st *tracefile.Stream) (*filter.Filter, func(c
 		if from := f.Before(); from > skipMargin {
 			st.From = from - skipMargin
 		}
+		// and those that start well after --until, once no call of the thread is open
+		if until := f.After(); until > 0 {
+			st.Until = until + skipMargin
+		}
 	}
 	return f, f.Wrap, nil
 }
 
-// skipMargin: how long before --since a block must end to be passed over, in ns.
+// skipMargin: how long before --since a block must end (after --until start) to be
+// passed over, in ns.
 const skipMargin = 10_000_000
 
 // filterUsage is the commands' description of the filters (their --help).

@@ -110,6 +110,15 @@ func (f *Filter) Before() uint64 {
 	return f.origin + f.since
 }
 
+// After is the time (as event times) at or after which the calls f keeps were not
+// entered: its --until, once bound (At); 0 when there is none.
+func (f *Filter) After() uint64 {
+	if f == nil || f.until == 0 {
+		return 0
+	}
+	return f.origin + f.until
+}
+
 // TIDs are the threads selected (all when empty).
 func (f *Filter) TIDs() []int {
 	if f == nil {

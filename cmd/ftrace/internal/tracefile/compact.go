@@ -324,7 +324,8 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 		}
 		// blocks before From, all of their events: only counted (the first block decoded
 		// starts from its header's open frames, as a ring's oldest kept block does)
-		if skipping = skipping && k+1 < len(blocks) && s.conv(blocks[k+1].base) < s.From; skipping {
+		skipping = skipping && k+1 < len(blocks) && s.conv(blocks[k+1].base) < s.From
+		if skipping || s.Until > 0 && len(open) == 0 && s.conv(b.base) > s.Until {
 			lost, err := dataLost(raw[b.hdr : b.hdr+int64(le.Uint32(raw[56:]))])
 			if err != nil {
 				return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)

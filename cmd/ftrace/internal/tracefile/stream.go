@@ -37,7 +37,12 @@ type Stream struct {
 	// From, when not 0, is a time (as Event.TS) before which nothing needs decoding: a
 	// thread's blocks that end before it (the next block starts before it) are passed
 	// over, their events and losses only counted.
-	From   uint64
+	From uint64
+	// Until, when not 0, is a time (as Event.TS) after which nothing needs decoding: a
+	// thread's blocks that start after it while none of its calls is open (a function
+	// trace, or all its calls returned) are passed over, their events and losses only
+	// counted.
+	Until  uint64
 	lastTS uint64 // the latest event time Counts met
 	vals   valueTable
 }

@@ -179,3 +179,68 @@ func TestStreamFrom(t *testing.T) {
 		st.Close()
 	}
 }
+
+// Stream.Until: a thread's blocks that start after it while no call is open are counted,
+// not decoded; the events decoded are the whole decoding's first ones, up to Until at
+// least, and the counts are the same.
+func TestStreamUntil(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewSource(12))
+	var calls, graph []Event
+	for _, ev := range repeatPairs(rng, randomStream(rng, 60000)) {
+		if ev.Kind == Call && len(calls) < 20000 {
+			calls = append(calls, ev)
+		}
+	}
+	graph = randomStream(rng, 20000)
+	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete}}
+	for k, evs := range [][]Event{calls, graph} {
+		tr.Threads = append(tr.Threads, &Thread{TID: 50 + k, Lost: uint64(2 + k), Events: expectV2(evs)})
+	}
+	for _, o := range []WriteOptions{{BlockEvents: 250, More: true, Again: true}, {BlockEvents: 97}} {
+		path := filepath.Join(dir, "u.dat")
+		if err := os.WriteFile(path, encodeV2(t, tr, o), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st, err := OpenStream(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, th := range st.Trace.Threads {
+			all := tr.Threads[i].Events
+			until := all[len(all)*4/10].TS
+			var whole, part []Event
+			var n, lost [2]uint64
+			for pass, u := range []uint64{0, until} {
+				st.Until = u
+				var got []Event
+				if err := st.Events(i, func(b []Event) error { got = append(got, b...); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				n[pass], lost[pass] = th.N, th.Lost
+				if pass == 0 {
+					whole = got
+				} else {
+					part = got
+				}
+			}
+			st.Until = 0
+			if len(part) > len(whole) || !reflect.DeepEqual(part, whole[:len(part)]) {
+				t.Fatalf("%+v thread %d: until %d: %d events, not the first of the %d decoding all", o, th.TID, until, len(part), len(whole))
+			}
+			for _, ev := range whole[len(part):] {
+				if ev.TS <= until {
+					t.Errorf("%+v thread %d: until %d: an event at %d left out", o, th.TID, until, ev.TS)
+					break
+				}
+			}
+			if i == 0 && len(part) >= len(whole)*6/10 {
+				t.Errorf("%+v thread %d: %d events decoded until %d, %d without: nothing skipped", o, th.TID, len(part), until, len(whole))
+			}
+			if n[0] != n[1] || lost[0] != lost[1] {
+				t.Errorf("%+v thread %d: N %d lost %d until %d, N %d lost %d decoding all", o, th.TID, n[1], lost[1], until, n[0], lost[0])
+			}
+		}
+		st.Close()
+	}
+}
