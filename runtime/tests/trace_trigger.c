@@ -1,7 +1,9 @@
 /* Triggers on function hits: traceoff/traceon around calls that must not be recorded, a
-   stack trace at two nested hits and at a tail-called function, finish, and a snapshot
-   after recording stopped. */
+   stack trace at two nested hits, at a tail-called function and at one called through
+   untraced code (libc's qsort calling back), finish, and a snapshot after recording
+   stopped. */
 #include <stdio.h>
+#include <stdlib.h>
 
 volatile long sink;
 
@@ -21,6 +23,20 @@ __attribute__((noinline, optimize("no-optimize-sibling-calls"))) void deep(int n
 __attribute__((noinline)) void tailee(void) { leaf(5); }
 __attribute__((noinline)) void tailer(void) { sink++; tailee(); }
 __attribute__((noinline)) void fin(void) { leaf(4); }
+__attribute__((noinline)) void probe(void) { sink++; }
+__attribute__((noinline)) int cmp(const void *a, const void *b)
+{
+	probe();
+	return *(const int *)a - *(const int *)b;
+}
+/* calls cmp through qsort: no return address into sorter is on the chain */
+__attribute__((noinline)) void sorter(void)
+{
+	int v[2] = { 2, 1 };
+
+	qsort(v, 2, sizeof(v[0]), cmp);
+	sink += v[0];
+}
 __attribute__((noinline)) void snap(void) { sink++; }
 
 int main(void)
@@ -32,6 +48,7 @@ int main(void)
 	calls(9);
 	deep(3);
 	tailer();
+	sorter();
 	fin();
 	calls(11);	/* not recorded: recording stopped when fin returned */
 	snap();

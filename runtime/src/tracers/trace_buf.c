@@ -2210,8 +2210,8 @@ int ft_ev_marker(struct ft_thread *t, uint64_t ts, const char *text, size_t len)
 
 int ft_ev_stack(struct ft_thread *t, uint64_t ts, const uint64_t *pcs, unsigned n)
 {
-	if (n > 32)
-		n = 32;
+	if (n > 64)
+		n = 64;
 	return ft_ev_ext(t, FTKIT_EXT_STACK, n, ts, pcs, n * sizeof(*pcs));
 }
 

@@ -191,6 +191,13 @@ enum {
 };
 
 /*
+ * STACK payload (after the u64 time): u64 code addresses, innermost first: the function
+ * hit, then return addresses; one with FTKIT_STACK_ENTRY set is the site of a traced
+ * function whose graph frame is open, before the return into its caller.
+ */
+#define FTKIT_STACK_ENTRY (1ULL << 63)
+
+/*
  * ARGS_NEXT / RETVAL_NEXT payload: the descriptors and values alone (no string), for the
  * event that follows at once (ENTRY or FUNC / EXIT), whose time and address they take.
  * ARGS / RETVAL payload (after the u64 time): u32 low half of the function's address,

@@ -40,7 +40,7 @@
 
 #define TRIG_MAX	16	/* triggers */
 #define TRIG_ACTS	8	/* actions per trigger */
-#define STACK_MAX	32	/* frames a stacktrace records */
+#define STACK_MAX	64	/* addresses a stacktrace records */
 #define FRAME_MAX	(1UL << 20)	/* a larger step between frame pointers is not one */
 
 enum { ACT_TRACEON = 1, ACT_TRACEOFF, ACT_SNAPSHOT, ACT_STACK, ACT_DEPTH, ACT_FINISH };
@@ -132,8 +132,12 @@ static int return_address(unsigned long ret)
 /*
  * The caller chain: ip, the return into its caller, then the returns into the callers'
  * callers.  With graph frames open on the thread they come from its shadow stack (the
- * traced calls); else from the frame pointers, as far as they are kept (code built with
- * -fno-omit-frame-pointer: all of it), a return address the graph tracer hooked being
+ * traced calls), each frame's function (its site, FTKIT_STACK_ENTRY set) before the
+ * return into its caller: a traced function is named even where no return address names
+ * it (it tail-called, or the call into the next traced one came through untraced code:
+ * memcached's worker_libevent through libevent); readers leave it out where the return
+ * before it names it.  Else from the frame pointers, as far as they are kept (code built
+ * with -fno-omit-frame-pointer: all of it), a return address the graph tracer hooked being
  * replaced by the real one from the shadow stack (matched by the stack slot).  slot: this
  * call's return slot (NULL: unknown).
  */
@@ -159,9 +163,10 @@ static int walk(unsigned long ip, unsigned long parent, unsigned long *slot, uns
 					out[n++] = f->ret;
 				continue;
 			}
+			out[n++] = f->ip | FTKIT_STACK_ENTRY;
 			/* a frame pushed on a hooked slot (a tail call): its caller's frame,
 			   older, holds the address the call returns to */
-			if (f->ret != rth)
+			if (f->ret != rth && n < STACK_MAX)
 				out[n++] = f->ret;
 		}
 		return n;

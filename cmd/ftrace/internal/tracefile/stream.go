@@ -130,18 +130,35 @@ func (s *Stream) addMarker(text string) uint64 {
 func (s *Stream) stackText(pcs []uint64) string {
 	var b strings.Builder
 	b.WriteString("stacktrace:")
+	prev := "" // the name of the return address before, if it was one
 	for i, pc := range pcs {
+		entry := pc&StackEntry != 0 // a traced function's site: shown unless prev names it
+		pc &^= StackEntry
+		var name string
+		if s.Name != nil {
+			name = s.Name(pc, i > 0 && !entry)
+		} else {
+			name = fmt.Sprintf("%#x", pc)
+		}
+		if entry && name == prev {
+			continue
+		}
 		if i > 0 {
 			b.WriteString(" <-")
 		}
-		if s.Name != nil {
-			b.WriteString(" " + s.Name(pc, i > 0))
-		} else {
-			fmt.Fprintf(&b, " %#x", pc)
+		b.WriteString(" " + name)
+		prev = ""
+		if i > 0 && !entry && s.Name != nil {
+			prev = name
 		}
 	}
 	return b.String()
 }
+
+// StackEntry marks an address of a STACK record that is the site of a traced function
+// whose graph frame was open (not a return address): the function is named where no
+// return address into it is in the chain (a tail call, or a call through untraced code).
+const StackEntry = 1 << 63
 
 // MarkerText is the text of a Marker event this stream decoded (ev.IP numbers it).
 func (s *Stream) MarkerText(i uint64) string {

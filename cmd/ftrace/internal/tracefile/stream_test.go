@@ -1,6 +1,7 @@
 package tracefile
 
 import (
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -242,5 +243,44 @@ func TestStreamUntil(t *testing.T) {
 			}
 		}
 		st.Close()
+	}
+}
+
+// A STACK record's text: return addresses named by their call, a traced function's site
+// (StackEntry) named only where the return address before it does not name it.
+func TestStackText(t *testing.T) {
+	funcs := []struct {
+		lo, hi uint64
+		name   string
+	}{{0x1000, 0x1100, "probe"}, {0x1100, 0x1200, "cmp"}, {0x1200, 0x1300, "sorter"}, {0x1300, 0x1400, "main"}, {0x1400, 0x1500, "fib"}}
+	s := &Stream{Name: func(addr uint64, ret bool) string {
+		if ret {
+			addr--
+		}
+		for _, f := range funcs {
+			if addr >= f.lo && addr < f.hi {
+				return f.name
+			}
+		}
+		return fmt.Sprintf("libc+%#x", addr)
+	}}
+	for _, c := range []struct {
+		pcs  []uint64
+		want string
+	}{
+		// cmp called through qsort: sorter is named by its site
+		{[]uint64{0x1004, 0x1110, 0x1104 | StackEntry, 0x9000, 0x1204 | StackEntry, 0x1320, 0x1304 | StackEntry, 0x7000},
+			"stacktrace: probe <- cmp <- libc+0x8fff <- sorter <- main <- libc+0x6fff"},
+		// recursion: each frame once, by its return address
+		{[]uint64{0x1404, 0x1420, 0x1404 | StackEntry, 0x1420, 0x1404 | StackEntry, 0x1330},
+			"stacktrace: fib <- fib <- fib <- main"},
+		// a tail call: the frame that jumped has no return of its own (the next one's)
+		{[]uint64{0x1004, 0x1104 | StackEntry, 0x1330}, "stacktrace: probe <- cmp <- main"},
+		// the function tracer: no sites
+		{[]uint64{0x1004, 0x1110, 0x1330}, "stacktrace: probe <- cmp <- main"},
+	} {
+		if got := s.stackText(c.pcs); got != c.want {
+			t.Errorf("%#x:\n got %q\nwant %q", c.pcs, got, c.want)
+		}
 	}
 }
