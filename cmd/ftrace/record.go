@@ -402,9 +402,33 @@ func liveCommand() *cli.Command {
 	}
 }
 
-var liveCommands = map[string]int{ // command → max args
-	"status": 0, "enable": 0, "disable": 0, "tracer": 1, "filter": 1, "notrace": 1,
-	"graph_function": 1, "graph_notrace": 1, "depth": 1, "threads": 1, "trigger": 1, "time_filter": 1, "args": 1, "retval": 1, "ring": 1, "size": 1, "snapshot": 1, "dump": 1, "clear": 0, "finish": 0,
+// liveCommandList: the commands and how many arguments each takes at most, in the order
+// the docs and the error for an unknown one list them.
+var liveCommandList = []struct {
+	name    string
+	maxArgs int
+}{
+	{"status", 0}, {"enable", 0}, {"disable", 0}, {"tracer", 1}, {"filter", 1}, {"notrace", 1},
+	{"graph_function", 1}, {"graph_notrace", 1}, {"depth", 1}, {"threads", 1}, {"trigger", 1},
+	{"time_filter", 1}, {"args", 1}, {"retval", 1}, {"snapshot", 1}, {"dump", 1}, {"ring", 1},
+	{"size", 1}, {"clear", 0}, {"finish", 0},
+}
+
+var liveCommands = func() map[string]int { // command → max args
+	m := map[string]int{}
+	for _, c := range liveCommandList {
+		m[c.name] = c.maxArgs
+	}
+	return m
+}()
+
+// liveCommandNames is "status, enable, … or finish".
+func liveCommandNames() string {
+	names := make([]string, len(liveCommandList))
+	for i, c := range liveCommandList {
+		names[i] = c.name
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func doLive(c *cli.Context) error {
@@ -422,7 +446,7 @@ func doLive(c *cli.Context) error {
 	cmd, rest := args[1], args[2:]
 	maxArgs, ok := liveCommands[cmd]
 	if !ok {
-		return fmt.Errorf("live: unknown command %q (want status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, trigger, time_filter, args, retval, ring, snapshot, dump, clear or finish)", cmd)
+		return fmt.Errorf("live: unknown command %q (want %s)", cmd, liveCommandNames())
 	}
 	if len(rest) > maxArgs {
 		return fmt.Errorf("live: %s takes at most %d argument(s)", cmd, maxArgs)
