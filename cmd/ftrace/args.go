@@ -63,6 +63,10 @@ func argsCommand() *cli.Command {
 				if !matchFunc(fn, globs) || (keep != nil && !keep(fn.Entry)) {
 					continue
 				}
+				clone := ""
+				if fn.Clone {
+					clone = fn.CloneSym
+				}
 				if len(specs) > 0 {
 					p := fnargs.PlanBy(fn.Name, specs, func(s *fnargs.Spec) bool { return matchFunc(fn, []string{s.Pattern}) })
 					if p == nil {
@@ -71,7 +75,7 @@ func argsCommand() *cli.Command {
 					p.Entry = fn.Entry
 					fn = p
 				}
-				fmt.Fprintf(w, "%#x  %s\n", fn.Entry, fn.Describe())
+				fmt.Fprintf(w, "%#x  %s\n", fn.Entry, cloneDescribe(fn, clone))
 				if fn.Unsure != "" {
 					fmt.Fprintf(w, "    unsure: %s\n", fn.Unsure)
 				}
@@ -170,4 +174,20 @@ func (l *specList) String() string {
 		return ""
 	}
 	return strings.Join(l.v, " ")
+}
+
+// cloneDescribe is fn.Describe() for a function that exists only as the gcc clone clone
+// (a symbol; "" for other functions), named as the readers name its calls:
+// memcached's "process_command_ascii.part.0(conn *c @rdi, …)", a C++ clone's
+// "pick(Big b @…, int x @…) [clone .isra.0]".
+func cloneDescribe(fn *fnargs.Func, clone string) string {
+	desc := fn.Describe()
+	if clone == "" {
+		return desc
+	}
+	base, tags := symbolize.CutTags(symbolize.FuncName(clone))
+	if !strings.Contains(base, "(") { // C: the symbol is the name
+		desc = base + strings.TrimPrefix(desc, fn.Name)
+	}
+	return desc + tags
 }

@@ -223,9 +223,13 @@ func (l *loader) function(e *dwarf.Entry, low, entry uint64, syms []string) (*Fu
 	for _, s := range syms {
 		if cloneSuffix.MatchString(s) {
 			fn.Unsure = fmt.Sprintf("%s is a gcc clone: its arguments may differ from the declaration's", s)
+			fn.CloneSym = s
 		} else {
 			fn.Clone = false
 		}
+	}
+	if !fn.Clone {
+		fn.CloneSym = ""
 	}
 	var params []*Arg
 	var dwarfRegs [][]Reg

@@ -57,6 +57,8 @@ type Func struct {
 	// Clone: the code at Entry is a gcc clone only (every symbol there has a clone's
 	// suffix: f.isra.0), whose parameters may not be the declaration's.
 	Clone bool
+	// CloneSym is the symbol of a Clone (what the readers name its calls by).
+	CloneSym string
 }
 
 // Words is how many 8-byte words a call records: its arguments at entry
