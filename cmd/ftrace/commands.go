@@ -402,7 +402,13 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	if len(flags) == 0 {
 		flags = append(flags, "none")
 	}
-	fmt.Fprintf(w, "flags:\t%s\n", strings.Join(flags, ","))
+	cut := ""
+	for _, warn := range h.Warnings {
+		if strings.HasPrefix(warn, "trace truncated") {
+			cut = " (as written; the file was cut short since: see the warning below)"
+		}
+	}
+	fmt.Fprintf(w, "flags:\t%s%s\n", strings.Join(flags, ","), cut)
 	fmt.Fprintf(w, "written because:\t%s\n", h.Reason)
 	if h.Signal != 0 {
 		fmt.Fprintf(w, "signal:\t%d\n", h.Signal)

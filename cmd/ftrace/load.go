@@ -212,6 +212,9 @@ func (in *streamIn) warn(c *cli.Context) {
 	for _, u := range in.flt.Unmatched() {
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s matches no function in the trace\n", in.path, u)
 	}
+	if in.flt.EmptyRange() {
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: no call was entered in the --since/--until range (times count from the trace's start)\n", in.path)
+	}
 }
 
 // streamReport computes the report reading the trace as a stream (memory bounded by

@@ -9,6 +9,7 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
@@ -39,11 +40,13 @@ type Filter struct {
 	tids             []int
 	since, until     uint64 // ns after origin; until 0: none
 	origin           uint64
+	// entered: a call was entered in the time range (shared by the copies At makes)
+	entered *atomic.Bool
 }
 
 // New checks and compiles o.
 func New(o Options) (*Filter, error) {
-	f := &Filter{depth: o.Depth, tids: o.TIDs}
+	f := &Filter{depth: o.Depth, tids: o.TIDs, entered: new(atomic.Bool)}
 	for _, p := range o.Filter {
 		g, err := Compile(p)
 		if err != nil {
@@ -180,6 +183,21 @@ func (f *Filter) inRange(ts uint64) int {
 	return 0
 }
 
+// callIn is inRange for a call entered at ts, noting one entered inside.
+func (f *Filter) callIn(ts uint64) int {
+	r := f.inRange(ts)
+	if r == 0 && f.entered != nil && !f.entered.Load() {
+		f.entered.Store(true)
+	}
+	return r
+}
+
+// EmptyRange reports whether f has a time range in which no call met was entered (a
+// --since past the trace's end): the output is empty, and a warning says why.
+func (f *Filter) EmptyRange() bool {
+	return f != nil && f.Timed() && f.entered != nil && !f.entered.Load()
+}
+
 // match bits of a function
 const (
 	known    = 1 << iota
@@ -228,7 +246,7 @@ func (f *Filter) Unmatched() []string {
 // duration and no depth (-t and -D do not apply); its only nesting is its caller, so -F
 // keeps the calls of and from matching functions and -N drops them.
 func (f *Filter) CallKept(c *calltree.Call) bool {
-	if f.inRange(c.TS) != 0 {
+	if f.callIn(c.TS) != 0 {
 		return false
 	}
 	fm := f.classify(c.Func)
@@ -250,7 +268,11 @@ func (f *Filter) EventKept(ev *tracefile.Event, fn, caller *symbolize.Func) bool
 	if ev.Kind == tracefile.Call {
 		return f.CallKept(&calltree.Call{TS: ev.TS, Func: fn, Caller: caller})
 	}
-	if f.inRange(ev.TS) != 0 {
+	r := f.inRange(ev.TS)
+	if ev.Kind == tracefile.Entry {
+		r = f.callIn(ev.TS)
+	}
+	if r != 0 {
 		return false
 	}
 	m := f.classify(fn)

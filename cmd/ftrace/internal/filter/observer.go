@@ -133,7 +133,7 @@ func (o *observer) Enter(fn *symbolize.Func, id int, start uint64) {
 	}
 	m := o.class(fn, id)
 	fr.inside = fr.inside || m&included != 0
-	switch r := o.f.inRange(start); {
+	switch r := o.f.callIn(start); {
 	case parent != nil && parent.state == dropped,
 		m&excluded != 0,
 		r > 0:
