@@ -420,16 +420,7 @@ func TestTracerChildEnvironment(t *testing.T) {
 		for _, f := range files {
 			tr := trRead(t, f)
 			trCheckComplete(t, tr, 1)
-			s := trSymbols(t, tr, prog)
-			n := 0
-			for _, th := range tr.Threads {
-				for _, r := range th.Recs {
-					if s.name(r.IP) == "work" {
-						n++
-					}
-				}
-			}
-			switch n {
+			switch n := trCalls(tr, trSymbols(t, tr, prog), "work"); n {
 			case 7:
 				children++
 			case 1: // the parent
@@ -995,18 +986,12 @@ func TestTracerSignalFork(t *testing.T) {
 			for _, c := range children {
 				tr := trRead(t, c)
 				trCheckComplete(t, tr, 1)
-				s := trSymbols(t, tr, prog)
-				work := 0
 				for _, th := range tr.Threads {
 					if th.Lost != 0 || th.LostDepth != 0 {
 						t.Errorf("%s: %s: thread %d lost %d, not graphed %d", tracer, c, th.TID, th.Lost, th.LostDepth)
 					}
-					for _, r := range th.Recs {
-						if s.name(r.IP) == "work" && r.Type != 3 {
-							work++
-						}
-					}
 				}
+				work := trCalls(tr, trSymbols(t, tr, prog), "work")
 				// the call the fork interrupted may be the parent's alone
 				if work != after && work != after-1 {
 					t.Errorf("%s: %s: %d calls of work, want %d", tracer, c, work, after)
@@ -1014,4 +999,18 @@ func TestTracerSignalFork(t *testing.T) {
 			}
 		}
 	}
+}
+
+// trCalls counts the calls of the function name in tr: its calls (function tracer) or
+// entries (graph), all threads.
+func trCalls(tr *trTrace, s *trSyms, name string) int {
+	n := 0
+	for _, th := range tr.Threads {
+		for _, r := range th.Recs {
+			if (r.Type == 1 || r.Type == 2) && s.name(r.IP) == name {
+				n++
+			}
+		}
+	}
+	return n
 }

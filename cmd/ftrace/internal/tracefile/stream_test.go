@@ -151,34 +151,42 @@ func TestStreamFrom(t *testing.T) {
 				}
 				return out
 			}
-			var whole, part []Event
-			var n, lost [2]uint64
-			for pass, f := range []uint64{0, from} {
-				st.From = f
-				var got []Event
-				if err := st.Events(i, func(b []Event) error { got = append(got, b...); return nil }); err != nil {
-					t.Fatal(err)
-				}
-				n[pass], lost[pass] = th.N, th.Lost
-				if pass == 0 {
-					whole = got
-				} else {
-					part = got
-				}
-			}
-			st.From = 0
+			whole, part := decodeBoth(t, st, i, &st.From, from)
 			if len(part) >= len(whole)*6/10 {
 				t.Errorf("%+v thread %d: %d events decoded from %d, %d without: nothing skipped", o, th.TID, len(part), from, len(whole))
 			}
 			if w, p := after(whole), after(part); len(w) == 0 || !reflect.DeepEqual(w, p) {
 				t.Errorf("%+v thread %d: after %d: %d events, %d decoding all (or they differ)", o, th.TID, from, len(p), len(w))
 			}
-			if n[0] != n[1] || lost[0] != lost[1] {
-				t.Errorf("%+v thread %d: N %d lost %d from %d, N %d lost %d decoding all", o, th.TID, n[1], lost[1], from, n[0], lost[0])
-			}
 		}
 		st.Close()
 	}
+}
+
+// decodeBoth decodes thread i of st whole, then with *bound (st.From or st.Until) set to
+// v, and checks that both counted the same events and losses.
+func decodeBoth(t *testing.T, st *Stream, i int, bound *uint64, v uint64) (whole, part []Event) {
+	t.Helper()
+	th := st.Trace.Threads[i]
+	var n, lost [2]uint64
+	for pass, b := range []uint64{0, v} {
+		*bound = b
+		var got []Event
+		if err := st.Events(i, func(evs []Event) error { got = append(got, evs...); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		n[pass], lost[pass] = th.N, th.Lost
+		if pass == 0 {
+			whole = got
+		} else {
+			part = got
+		}
+	}
+	*bound = 0
+	if n[0] != n[1] || lost[0] != lost[1] {
+		t.Errorf("thread %d: N %d lost %d with a bound of %d, N %d lost %d decoding all", th.TID, n[1], lost[1], v, n[0], lost[0])
+	}
+	return whole, part
 }
 
 // Stream.Until: a thread's blocks that start after it while no call is open are counted,
@@ -210,22 +218,7 @@ func TestStreamUntil(t *testing.T) {
 		for i, th := range st.Trace.Threads {
 			all := tr.Threads[i].Events
 			until := all[len(all)*4/10].TS
-			var whole, part []Event
-			var n, lost [2]uint64
-			for pass, u := range []uint64{0, until} {
-				st.Until = u
-				var got []Event
-				if err := st.Events(i, func(b []Event) error { got = append(got, b...); return nil }); err != nil {
-					t.Fatal(err)
-				}
-				n[pass], lost[pass] = th.N, th.Lost
-				if pass == 0 {
-					whole = got
-				} else {
-					part = got
-				}
-			}
-			st.Until = 0
+			whole, part := decodeBoth(t, st, i, &st.Until, until)
 			if len(part) > len(whole) || !reflect.DeepEqual(part, whole[:len(part)]) {
 				t.Fatalf("%+v thread %d: until %d: %d events, not the first of the %d decoding all", o, th.TID, until, len(part), len(whole))
 			}
@@ -237,9 +230,6 @@ func TestStreamUntil(t *testing.T) {
 			}
 			if i == 0 && len(part) >= len(whole)*6/10 {
 				t.Errorf("%+v thread %d: %d events decoded until %d, %d without: nothing skipped", o, th.TID, len(part), until, len(whole))
-			}
-			if n[0] != n[1] || lost[0] != lost[1] {
-				t.Errorf("%+v thread %d: N %d lost %d until %d, N %d lost %d decoding all", o, th.TID, n[1], lost[1], until, n[0], lost[0])
 			}
 		}
 		st.Close()
