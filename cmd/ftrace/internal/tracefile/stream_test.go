@@ -131,14 +131,7 @@ func TestStreamFrom(t *testing.T) {
 		tr.Threads = append(tr.Threads, &Thread{TID: 40 + k, Lost: uint64(3 + k), Events: expectV2(repeatPairs(rng, randomStream(rng, 20000)))})
 	}
 	for _, o := range []WriteOptions{{BlockEvents: 250, More: true, Again: true}, {BlockEvents: 97}} {
-		path := filepath.Join(dir, "f.dat")
-		if err := os.WriteFile(path, encodeV2(t, tr, o), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		st, err := OpenStream(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := openEncoded(t, filepath.Join(dir, "f.dat"), tr, o)
 		for i, th := range st.Trace.Threads {
 			all := tr.Threads[i].Events
 			from := all[len(all)*6/10].TS
@@ -161,6 +154,19 @@ func TestStreamFrom(t *testing.T) {
 		}
 		st.Close()
 	}
+}
+
+// openEncoded writes tr to path as version 2 with o and opens it as a stream.
+func openEncoded(t *testing.T, path string, tr *Trace, o WriteOptions) *Stream {
+	t.Helper()
+	if err := os.WriteFile(path, encodeV2(t, tr, o), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenStream(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // decodeBoth decodes thread i of st whole, then with *bound (st.From or st.Until) set to
@@ -207,14 +213,7 @@ func TestStreamUntil(t *testing.T) {
 		tr.Threads = append(tr.Threads, &Thread{TID: 50 + k, Lost: uint64(2 + k), Events: expectV2(evs)})
 	}
 	for _, o := range []WriteOptions{{BlockEvents: 250, More: true, Again: true}, {BlockEvents: 97}} {
-		path := filepath.Join(dir, "u.dat")
-		if err := os.WriteFile(path, encodeV2(t, tr, o), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		st, err := OpenStream(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := openEncoded(t, filepath.Join(dir, "u.dat"), tr, o)
 		for i, th := range st.Trace.Threads {
 			all := tr.Threads[i].Events
 			until := all[len(all)*4/10].TS
