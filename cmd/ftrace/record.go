@@ -187,9 +187,11 @@ func doRecord(c *cli.Context) error {
 	}
 	// The terminal's ^C goes to the program; ftrace waits for it to finish. Caught, not
 	// ignored: an ignored signal stays ignored across exec, and the program (make, a
-	// shell) would never see ^C.
+	// shell) would never see ^C. One ftrace was started with ignored (a script's
+	// background job, nohup) stays ignored, for the program too: caught, it went back to
+	// the default at exec, and a background xz died of a ^C meant for its script.
 	swallow := make(chan os.Signal, 4)
-	signal.Notify(swallow, syscall.SIGINT, syscall.SIGQUIT)
+	signal.Notify(swallow, notIgnored(syscall.SIGINT, syscall.SIGQUIT)...)
 	defer signal.Stop(swallow)
 	start := time.Now()
 	files := filesBefore(out, start)
@@ -204,7 +206,7 @@ func doRecord(c *cli.Context) error {
 	}
 	// Termination requests to ftrace are passed on; the program decides what to do.
 	fwd := make(chan os.Signal, 4)
-	signal.Notify(fwd, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(fwd, notIgnored(syscall.SIGTERM, syscall.SIGHUP)...)
 	go func() {
 		for sig := range fwd {
 			cmd.proc.Signal(sig)
@@ -412,6 +414,18 @@ var liveCommandList = []struct {
 	{"graph_function", 1}, {"graph_notrace", 1}, {"depth", 1}, {"threads", 1}, {"trigger", 1},
 	{"time_filter", 1}, {"args", 1}, {"retval", 1}, {"snapshot", 1}, {"dump", 1}, {"ring", 1},
 	{"size", 1}, {"clear", 0}, {"finish", 0},
+}
+
+// notIgnored is those of sigs that ftrace was not started with ignored (signal.Notify
+// would catch an ignored one, and the program would then start with its default).
+func notIgnored(sigs ...os.Signal) []os.Signal {
+	var out []os.Signal
+	for _, sig := range sigs {
+		if !signal.Ignored(sig) {
+			out = append(out, sig)
+		}
+	}
+	return out
 }
 
 var liveCommands = func() map[string]int { // command → max args
