@@ -292,6 +292,9 @@ func WriteMarkers(w io.Writer, f *calltree.Forest) error {
 	var n uint64
 	for _, t := range f.Threads {
 		for _, m := range t.Markers {
+			if strings.HasPrefix(m.Text, tracefile.LostMarkerPrefix) {
+				continue // the losses are counted above the table
+			}
 			n += m.Count
 			if a := byText[m.Text]; a != nil {
 				a.Count += m.Count

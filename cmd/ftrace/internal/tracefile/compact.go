@@ -336,6 +336,11 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 			continue
 		}
 		evs = evs[:0]
+		if k > 0 && !skipped && b.lost > 0 {
+			// events dropped between the previous block and this one: said where they
+			// were, as the kernel's "[LOST n EVENTS]" (the calls around the gap are cut)
+			evs = append(evs, Event{Kind: Marker, TS: s.conv(b.base), IP: s.addMarker(fmt.Sprintf("%s%d EVENTS]", LostMarkerPrefix, b.lost)), Depth: -1})
+		}
 		evs, open, err = decodeBlock(raw, b, th, evs, open, s.conv, s.addMarker, s.stackText, vs)
 		if err != nil {
 			return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)

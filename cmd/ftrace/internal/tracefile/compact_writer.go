@@ -25,6 +25,9 @@ type WriteOptions struct {
 	// FUNC_AGAIN word, an entry of a function in it as one ENTRY_AGAIN word, as the
 	// runtime does (format version 4).
 	Again bool
+	// BlockLost is the count of events dropped before each block but the first (its
+	// header's lost), as a thread whose buffer was full between them has.
+	BlockLost uint64
 }
 
 // WriteV2 encodes t in format version 2 (3 with More) with the CLOCK_MONOTONIC clock (one tick = 1 ns),
@@ -192,6 +195,8 @@ func writeThreadV2(th *Thread, o WriteOptions, markers []string, chunk chunkFunc
 		le.PutUint64(hdr[16:], e.ts)
 		if seq == 0 {
 			le.PutUint64(hdr[24:], th.Lost)
+		} else {
+			le.PutUint64(hdr[24:], o.BlockLost)
 		}
 		le.PutUint32(hdr[36:], uint32(len(e.open)))
 		le.PutUint32(hdr[44:], e.ipHi)

@@ -155,6 +155,10 @@ func (s *Stream) stackText(pcs []uint64) string {
 	return b.String()
 }
 
+// LostMarkerPrefix begins the text of the Marker a stream puts where a thread's events
+// were dropped (buffer full) between two of its blocks: "[LOST 123 EVENTS]".
+const LostMarkerPrefix = "[LOST "
+
 // StackEntry marks an address of a STACK record that is the site of a traced function
 // whose graph frame was open (not a return address): the function is named where no
 // return address into it is in the chain (a tail call, or a call through untraced code).

@@ -273,3 +273,39 @@ func TestStackText(t *testing.T) {
 		}
 	}
 }
+
+// Events dropped between two blocks of a thread are said where they were: a Marker
+// "[LOST n EVENTS]" at the later block's start, before its events; none for the losses
+// before the first block, nor after a block passed over for From.
+func TestStreamLostMarker(t *testing.T) {
+	rng := rand.New(rand.NewSource(13))
+	evs := expectV2(randomStream(rng, 1000))
+	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete},
+		Threads: []*Thread{{TID: 60, Lost: 2, Events: evs}}}
+	st := openEncoded(t, filepath.Join(t.TempDir(), "l.dat"), tr, WriteOptions{BlockEvents: 300, BlockLost: 7})
+	defer st.Close()
+	var got []Event
+	if err := st.Events(0, func(b []Event) error { got = append(got, b...); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var at []int // where each marker is among the other events
+	n := 0
+	for _, ev := range got {
+		if ev.Kind == Marker {
+			if text := st.MarkerText(ev.IP); text != "[LOST 7 EVENTS]" {
+				t.Errorf("marker %q", text)
+			}
+			at = append(at, n)
+			continue
+		}
+		if ev.Flags&FlagFromHeader == 0 {
+			n++
+		}
+	}
+	if fmt.Sprint(at) != "[300 600 900]" {
+		t.Errorf("lost markers before events %v, want [300 600 900]", at)
+	}
+	if th := st.Trace.Threads[0]; th.Lost != 2+3*7 {
+		t.Errorf("lost %d, want %d", th.Lost, 2+3*7)
+	}
+}
