@@ -322,4 +322,20 @@ func TestQemuGuest(t *testing.T) {
 			t.Errorf("%q: %q, want %q", c.args, got, c.want)
 		}
 	}
+	// env's command, and qemu's guest through env (the xz trial's -a read env's DWARF)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"env", "LD_LIBRARY_PATH=/x", "qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "./xz", "-T2"}, "./xz"},
+		{[]string{"/usr/bin/env", "-i", "-u", "HOME", "A=1", "prog", "B=2"}, "prog"},
+		{[]string{"env", "--", "prog"}, "prog"},
+		{[]string{"env", "env", "A=1", "prog"}, "prog"},
+		{[]string{"env", "A=1"}, ""},
+		{[]string{"./prog", "env"}, ""},
+	} {
+		if got := wrapped(c.args); got != c.want {
+			t.Errorf("wrapped(%q): %q, want %q", c.args, got, c.want)
+		}
+	}
 }

@@ -104,10 +104,11 @@ func doRecord(c *cli.Context) error {
 			return notRunnable(fmt.Errorf("record: %w", err))
 		}
 	}
-	// the program whose symbols and DWARF the filters and -a read: qemu-user's guest
+	// the program whose symbols and DWARF the filters and -a read: qemu-user's guest,
+	// env's command
 	target := path
-	if guest := qemuGuest(args); guest != "" {
-		target = guest
+	if inner := wrapped(args); inner != "" {
+		target = inner
 	}
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
 	for _, l := range [][2]string{{"filter", "FTRACE_FILTER"}, {"notrace", "FTRACE_NOTRACE"},
@@ -760,6 +761,45 @@ func noTableHint(stderr io.Writer, prog string) {
 			"link it with ftcc too, not the compiler alone; ftcc leaves -static and -static-libstdc++ "+
 			"links without it), so nothing of it is traced\n", prog)
 	}
+}
+
+// wrapped returns the program a wrapper's command line runs — qemu-user's guest, env's
+// command (env [OPTIONS] [NAME=VALUE]... PROG), qemu's guest inside env — or "" when
+// args[0] is neither.
+func wrapped(args []string) string {
+	inner := ""
+	for len(args) > 0 {
+		if guest := qemuGuest(args); guest != "" {
+			return guest // (qemu runs an aarch64 program, not env)
+		}
+		if filepath.Base(args[0]) != "env" {
+			break
+		}
+		rest := envCommand(args[1:])
+		if len(rest) == 0 {
+			break
+		}
+		inner, args = rest[0], rest
+	}
+	return inner
+}
+
+// envCommand is the command of env's arguments args (after its options and NAME=VALUE
+// words), nil if none.
+func envCommand(args []string) []string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			return args[i+1:]
+		case a == "-u" || a == "-C" || a == "-S" || a == "--unset" || a == "--chdir" || a == "--split-string":
+			i++ // its value follows
+		case strings.HasPrefix(a, "-"):
+		case strings.Contains(a, "="):
+		default:
+			return args[i:]
+		}
+	}
+	return nil
 }
 
 // qemuNoValue are qemu-user's options that take no value; the others take one.
