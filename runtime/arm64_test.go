@@ -127,6 +127,10 @@ func a64FunctionFib(t *testing.T, dir, prog string) {
 	if len(tr.Threads) != 1 {
 		t.Fatalf("%d threads", len(tr.Threads))
 	}
+	// the program's name, not the emulator's (its comm under qemu-user)
+	if name, want := tr.Threads[0].Name, filepath.Base(prog); name != want[:min(len(want), 15)] {
+		t.Errorf("thread named %q, want %q", name, want)
+	}
 	counts := map[string]int{}
 	for _, r := range tr.Threads[0].Recs {
 		if r.Type != 1 {

@@ -177,6 +177,7 @@ static __attribute__((noinline)) int thr_skip(struct ft_thread *t)
 
 		tid = syscall(SYS_gettid);
 		prctl(PR_GET_NAME, name);
+		ft_fix_comm(name);
 		errno = saved_errno;
 		for (int i = 0; i < sp->n && skip; i++)
 			skip = sp->item[i].tid ? sp->item[i].tid != tid : !name_match(sp->item[i].glob, name);

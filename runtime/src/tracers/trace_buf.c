@@ -754,6 +754,7 @@ static void read_comm(pid_t tid, char name[16])
 		n--;
 	memset(name, 0, 16);
 	memcpy(name, buf, (size_t)n);
+	ft_fix_comm(name);
 }
 
 static int writev_all(int fd, struct iovec *iov, int n, uint64_t off)
@@ -1905,6 +1906,7 @@ static struct ft_thread *thread_buf_slow(void)
 	tb->tid = (uint32_t)syscall(SYS_gettid);
 	memset(tb->name, 0, sizeof(tb->name));
 	prctl(PR_GET_NAME, tb->name);
+	ft_fix_comm(tb->name);
 	__atomic_store_n(&s->reg[slot], tb, __ATOMIC_RELEASE);
 	if (slot == s->nreg)
 		__atomic_store_n(&s->nreg, slot + 1, __ATOMIC_RELEASE);

@@ -182,3 +182,13 @@ int ft_join_briefly(pthread_t th)
 	pthread_detach(th);
 	return 0;
 }
+
+void ft_fix_comm(char name[16])
+{
+	const char *self = program_invocation_short_name;
+
+	if (strncmp(name, "qemu-", 5) || !self || !strncmp(self, "qemu-", 5))
+		return;
+	memset(name, 0, 16);
+	ft_strlcpy(name, self, 16);
+}

@@ -38,6 +38,12 @@ size_t ft_strlcpy(char *dst, const char *src, size_t size);
 int ft_join_briefly(pthread_t th);
 char *ft_utoa(char *p, unsigned long v);
 /*
+ * A thread's name (comm, 16 bytes) as the program sees it: under qemu-user the kernel's
+ * is the emulator's ("qemu-aarch64"), which is then replaced by the program's own short
+ * name (xz's threads were all named qemu-aarch64).  A name the program set is kept.
+ */
+void ft_fix_comm(char name[16]);
+/*
  * Copy up to n bytes of this process's memory at addr without faulting (process_vm_readv
  * on ourselves, split at the page boundary so that the readable start of a range running
  * into an unmapped page still arrives): bytes copied, -1 (nothing readable) or -2 (the
