@@ -38,6 +38,20 @@ type Stat struct {
 	Partial uint64 `json:"partial,omitempty"`
 	sum     uint64
 	timed   uint64 // calls with a duration
+	whole   uint64 // of them, calls whose end was recorded: Min is theirs when there are any
+}
+
+// minOf is whether a call of duration d, whole or not (partial: its time is a lower
+// bound, cut by the trace's end or a loss), sets the minimum of s: a partial call only
+// while there is no whole one (a loss gap gave minimums of 0 ns).
+func (s *Stat) minOf(d uint64, whole bool) bool {
+	switch {
+	case whole:
+		return s.whole == 0 || d < s.Min
+	case s.whole > 0:
+		return false
+	}
+	return s.timed == 0 || d < s.Min
 }
 
 // Options select what Compute produces.
@@ -125,8 +139,11 @@ func (a *agg) Close(f *calltree.Frame) {
 		s.Total = 0 // every earlier call of f.Func is inside this one now
 	}
 	d := f.Duration()
-	if s.timed == 0 || d < s.Min {
+	if s.minOf(d, !f.Partial) {
 		s.Min = d
+	}
+	if !f.Partial {
+		s.whole++
 	}
 	if d > s.Max {
 		s.Max = d
@@ -145,9 +162,10 @@ func (a *agg) Close(f *calltree.Frame) {
 
 // merge adds b's figures to s.
 func (s *Stat) merge(b *Stat) {
-	if b.timed > 0 && (s.timed == 0 || b.Min < s.Min) {
+	if b.timed > 0 && s.minOf(b.Min, b.whole > 0) {
 		s.Min = b.Min
 	}
+	s.whole += b.whole
 	s.Max = max(s.Max, b.Max)
 	s.Calls += b.Calls
 	s.timed += b.timed

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -179,5 +180,33 @@ func TestJSONLossFields(t *testing.T) {
 	// main and work never return; bar returns without an entry
 	if want := "complete=false lost=4 nobuf=4 depth=2 unmatched=1 unfinished=2"; got != want {
 		t.Errorf("got  %s\nwant %s\n%s", got, want, b.String())
+	}
+}
+
+// A call whose end was not recorded (cut by the trace's end or a loss) does not make a
+// function's minimum while it has a whole call: its time is a lower bound (a loss gap
+// gave minimums of 0 ns). Alone, it does.
+func TestMinOfWholeCalls(t *testing.T) {
+	f := tracetest.Forest(t, "thread 1\n> 100 main\n> 110 work\n< 200 work\n> 300 work\n< 310 main\n"+
+		"thread 2\n> 100 other\n> 101 work\n< 106 other\n> 200 lone\n< 203 other\n")
+	for _, o := range []Options{{}, {PerThread: true}} {
+		stats, err := Compute(f, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range stats {
+			if s.Name == "work" || s.Name == "lone" {
+				got = append(got, fmt.Sprintf("%s:%d/%d/%d/%d", s.Name, s.Calls, s.Partial, s.Min, s.Max))
+			}
+		}
+		sort.Strings(got)
+		want := "lone:1/1/3/3 work:3/2/90/90"
+		if o.PerThread {
+			want = "lone:1/1/3/3 work:1/1/5/5 work:2/1/90/90"
+		}
+		if g := strings.Join(got, " "); g != want {
+			t.Errorf("%+v: %s, want %s", o, g, want)
+		}
 	}
 }
