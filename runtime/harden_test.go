@@ -1014,3 +1014,16 @@ func trCalls(tr *trTrace, s *trSyms, name string) int {
 	}
 	return n
 }
+
+// Signal 63, the runtime's attach signal, sent by anyone but ftrace live does what it does
+// to an untraced program: it kills it (an instrumented bash survived `kill -63 $$`).
+func TestTracerForeignAttachSignal(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_misc.c")
+	for _, env := range [][]string{nil, {"FTRACE_TRACER=function"}} {
+		_, ws := trRun(t, dir, prog, env, "sig63", "10")
+		if !ws.Signaled() || ws.Signal() != 63 {
+			t.Errorf("%v: status %v, want killed by signal 63", env, ws)
+		}
+	}
+}

@@ -584,8 +584,23 @@ static void attach_handler(int sig, siginfo_t *si, void *uc)
 	pthread_t th;
 
 	(void)sig;
-	if (si->si_code != SI_QUEUE || si->si_value.sival_int != FT_ATTACH_MAGIC ||
-	    (si->si_uid != getuid() && si->si_uid != geteuid() && si->si_uid != 0))
+	if (si->si_code != SI_QUEUE || si->si_value.sival_int != FT_ATTACH_MAGIC) {
+		/*
+		 * Not ftrace live's: what the signal would have done without the runtime's
+		 * handler, its default (the program's own handler replaces this one).  An
+		 * instrumented bash survived `kill -63 $$`, which kills it untraced.
+		 */
+		struct sigaction dfl = { .sa_handler = SIG_DFL };
+		sigset_t one;
+
+		sigaction(FT_ATTACH_SIG, &dfl, NULL);
+		sigemptyset(&one);
+		sigaddset(&one, FT_ATTACH_SIG);
+		raise(FT_ATTACH_SIG);
+		pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+		goto out;
+	}
+	if (si->si_uid != getuid() && si->si_uid != geteuid() && si->si_uid != 0)
 		goto out;
 	at = ftrt_arch_syscall_at(uc, &nr);
 	if (!at || (at == 1 && !idle_call(nr)))
