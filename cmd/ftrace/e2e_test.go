@@ -176,6 +176,65 @@ func TestE2EFib(t *testing.T) {
 	}
 }
 
+// TestRecordWrapperKeepsEveryTrace: a wrapper that is not traced (a shell) running the
+// traced program three times under ftrace record keeps three traces (before, each replaced
+// the last at the output name, and record credited the last as the program's own); run
+// outside record with no FTRACE_SESSION, the output name keeps the last only, as before.
+func TestRecordWrapperKeepsEveryTrace(t *testing.T) {
+	testenv.Need(t, "sh")
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "fib", fibSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	script := prog + "; " + prog + "; " + prog
+	r := testenv.Exec(t, dir, ftrace, "record", "-o", "w.dat", "--", "sh", "-c", script)
+	if r.Code != 0 || r.Stdout != strings.Repeat("fib(20) = 6765\n", 3) {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "w.dat*"))
+	if len(names) != 3 {
+		t.Fatalf("traces %v, want w.dat and two w.dat.<pid>", names)
+	}
+	pids := map[string]bool{}
+	for _, n := range names {
+		_, calls := reportCalls(t, dir, n)
+		if calls["fib"] != 21891 || calls["main"] != 1 {
+			t.Errorf("%s: calls %v", n, calls)
+		}
+		info := testenv.Run(t, dir, ftrace, "info", n)
+		m := regexp.MustCompile(`(?m)^pid: +([0-9]+)`).FindStringSubmatch(info)
+		if m == nil {
+			t.Fatalf("info %s names no pid:\n%s", n, info)
+		}
+		if pids[m[1]] || (n != filepath.Join(dir, "w.dat") && !strings.HasSuffix(n, ".dat."+m[1])) {
+			t.Errorf("%s: the trace of pid %s", n, m[1])
+		}
+		pids[m[1]] = true
+	}
+	for _, want := range []string{
+		`(?m)^ftrace: w\.dat is the trace of pid [0-9]+ \(fib\), which the program \(pid [0-9]+\) ran; the program wrote none itself$`,
+		`(?m)^ftrace: traces of the program's other traced processes: w\.dat\.[0-9]+ w\.dat\.[0-9]+$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(r.Stderr) {
+			t.Errorf("stderr lacks %s:\n%s", want, r.Stderr)
+		}
+	}
+	// the program traced itself: no word of a wrapper
+	r = testenv.Exec(t, dir, ftrace, "record", "-o", "self.dat", "--", prog)
+	if r.Code != 0 || strings.Contains(r.Stderr, "wrote none itself") || strings.Contains(r.Stderr, "other traced") {
+		t.Errorf("exit %d, stderr:\n%s", r.Code, r.Stderr)
+	}
+	// outside ftrace record, no session: each run replaces the last's trace
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FTRACE_TRACER=function", "FTRACE_OUTPUT=e.dat")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "e.dat*")); len(names) != 1 {
+		t.Errorf("without a session: traces %v, want e.dat alone", names)
+	}
+}
+
 const treeSrc = `#include <pthread.h>
 #include <stdio.h>
 static volatile int sink;

@@ -196,6 +196,9 @@ func doRecord(c *cli.Context) error {
 	defer signal.Stop(swallow)
 	start := time.Now()
 	files := filesBefore(out, start)
+	// the traces of this run's processes are kept apart, not replaced by each other's:
+	// a wrapper (a shell, make) that is not traced itself may run several that are
+	env = append(env, "FTRACE_SESSION="+strconv.FormatInt(start.UnixNano(), 10))
 	cmd, err := startProgram(path, args, append(withoutFtraceEnv(os.Environ()), env...), os.Stdin, c.App.Writer, c.App.ErrWriter)
 	if errors.Is(err, syscall.EMFILE) {
 		// ftrace's own descriptors (the exec status pipe, the runtime's epoll), not the
@@ -274,6 +277,7 @@ func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (even
 	d := time.Since(files.start)
 	path := strings.ReplaceAll(out, "%p", strconv.Itoa(pid))
 	others, running := otherTraces(out, pid, files)
+	wrapper := false // the trace at path is a descendant's: the program was not traced
 	defer func() {
 		if len(others) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of other processes (%%p): %s\n", someOf(others, " "))
@@ -284,7 +288,9 @@ func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (even
 			k, p, e := descendants(root, pid, files)
 			kids, parts, execs = append(kids, k...), append(parts, p...), append(execs, e...)
 		}
-		if len(kids) > 0 {
+		if len(kids) > 0 && wrapper {
+			fmt.Fprintf(stderr, "ftrace: traces of the program's other traced processes: %s\n", someOf(kids, " "))
+		} else if len(kids) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", someOf(kids, " "))
 		}
 		if len(parts) > 0 {
@@ -360,8 +366,22 @@ func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (even
 		fmt.Fprintf(stderr, "ftrace: %v\n", err)
 		return
 	}
+	if by := st.Trace.Header.PID; by != pid {
+		wrapper = true
+		// a wrapper that is not traced: its last traced process to finish has the name
+		fmt.Fprintf(stderr, "ftrace: %s is the trace of pid %d (%s), which the program (pid %d) ran; the program wrote none itself\n",
+			path, by, commandName(st.Trace.Header.Command), pid)
+	}
 	fmt.Fprintln(stderr, summaryLine(path, st.Trace, events, lostDepth, d, c.Bool("no-loss")))
 	return events
+}
+
+// commandName is how record names a traced process by its recorded argv.
+func commandName(argv []string) string {
+	if len(argv) == 0 || argv[0] == "" {
+		return "command not recorded"
+	}
+	return filepath.Base(argv[0])
 }
 
 // summaryLine is record's last word on a trace of events recorded events (its threads'

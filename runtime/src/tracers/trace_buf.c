@@ -651,10 +651,17 @@ static int output_ok(const char *path)
 }
 
 /*
- * A trace already at final that a process started after this session wrote (a child run
- * through system() or posix_spawn, which no exec naming reaches, finishing first) is
- * moved to final.<its pid>, the name of a child's trace, instead of being replaced.
- * Async-signal-safe.
+ * FTRACE_SESSION (CLOCK_REALTIME ns; ftrace record sets it to its start): the processes
+ * whose tracing started since then belong to one run, as if started after this one.  0:
+ * none given.
+ */
+static uint64_t run_since_ns;
+
+/*
+ * A trace already at final that a process of this run wrote (a child run through system()
+ * or posix_spawn, which no exec naming reaches, finishing first; with FTRACE_SESSION, also
+ * a sibling run by an untraced wrapper: a shell's `prog; prog`) is moved to final.<its
+ * pid>, the name of a child's trace, instead of being replaced.  Async-signal-safe.
  */
 static void move_aside_descendant(const char *final)
 {
@@ -662,10 +669,12 @@ static void move_aside_descendant(const char *final)
 	char aside[PATH_MAX + 24];
 	struct stat st;
 	size_t n = strlen(final);
+	uint64_t since = ft_sess.hdr.ref_real_ns;
 
+	if (run_since_ns && run_since_ns < since)
+		since = run_since_ns;
 	if (read_head(final, &eh, sizeof(eh)) != (ssize_t)sizeof(eh) || memcmp(eh.magic, FTKIT_TRACE_MAGIC, 8) ||
-	    eh.pid == ft_sess.hdr.pid || eh.ref_real_ns < ft_sess.hdr.ref_real_ns ||
-	    n + 24 > sizeof(aside))
+	    eh.pid == ft_sess.hdr.pid || eh.ref_real_ns < since || n + 24 > sizeof(aside))
 		return;
 	memcpy(aside, final, n);
 	aside[n] = '.';
@@ -1307,6 +1316,7 @@ static void read_limits(void)
 {
 	const char *size = secure_getenv("FTRACE_SIZE");
 	const char *dur = secure_getenv("FTRACE_DURATION");
+	const char *run = secure_getenv("FTRACE_SESSION");
 	uint64_t v;
 
 	if (size && *size) {
@@ -1320,6 +1330,19 @@ static void read_limits(void)
 			ft_msg("ignoring FTRACE_DURATION: not a duration (e.g. 30s, 5m)", NULL);
 		else
 			lim.ms = v / 1000000 ? v / 1000000 : 1;
+	}
+	if (run && *run) {
+		int saved = errno, bad;
+		char *end;
+
+		errno = 0;
+		v = strtoull(run, &end, 10);
+		bad = errno || *end || !v;
+		errno = saved;
+		if (bad)
+			ft_msg("ignoring FTRACE_SESSION: not a time in ns since the epoch", NULL);
+		else
+			run_since_ns = v;
 	}
 }
 
