@@ -533,9 +533,9 @@ func TestTracerUnregisterableGivesBack(t *testing.T) {
 // A file-size limit reached in the middle of a chunk: the file is cut back to its last
 // whole chunk, so a smaller write that fits later does not leave the torn rest after it
 // (flex under ulimit -f: a trace flagged complete that every reader refused at the torn
-// chunk), and finalising fits the tables in, cutting back whole batches if need be: the
+// chunk), and finalising fits the tables in, cutting back whole chunks if need be: the
 // trace is complete, every reader reads it, and its recorded and lost events add up to
-// the run's.
+// the run's, the lost ones said as lost, not as blocks missing.
 func TestTracerFileSizeLimitTorn(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_fib.c")
@@ -576,8 +576,10 @@ func TestTracerFileSizeLimitTorn(t *testing.T) {
 				if c[0] == "info" {
 					said, want = r.Stdout, "write-error" // in its flags line
 				}
+				// blocks the writer could not write are lost events, counted, not blocks
+				// missing from the file (warned in 3 of 5 runs before DROPPED)
 				if r.Code != 0 || strings.Contains(r.Stderr, "bad size") || strings.Contains(said, "record with --no-loss") ||
-					!strings.Contains(said, want) {
+					!strings.Contains(said, want) || strings.Contains(r.Stderr, "missing") {
 					t.Errorf("%s run %d: ftrace %s: exit %d\n%s", tracer, run, c[0], r.Code, r.Stderr)
 				}
 			}

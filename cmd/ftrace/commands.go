@@ -444,7 +444,11 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	calls, entries, exits, lost, lostDepth := n.calls, n.entries, n.exits, n.lost, n.lostDepth
 	fmt.Fprintf(w, "events:\t%d (%d calls, %d entries, %d exits)\n", calls+entries+exits, calls, entries, exits)
 	if n.rebuilt > 0 {
-		fmt.Fprintf(w, "entries rebuilt:\t%d (of calls already open where a ring's oldest block begins: not events of the file, shown by dump and graph)\n", n.rebuilt)
+		where := "a ring's oldest block begins"
+		if !h.Ring {
+			where = "a block begins after lost events"
+		}
+		fmt.Fprintf(w, "entries rebuilt:\t%d (of calls already open where %s: not events of the file, shown by dump and graph)\n", n.rebuilt, where)
 	}
 	sum := tracefile.LostSummary(tr)
 	if lost == 0 && lostDepth == 0 && h.Flags&tracefile.FlagLost != 0 {

@@ -1204,4 +1204,7 @@ int main(void) { return work(300000) == 42; }
 	if lines != n+2 {
 		t.Errorf("dump shows %d events, info %d + 2 rebuilt", lines, n)
 	}
+	if !strings.Contains(info, "where a ring's oldest block begins") {
+		t.Errorf("info does not say the entries were rebuilt at the ring's start:\n%s", info)
+	}
 }

@@ -101,8 +101,12 @@ func cmdMktrace(ts *testscript.TestScript, neg bool, args []string) {
 	biasStr := fs.String("bias", "0x555555554000", "load bias of the program")
 	partial := fs.Bool("partial", false, "leave the trace not finalised")
 	lostFlag := fs.Bool("lost", false, "set the header's lost flag whatever the counts (a full disk)")
+	block := fs.Int("block", 0, "write format version 2, blocks of this many events")
+	blockLost := fs.Uint64("blocklost", 0, "with -block: events lost before each block but the first")
+	dropFrom := fs.Int("dropfrom", 0, "with -block: the first block the writer could not write")
+	drop := fs.Int("drop", 0, "with -block: how many blocks from -dropfrom the writer could not write")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
-		ts.Fatalf("usage: mktrace [-elf PROG] [-bias N] [-partial] [-lost] IN.txt OUT.dat")
+		ts.Fatalf("usage: mktrace [-elf PROG] [-bias N] [-partial] [-lost] [-block N [-blocklost N] [-dropfrom N -drop N]] IN.txt OUT.dat")
 	}
 	bias, err := strconv.ParseUint(*biasStr, 0, 64)
 	ts.Check(err)
@@ -129,7 +133,15 @@ func cmdMktrace(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	f, err := os.Create(ts.MkAbs(fs.Arg(1)))
 	ts.Check(err)
-	ts.Check(tracefile.Write(f, tr))
+	if *block > 0 {
+		if *blockLost > 0 || *drop > 0 {
+			tr.Header.Flags |= tracefile.FlagLost
+		}
+		ts.Check(tracefile.WriteV2(f, tr, tracefile.WriteOptions{BlockEvents: *block, BlockLost: *blockLost,
+			DropFrom: *dropFrom, Drop: *drop}))
+	} else {
+		ts.Check(tracefile.Write(f, tr))
+	}
 	ts.Check(f.Close())
 }
 

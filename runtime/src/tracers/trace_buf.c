@@ -766,8 +766,9 @@ static void read_comm(pid_t tid, char name[16])
 	ft_fix_comm(name);
 }
 
-static int writev_all(int fd, struct iovec *iov, int n, uint64_t off)
+static int writev_all(int fd, struct iovec *iov, int n, uint64_t off, uint64_t *wrote)
 {
+	*wrote = 0;
 	while (n) {
 		ssize_t w = pwritev(fd, iov, n > IOV_MAX ? IOV_MAX : n, (off_t)off);
 
@@ -779,6 +780,7 @@ static int writev_all(int fd, struct iovec *iov, int n, uint64_t off)
 		if (w == 0)
 			return -EIO;
 		off += (uint64_t)w;
+		*wrote += (uint64_t)w;
 		while (n && (size_t)w >= iov->iov_len) {
 			w -= (ssize_t)iov->iov_len;
 			iov++;
@@ -828,6 +830,7 @@ struct ft_batch {
 	uint64_t *off;
 	int n, niov;
 	int err;
+	int nkept;				/* entries in the file (all but after a failed write) */
 	uint64_t nev;				/* events in the batch's EVENTS chunks */
 	struct iovec iov[FT_BATCH * 3];
 	union {
@@ -844,6 +847,7 @@ struct ft_batch {
 		uint32_t nev;
 		uint64_t at;			/* where its chunk starts in the batch */
 		uint64_t seq;			/* b's seq when the chunk was made */
+		uint64_t dropped;		/* of tb->dropped, said by this chunk */
 	} ent[FT_BATCH];
 };
 
@@ -865,7 +869,7 @@ static void batch_torn(struct ft_batch *bt, uint64_t base)
 	static const uint32_t skip = FTKIT_CHUNK_SKIP;
 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	for (int i = 0; i < bt->n; i++) {
+	for (int i = 0; i < bt->nkept; i++) {
 		struct ft_blk *b = bt->ent[i].b;
 
 		if (b && bt->ent[i].done == FT_DONE_NONE &&
@@ -874,10 +878,24 @@ static void batch_torn(struct ft_batch *bt, uint64_t base)
 	}
 }
 
-/* The offsets of the last batches written to the trace file (0: none): ft_session_finish
-   may cut the file back to one of them to make room for its tables. */
-#define FILE_STARTS	8
-static uint64_t file_starts[FILE_STARTS];
+/*
+ * Where the last chunks written to the trace file start, oldest first: ft_session_finish
+ * may cut the file back to one of them to make room for its tables.  A chunk at a time: a
+ * file filled to a size limit by the chunks of a batch that fitted lost them all when cut
+ * back a batch at a time.  Reset when a session's file is made (a fork child's own).
+ */
+#define CUT_POINTS	256
+static uint64_t cut_at[CUT_POINTS];
+static int ncut;
+
+static void cut_point(uint64_t off)
+{
+	if (ncut == CUT_POINTS) {
+		memmove(cut_at, cut_at + 1, sizeof(cut_at) - sizeof(cut_at[0]));
+		ncut--;
+	}
+	cut_at[ncut++] = off;
+}
 
 /*
  * A trace does not fill its file system: once less than the reserve would be left (5 % of
@@ -931,15 +949,30 @@ static void say_write_error(int err)
 		ft_msg_err(write_failed_msg, NULL, err);
 }
 
+/*
+ * After a write that reached the file for its first `wrote` bytes only: how many of the
+ * batch's chunks it holds whole (they start at ent[].at, in order), and their bytes.
+ */
+static int batch_whole(const struct ft_batch *bt, uint64_t wrote, uint64_t *bytes)
+{
+	int k = 0;
+
+	while (k < bt->n && (k + 1 < bt->n ? bt->ent[k + 1].at : bt->bytes) <= wrote)
+		k++;
+	*bytes = k < bt->n ? bt->ent[k].at : bt->bytes;
+	return k;
+}
+
 static void batch_flush(struct ft_batch *bt)
 {
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, wrote;
 	int err;
 
 	if (!bt->n)
 		return;
 	for (int i = 0; i < bt->niov; i++)
 		bytes += bt->iov[i].iov_len;
+	bt->nkept = 0;
 	err = bt->err;
 	if (!err) {
 		/* the trace file's descriptor checked (reopened by name if the program took it) */
@@ -953,27 +986,31 @@ static void batch_flush(struct ft_batch *bt)
 		} else {
 			bt->fd = fd;
 			xfsz_block(&g);
-			err = writev_all(fd, bt->iov, bt->niov, *bt->off);
+			err = writev_all(fd, bt->iov, bt->niov, *bt->off, &wrote);
+			bt->nkept = bt->n;
 			/*
 			 * Part of the chunks may have reached the file (a full disk, RLIMIT_FSIZE
-			 * in the middle of one): cut it back to the last whole chunk, or a later,
-			 * smaller write that fits would leave the torn rest after it and the
-			 * reader would stop there (found with flex under ulimit -f).  Shrinking is
-			 * allowed at any file-size limit.
+			 * in the middle of one): those whole stay, the file cut back after the
+			 * last of them, or a later, smaller write that fits would leave the torn
+			 * rest after it and the reader would stop there (found with flex under
+			 * ulimit -f).  Cutting back the whole batch kept no event at all under a
+			 * limit smaller than a batch.  Shrinking is allowed at any file-size limit.
 			 */
-			if (err)
-				(void)!ftruncate(fd, (off_t)*bt->off);
+			if (err) {
+				bt->nkept = batch_whole(bt, wrote, &bytes);
+				(void)!ftruncate(fd, (off_t)(*bt->off + bytes));
+			}
 			xfsz_unblock(&g, err);
 		}
 	}
-	if (!err) {
+	if (bt->nkept) {
 		batch_torn(bt, *bt->off);
-		if (bt->off == &ft_sess.end) {	/* where whole chunks start, newest last */
-			memmove(file_starts, file_starts + 1, sizeof(file_starts) - sizeof(file_starts[0]));
-			file_starts[FILE_STARTS - 1] = *bt->off;
-		}
+		if (bt->off == &ft_sess.end)
+			for (int i = 0; i < bt->nkept; i++)
+				cut_point(*bt->off + bt->ent[i].at);
 		*bt->off += bytes;
-	} else {
+	}
+	if (err) {
 		bt->err = err;
 		/* the reader's hint is then not --no-loss: the file could not take the events */
 		__atomic_fetch_or(&ft_sess.hdr.flags, FTKIT_F_WRITE_ERROR, __ATOMIC_RELAXED);
@@ -1016,6 +1053,7 @@ static void batch_ent(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *b,
 {
 	bt->ent[bt->n].at = at;
 	bt->ent[bt->n].seq = seq;
+	bt->ent[bt->n].dropped = 0;
 	bt->ent[bt->n].tb = tb;
 	bt->ent[bt->n].b = b;
 	bt->ent[bt->n].done = done;
@@ -1046,12 +1084,19 @@ static void batch_block(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *
 	h->flags |= flags;
 	if (tb->clear_seq && h->seq == tb->clear_seq)
 		h->flags |= FTKIT_B_CLEARED;	/* a gap before it is no loss */
+	if (tb->dropped) {
+		/* the blocks before it that the writer could not write: a counted loss */
+		h->flags |= FTKIT_B_DROPPED;
+		h->lost += tb->dropped;
+	}
 	h->data_len = pub;
 	h->nev = count_events(data, pub / 4);
 	batch_iov(bt, h, sizeof(*h));
 	batch_iov(bt, b->frames, h->depth * sizeof(struct ftkit_frame) + pub);
 	batch_iov(bt, zero8, (size_t)(h->c.size - h->c.hdr_size - pub));
 	batch_ent(bt, tb, b, done, pub, h->nev, at, h->seq);
+	bt->ent[bt->n - 1].dropped = tb->dropped;	/* back if this chunk fails too */
+	tb->dropped = 0;
 }
 
 /*
@@ -1089,10 +1134,11 @@ static void batch_more(struct ft_batch *bt, struct ft_tbuf *tb, struct ft_blk *b
 static void batch_thread(struct ft_batch *bt, struct ft_tbuf *tb, int exited, int done)
 {
 	struct ftkit_thread_chunk *h;
-	uint64_t lost = __atomic_load_n(&tb->lost, __ATOMIC_RELAXED);
+	uint64_t lost = __atomic_load_n(&tb->lost, __ATOMIC_RELAXED), at;
 
 	if (bt->n == FT_BATCH)
 		batch_flush(bt);
+	at = bt->bytes;
 	h = &bt->hdr[bt->n].th;
 	memset(h, 0, sizeof(*h));
 	h->c.type = FTKIT_CHUNK_THREAD;
@@ -1105,15 +1151,18 @@ static void batch_thread(struct ft_batch *bt, struct ft_tbuf *tb, int exited, in
 	h->blocks = tb->blocks;
 	memcpy(h->name, tb->name, 16);
 	batch_iov(bt, h, sizeof(*h));
-	batch_ent(bt, tb, NULL, done, 0, 0, 0, 0);
+	batch_ent(bt, tb, NULL, done, 0, 0, at, 0);
 }
 
 static void batch_raw(struct ft_batch *bt, const void *p, size_t len)
 {
+	uint64_t at;
+
 	if (bt->n == FT_BATCH)
 		batch_flush(bt);
+	at = bt->bytes;
 	batch_iov(bt, p, len);
-	batch_ent(bt, NULL, NULL, FT_DONE_NONE, 0, 0, 0, 0);
+	batch_ent(bt, NULL, NULL, FT_DONE_NONE, 0, 0, at, 0);
 }
 
 /*
@@ -1160,22 +1209,27 @@ static void batch_done(struct ft_batch *bt)
 {
 	for (int i = 0; i < bt->n; i++) {
 		struct ft_tbuf *tb = bt->ent[i].tb;
+		int failed = i >= bt->nkept;
 
 		/* events that did not reach the file are lost: the writer's blocks, and at
 		   finalisation (which frees none) the blocks still in memory */
-		if (bt->err && tb && (bt->ent[i].done == FT_DONE_FREE ||
-				      (bt == &final_bt && bt->ent[i].b)))
+		if (failed && tb && (bt->ent[i].done == FT_DONE_FREE ||
+				     (bt == &final_bt && bt->ent[i].b))) {
 			__atomic_fetch_add(&tb->lost, bt->ent[i].nev, __ATOMIC_RELAXED);
+			tb->dropped += bt->ent[i].nev;
+		}
+		if (failed && tb)
+			tb->dropped += bt->ent[i].dropped;
 		switch (bt->ent[i].done) {
 		case FT_DONE_FREE:
 			tb->wseq++;
-			if (!bt->err)
+			if (!failed)
 				tb->blocks++;
 			__atomic_store_n(&bt->ent[i].b->state, FT_BLK_FREE, __ATOMIC_RELEASE);
 			break;
 		case FT_DONE_PARTIAL:
 			/* after a failed write the next flush sends the same bytes again */
-			if (!bt->err)
+			if (!failed)
 				bt->ent[i].b->written = bt->ent[i].pub;
 			break;
 		case FT_DONE_EXITED:
@@ -1753,6 +1807,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	h->ring_bytes = cfg.ring ? (uint64_t)cfg.nblk * cfg.block_size : 0;
 
 	s->end = sizeof(*h);
+	ncut = 0;	/* a fork child's file has none of its parent's chunks */
 	/* CMDLINE */
 	cn = cmdline_chunk(cmd, &cc);
 	s->cmd_hash = cmd_hash(cmd, cn);
@@ -1844,6 +1899,7 @@ static struct ft_tbuf *tbuf_get(void)
 	tb->retired = 0;
 	tb->exited = tb->announced = 0;
 	tb->lost = tb->lost_depth = tb->seq_next = tb->wseq = tb->blocks = tb->clear_seq = 0;
+	tb->dropped = 0;
 	tb->next_free = NULL;
 	for (uint32_t i = 0; i < tb->nblk; i++) {
 		struct ft_blk *b = (struct ft_blk *)(tb->blocks_at + i * tb->stride);
@@ -2065,6 +2121,7 @@ static void rebuffer(struct ft_thread *t)
 	memcpy(tb->name, old->name, sizeof(tb->name));
 	tb->seq_next = tb->wseq = old->seq_next;
 	tb->clear_seq = old->clear_seq;
+	tb->dropped = old->dropped;
 	tb->lost = __atomic_load_n(&old->lost, __ATOMIC_RELAXED);
 	tb->lost_depth = __atomic_load_n(&old->lost_depth, __ATOMIC_RELAXED);
 	memcpy(tbuf_rs(tb), t->rs, open * sizeof(struct ft_rframe));
@@ -2501,23 +2558,27 @@ static int batch_write(struct ft_batch *bt, int names, int more, int events, con
 /*
  * The last chunks did not fit (a file-size limit, a full disk): the file was cut back to
  * its last whole chunk (batch_flush).  Finish it with the tables alone, the events still
- * in memory counted lost; if even they do not fit, cut the file back one written batch at
+ * in memory counted lost; if even they do not fit, cut the file back one written chunk at
  * a time (its events lost too: their blocks show as missing) until they do.  0 when the
  * file could be finished.
  */
 static int finish_smaller(struct ft_batch *bt, const char *maps, size_t maps_len)
 {
 	struct ft_session *s = &ft_sess;
+	uint64_t at = s->end;	/* where the tables were tried */
 	int err = batch_write(bt, 0, 0, 0, maps, maps_len);
 
-	for (int k = FILE_STARTS - 1; err && k >= 0; k--) {
+	while (err) {
+		uint64_t to = 0;
 		int fd = sess_fd(s->fd);
 
-		if (!file_starts[k] || file_starts[k] >= s->end || fd < 0)
-			continue;
-		if (ftruncate(fd, (off_t)file_starts[k]))
+		/* the newest chunk start before them (a failed try may have left cut points after) */
+		for (int k = ncut - 1; k >= 0 && !to; k--)
+			if (cut_at[k] < at)
+				to = cut_at[k];
+		if (!to || fd < 0 || ftruncate(fd, (off_t)to))
 			break;
-		s->end = file_starts[k];
+		s->end = at = to;
 		err = batch_write(bt, 0, 0, 0, maps, maps_len);
 	}
 	return err;

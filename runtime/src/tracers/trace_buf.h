@@ -69,6 +69,8 @@ struct ft_tbuf {
 	uint64_t wseq;			/* next seq the writer writes */
 	uint64_t blocks;		/* EVENTS chunks written */
 	uint64_t clear_seq;		/* blocks before it were dropped by a live `clear` */
+	uint64_t dropped;		/* events of blocks the writer could not write, not yet
+					   said by a later block's chunk (FTKIT_B_DROPPED) */
 	uint64_t stride;		/* bytes between blocks */
 	char name[16];
 	struct ft_tbuf *next_free;

@@ -125,6 +125,8 @@ _Static_assert(sizeof(struct ftkit_thread_chunk) == 64, "thread chunk header");
 #define FTKIT_B_RING		0x1
 #define FTKIT_B_PARTIAL		0x2
 #define FTKIT_B_CLEARED		0x4	/* blocks just before it were dropped by a live `clear` */
+#define FTKIT_B_DROPPED		0x8	/* blocks just before it could not be written (a full
+					   disk, a size limit): its lost counts their events */
 
 /* An EVENTS chunk: one block of one thread's events; the open frames, then the data. */
 struct ftkit_events_chunk {

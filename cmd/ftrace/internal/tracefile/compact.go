@@ -34,6 +34,7 @@ const (
 	BlockRing    = 1 << 0
 	BlockPartial = 1 << 1
 	BlockCleared = 1 << 2 // the blocks just before it were dropped by a live clear
+	BlockDropped = 1 << 3 // the blocks just before it could not be written: counted in its lost
 
 	// Event types (word 0, bits 0-2).
 	evExit        = 0
@@ -294,6 +295,9 @@ func (s *v2state) finish(st *Stream) {
 				th.OverwrittenBlocks += b.seq - next // a ring switched on live
 			case b.flags&BlockCleared != 0:
 				th.ClearedBlocks += b.seq - next // the user asked: not missing
+			case b.flags&BlockDropped != 0:
+				// a full disk or a size limit: their events are in the block's lost
+				// count (and the thread's), said as lost rather than missing
 			default:
 				th.MissingBlocks += b.seq - next
 			}

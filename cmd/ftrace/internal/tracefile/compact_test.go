@@ -275,35 +275,57 @@ func TestV2RingSwitchedOn(t *testing.T) {
 
 // Blocks a live `clear` dropped leave a gap before a block flagged CLEARED: not missing,
 // not warned about (the leveldb trial's readers warned "4 event blocks missing" after a
-// clear), and counted apart.
+// clear), and counted apart. Blocks the writer could not write (a full disk, a size
+// limit) leave a gap before a block flagged DROPPED whose lost count holds their events:
+// lost, not missing (a trace under ulimit -f warned "29 event blocks missing").
 func TestV2ClearedBlocks(t *testing.T) {
 	evs := randomStream(rand.New(rand.NewSource(5)), 3000)
 	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete},
 		Threads: []*Thread{{TID: 1, Events: evs}}}
-	// as the runtime writes it: blocks 10-14 not in the file, block 15 flagged
 	full := encodeV2(t, tr, WriteOptions{BlockEvents: 100})
-	raw := append([]byte(nil), full[:HeaderSize]...)
-	for off, n := int64(HeaderSize), 0; off < int64(len(full)); {
-		size := int64(le.Uint64(full[off+8:]))
-		c := append([]byte(nil), full[off:off+size]...)
-		if le.Uint32(c) == ChunkEvents {
-			if n == 15 {
-				le.PutUint32(c[20:], le.Uint32(c[20:])|BlockCleared)
+	for _, c := range []struct {
+		flag             uint32
+		cleared, missing uint64
+		lost             uint64
+	}{
+		{BlockCleared, 5, 0, 0},
+		{BlockDropped, 0, 0, 500},
+		{0, 0, 5, 0},
+	} {
+		// as the runtime writes it: blocks 10-14 not in the file, block 15 flagged (and
+		// with a drop, its lost count holding theirs)
+		raw := append([]byte(nil), full[:HeaderSize]...)
+		for off, n := int64(HeaderSize), 0; off < int64(len(full)); {
+			size := int64(le.Uint64(full[off+8:]))
+			ch := append([]byte(nil), full[off:off+size]...)
+			if le.Uint32(ch) == ChunkEvents {
+				if n == 15 {
+					le.PutUint32(ch[20:], le.Uint32(ch[20:])|c.flag)
+					le.PutUint64(ch[40:], le.Uint64(ch[40:])+c.lost)
+				}
+				n++
+				if n > 10 && n <= 15 {
+					ch = nil
+				}
 			}
-			n++
-			if n > 10 && n <= 15 {
-				c = nil
+			raw = append(raw, ch...)
+			off += size
+		}
+		if c.flag == BlockDropped { // as the writer of test traces makes it too
+			if o := readBytes(t, encodeV2(t, tr, WriteOptions{BlockEvents: 100, DropFrom: 10, Drop: 5})); o.Threads[0].Lost != c.lost ||
+				o.Threads[0].MissingBlocks != 0 {
+				t.Errorf("WriteOptions.Drop: %d lost, %d missing", o.Threads[0].Lost, o.Threads[0].MissingBlocks)
 			}
 		}
-		raw = append(raw, c...)
-		off += size
-	}
-	got := readBytes(t, raw)
-	if th := got.Threads[0]; th.ClearedBlocks != 5 || th.MissingBlocks != 0 {
-		t.Errorf("%d cleared, %d missing; want 5, 0", th.ClearedBlocks, th.MissingBlocks)
-	}
-	if len(got.Header.Warnings) > 0 {
-		t.Errorf("warnings %q", got.Header.Warnings)
+		got := readBytes(t, raw)
+		th := got.Threads[0]
+		if th.ClearedBlocks != c.cleared || th.MissingBlocks != c.missing || th.Lost != c.lost {
+			t.Errorf("flag %#x: %d cleared, %d missing, %d lost; want %d, %d, %d", c.flag,
+				th.ClearedBlocks, th.MissingBlocks, th.Lost, c.cleared, c.missing, c.lost)
+		}
+		if warned := len(got.Header.Warnings) > 0; warned != (c.missing > 0) {
+			t.Errorf("flag %#x: warnings %q", c.flag, got.Header.Warnings)
+		}
 	}
 }
 

@@ -28,6 +28,10 @@ type WriteOptions struct {
 	// BlockLost is the count of events dropped before each block but the first (its
 	// header's lost), as a thread whose buffer was full between them has.
 	BlockLost uint64
+	// DropFrom, Drop: blocks DropFrom..DropFrom+Drop-1 are left out, as the runtime's
+	// writer leaves blocks it could not write (a full disk), and the next block is
+	// flagged DROPPED with their events added to its lost count.
+	DropFrom, Drop int
 }
 
 // WriteV2 encodes t in format version 2 (3 with More) with the CLOCK_MONOTONIC clock (one tick = 1 ns),
@@ -185,6 +189,7 @@ func writeThreadV2(th *Thread, o WriteOptions, markers []string, chunk chunkFunc
 		chunk(ChunkEvents, h, p)
 	}
 	evs := th.Events
+	var dropped uint64 // events of the blocks Drop left out, not yet in a block's lost
 	for len(evs) > 0 || seq == 0 {
 		n := min(o.BlockEvents, len(evs))
 		// the block header: tid, flags, seq, base_ts, lost, nev, depth, data_len,
@@ -226,6 +231,17 @@ func writeThreadV2(th *Thread, o WriteOptions, markers []string, chunk chunkFunc
 		var flags uint32
 		if o.DropFirst > 0 || (o.RingDrop > 0 && seq >= uint64(o.RingFrom)) {
 			flags |= BlockRing
+		}
+		if o.Drop > 0 && seq >= uint64(o.DropFrom) && seq < uint64(o.DropFrom+o.Drop) {
+			dropped += uint64(e.nev)
+			evs = evs[n:]
+			seq++
+			continue
+		}
+		if dropped > 0 {
+			flags |= BlockDropped
+			le.PutUint64(hdr[24:], le.Uint64(hdr[24:])+dropped)
+			dropped = 0
 		}
 		switch {
 		case seq < uint64(o.DropFirst):
