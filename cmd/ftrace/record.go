@@ -260,6 +260,18 @@ func doRecord(c *cli.Context) error {
 	return nil
 }
 
+// notIgnored is those of sigs that ftrace was not started with ignored (signal.Notify
+// would catch an ignored one, and the program would then start with its default).
+func notIgnored(sigs ...os.Signal) []os.Signal {
+	var out []os.Signal
+	for _, sig := range sigs {
+		if !signal.Ignored(sig) {
+			out = append(out, sig)
+		}
+	}
+	return out
+}
+
 func withoutFtraceEnv(env []string) []string {
 	var out []string
 	for _, e := range env {
@@ -435,18 +447,6 @@ var liveCommandList = []struct {
 	{"graph_function", 1}, {"graph_notrace", 1}, {"depth", 1}, {"threads", 1}, {"trigger", 1},
 	{"time_filter", 1}, {"args", 1}, {"retval", 1}, {"snapshot", 1}, {"dump", 1}, {"ring", 1},
 	{"size", 1}, {"clear", 0}, {"finish", 0},
-}
-
-// notIgnored is those of sigs that ftrace was not started with ignored (signal.Notify
-// would catch an ignored one, and the program would then start with its default).
-func notIgnored(sigs ...os.Signal) []os.Signal {
-	var out []os.Signal
-	for _, sig := range sigs {
-		if !signal.Ignored(sig) {
-			out = append(out, sig)
-		}
-	}
-	return out
 }
 
 var liveCommands = func() map[string]int { // command → max args

@@ -268,11 +268,11 @@ func (f *Filter) EventKept(ev *tracefile.Event, fn, caller *symbolize.Func) bool
 	if ev.Kind == tracefile.Call {
 		return f.CallKept(&calltree.Call{TS: ev.TS, Func: fn, Caller: caller})
 	}
-	r := f.inRange(ev.TS)
+	in := f.inRange
 	if ev.Kind == tracefile.Entry {
-		r = f.callIn(ev.TS)
+		in = f.callIn // an entry in range is a call met there
 	}
-	if r != 0 {
+	if in(ev.TS) != 0 {
 		return false
 	}
 	m := f.classify(fn)
