@@ -1939,6 +1939,11 @@ static struct ft_defer *tbuf_defer(struct ft_tbuf *tb)
 	return (struct ft_defer *)(tbuf_entries(tb) + FTKIT_PAIR_SLOTS);
 }
 
+static char *tbuf_defer_data(struct ft_tbuf *tb)
+{
+	return (char *)(tbuf_defer(tb) + FT_DEFER);
+}
+
 /* t records into tb from now on (NULL: no buffer): the pointers into it. */
 static void thread_use(struct ft_thread *t, struct ft_tbuf *tb)
 {
@@ -1947,7 +1952,7 @@ static void thread_use(struct ft_thread *t, struct ft_tbuf *tb)
 	t->pairs = tb ? tbuf_pairs(tb) : NULL;
 	t->entries = tb ? tbuf_entries(tb) : NULL;
 	t->defer = tb ? tbuf_defer(tb) : NULL;
-	t->defer_data = tb ? (char *)(tbuf_defer(tb) + FT_DEFER) : NULL;
+	t->defer_data = tb ? tbuf_defer_data(tb) : NULL;
 }
 
 static struct ft_thread *thread_buf_slow(void)
@@ -2292,8 +2297,8 @@ int ft_ev_marker(struct ft_thread *t, uint64_t ts, const char *text, size_t len)
 
 int ft_ev_stack(struct ft_thread *t, uint64_t ts, const uint64_t *pcs, unsigned n)
 {
-	if (n > 64)
-		n = 64;
+	if (n > FT_STACK_MAX)
+		n = FT_STACK_MAX;
 	return ft_ev_ext(t, FTKIT_EXT_STACK, n, ts, pcs, n * sizeof(*pcs));
 }
 

@@ -433,7 +433,9 @@ int ft_parse_duration(const char *str, uint64_t *ns);
 
 #define FT_MARKER_MAX	1000	/* bytes of a marker's text (EXT payload: at most 255 words) */
 int ft_ev_marker(struct ft_thread *t, uint64_t ts, const char *text, size_t len);
-/* EXT STACK: n (at most 32) code addresses, innermost first */
+/* Return addresses a STACK record holds at most (a stacktrace trigger's walk stops there). */
+#define FT_STACK_MAX	64
+/* EXT STACK: n (at most FT_STACK_MAX) code addresses, innermost first */
 int ft_ev_stack(struct ft_thread *t, uint64_t ts, const uint64_t *pcs, unsigned n);
 /* An EXT record: its header, the u64 ts, then len bytes of data (at most 1012). */
 int ft_ev_ext(struct ft_thread *t, uint32_t sub, uint32_t arg, uint64_t ts, const void *data,

@@ -40,7 +40,6 @@
 
 #define TRIG_MAX	16	/* triggers */
 #define TRIG_ACTS	8	/* actions per trigger */
-#define STACK_MAX	64	/* addresses a stacktrace records */
 #define FRAME_MAX	(1UL << 20)	/* a larger step between frame pointers is not one */
 
 enum { ACT_TRACEON = 1, ACT_TRACEOFF, ACT_SNAPSHOT, ACT_STACK, ACT_DEPTH, ACT_FINISH };
@@ -154,7 +153,7 @@ static int walk(unsigned long ip, unsigned long parent, unsigned long *slot, uns
 	if (parent != rth)
 		out[n++] = parent;
 	if (t->shadow && t->depth > 0) {
-		for (int i = t->depth - 1; i >= 0 && n < STACK_MAX; i--) {
+		for (int i = t->depth - 1; i >= 0 && n < FT_STACK_MAX; i--) {
 			const struct fgraph_frame *f = &t->shadow[i];
 
 			/* the call being entered, if the graph tracer pushed it already */
@@ -166,12 +165,12 @@ static int walk(unsigned long ip, unsigned long parent, unsigned long *slot, uns
 			out[n++] = f->ip | FTKIT_STACK_ENTRY;
 			/* a frame pushed on a hooked slot (a tail call): its caller's frame,
 			   older, holds the address the call returns to */
-			if (f->ret != rth && n < STACK_MAX)
+			if (f->ret != rth && n < FT_STACK_MAX)
 				out[n++] = f->ret;
 		}
 		return n;
 	}
-	while (n < STACK_MAX && fp) {
+	while (n < FT_STACK_MAX && fp) {
 		unsigned long next = peek(fp), ret = peek(fp + 8);
 
 		if (!ret)
@@ -196,7 +195,7 @@ static int walk(unsigned long ip, unsigned long parent, unsigned long *slot, uns
 static void act_stack(unsigned long ip, unsigned long parent, struct ftrace_regs *fregs)
 {
 	struct ft_thread *t = ft_trace_ext_thread();
-	uint64_t pcs[STACK_MAX];
+	uint64_t pcs[FT_STACK_MAX];
 	int n;
 
 	if (!t)
