@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/filter"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/flame"
@@ -28,9 +29,10 @@ func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "per-function statistics: calls, total, self, average, min, max",
-		ArgsUsage: "[TRACE]",
+		ArgsUsage: "[TRACE...]",
 		Description: "The figures are those of the calls the filters keep; a call left out counts as\n" +
-			"its caller's self time.\n\n" + filterUsage,
+			"its caller's self time. Several traces (the processes of one run: ftrace.dat\n" +
+			"ftrace.dat.*) make one table, a function's figures added up over them.\n\n" + filterUsage,
 		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.StringFlag{Name: "sort", Aliases: []string{"s"}, Value: "total", Usage: "sort by " + strings.Join(report.SortKeys, ", ")},
@@ -56,10 +58,18 @@ func reportCommand() *cli.Command {
 			if format != "text" && format != "json" {
 				return fmt.Errorf("report: unknown format %q (want text or json)", format)
 			}
-			stats, f, err := streamReport(c, report.Options{
+			o := report.Options{
 				PerThread: c.Bool("per-thread"), TIDs: c.IntSlice("tid"),
 				Sort: c.String("sort"), Limit: c.Int("limit"), Args: argKeys(c),
-			})
+			}
+			var stats []*report.Stat
+			var f *calltree.Forest
+			var err error
+			if c.NArg() > 1 {
+				stats, f, err = reportMany(c, o)
+			} else {
+				stats, f, err = streamReport(c, o)
+			}
 			if err != nil {
 				return err
 			}

@@ -146,11 +146,17 @@ type streamIn struct {
 // openStream checks the command's filters, opens the input trace as a stream, refusing
 // a --tid it does not hold (when the command has --tid). Close it.
 func openStream(c *cli.Context) (*streamIn, error) {
-	flt, err := commandFilter(c)
+	path, err := inputPath(c)
 	if err != nil {
 		return nil, err
 	}
-	path, err := inputPath(c)
+	return openStreamPath(c, path, true)
+}
+
+// openStreamPath is openStream for the trace at path; a --tid it does not hold is
+// refused only with checkTID (one of several traces need not hold it).
+func openStreamPath(c *cli.Context, path string, checkTID bool) (*streamIn, error) {
+	flt, err := commandFilter(c)
 	if err != nil {
 		return nil, err
 	}
@@ -158,9 +164,11 @@ func openStream(c *cli.Context) (*streamIn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTIDs(c, path, st.Trace); err != nil {
-		st.Close()
-		return nil, err
+	if checkTID {
+		if err := checkTIDs(c, path, st.Trace); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	in := &streamIn{st: st, path: path, sym: symbolize.New(st.Trace.Maps)}
 	lookup := in.sym.LockedLookup()
@@ -208,10 +216,16 @@ func (in *streamIn) wrapped(obs calltree.Observer) calltree.Observer {
 
 // warn says on stderr what reading met (see warnStream).
 func (in *streamIn) warn(c *cli.Context) {
-	warnStream(c, in.path, in.st, in.sym)
+	in.warnSome(c)
 	for _, u := range in.flt.Unmatched() {
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s matches no function in the trace\n", in.path, u)
 	}
+}
+
+// warnSome is warn but for the globs that matched nothing: one of several traces need
+// not have a function another has.
+func (in *streamIn) warnSome(c *cli.Context) {
+	warnStream(c, in.path, in.st, in.sym)
 	if in.flt.EmptyRange() {
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: no call was entered in the --since/--until range (times count from the trace's start)\n", in.path)
 	}

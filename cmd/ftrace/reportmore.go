@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/report"
@@ -61,6 +63,58 @@ func reportDiff(c *cli.Context) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	return report.WriteDiffText(c.App.Writer, rows, timed)
+}
+
+// reportMany is the report of several traces (the processes of one run: a shell's, a test
+// suite's, a server's workers'): each read as a stream with the command's filters (times
+// from its own start), their figures added up (report.Merge). A glob is said to match
+// nothing only if it matches nothing in any of them, a --tid only if none holds it.
+func reportMany(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.Forest, error) {
+	var lists [][]*report.Stat
+	var forests []*calltree.Forest
+	unmatched := map[string]int{}
+	tids := map[int]bool{}
+	limit := o.Limit
+	o.Limit = 0
+	for _, path := range c.Args().Slice() {
+		in, err := openStreamPath(c, path, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, th := range in.st.Trace.Threads {
+			tids[th.TID] = true
+		}
+		o.Progress = in.progress(c, o.TIDs)
+		o.Filter = in.wrap
+		stats, f, err := report.ComputeStream(in.st, in.sym.LockedLookup(), o)
+		if err == nil {
+			in.warnSome(c)
+			for _, u := range in.flt.Unmatched() {
+				unmatched[u]++
+			}
+		}
+		in.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		lists, forests = append(lists, stats), append(forests, f)
+	}
+	for _, t := range o.TIDs {
+		if !tids[t] {
+			return nil, nil, fmt.Errorf("report: --tid %d: none of the traces has such a thread", t)
+		}
+	}
+	for _, u := range slices.Sorted(maps.Keys(unmatched)) {
+		if unmatched[u] == c.NArg() {
+			fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s matches no function in any of the traces\n", u)
+		}
+	}
+	o.Limit = limit
+	stats, err := report.Merge(lists, o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("report: %w", err)
+	}
+	return stats, report.Combine(forests), nil
 }
 
 // reportThreadsOrCallers is `ftrace report --threads` and `ftrace report --callers FUNC`.

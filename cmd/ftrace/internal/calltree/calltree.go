@@ -116,6 +116,8 @@ type Forest struct {
 	Start uint64
 	// Main is the path of the traced executable ("" when the trace does not say).
 	Main string
+	// PIDs are the processes of a forest of several traces (report.Combine).
+	PIDs []int
 }
 
 // Lookup resolves an address to its function.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -66,12 +65,6 @@ func Diff(old, cur []*Stat, key string, limit int) ([]*DiffRow, error) {
 	// static functions of one name in several files stay apart: the file's base name
 	// is part of the key (paths differ between two builds' trees)
 	type id struct{ name, mod, file string }
-	base := func(p string) string {
-		if p == "" {
-			return ""
-		}
-		return filepath.Base(p)
-	}
 	rows := map[id]*DiffRow{}
 	row := func(s *Stat) *DiffRow {
 		k := id{s.Name, base(s.Mod), base(s.File)}

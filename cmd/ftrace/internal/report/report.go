@@ -198,6 +198,11 @@ func finish(aggs []*agg, o Options, less func(a, b *Stat) bool) []*Stat {
 			}
 		}
 	}
+	return sortLimit(out, o, less)
+}
+
+// sortLimit sets each row's average, sorts the rows by less and keeps o.Limit of them.
+func sortLimit(out []*Stat, o Options, less func(a, b *Stat) bool) []*Stat {
 	for _, s := range out {
 		if s.timed > 0 {
 			s.Avg = s.sum / s.timed
@@ -267,9 +272,11 @@ func lessFunc(key string) (func(a, b *Stat) bool, error) {
 // rows it carries what a consumer needs to judge them: whether the file was finalised and
 // the whole trace's lost-event counts (every thread, whatever --tid selects).
 type JSON struct {
-	Tracer   string `json:"tracer"`
-	PID      int    `json:"pid,omitempty"`
-	Complete bool   `json:"complete"`
+	Tracer string `json:"tracer"`
+	PID    int    `json:"pid,omitempty"`
+	// PIDs are the processes of a report of several traces (Merge), PID then 0.
+	PIDs     []int `json:"pids,omitempty"`
+	Complete bool  `json:"complete"`
 	// Lost: events dropped because a thread's buffer was full (+ LostNoBuf: no buffer).
 	Lost      uint64 `json:"lost"`
 	LostNoBuf uint64 `json:"lost_nobuf"`
@@ -288,6 +295,9 @@ func WriteJSON(w io.Writer, f *calltree.Forest, stats []*Stat) error {
 	}
 	doc := JSON{Tracer: f.Header.Tracer, PID: f.Header.PID, Functions: stats,
 		Complete: f.Header.Flags&tracefile.FlagComplete != 0, LostNoBuf: f.Header.LostNoBuf}
+	if len(f.PIDs) > 1 {
+		doc.PID, doc.PIDs = 0, f.PIDs
+	}
 	for _, th := range f.Threads {
 		doc.Lost += th.Lost
 		doc.LostDepth += th.LostDepth
@@ -362,6 +372,13 @@ func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) e
 	// align them and writes each cell with a system call (report --args of 360k rows took
 	// 11 s and 700 MB, a third of it in write)
 	bw := bufio.NewWriterSize(w, 64<<10)
+	if len(f.PIDs) > 1 {
+		pids := make([]string, len(f.PIDs))
+		for i, p := range f.PIDs {
+			pids[i] = strconv.Itoa(p)
+		}
+		fmt.Fprintf(bw, "# %d processes: %s\n", len(f.PIDs), strings.Join(pids, " "))
+	}
 	if lost > 0 {
 		// the figures below miss the calls not recorded: say so before them
 		fmt.Fprintf(bw, "# %d of %d events lost (%.1f%%): calls not recorded are missing from these figures\n",
