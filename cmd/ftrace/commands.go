@@ -130,9 +130,11 @@ func dumpCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "dump",
 		Usage:     "write the trace as Chrome/Perfetto trace-event JSON (--chrome) or as raw events",
-		ArgsUsage: "[TRACE]",
+		ArgsUsage: "[TRACE...]",
 		Description: "Raw records are not calls: -F and -N select the records of the matching functions\n" +
-			"themselves, --since/--until the records' times; -D and -t need --chrome.\n\n" + filterUsage,
+			"themselves, --since/--until the records' times; -D and -t need --chrome. With\n" +
+			"--chrome, several traces (the processes of one run) make one document, each\n" +
+			"process apart, placed in time by when each trace started.\n\n" + filterUsage,
 		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.BoolFlag{Name: "chrome", Usage: "Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing)"},
@@ -142,6 +144,9 @@ func dumpCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if !c.Bool("chrome") {
 				return dumpRawCommand(c)
+			}
+			if c.NArg() > 1 {
+				return dumpChromeMany(c)
 			}
 			in, err := openStream(c)
 			if err != nil {
@@ -170,9 +175,52 @@ func dumpCommand() *cli.Command {
 	}
 }
 
+// dumpChromeMany is dump --chrome of several traces into one document (chrome.WriteStreams).
+func dumpChromeMany(c *cli.Context) error {
+	var ins []*streamIn
+	defer func() {
+		for _, in := range ins {
+			in.Close()
+		}
+	}()
+	var inputs []chrome.Input
+	for _, path := range c.Args().Slice() {
+		in, err := openStreamPath(c, path, false)
+		if err != nil {
+			return err
+		}
+		ins = append(ins, in)
+		tids := in.flt.TIDs()
+		inputs = append(inputs, chrome.Input{St: in.st, Lookup: in.sym.LockedLookup(), TIDs: tids,
+			Wrap: in.wrap, Progress: in.progress(c, tids)})
+	}
+	w, done, err := outputFile(c, c.String("output"))
+	if err != nil {
+		return err
+	}
+	var vals *argfmt.Formatter
+	if c.Bool("args") {
+		vals = &argfmt.Formatter{}
+	}
+	err = chrome.WriteStreams(&bigOutput{w: w, warn: c.App.ErrWriter, limit: chromeBig}, inputs, vals)
+	if cerr := done(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("dump: %w", err)
+	}
+	for _, in := range ins {
+		in.warnSome(c)
+	}
+	return nil
+}
+
 // dumpRawCommand prints every record (time, thread, kind, depth, ip and its symbol),
 // reading the trace as a stream: the records only, not the call trees.
 func dumpRawCommand(c *cli.Context) error {
+	if c.NArg() > 1 {
+		return fmt.Errorf("dump: several traces make one document with --chrome only (raw records: one trace at a time)")
+	}
 	in, err := openStream(c)
 	if err != nil {
 		return err

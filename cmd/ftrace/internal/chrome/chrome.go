@@ -52,7 +52,8 @@ type writer struct {
 	bw     *bufio.Writer
 	n      int
 	pid    int
-	start  uint64
+	start  uint64 // the current trace's time 0 (trace clock, ns)
+	shift  int64  // ns added to its times: where it starts among several traces
 	err    error
 	buf    []byte
 	quoted map[string][]byte // JSON of the strings seen
@@ -60,25 +61,43 @@ type writer struct {
 }
 
 func newWriter(w io.Writer, h *tracefile.Header, start uint64) (*writer, error) {
-	cw := &writer{bw: bufio.NewWriterSize(w, 1<<16), pid: h.PID, start: start}
-	if cw.pid == 0 {
-		cw.pid = 1
+	cw, err := newDoc(w, h, 1)
+	if err == nil {
+		cw.process(h, start, 0)
 	}
+	return cw, err
+}
+
+// newDoc begins the document of n traces, the first with header h.
+func newDoc(w io.Writer, h *tracefile.Header, n int) (*writer, error) {
+	cw := &writer{bw: bufio.NewWriterSize(w, 1<<16)}
 	other := map[string]string{"tracer": h.Tracer, "producer": "ftkit ftrace"}
-	if len(h.Command) > 0 {
+	if len(h.Command) > 0 && n == 1 {
 		other["command"] = strings.Join(h.Command, " ")
+	}
+	if n > 1 {
+		other["traces"] = strconv.Itoa(n)
 	}
 	ob, err := json.Marshal(other)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(cw.bw, "{\"displayTimeUnit\":\"ns\",\"otherData\":%s,\"traceEvents\":[\n", ob)
+	return cw, cw.err
+}
+
+// process makes the trace with header h the one written next: its process, its time 0
+// (start) at shift ns.
+func (cw *writer) process(h *tracefile.Header, start uint64, shift int64) {
+	cw.pid, cw.start, cw.shift = h.PID, start, shift
+	if cw.pid == 0 {
+		cw.pid = 1
+	}
 	pname := "traced process"
 	if len(h.Command) > 0 {
 		pname = filepath.Base(h.Command[0])
 	}
 	cw.emit(Event{Name: "process_name", Ph: "M", PID: cw.pid, Args: map[string]string{"name": pname}})
-	return cw, cw.err
 }
 
 func (cw *writer) emit(e Event) {
@@ -177,10 +196,11 @@ func appendFloat(b []byte, f float64) []byte {
 }
 
 func (cw *writer) us(ts uint64) float64 {
-	if ts < cw.start {
-		return 0
+	t := cw.shift
+	if ts > cw.start {
+		t += int64(ts - cw.start)
 	}
-	return float64(ts-cw.start) / 1e3
+	return float64(t) / 1e3
 }
 
 func (cw *writer) thread(tid int, name string) {
@@ -308,18 +328,71 @@ func (c *counter) Close(f *calltree.Frame) {
 // vals, when not nil, adds the arguments (to B and call events) and return values (to E
 // events) the trace recorded (the filters keep those of the calls they show).
 func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids []int, wrap func(calltree.Observer) calltree.Observer, progress calltree.Progress, vals *argfmt.Formatter) error {
+	return WriteStreams(w, []Input{{St: st, Lookup: lookup, TIDs: tids, Wrap: wrap, Progress: progress}}, vals)
+}
+
+// Input is one trace for WriteStreams, with WriteStream's arguments.
+type Input struct {
+	St       *tracefile.Stream
+	Lookup   calltree.Lookup
+	TIDs     []int
+	Wrap     func(calltree.Observer) calltree.Observer
+	Progress calltree.Progress
+}
+
+// WriteStreams is WriteStream for the traces of several processes (of one run) in one
+// document, each process under its own pid, placed in time by the wall-clock time each
+// trace started at (those that do not say start with the earliest).
+func WriteStreams(w io.Writer, ins []Input, vals *argfmt.Formatter) error {
+	type first struct {
+		obs     []calltree.Observer
+		threads []*calltree.Thread
+		f       *calltree.Forest
+		wall    int64 // wall-clock ns of f.Start (0: unknown)
+	}
+	firsts := make([]first, len(ins))
+	var origin int64
+	for k, in := range ins {
+		obs, threads, err := calltree.WalkStream(in.St, in.Lookup, in.TIDs,
+			func(*tracefile.Thread) calltree.Observer { return &counter{} }, in.Progress)
+		if err != nil {
+			return err
+		}
+		f := calltree.ForestOf(in.St.Trace, threads)
+		h := in.St.Trace.Header
+		fr := first{obs: obs, threads: threads, f: f}
+		if h.WallStart != 0 {
+			fr.wall = h.WallStart + int64(f.Start) - int64(h.StartNS)
+			if origin == 0 || fr.wall < origin {
+				origin = fr.wall
+			}
+		}
+		firsts[k] = fr
+	}
+	cw, err := newDoc(w, &firsts[0].f.Header, len(ins))
+	if err != nil {
+		return err
+	}
+	for k, in := range ins {
+		fr := firsts[k]
+		var shift int64
+		if fr.wall != 0 && origin != 0 {
+			shift = fr.wall - origin
+		}
+		cw.process(&fr.f.Header, fr.f.Start, shift)
+		if err := writeThreads(cw, in, fr.obs, fr.threads, vals); err != nil {
+			return err
+		}
+	}
+	return cw.end()
+}
+
+// writeThreads is the second pass over one trace: each thread's events, from its tree
+// when its stream rearranges calls (obs: the first pass's counters), else as they come.
+func writeThreads(cw *writer, in Input, obs []calltree.Observer, threads []*calltree.Thread, vals *argfmt.Formatter) error {
+	st, wrap := in.St, in.Wrap
 	if wrap == nil {
 		wrap = func(o calltree.Observer) calltree.Observer { return o }
-	}
-	obs, threads, err := calltree.WalkStream(st, lookup, tids,
-		func(*tracefile.Thread) calltree.Observer { return &counter{} }, progress)
-	if err != nil {
-		return err
-	}
-	f := calltree.ForestOf(st.Trace, threads)
-	cw, err := newWriter(w, &f.Header, f.Start)
-	if err != nil {
-		return err
 	}
 	idx := map[int]int{}
 	for i, th := range st.Trace.Threads {
@@ -330,7 +403,7 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids
 		p := &printer{cw: cw, tid: t.TID, vals: vals}
 		i := idx[t.TID]
 		if obs[k].(*counter).adopted || t.Tree {
-			if err := treeThread(st, i, lookup, wrap(p)); err != nil {
+			if err := treeThread(st, i, in.Lookup, wrap(p)); err != nil {
 				return err
 			}
 			if cw.err != nil {
@@ -339,7 +412,7 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids
 			continue
 		}
 		st.Values = vals != nil
-		err := calltree.Follow(st, i, lookup, wrap(p), func() bool { return cw.err != nil })
+		err := calltree.Follow(st, i, in.Lookup, wrap(p), func() bool { return cw.err != nil })
 		st.Values = false
 		if err != nil {
 			return err
@@ -348,7 +421,7 @@ func WriteStream(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, tids
 			return cw.err
 		}
 	}
-	return cw.end()
+	return nil
 }
 
 // treeThread writes thread i from its call tree (read whole).

@@ -91,3 +91,65 @@ func TestWriteStreamMatchesTrees(t *testing.T) {
 	}
 	t.Logf("%d documents compared", n)
 }
+
+// Several traces in one document: each process under its own pid with its name, placed
+// in time by the wall-clock time its trace started (the second began 5 µs after the
+// first: its events are 5 µs later than its own times say), every event of each there.
+func TestWriteStreams(t *testing.T) {
+	dir := t.TempDir()
+	names := tracetest.NewNames()
+	lookup := names.Locked()
+	var ins []Input
+	for i, src := range []string{
+		"tracer function_graph\npid 10\ncmd /bin/first\nstart 1000\nthread 10 a\n> 1000 main\n> 1100 f\n< 1200 f\n< 2000 main\n",
+		"tracer function\npid 20\ncmd /bin/second\nstart 500\nthread 21 b\nc 500 g\nc 700 g\n",
+	} {
+		tr, err := tracetest.Parse(src, names.Resolve)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Header.Flags |= tracefile.FlagComplete
+		tr.Header.WallStart = int64(1e15 + 5000*i) // the second 5 µs after the first
+		path := filepath.Join(dir, fmt.Sprintf("t%d.dat", i))
+		if err := tracetest.WriteFile(path, tr, "v1", 0); err != nil {
+			t.Fatal(err)
+		}
+		st, err := tracefile.OpenStream(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ins = append(ins, Input{St: st, Lookup: lookup})
+	}
+	var out bytes.Buffer
+	if err := WriteStreams(&out, ins, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Validate(out.Bytes()); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	var doc File
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range doc.TraceEvents {
+		name := e.Name
+		if e.Ph == "M" {
+			name += "=" + e.Args["name"]
+		}
+		got = append(got, fmt.Sprintf("%d/%d %s %s %v", e.PID, e.TID, e.Ph, name, e.TS))
+	}
+	want := []string{
+		"10/0 M process_name=first 0", "10/10 M thread_name=a 0",
+		"10/10 B main 0", "10/10 B f 0.1", "10/10 E f 0.2", "10/10 E main 1",
+		"20/0 M process_name=second 0", "20/21 M thread_name=b 0",
+		"20/21 i g 5", "20/21 i g 5.2",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events:\n got %q\nwant %q", got, want)
+	}
+	if doc.OtherData["traces"] != "2" || doc.OtherData["command"] != "" {
+		t.Errorf("otherData %v", doc.OtherData)
+	}
+}
