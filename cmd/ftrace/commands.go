@@ -184,15 +184,20 @@ func dumpChromeMany(c *cli.Context) error {
 		}
 	}()
 	var inputs []chrome.Input
+	have := map[int]bool{}
 	for _, path := range c.Args().Slice() {
 		in, err := openStreamPath(c, path, false)
 		if err != nil {
 			return err
 		}
 		ins = append(ins, in)
+		noteTIDs(have, in.st.Trace)
 		tids := in.flt.TIDs()
 		inputs = append(inputs, chrome.Input{St: in.st, Lookup: in.sym.LockedLookup(), TIDs: tids,
 			Wrap: in.wrap, Progress: in.progress(c, tids)})
+	}
+	if err := tidsInNone(c, have); err != nil {
+		return err
 	}
 	w, done, err := outputFile(c, c.String("output"))
 	if err != nil {
@@ -314,9 +319,9 @@ func pprofCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "pprof",
 		Usage:     "write a pprof profile (calls and self time per call stack) for go tool pprof",
-		ArgsUsage: "[TRACE]",
+		ArgsUsage: "[TRACE...]",
 		Description: "The stacks start at the outermost call shown; a call left out counts as its\n" +
-			"caller's self time.\n\n" + filterUsage,
+			"caller's self time. Several traces (the processes of one run) make one profile.\n\n" + filterUsage,
 		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "profile file (- for stdout; default ftrace.pb.gz, or stdout when it is redirected to a file)"},
@@ -344,9 +349,9 @@ func flameCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "flame",
 		Usage:     "flame graph: a self-contained SVG, or folded stacks (--folded)",
-		ArgsUsage: "[TRACE]",
+		ArgsUsage: "[TRACE...]",
 		Description: "The stacks start at the outermost call shown; a call left out counts as its\n" +
-			"caller's self time.\n\n" + filterUsage,
+			"caller's self time. Several traces (the processes of one run) make one graph.\n\n" + filterUsage,
 		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.BoolFlag{Name: "folded", Usage: "write folded stacks (frame;frame;... value) instead of SVG"},

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -265,11 +266,78 @@ func argKeys(c *cli.Context) *calltree.ArgKeys {
 // streamPaths reads the trace as a stream into each thread's call paths (flame graphs,
 // profiles), saying on stderr what the reader tolerated and what was lost.
 func streamPaths(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, error) {
+	if c.NArg() > 1 {
+		return streamPathsMany(c)
+	}
 	in, err := openStream(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer in.Close()
+	return in.paths(c, true)
+}
+
+// streamPathsMany is streamPaths of several traces (the processes of one run): their
+// threads' paths together, each function one *Func over them (calltree.Unify).
+func streamPathsMany(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, error) {
+	var forests []*calltree.Forest
+	var all []calltree.ThreadPaths
+	unmatched := map[string]int{}
+	have := map[int]bool{}
+	for _, path := range c.Args().Slice() {
+		in, err := openStreamPath(c, path, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		noteTIDs(have, in.st.Trace)
+		f, paths, err := in.paths(c, false)
+		in.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, u := range in.flt.Unmatched() {
+			unmatched[u]++
+		}
+		forests, all = append(forests, f), append(all, paths...)
+	}
+	if err := tidsInNone(c, have); err != nil {
+		return nil, nil, err
+	}
+	warnUnmatchedAll(c, unmatched)
+	calltree.Unify(all)
+	return calltree.Combine(forests), all, nil
+}
+
+// noteTIDs adds the threads of tr to have.
+func noteTIDs(have map[int]bool, tr *tracefile.Trace) {
+	for _, th := range tr.Threads {
+		have[th.TID] = true
+	}
+}
+
+// tidsInNone refuses a --tid that none of several traces holds (have: their threads).
+func tidsInNone(c *cli.Context, have map[int]bool) error {
+	for _, t := range c.IntSlice("tid") {
+		if !have[t] {
+			return fmt.Errorf("%s: --tid %d: none of the traces has such a thread", c.Command.Name, t)
+		}
+	}
+	return nil
+}
+
+// warnUnmatchedAll says which globs matched nothing in any of the command's traces
+// (unmatched: in how many each matched nothing).
+func warnUnmatchedAll(c *cli.Context, unmatched map[string]int) {
+	for _, u := range slices.Sorted(maps.Keys(unmatched)) {
+		if unmatched[u] == c.NArg() {
+			fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s matches no function in any of the traces\n", u)
+		}
+	}
+}
+
+// paths reads the trace into each thread's call paths and says what reading met
+// (unmatched globs too with all).
+func (in *streamIn) paths(c *cli.Context, all bool) (*calltree.Forest, []calltree.ThreadPaths, error) {
 	tids := in.flt.TIDs()
 	obs, threads, err := calltree.WalkStreamArgs(in.st, in.sym.LockedLookup(), tids,
 		func(*tracefile.Thread) calltree.Observer { return in.wrapped(&calltree.Paths{}) }, in.progress(c, tids), argKeys(c))
@@ -280,7 +348,11 @@ func streamPaths(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, erro
 	for k := range obs {
 		paths[k] = calltree.ThreadPaths{Paths: calltree.Unwrap(obs[k]).(*calltree.Paths), T: threads[k]}
 	}
-	in.warn(c)
+	if all {
+		in.warn(c)
+	} else {
+		in.warnSome(c)
+	}
 	return calltree.ForestOf(in.st.Trace, threads), paths, nil
 }
 

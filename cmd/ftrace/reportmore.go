@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/report"
@@ -73,7 +71,7 @@ func reportMany(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.For
 	var lists [][]*report.Stat
 	var forests []*calltree.Forest
 	unmatched := map[string]int{}
-	tids := map[int]bool{}
+	have := map[int]bool{}
 	limit := o.Limit
 	o.Limit = 0
 	for _, path := range c.Args().Slice() {
@@ -81,9 +79,7 @@ func reportMany(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.For
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, th := range in.st.Trace.Threads {
-			tids[th.TID] = true
-		}
+		noteTIDs(have, in.st.Trace)
 		o.Progress = in.progress(c, o.TIDs)
 		o.Filter = in.wrap
 		stats, f, err := report.ComputeStream(in.st, in.sym.LockedLookup(), o)
@@ -99,22 +95,16 @@ func reportMany(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.For
 		}
 		lists, forests = append(lists, stats), append(forests, f)
 	}
-	for _, t := range o.TIDs {
-		if !tids[t] {
-			return nil, nil, fmt.Errorf("report: --tid %d: none of the traces has such a thread", t)
-		}
+	if err := tidsInNone(c, have); err != nil {
+		return nil, nil, err
 	}
-	for _, u := range slices.Sorted(maps.Keys(unmatched)) {
-		if unmatched[u] == c.NArg() {
-			fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s matches no function in any of the traces\n", u)
-		}
-	}
+	warnUnmatchedAll(c, unmatched)
 	o.Limit = limit
 	stats, err := report.Merge(lists, o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("report: %w", err)
 	}
-	return stats, report.Combine(forests), nil
+	return stats, calltree.Combine(forests), nil
 }
 
 // reportThreadsOrCallers is `ftrace report --threads` and `ftrace report --callers FUNC`.

@@ -2,10 +2,6 @@ package report
 
 import (
 	"path/filepath"
-	"slices"
-
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 )
 
 // Merge adds up the statistics of several traces (each computed with Limit 0), sorted
@@ -48,29 +44,4 @@ func base(p string) string {
 		return ""
 	}
 	return filepath.Base(p)
-}
-
-// Combine is the forest of several traces' forests as report's header lines and JSON
-// count them: their threads, lost events, whether all are complete, their pids.
-func Combine(fs []*calltree.Forest) *calltree.Forest {
-	if len(fs) == 1 {
-		return fs[0]
-	}
-	c := &calltree.Forest{Header: fs[0].Header}
-	c.Header.Flags |= tracefile.FlagComplete
-	c.Header.LostNoBuf = 0
-	for _, f := range fs {
-		if f.Header.Flags&tracefile.FlagComplete == 0 {
-			c.Header.Flags &^= tracefile.FlagComplete
-		}
-		if f.Header.Tracer != c.Header.Tracer {
-			c.Header.Tracer = "mixed"
-		}
-		c.Header.LostNoBuf += f.Header.LostNoBuf
-		c.Threads = append(c.Threads, f.Threads...)
-		if !slices.Contains(c.PIDs, f.Header.PID) {
-			c.PIDs = append(c.PIDs, f.Header.PID)
-		}
-	}
-	return c
 }

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
 )
 
@@ -57,24 +55,5 @@ func TestMerge(t *testing.T) {
 	}
 	if _, err := Merge(nil, Options{Sort: "nope"}); err == nil {
 		t.Error("an unknown sort key was taken")
-	}
-}
-
-func TestCombine(t *testing.T) {
-	f := func(pid int, tracer string, complete bool, lost uint64) *calltree.Forest {
-		h := tracefile.Header{PID: pid, Tracer: tracer, LostNoBuf: lost}
-		if complete {
-			h.Flags = tracefile.FlagComplete
-		}
-		return &calltree.Forest{Header: h, Threads: []*calltree.Thread{{TID: pid}}}
-	}
-	c := Combine([]*calltree.Forest{f(1, "function_graph", true, 2), f(2, "function_graph", false, 3), f(1, "function", true, 0)})
-	if c.Header.Flags&tracefile.FlagComplete != 0 || c.Header.LostNoBuf != 5 || c.Header.Tracer != "mixed" ||
-		len(c.Threads) != 3 || fmt.Sprint(c.PIDs) != "[1 2]" {
-		t.Errorf("combined: flags %#x, lost %d, tracer %q, %d threads, pids %v", c.Header.Flags, c.Header.LostNoBuf,
-			c.Header.Tracer, len(c.Threads), c.PIDs)
-	}
-	if one := f(7, "function", true, 0); Combine([]*calltree.Forest{one}) != one {
-		t.Error("one forest is not itself")
 	}
 }
