@@ -2,10 +2,10 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"debug/elf"
 	"encoding/hex"
 	"fmt"
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"io"
 	"path/filepath"
 	"slices"
@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/argfmt"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/filter"
@@ -90,11 +91,12 @@ func reportCommand() *cli.Command {
 
 func graphCommand() *cli.Command {
 	return &cli.Command{
-		Name:        "graph",
-		Aliases:     []string{"replay"},
-		Usage:       "indented call graph with durations, per thread (like the kernel's function_graph)",
-		ArgsUsage:   "[TRACE]",
-		Description: filterUsage,
+		Name:      "graph",
+		Aliases:   []string{"replay"},
+		Usage:     "indented call graph with durations, per thread (like the kernel's function_graph)",
+		ArgsUsage: "[TRACE...]",
+		Description: "Several traces (the processes of one run) are shown one after the other, each\n" +
+			"under a line naming its process.\n\n" + filterUsage,
 		Flags: append([]cli.Flag{
 			inputFlag(),
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "at most this many lines per thread (0: all)"},
@@ -105,21 +107,17 @@ func graphCommand() *cli.Command {
 			if c.Int("limit") < 0 {
 				return fmt.Errorf("graph: --limit must not be negative")
 			}
+			if c.NArg() > 1 {
+				return graphMany(c)
+			}
 			in, err := openStream(c)
 			if err != nil {
 				return err
 			}
 			defer in.Close()
-			// the first pass (counts) warns before anything is printed
 			w := bufio.NewWriter(c.App.Writer)
-			// --depth is a filter: it counts from the outermost call shown
-			o := graph.Options{TIDs: c.IntSlice("tid"), Limit: c.Int("limit"), Time: c.Bool("time"), Filter: in.wrap}
-			o.Counted = func() { in.warn(c) }
-			if c.Bool("args") {
-				o.Values = &argfmt.Formatter{}
-			}
-			if err := graph.WriteStream(w, in.st, in.sym.LockedLookup(), o, in.progress(c, nil)); err != nil {
-				return fmt.Errorf("%s: %w", in.path, err)
+			if err := graphOne(c, w, in, func() { in.warn(c) }); err != nil {
+				return err
 			}
 			return w.Flush()
 		},
@@ -173,6 +171,71 @@ func dumpCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// graphOne writes the graph of one trace; warn, before anything is printed (after the
+// first pass's counts).
+func graphOne(c *cli.Context, w *bufio.Writer, in *streamIn, warn func()) error {
+	// --depth is a filter: it counts from the outermost call shown
+	o := graph.Options{TIDs: c.IntSlice("tid"), Limit: c.Int("limit"), Time: c.Bool("time"), Filter: in.wrap}
+	o.Counted = warn
+	if c.Bool("args") {
+		o.Values = &argfmt.Formatter{}
+	}
+	if err := graph.WriteStream(w, in.st, in.sym.LockedLookup(), o, in.progress(c, nil)); err != nil {
+		return fmt.Errorf("%s: %w", in.path, err)
+	}
+	return nil
+}
+
+// graphMany is graph of several traces: each after a line naming its process.
+func graphMany(c *cli.Context) error {
+	have := map[int]bool{}
+	unmatched := map[string]int{}
+	var ins []*streamIn
+	defer func() {
+		for _, in := range ins {
+			in.Close()
+		}
+	}()
+	for _, path := range c.Args().Slice() {
+		in, err := openStreamPath(c, path, false)
+		if err != nil {
+			return err
+		}
+		ins = append(ins, in)
+		noteTIDs(have, in.st.Trace)
+	}
+	if err := tidsInNone(c, have); err != nil {
+		return err
+	}
+	// in the order they started (a glob's order is not the run's)
+	slices.SortStableFunc(ins, func(x, y *streamIn) int {
+		a, b := x.st.Trace.Header.WallStart, y.st.Trace.Header.WallStart
+		if a == 0 || b == 0 {
+			return 0
+		}
+		return cmp.Compare(a, b)
+	})
+	w := bufio.NewWriter(c.App.Writer)
+	for k, in := range ins {
+		if k > 0 {
+			w.WriteString("\n")
+		}
+		h := in.st.Trace.Header
+		fmt.Fprintf(w, "# process %d: %s (%s)\n", h.PID, strings.Join(h.Command, " "), in.path)
+		if err := graphOne(c, w, in, func() { w.Flush(); in.warnSome(c) }); err != nil {
+			return err
+		}
+		for _, u := range in.flt.Unmatched() {
+			unmatched[u]++
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	warnUnmatchedAll(c, unmatched)
+	return nil
 }
 
 // dumpChromeMany is dump --chrome of several traces into one document (chrome.WriteStreams).
