@@ -190,25 +190,11 @@ func graphOne(c *cli.Context, w *bufio.Writer, in *streamIn, warn func()) error 
 
 // graphMany is graph of several traces: each after a line naming its process.
 func graphMany(c *cli.Context) error {
-	have := map[int]bool{}
-	unmatched := map[string]int{}
-	var ins []*streamIn
-	defer func() {
-		for _, in := range ins {
-			in.Close()
-		}
-	}()
-	for _, path := range c.Args().Slice() {
-		in, err := openStreamPath(c, path, false)
-		if err != nil {
-			return err
-		}
-		ins = append(ins, in)
-		noteTIDs(have, in.st.Trace)
-	}
-	if err := tidsInNone(c, have); err != nil {
+	ins, err := openStreams(c)
+	if err != nil {
 		return err
 	}
+	defer ins.Close()
 	// in the order they started (a glob's order is not the run's)
 	slices.SortStableFunc(ins, func(x, y *streamIn) int {
 		a, b := x.st.Trace.Header.WallStart, y.st.Trace.Header.WallStart
@@ -227,40 +213,26 @@ func graphMany(c *cli.Context) error {
 		if err := graphOne(c, w, in, func() { w.Flush(); in.warnSome(c) }); err != nil {
 			return err
 		}
-		for _, u := range in.flt.Unmatched() {
-			unmatched[u]++
-		}
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	warnUnmatchedAll(c, unmatched)
+	ins.warnUnmatched(c)
 	return nil
 }
 
 // dumpChromeMany is dump --chrome of several traces into one document (chrome.WriteStreams).
 func dumpChromeMany(c *cli.Context) error {
-	var ins []*streamIn
-	defer func() {
-		for _, in := range ins {
-			in.Close()
-		}
-	}()
+	ins, err := openStreams(c)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
 	var inputs []chrome.Input
-	have := map[int]bool{}
-	for _, path := range c.Args().Slice() {
-		in, err := openStreamPath(c, path, false)
-		if err != nil {
-			return err
-		}
-		ins = append(ins, in)
-		noteTIDs(have, in.st.Trace)
+	for _, in := range ins {
 		tids := in.flt.TIDs()
 		inputs = append(inputs, chrome.Input{St: in.st, Lookup: in.sym.LockedLookup(), TIDs: tids,
 			Wrap: in.wrap, Progress: in.progress(c, tids)})
-	}
-	if err := tidsInNone(c, have); err != nil {
-		return err
 	}
 	w, done, err := outputFile(c, c.String("output"))
 	if err != nil {
@@ -280,6 +252,7 @@ func dumpChromeMany(c *cli.Context) error {
 	for _, in := range ins {
 		in.warnSome(c)
 	}
+	ins.warnUnmatched(c)
 	return nil
 }
 

@@ -282,30 +282,85 @@ func streamPaths(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, erro
 func streamPathsMany(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, error) {
 	var forests []*calltree.Forest
 	var all []calltree.ThreadPaths
-	unmatched := map[string]int{}
+	err := eachStream(c, func(in *streamIn) error {
+		f, paths, err := in.paths(c, false)
+		forests, all = append(forests, f), append(all, paths...)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	calltree.Unify(all)
+	return calltree.Combine(forests), all, nil
+}
+
+// streams are the several traces a command was given (the processes of one run), open.
+type streams []*streamIn
+
+// openStreams opens each of the command's traces (openStreamPath), refusing a --tid that
+// none of them holds. Close them.
+func openStreams(c *cli.Context) (streams, error) {
+	var ss streams
 	have := map[int]bool{}
 	for _, path := range c.Args().Slice() {
 		in, err := openStreamPath(c, path, false)
 		if err != nil {
-			return nil, nil, err
+			ss.Close()
+			return nil, err
+		}
+		ss = append(ss, in)
+		noteTIDs(have, in.st.Trace)
+	}
+	if err := tidsInNone(c, have); err != nil {
+		ss.Close()
+		return nil, err
+	}
+	return ss, nil
+}
+
+func (ss streams) Close() {
+	for _, in := range ss {
+		in.Close()
+	}
+}
+
+// warnUnmatched says, once they were read, which globs matched nothing in any of them.
+func (ss streams) warnUnmatched(c *cli.Context) {
+	unmatched := map[string]int{}
+	for _, in := range ss {
+		for _, u := range in.flt.Unmatched() {
+			unmatched[u]++
+		}
+	}
+	warnUnmatchedAll(c, unmatched)
+}
+
+// eachStream calls fn with each of the command's traces in turn, open only meanwhile
+// (a test suite's hundreds of traces need not all be open at once), then refuses a --tid
+// that none of them held and says which globs matched nothing in any.
+func eachStream(c *cli.Context, fn func(in *streamIn) error) error {
+	have := map[int]bool{}
+	unmatched := map[string]int{}
+	for _, path := range c.Args().Slice() {
+		in, err := openStreamPath(c, path, false)
+		if err != nil {
+			return err
 		}
 		noteTIDs(have, in.st.Trace)
-		f, paths, err := in.paths(c, false)
+		err = fn(in)
 		in.Close()
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		for _, u := range in.flt.Unmatched() {
 			unmatched[u]++
 		}
-		forests, all = append(forests, f), append(all, paths...)
 	}
 	if err := tidsInNone(c, have); err != nil {
-		return nil, nil, err
+		return err
 	}
 	warnUnmatchedAll(c, unmatched)
-	calltree.Unify(all)
-	return calltree.Combine(forests), all, nil
+	return nil
 }
 
 // noteTIDs adds the threads of tr to have.

@@ -70,36 +70,22 @@ func reportDiff(c *cli.Context) error {
 func reportMany(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.Forest, error) {
 	var lists [][]*report.Stat
 	var forests []*calltree.Forest
-	unmatched := map[string]int{}
-	have := map[int]bool{}
-	limit := o.Limit
-	o.Limit = 0
-	for _, path := range c.Args().Slice() {
-		in, err := openStreamPath(c, path, false)
+	each := o
+	each.Limit = 0
+	err := eachStream(c, func(in *streamIn) error {
+		each.Progress = in.progress(c, o.TIDs)
+		each.Filter = in.wrap
+		stats, f, err := report.ComputeStream(in.st, in.sym.LockedLookup(), each)
 		if err != nil {
-			return nil, nil, err
+			return fmt.Errorf("%s: %w", in.path, err)
 		}
-		noteTIDs(have, in.st.Trace)
-		o.Progress = in.progress(c, o.TIDs)
-		o.Filter = in.wrap
-		stats, f, err := report.ComputeStream(in.st, in.sym.LockedLookup(), o)
-		if err == nil {
-			in.warnSome(c)
-			for _, u := range in.flt.Unmatched() {
-				unmatched[u]++
-			}
-		}
-		in.Close()
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
-		}
+		in.warnSome(c)
 		lists, forests = append(lists, stats), append(forests, f)
-	}
-	if err := tidsInNone(c, have); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, nil, err
 	}
-	warnUnmatchedAll(c, unmatched)
-	o.Limit = limit
 	stats, err := report.Merge(lists, o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("report: %w", err)
