@@ -75,11 +75,24 @@ func Diff(old, cur []*Stat, key string, limit int) ([]*DiffRow, error) {
 		}
 		return r
 	}
+	// several functions of one key (a template's per-object copies, `[clone .isra.0]`,
+	// one name and file: the ninja trial's 26) add up; the last one alone was kept
+	add := func(side **Stat, s *Stat) {
+		if *side == nil {
+			c := *s
+			*side = &c
+			return
+		}
+		(*side).merge(s)
+		if (*side).timed > 0 {
+			(*side).Avg = (*side).sum / (*side).timed
+		}
+	}
 	for _, s := range old {
-		row(s).Old = s
+		add(&row(s).Old, s)
 	}
 	for _, s := range cur {
-		row(s).New = s
+		add(&row(s).New, s)
 	}
 	out := make([]*DiffRow, 0, len(rows))
 	for _, r := range rows {

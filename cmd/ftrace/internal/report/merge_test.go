@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
 )
 
@@ -55,5 +56,34 @@ func TestMerge(t *testing.T) {
 	}
 	if _, err := Merge(nil, Options{Sort: "nope"}); err == nil {
 		t.Error("an unknown sort key was taken")
+	}
+}
+
+// Functions shown alike — one name, object and source line: a template's per-object
+// copies ([clone .isra.0]) — are one row of a report and of a diff, their figures added
+// up (the ninja trial: 26 identical rows in report, and --diff kept the last one alone).
+func TestSameNameFunctionsAddUp(t *testing.T) {
+	fn := func() *symbolize.Func {
+		return &symbolize.Func{Name: "f [clone .isra.0]", Module: "/bin/p", File: "/s/x.h", Line: 3}
+	}
+	other := &symbolize.Func{Name: "f [clone .isra.0]", Module: "/bin/p", File: "/s/y.h", Line: 3}
+	a := newAgg(1)
+	for i, f := range []*symbolize.Func{fn(), fn(), other} {
+		s := a.get(f)
+		s.Calls, s.Total, s.Self, s.sum, s.timed, s.whole = uint64(i+1), 100, 100, 100, uint64(i+1), uint64(i+1)
+		s.Min, s.Max = 10*uint64(i+1), 50
+	}
+	for _, perThread := range []bool{false, true} {
+		less, _ := lessFunc("calls")
+		got := finish([]*agg{a}, Options{PerThread: perThread}, less)
+		if len(got) != 2 || got[0].Calls != 3 || got[0].Total != 200 || got[0].Min != 10 || got[0].File != "/s/x.h" ||
+			got[1].Calls != 3 || got[1].File != "/s/y.h" {
+			t.Errorf("per thread %v: %d rows: %+v", perThread, len(got), got)
+		}
+	}
+	old := []*Stat{{Name: "g", File: "/a/x.c", Calls: 2, Total: 20}, {Name: "g", File: "/a/x.c", Calls: 3, Total: 30}}
+	rows, err := Diff(old, old[:1], "calls", 0)
+	if err != nil || len(rows) != 1 || rows[0].Old.Calls != 5 || rows[0].Old.Total != 50 || rows[0].New.Calls != 2 || old[0].Calls != 2 {
+		t.Errorf("diff: %+v %v (the input changed: %v)", rows, err, old[0].Calls != 2)
 	}
 }

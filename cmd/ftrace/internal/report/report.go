@@ -177,25 +177,28 @@ func (s *Stat) merge(b *Stat) {
 
 // finish merges the threads' figures (unless per thread), sorts and limits them.
 func finish(aggs []*agg, o Options, less func(a, b *Stat) bool) []*Stat {
+	// one row per function as it is shown: functions of one name, object and source line
+	// (a template's per-object copies, `[clone .isra.0]` — 26 identical rows of one
+	// std::string constructor in the ninja trial) add up, as uftrace's report does
+	type id struct {
+		name, mod, file string
+		line, tid       int
+	}
 	var out []*Stat
-	if o.PerThread {
-		for _, a := range aggs {
-			for _, s := range a.stats {
-				out = append(out, s)
+	all := map[id]*Stat{}
+	for _, a := range aggs {
+		for fn, s := range a.stats {
+			k := id{name: fn.Name, mod: fn.Module, file: fn.File, line: fn.Line}
+			if o.PerThread {
+				k.tid = a.tid
 			}
-		}
-	} else {
-		all := map[*symbolize.Func]*Stat{}
-		for _, a := range aggs {
-			for fn, s := range a.stats {
-				m := all[fn]
-				if m == nil {
-					m = &Stat{Func: fn, Name: fn.Name, Mod: fn.Module, File: fn.File, Line: fn.Line}
-					all[fn] = m
-					out = append(out, m)
-				}
-				m.merge(s)
+			m := all[k]
+			if m == nil {
+				m = &Stat{Func: fn, TID: k.tid, Name: fn.Name, Mod: fn.Module, File: fn.File, Line: fn.Line}
+				all[k] = m
+				out = append(out, m)
 			}
+			m.merge(s)
 		}
 	}
 	return sortLimit(out, o, less)
