@@ -766,6 +766,45 @@ int main()
 }
 `
 
+// A C++ name with operator[] pasted from report's output selects that function in every
+// command, record -F too: its "[" opens no class and is a "[" itself, as fnmatch takes
+// it (the ninja trial: "unterminated [" from the readers, EINVAL from the runtime, and
+// record went on tracing nothing).
+func TestRecordOperatorBracketName(t *testing.T) {
+	dir := t.TempDir()
+	// operator new: libstdc++ is loaded, whose demangler the runtime matches names with
+	prog := buildTracedWith(t, "g++", ".cc", dir, "grid", `#include <cstdio>
+struct Grid {
+	int *v = new int[4]{1, 2, 3, 4};
+	__attribute__((noinline)) int &operator[](int i) { return v[i & 3]; }
+};
+__attribute__((noinline)) int sum(Grid &g) { int s = 0; for (int i = 0; i < 4; i++) s += g[i]; return s; }
+int main() { Grid g; std::printf("%d\n", sum(g)); delete[] g.v; return 0; }
+`)
+	ftrace := testenv.Tool(t, "ftrace")
+	testenv.Run(t, dir, ftrace, "record", "-q", "-o", "all.dat", "--", prog)
+	rep := testenv.Run(t, dir, ftrace, "report", "all.dat")
+	m := regexp.MustCompile(`(?m)^ +4 .*  (Grid::operator\[\]\(int\))( \[|$)`).FindStringSubmatch(rep)
+	if m == nil {
+		t.Fatalf("report shows no Grid::operator[] with 4 calls:\n%s", rep)
+	}
+	name := m[1]
+	for _, args := range [][]string{{"report", "-F", name, "all.dat"}, {"graph", "-F", name, "all.dat"}} {
+		r := testenv.Exec(t, dir, ftrace, args...)
+		if r.Code != 0 || !strings.Contains(r.Stdout, "operator[]") || strings.Contains(r.Stdout, "sum(") || r.Stderr != "" {
+			t.Errorf("%s -F %q: exit %d\n%s%s", args[0], name, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	r := testenv.Exec(t, dir, ftrace, "record", "-q", "-F", name, "-o", "one.dat", "--", prog)
+	if r.Code != 0 || r.Stdout != "10\n" || r.Stderr != "" {
+		t.Fatalf("record -F %q: exit %d, stdout %q, stderr %q", name, r.Code, r.Stdout, r.Stderr)
+	}
+	// the function or its clone ([clone .isra.0] at -O2), alone
+	if _, calls := reportCalls(t, dir, "one.dat"); len(calls) != 1 || calls[name]+calls[name+m[2]+"clone .isra.0]"] != 4 {
+		t.Errorf("record -F %q: calls %v", name, calls)
+	}
+}
+
 // TestE2ECXX: demangled names, and frames left by an exception marked unwound.
 func TestE2ECXX(t *testing.T) {
 	dir := t.TempDir()

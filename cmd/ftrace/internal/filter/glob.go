@@ -36,8 +36,9 @@ type token struct {
 	ranges [][2]rune
 }
 
-// Compile parses pattern, refusing an unterminated class, an empty pattern or a
-// trailing backslash.
+// Compile parses pattern, refusing an empty pattern or a trailing backslash. A '[' that
+// opens no class (none of its ']' closes it) is a '[' itself, as fnmatch(3) takes it: a
+// C++ name with operator[] pasted from a report.
 func Compile(pattern string) (*Glob, error) {
 	if pattern == "" {
 		return nil, errors.New("empty pattern")
@@ -63,6 +64,10 @@ func Compile(pattern string) (*Glob, error) {
 			g.toks = append(g.toks, token{kind: tokLit, r: rs[i]})
 		case '[':
 			t, n, err := class(rs[i+1:])
+			if errors.Is(err, errUnterminated) {
+				g.toks = append(g.toks, token{kind: tokLit, r: '['})
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("pattern %q: %w", pattern, err)
 			}
@@ -108,8 +113,10 @@ func class(rs []rune) (token, int, error) {
 		t.ranges = append(t.ranges, [2]rune{lo, hi})
 		i++
 	}
-	return t, 0, errors.New("unterminated [")
+	return t, 0, errUnterminated
 }
+
+var errUnterminated = errors.New("unterminated [")
 
 func (t *token) in(r rune) bool {
 	for _, x := range t.ranges {
