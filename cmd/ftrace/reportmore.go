@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/filter"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/report"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
@@ -114,12 +115,18 @@ func reportThreadsOrCallers(c *cli.Context) error {
 		in.warn(c)
 		return report.WriteThreadsText(c.App.Writer, f, rows, c.Int("limit"))
 	}
+	// a name as -F takes it: whole, without its parameters, or a glob (overloads together)
+	name := c.String("callers")
+	g, err := filter.Compile(name)
+	if err != nil {
+		return fmt.Errorf("report: --callers: %w", err)
+	}
 	in, err := openStream(c)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	r, err := report.CallersStream(in.st, in.sym.LockedLookup(), c.String("callers"), c.IntSlice("tid"), in.wrap)
+	r, err := report.CallersStream(in.st, in.sym.LockedLookup(), name, g.MatchFunc, c.IntSlice("tid"), in.wrap)
 	if err != nil {
 		return fmt.Errorf("report: %w (%s)", err, in.path)
 	}

@@ -329,8 +329,8 @@ func checkChrome(t *testing.T, what string, st *tracefile.Stream, lookup calltre
 func checkCallers(t *testing.T, what string, st *tracefile.Stream, lookup calltree.Lookup, flt *filter.Filter, want *calltree.Forest, tids []int) {
 	t.Helper()
 	for _, fn := range []string{"f1", "f2"} {
-		a, aerr := report.CallersStream(st, lookup, fn, tids, flt.Wrap)
-		b, berr := report.Callers(want, fn, tids)
+		a, aerr := report.CallersStream(st, lookup, fn, nil, tids, flt.Wrap)
+		b, berr := report.Callers(want, fn, nil, tids)
 		ja, _ := json.Marshal(a)
 		jb, _ := json.Marshal(b)
 		if fmt.Sprint(aerr) != fmt.Sprint(berr) || string(ja) != string(jb) {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -163,7 +164,9 @@ type Edge struct {
 
 // CallersReport is a function's callers and callees.
 type CallersReport struct {
-	Func           string
+	Func string
+	// Names are the functions matched (one, or a glob's several: overloads), sorted.
+	Names          []string
 	Calls          uint64
 	Total, Self    uint64
 	Callers        []*Edge // "(root)": the outermost recorded call of a thread
@@ -174,10 +177,15 @@ type CallersReport struct {
 // RootCaller names the caller of a thread's outermost recorded calls.
 const RootCaller = "(root)"
 
+// FuncMatch tells whether a function is one asked about.
+type FuncMatch func(*symbolize.Func) bool
+
 // callersObs gathers, from one thread's calls as a calltree.Observer (and Enterer) sees
-// them, the callers and callees of the function called name.
+// them, the callers and callees of the functions match accepts.
 type callersObs struct {
-	name             string
+	match            FuncMatch
+	is               map[*symbolize.Func]bool // match's answers
+	names            map[string]bool          // of the functions it accepted
 	calls, tot, self uint64
 	matched, adopted bool
 	callers, callees map[string]*Edge
@@ -190,11 +198,33 @@ type callersObs struct {
 
 type callersFrame struct {
 	name   string
-	callee bool // called by name
+	it     bool // a call of the function asked about
+	callee bool // called by it
 }
 
-func newCallersObs(name string) *callersObs {
-	return &callersObs{name: name, callers: map[string]*Edge{}, callees: map[string]*Edge{}, activeCallee: map[string]int{}}
+// newCallersObs: match nil is the function called name.
+func newCallersObs(name string, match FuncMatch) *callersObs {
+	if match == nil {
+		match = func(fn *symbolize.Func) bool { return fn.Name == name }
+	}
+	return &callersObs{match: match, is: map[*symbolize.Func]bool{}, names: map[string]bool{},
+		callers: map[string]*Edge{}, callees: map[string]*Edge{}, activeCallee: map[string]int{}}
+}
+
+// it reports whether fn is a function asked about.
+func (o *callersObs) it(fn *symbolize.Func) bool {
+	if fn == nil {
+		return false
+	}
+	v, ok := o.is[fn]
+	if !ok {
+		v = o.match(fn)
+		o.is[fn] = v
+		if v {
+			o.names[fn.Name] = true
+		}
+	}
+	return v
 }
 
 func edgeOf(m map[string]*Edge, n string) *Edge {
@@ -208,7 +238,7 @@ func edgeOf(m map[string]*Edge, n string) *Edge {
 
 func (o *callersObs) Call(c *calltree.Call, _ int) {
 	switch {
-	case c.Func.Name == o.name:
+	case o.it(c.Func):
 		o.matched = true
 		o.calls++
 		cn := RootCaller
@@ -216,20 +246,21 @@ func (o *callersObs) Call(c *calltree.Call, _ int) {
 			cn = c.Caller.Name
 		}
 		edgeOf(o.callers, cn).Calls++
-	case c.Caller != nil && c.Caller.Name == o.name:
+	case o.it(c.Caller):
 		edgeOf(o.callees, c.Func.Name).Calls++
 	}
 }
 
 func (o *callersObs) Enter(fn *symbolize.Func, _ int, _ uint64) {
-	callee := len(o.stack) > 0 && o.stack[len(o.stack)-1].name == o.name
+	callee := len(o.stack) > 0 && o.stack[len(o.stack)-1].it
 	if callee {
 		o.activeCallee[fn.Name]++
 	}
-	if fn.Name == o.name {
+	it := o.it(fn)
+	if it {
 		o.active++
 	}
-	o.stack = append(o.stack, callersFrame{name: fn.Name, callee: callee})
+	o.stack = append(o.stack, callersFrame{name: fn.Name, it: it, callee: callee})
 }
 
 func (o *callersObs) Close(f *calltree.Frame) {
@@ -242,7 +273,7 @@ func (o *callersObs) Close(f *calltree.Frame) {
 	e := o.stack[len(o.stack)-1]
 	o.stack = o.stack[:len(o.stack)-1]
 	d := f.Duration()
-	if e.name == o.name {
+	if e.it {
 		o.matched = true
 		o.calls++
 		o.self += f.Self()
@@ -271,6 +302,11 @@ func (o *callersObs) Close(f *calltree.Frame) {
 // add sums another thread's counts into r.
 func (o *callersObs) add(r *CallersReport, callers, callees map[string]*Edge) {
 	r.Matched = r.Matched || o.matched
+	for n := range o.names {
+		if !slices.Contains(r.Names, n) {
+			r.Names = append(r.Names, n)
+		}
+	}
 	r.Calls += o.calls
 	r.Total += o.tot
 	r.Self += o.self
@@ -288,19 +324,24 @@ func (r *CallersReport) finish(callers, callees map[string]*Edge) (*CallersRepor
 		return nil, fmt.Errorf("no calls of %q recorded", r.Func)
 	}
 	r.Callers, r.Callees = sortEdges(callers), sortEdges(callees)
+	sort.Strings(r.Names)
+	if len(r.Names) == 1 {
+		r.Func = r.Names[0] // the name a glob or a name without parameters stands for
+	}
 	return r, nil
 }
 
-// Callers gathers the callers and callees of the function called name over the
-// selected threads; an error when no such function was recorded.
-func Callers(f *calltree.Forest, name string, tids []int) (*CallersReport, error) {
+// Callers gathers the callers and callees of the function called name (or, with match,
+// of the functions it accepts: name says what was asked) over the selected threads; an
+// error when no such function was recorded.
+func Callers(f *calltree.Forest, name string, match FuncMatch, tids []int) (*CallersReport, error) {
 	r := &CallersReport{Func: name, Timed: f.HasGraph() || f.Header.Tracer == "function_graph"}
 	callers, callees := map[string]*Edge{}, map[string]*Edge{}
 	for _, t := range f.Threads {
 		if !selected(t.TID, tids) {
 			continue
 		}
-		o := newCallersObs(name)
+		o := newCallersObs(name, match)
 		t.Frames(o)
 		o.add(r, callers, callees)
 	}
@@ -310,10 +351,10 @@ func Callers(f *calltree.Forest, name string, tids []int) (*CallersReport, error
 // CallersStream is Callers reading the trace as a stream (lookup safe for concurrent
 // use). A thread whose stream rearranges calls already seen (an exit without entry that
 // becomes the caller of the calls before it) is counted from its tree.
-func CallersStream(st *tracefile.Stream, lookup calltree.Lookup, name string, tids []int, filter func(calltree.Observer) calltree.Observer) (*CallersReport, error) {
+func CallersStream(st *tracefile.Stream, lookup calltree.Lookup, name string, match FuncMatch, tids []int, filter func(calltree.Observer) calltree.Observer) (*CallersReport, error) {
 	fo := Options{Filter: filter}
 	obs, threads, err := calltree.WalkStream(st, lookup, tids,
-		func(*tracefile.Thread) calltree.Observer { return fo.wrap(newCallersObs(name)) }, nil)
+		func(*tracefile.Thread) calltree.Observer { return fo.wrap(newCallersObs(name, match)) }, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +372,7 @@ func CallersStream(st *tracefile.Stream, lookup calltree.Lookup, name string, ti
 			if err != nil {
 				return nil, err
 			}
-			o = newCallersObs(name)
+			o = newCallersObs(name, match)
 			tree.Frames(fo.wrap(o))
 		}
 		o.add(r, callers, callees)
@@ -374,6 +415,10 @@ func WriteCallersText(w io.Writer, r *CallersReport, limit int) error {
 		} else {
 			fmt.Fprintf(tw, "%d\t  %s\n", calls, name)
 		}
+	}
+	if len(r.Names) > 1 {
+		// a glob's functions (overloads) together: which they are
+		fmt.Fprintf(w, "# %s: %d functions: %s\n", r.Func, len(r.Names), strings.Join(r.Names, ", "))
 	}
 	if r.Timed {
 		fmt.Fprintf(tw, "CALLS\tTOTAL\t  CALLERS / FUNCTION / CALLEES\n")

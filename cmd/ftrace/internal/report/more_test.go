@@ -69,7 +69,7 @@ func TestCallers(t *testing.T) {
 			if strings.HasPrefix(tt.name, "function") {
 				src = fn
 			}
-			r, err := Callers(src, tt.fn, tt.tids)
+			r, err := Callers(src, tt.fn, nil, tt.tids)
 			got := "error"
 			if err == nil {
 				got = fmt.Sprintf("%d/%d/%d %s | %s", r.Calls, r.Total, r.Self, edges(r.Callers), edges(r.Callees))
@@ -81,7 +81,7 @@ func TestCallers(t *testing.T) {
 			}
 		})
 	}
-	r, _ := Callers(f, "foo", nil)
+	r, _ := Callers(f, "foo", nil, nil)
 	var b bytes.Buffer
 	if err := WriteCallersText(&b, r, 0); err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestCallers(t *testing.T) {
 		t.Errorf("text:\n%q\nwant:\n%q", b.String(), want)
 	}
 	// --limit 1: main's biggest callee, and a line for the one left out
-	r, _ = Callers(f, "main", nil)
+	r, _ = Callers(f, "main", nil, nil)
 	b.Reset()
 	if err := WriteCallersText(&b, r, 1); err != nil {
 		t.Fatal(err)

@@ -93,12 +93,12 @@ func TestComputeStreamMatchesTrees(t *testing.T) {
 			for _, fn := range []string{"f0", "f3", "nosuch"} {
 				for _, tids := range [][]int{nil, {101}} {
 					want, werr := callersRef(forest, fn, tids)
-					tree, terr := Callers(forest, fn, tids)
+					tree, terr := Callers(forest, fn, nil, tids)
 					st, err := tracefile.OpenStream(path)
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, gerr := CallersStream(st, lookup, fn, tids, nil)
+					got, gerr := CallersStream(st, lookup, fn, nil, tids, nil)
 					st.Close()
 					w, tr, g := callersText(t, want, werr), callersText(t, tree, terr), callersText(t, got, gerr)
 					if tr != w || g != w {
@@ -265,6 +265,9 @@ func callersRef(f *calltree.Forest, name string, tids []int) (*CallersReport, er
 			}
 		}
 		walk(t.Roots, nil)
+	}
+	if r.Matched {
+		r.Names = []string{name}
 	}
 	return r.finish(callers, callees)
 }
