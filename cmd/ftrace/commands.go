@@ -550,7 +550,7 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 		fmt.Fprintf(w, "entries rebuilt:\t%d (of calls already open where %s: not events of the file, shown by dump and graph)\n", n.rebuilt, where)
 	}
 	sum := tracefile.LostSummary(tr)
-	if lost == 0 && lostDepth == 0 && h.Flags&tracefile.FlagLost != 0 {
+	if lost == 0 && lostDepth == 0 && h.LostNoBuf == 0 && h.Flags&tracefile.FlagLost != 0 {
 		// the runtime counted losses the file does not hold (a full disk: the chunks
 		// that carried the counts were not written)
 		fmt.Fprintf(w, "lost events:\tsome (the header says so; the counts are not in the file)\n")

@@ -738,9 +738,20 @@ static void expand_output(const char *in, char *out, size_t size, const char *su
 		strcat(out, suffix);
 }
 
+/*
+ * A thread's end: its buffer goes back (ft_thread_exit) in the last round of key
+ * destructors.  The program's own key destructors run in the same rounds, and their
+ * calls were lost ("no buffer") when ours ran first: libxml2's threads lost
+ * xmlFreeGlobalState and xmlResetError, 2 of them each.  So ours puts its key back until
+ * the last round glibc makes (PTHREAD_DESTRUCTOR_ITERATIONS); v counts the rounds from 1.
+ */
 static void thread_key_dtor(void *v)
 {
-	(void)v;
+	uintptr_t round = (uintptr_t)v;
+
+	if (round < PTHREAD_DESTRUCTOR_ITERATIONS &&
+	    !pthread_setspecific(exit_key, (void *)(round + 1)))
+		return;
 	ft_thread_exit();
 }
 

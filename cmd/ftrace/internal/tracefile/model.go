@@ -276,6 +276,10 @@ func LostSummary(t *Trace) Loss {
 	})
 	switch {
 	case l.Lost == 0:
+	case l.Lost == t.Header.LostNoBuf:
+		// made where a thread had no buffer: at its very end, after the runtime's
+		// own thread-exit step, or during a fork; --no-loss keeps none of those
+		l.Hint = "; they were made where their thread had no buffer (at its end, or inside fork): --no-loss cannot help"
 	case t.Header.Flags&FlagWriteError != 0:
 		l.Hint = "; the trace file could not be written in full (a full disk or a file-size limit: --no-loss cannot help)"
 	case t.Header.Version >= Version2 && !t.Header.Ring:
