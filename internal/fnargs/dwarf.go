@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -55,12 +56,17 @@ func FromELF(f *elf.File) (*Table, error) {
 		return nil, fmt.Errorf("no DWARF: %w", err)
 	}
 	syms := map[uint64][]string{}
-	var funcs []elf.Symbol // by address
+	best := map[uint64]elf.Symbol{} // of several at an address, the one the runtime names it by
+	var funcs []elf.Symbol          // by address
 	if ss, err := f.Symbols(); err == nil {
 		for _, s := range ss {
 			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
 				syms[s.Value] = append(syms[s.Value], s.Name)
 				funcs = append(funcs, s)
+				if b, ok := best[s.Value]; !ok || symRank(s) > symRank(b) ||
+					symRank(s) == symRank(b) && s.Name > b.Name {
+					best[s.Value] = s
+				}
 			}
 		}
 	}
@@ -131,7 +137,7 @@ func FromELF(f *elf.File) (*Table, error) {
 			continue // a declaration or an abstract (inlined-only) instance
 		}
 		at := entry(low)
-		fn, err := l.function(e, low, at, syms[at])
+		fn, err := l.function(e, low, at, syms[at], best[at].Name)
 		r.SkipChildren()
 		if err != nil {
 			return nil, fmt.Errorf("function at %#x: %w", low, err)
@@ -179,9 +185,27 @@ type loader struct {
 // DW_AT_low_pc of its code.
 const maxPatchNops = 8
 
+// symRank is the runtime's choice of the symbol that names an address of several
+// (ftrace_elf.c's sym_rank): a sized one, then a global or weak one, then one without a
+// compiler suffix; of equal ones the greatest name.
+func symRank(s elf.Symbol) int {
+	r := 0
+	if s.Size > 0 {
+		r += 4
+	}
+	if elf.ST_BIND(s.Info) != elf.STB_LOCAL {
+		r += 2
+	}
+	if !strings.Contains(s.Name, ".") {
+		r++
+	}
+	return r
+}
+
 // function is the plan of the subprogram e whose code starts at low (where its
-// parameters' locations are looked up), entered at entry.
-func (l *loader) function(e *dwarf.Entry, low, entry uint64, syms []string) (*Func, error) {
+// parameters' locations are looked up), entered at entry, where syms are and best names
+// it for the runtime and the readers.
+func (l *loader) function(e *dwarf.Entry, low, entry uint64, syms []string, best string) (*Func, error) {
 	tree, err := godwarf.LoadTree(e.Offset, l.d, 0)
 	if err != nil {
 		return nil, err
@@ -210,6 +234,13 @@ func (l *loader) function(e *dwarf.Entry, low, entry uint64, syms []string) (*Fu
 		}
 	}
 	fn.Name = name
+	if fn.Linkage == "" && best != "" && best != name && slices.Contains(syms, name) {
+		// a C function known by two symbols: the name the runtime and the readers give
+		// the address (libxml2's xmlStrEqual, a global alias of its local
+		// xmlStrEqual__internal_alias, which DWARF names): specs by the local one
+		// matched nothing at record time
+		fn.Name = best
+	}
 	if fn.Linkage != "" {
 		// the qualified name with template arguments: ns::Cls::get<int>
 		if dm, err := demangle.ToString(fn.Linkage, demangle.NoParams); err == nil {
