@@ -439,7 +439,7 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 	case *godwarf.PtrType:
 		elem := l.shallow(t.Type)
 		pt := &Type{Kind: KPtr, Name: ptrName(elem.Name, "*"), Size: 8, Elem: elem}
-		if elem.Kind == KChar {
+		if elem.Kind == KChar || charText(t.Type) {
 			pt.Kind = KString
 		}
 		return pt
@@ -505,6 +505,28 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 		}
 	}
 	return &Type{Kind: KUnknown, Name: name, Size: size}
+}
+
+// charText: is t a character type by another name, whose pointers are text (libxml2's
+// xmlChar, glib's guchar: unsigned char, shown as pointers in hex), but not the byte
+// integers int8_t and uint8_t (buffers)?
+func charText(t godwarf.Type) bool {
+	for {
+		switch u := t.(type) {
+		case *godwarf.TypedefType:
+			switch u.Name {
+			case "int8_t", "uint8_t", "__int8_t", "__uint8_t":
+				return false
+			}
+			t = u.Type
+		case *godwarf.QualType:
+			t = u.Type
+		case *godwarf.CharType, *godwarf.UcharType:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // qualName spells a qualified type: "const char" but "char *const" (a qualified
