@@ -110,6 +110,20 @@ func doRecord(c *cli.Context) error {
 	if inner := wrapped(args); inner != "" {
 		target = inner
 	}
+	if tracer == "function" {
+		// the function tracer has no calls' ends: these would be taken silently
+		var graphOnly []string
+		for _, f := range []struct{ name, shown string }{{"graph-function", "-G"}, {"graph-notrace", "--graph-notrace"},
+			{"depth", "-D"}, {"time-filter", "--time-filter"}, {"retval", "-R"}} {
+			if c.IsSet(f.name) {
+				graphOnly = append(graphOnly, f.shown)
+			}
+		}
+		if len(graphOnly) > 0 && !c.Bool("quiet") {
+			fmt.Fprintf(c.App.ErrWriter, "ftrace: record: %s apply to function_graph's calls only: the function tracer records every call, without return values\n",
+				strings.Join(graphOnly, ", "))
+		}
+	}
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
 	for _, l := range [][2]string{{"filter", "FTRACE_FILTER"}, {"notrace", "FTRACE_NOTRACE"},
 		{"graph-function", "FTRACE_GRAPH_FUNCTION"}, {"graph-notrace", "FTRACE_GRAPH_NOTRACE"}} {
