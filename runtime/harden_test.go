@@ -1026,6 +1026,43 @@ func TestTracerKeyDestructors(t *testing.T) {
 	}
 }
 
+// A program traced from the environment (no ftrace record) that runs traced programs
+// through a wrapper that is not traced (sh -c; ninja's children) keeps every trace: it
+// starts the run (FTRACE_SESSION), and a trace of the run found at the output name is
+// moved aside.  Before, each child replaced the last's (the ninja trial: four child
+// ninjas, two traces).  With FTRACE_INHERIT=0 the environment is left alone, as before.
+func TestTracerEnvSession(t *testing.T) {
+	prog := trBuild(t, t.TempDir(), "trace_session.c")
+	for _, tc := range []struct {
+		inherit string
+		traces  int
+		out     string
+	}{{"", 3, "0 session\n"}, {"0", 2, "0 none\n"}} {
+		dir := t.TempDir()
+		env := []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=s.dat"}
+		if tc.inherit != "" {
+			env = append(env, "FTRACE_INHERIT="+tc.inherit)
+		}
+		out, ws := trRun(t, dir, prog, env)
+		if out != tc.out || ws.ExitStatus() != 0 {
+			t.Fatalf("FTRACE_INHERIT=%q: output %q, status %v", tc.inherit, out, ws)
+		}
+		names, _ := filepath.Glob(filepath.Join(dir, "s.dat*"))
+		pids := map[uint32]bool{}
+		for _, n := range names {
+			tr := trRead(t, n)
+			trCheckComplete(t, tr, 1)
+			if pids[tr.PID] || trCalls(tr, trSymbols(t, tr, prog), "work") != 100 {
+				t.Errorf("FTRACE_INHERIT=%q: %s: pid %d again, or not 100 calls of work", tc.inherit, n, tr.PID)
+			}
+			pids[tr.PID] = true
+		}
+		if len(names) != tc.traces {
+			t.Errorf("FTRACE_INHERIT=%q: traces %v, want %d", tc.inherit, names, tc.traces)
+		}
+	}
+}
+
 // trCalls counts the calls of the function name in tr: its calls (function tracer) or
 // entries (graph), all threads.
 func trCalls(tr *trTrace, s *trSyms, name string) int {

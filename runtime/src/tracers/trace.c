@@ -1294,6 +1294,28 @@ static char inherit_buf[4096];
 static char *inherit[NR_INHERIT + 1];
 static int nr_inherit;
 
+/*
+ * The first traced process of a run started from the environment (FTRACE_TRACER set by
+ * the user, not by ftrace record) starts the run: FTRACE_SESSION, its start, goes into
+ * its environment as ftrace record puts it there, so that the traced processes it starts
+ * through a wrapper that is not traced (ninja's sh -c, a shell script) keep each its
+ * trace instead of replacing each other's at one output name (trace_buf.c,
+ * move_aside_descendant).  Not with FTRACE_INHERIT=0 (the program's environment is left
+ * alone), nor in secure-execution mode.
+ */
+static void session_init(const char *tracer)
+{
+	const char *off = secure_getenv("FTRACE_INHERIT");
+	struct timespec now;
+	char v[24];
+
+	if (!tracer || !*tracer || getauxval(AT_SECURE) || (off && !strcmp(off, "0")) ||
+	    getenv("FTRACE_SESSION") || clock_gettime(CLOCK_REALTIME, &now))
+		return;
+	ft_utoa(v, (unsigned long)now.tv_sec * 1000000000UL + (unsigned long)now.tv_nsec);
+	setenv("FTRACE_SESSION", v, 0);
+}
+
 static void inherit_init(void)
 {
 	extern char **environ;
@@ -2081,6 +2103,7 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 
 	exec_take();
 	note_secure();
+	session_init(tracer);
 	inherit_init();
 	cfg.control = control && !strcmp(control, "1");
 	if (tracer && *tracer) {
