@@ -2252,7 +2252,7 @@ func TestTracerLiveControl(t *testing.T) {
 	for req, want := range map[string]string{
 		"filter nosuch_fn,tick": "error filter 'nosuch_fn': matches no function (nothing changed)",
 		"filter tick,nosuch*":   "error filter 'nosuch*': matches no function (nothing changed)",
-		"notrace calls,[x":      "error notrace '[x': Invalid argument (nothing changed)",
+		"notrace calls,[x":      "error notrace '[x': matches no function (nothing changed)",
 	} {
 		if r := ask(req); r != want {
 			t.Errorf("%s: %q, want %q", req, r, want)
