@@ -423,7 +423,7 @@ int ft_control_start(void)
 	sock_fd = fd;
 	ft_fd_remember(fd, &sock_id);
 	/* the server thread takes none of the program's signals */
-	sigfillset(&all);
+	ft_helper_sigmask(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_mutex_lock(&ctl_mu);
 	atomic_store(&ctl_state, CTL_RUNNING);
@@ -607,7 +607,7 @@ static void attach_handler(int sig, siginfo_t *si, void *uc)
 		goto out;
 	if (atomic_exchange(&attach_state, 1))
 		goto out;
-	sigfillset(&all);
+	ft_helper_sigmask(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (pthread_create(&th, NULL, attach_main, NULL))
 		atomic_store(&attach_state, 0);

@@ -1534,7 +1534,7 @@ static int writer_start(void)
 	int err;
 
 	writer_reap();
-	sigfillset(&all);
+	ft_helper_sigmask(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = -pthread_create(&writer_th, NULL, writer_main, (void *)(uintptr_t)ft_sess.gen);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

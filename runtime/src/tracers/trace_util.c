@@ -158,6 +158,16 @@ long ft_mem_read(void *dst, unsigned long addr, size_t n)
 	return got;
 }
 
+void ft_helper_sigmask(sigset_t *set)
+{
+	int sig = ftrt_sync_signal();
+
+	sigfillset(set);
+	if (sig > 0)
+		sigdelset(set, sig);
+	sigdelset(set, SIGTRAP);
+}
+
 void ft_thread_answer_rounds(void)
 {
 	int sig = ftrt_sync_signal();
