@@ -212,7 +212,7 @@ func TestRecordWrapperKeepsEveryTrace(t *testing.T) {
 	}
 	for _, want := range []string{
 		`(?m)^ftrace: w\.dat is the trace of pid [0-9]+ \(fib\), which the program \(pid [0-9]+\) ran; the program wrote none itself$`,
-		`(?m)^ftrace: traces of the program's other traced processes: w\.dat\.[0-9]+ w\.dat\.[0-9]+$`,
+		`(?m)^ftrace: traces of the run's other processes: w\.dat\.[0-9]+ w\.dat\.[0-9]+$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(r.Stderr) {
 			t.Errorf("stderr lacks %s:\n%s", want, r.Stderr)
@@ -698,7 +698,7 @@ func TestE2EEndings(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}
-		if !regexp.MustCompile(`(?m)^ftrace: traces of forked children: ftrace\.dat\.\d+$`).MatchString(r.Stderr) {
+		if !regexp.MustCompile(`(?m)^ftrace: traces of the run's other processes: ftrace\.dat\.\d+$`).MatchString(r.Stderr) {
 			t.Errorf("record does not name the child's trace:\n%s", r.Stderr)
 		}
 		if got, want := graphFunctions(t, d, "ftrace.dat"), "main() {\n  leaf();\n} /* main */"; got != want {
@@ -731,7 +731,7 @@ func TestE2EEndings(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}
-		if !regexp.MustCompile(`(?m)^ftrace: traces of forked children: ftrace\.dat\.\d+ ftrace\.dat\.\d+\.\d+$`).MatchString(r.Stderr) {
+		if !regexp.MustCompile(`(?m)^ftrace: traces of the run's other processes: ftrace\.dat\.\d+ ftrace\.dat\.\d+\.\d+$`).MatchString(r.Stderr) {
 			t.Errorf("record does not name the child's and grandchild's traces:\n%s", r.Stderr)
 		}
 	})

@@ -303,7 +303,6 @@ func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (even
 	d := time.Since(files.start)
 	path := strings.ReplaceAll(out, "%p", strconv.Itoa(pid))
 	others, running := otherTraces(out, pid, files)
-	wrapper := false // the trace at path is a descendant's: the program was not traced
 	defer func() {
 		if len(others) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of other processes (%%p): %s\n", someOf(others, " "))
@@ -314,10 +313,10 @@ func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (even
 			k, p, e := descendants(root, pid, files)
 			kids, parts, execs = append(kids, k...), append(parts, p...), append(execs, e...)
 		}
-		if len(kids) > 0 && wrapper {
-			fmt.Fprintf(stderr, "ftrace: traces of the program's other traced processes: %s\n", someOf(kids, " "))
-		} else if len(kids) > 0 {
-			fmt.Fprintf(stderr, "ftrace: traces of forked children: %s\n", someOf(kids, " "))
+		if len(kids) > 0 {
+			// forked children, and processes of the run a wrapper or a child started
+			// (sub-makes run by sh): <output>.<pid> alike
+			fmt.Fprintf(stderr, "ftrace: traces of the run's other processes: %s\n", someOf(kids, " "))
 		}
 		if len(parts) > 0 {
 			fmt.Fprintf(stderr, "ftrace: forked children's traces at .part: %s\n", someOf(parts, ", "))
@@ -393,7 +392,6 @@ func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (even
 		return
 	}
 	if by := st.Trace.Header.PID; by != pid {
-		wrapper = true
 		// a wrapper that is not traced: its last traced process to finish has the name
 		fmt.Fprintf(stderr, "ftrace: %s is the trace of pid %d (%s), which the program (pid %d) ran; the program wrote none itself\n",
 			path, by, commandName(st.Trace.Header.Command), pid)
