@@ -213,6 +213,7 @@ func TestRecordWrapperKeepsEveryTrace(t *testing.T) {
 	for _, want := range []string{
 		`(?m)^ftrace: w\.dat is the trace of pid [0-9]+ \(fib\), which the program \(pid [0-9]+\) ran; the program wrote none itself$`,
 		`(?m)^ftrace: traces of the run's other processes: w\.dat\.[0-9]+ w\.dat\.[0-9]+$`,
+		`(?m)^ftrace: \(report, graph, dump --chrome, pprof and flame read several traces as one: ftrace report w\.dat w\.dat\.\*\)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(r.Stderr) {
 			t.Errorf("stderr lacks %s:\n%s", want, r.Stderr)

@@ -317,6 +317,8 @@ func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (even
 			// forked children, and processes of the run a wrapper or a child started
 			// (sub-makes run by sh): <output>.<pid> alike
 			fmt.Fprintf(stderr, "ftrace: traces of the run's other processes: %s\n", someOf(kids, " "))
+			fmt.Fprintf(stderr, "ftrace: (report, graph, dump --chrome, pprof and flame read several traces as one: ftrace report %s %s.*)\n",
+				path, path)
 		}
 		if len(parts) > 0 {
 			fmt.Fprintf(stderr, "ftrace: forked children's traces at .part: %s\n", someOf(parts, ", "))
