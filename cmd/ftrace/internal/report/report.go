@@ -228,6 +228,12 @@ func sortLimit(out []*Stat, o Options, less func(a, b *Stat) bool) []*Stat {
 		if out[i].Mod != out[j].Mod {
 			return out[i].Mod < out[j].Mod
 		}
+		if out[i].File != out[j].File { // one static name in two files: a stable order
+			return out[i].File < out[j].File
+		}
+		if out[i].Line != out[j].Line {
+			return out[i].Line < out[j].Line
+		}
 		return out[i].TID < out[j].TID
 	})
 	if o.Limit > 0 && len(out) > o.Limit {
