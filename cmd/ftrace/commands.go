@@ -442,31 +442,48 @@ func infoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "info",
 		Usage:     "trace header, threads, event counts, lost events and memory map",
-		ArgsUsage: "[TRACE]",
+		ArgsUsage: "[TRACE...]",
 		Flags:     []cli.Flag{inputFlag()},
 		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 {
+				// the processes of one run: each in turn, a blank line between
+				for k, path := range c.Args().Slice() {
+					if k > 0 {
+						fmt.Fprintln(c.App.Writer)
+					}
+					if err := infoOne(c, path); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
 			path, err := inputPath(c)
 			if err != nil {
 				return err
 			}
-			st, err := tracefile.OpenStream(path)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			var n counts
-			if n.calls, n.entries, n.exits, n.lost, n.lostDepth, err = st.Counts(); err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			n.last = st.LastTS()
-			for i := range st.Trace.Threads {
-				ev, rb, _ := st.Decoded(i)
-				n.perThread = append(n.perThread, ev)
-				n.rebuilt += rb
-			}
-			return writeInfo(c, path, st.Trace, n)
+			return infoOne(c, path)
 		},
 	}
+}
+
+// infoOne is info of the trace at path.
+func infoOne(c *cli.Context, path string) error {
+	st, err := tracefile.OpenStream(path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var n counts
+	if n.calls, n.entries, n.exits, n.lost, n.lostDepth, err = st.Counts(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	n.last = st.LastTS()
+	for i := range st.Trace.Threads {
+		ev, rb, _ := st.Decoded(i)
+		n.perThread = append(n.perThread, ev)
+		n.rebuilt += rb
+	}
+	return writeInfo(c, path, st.Trace, n)
 }
 
 // counts are a trace's events by kind and its losses.
