@@ -204,8 +204,13 @@ func graphMany(c *cli.Context) error {
 		return cmp.Compare(a, b)
 	})
 	w := bufio.NewWriter(c.App.Writer)
-	for k, in := range ins {
-		if k > 0 {
+	shown := 0
+	for _, in := range ins {
+		if tids := c.IntSlice("tid"); len(tids) > 0 && !slices.ContainsFunc(in.st.Trace.Threads,
+			func(th *tracefile.Thread) bool { return slices.Contains(tids, th.TID) }) {
+			continue // none of its threads asked for: not even its line
+		}
+		if shown++; shown > 1 {
 			w.WriteString("\n")
 		}
 		h := in.st.Trace.Header
