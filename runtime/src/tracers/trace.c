@@ -1303,14 +1303,21 @@ static int nr_inherit;
  * move_aside_descendant).  Not with FTRACE_INHERIT=0 (the program's environment is left
  * alone), nor in secure-execution mode.
  */
-static void session_init(const char *tracer)
+/* FTRACE_INHERIT=0, or secure-execution mode: the environment of children is left alone */
+static int inherit_off(void)
 {
 	const char *off = secure_getenv("FTRACE_INHERIT");
+
+	return (off && !strcmp(off, "0")) || getauxval(AT_SECURE);
+}
+
+static void session_init(const char *tracer)
+{
 	struct timespec now;
 	char v[24];
 
-	if (!tracer || !*tracer || getauxval(AT_SECURE) || (off && !strcmp(off, "0")) ||
-	    getenv("FTRACE_SESSION") || clock_gettime(CLOCK_REALTIME, &now))
+	if (!tracer || !*tracer || inherit_off() || getenv("FTRACE_SESSION") ||
+	    clock_gettime(CLOCK_REALTIME, &now))
 		return;
 	ft_utoa(v, (unsigned long)now.tv_sec * 1000000000UL + (unsigned long)now.tv_nsec);
 	setenv("FTRACE_SESSION", v, 0);
@@ -1319,10 +1326,9 @@ static void session_init(const char *tracer)
 static void inherit_init(void)
 {
 	extern char **environ;
-	const char *off = secure_getenv("FTRACE_INHERIT");
 	size_t used = 0;
 
-	if (!environ || (off && !strcmp(off, "0")) || getauxval(AT_SECURE))
+	if (!environ || inherit_off())
 		return;
 	for (char **e = environ; *e && nr_inherit < NR_INHERIT; e++) {
 		size_t n = strlen(*e) + 1;
