@@ -30,6 +30,9 @@ func TestValidateRejects(t *testing.T) {
 		`{"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"x"}},{"name":"a","ph":"E","pid":1,"tid":1,"ts":1}]}`,
 		`{"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"x"}},{"name":"a","ph":"B","pid":1,"tid":1,"ts":1},{"name":"b","ph":"E","pid":1,"tid":1,"ts":2}]}`,
 		`{"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"x"}},{"name":"a","ph":"B","pid":1,"tid":1,"ts":1},{"name":"a","ph":"E","pid":1,"tid":1,"ts":0.5}]}`,
+		`{"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"x"}},{"name":"a","ph":"B","pid":1,"tid":1,"ts":1},{"ph":"E","pid":1,"tid":1,"ts":0.5}]}`,
+		`{"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"x"}},{"ph":"E","pid":1,"tid":1,"ts":1}]}`,
+		`{"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"x"}},{"ph":"B","pid":1,"tid":1,"ts":1},{"ph":"E","pid":1,"tid":1,"ts":2}]}`,
 		`{"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"x"}},{"name":"a","ph":"B","pid":1,"tid":1,"ts":1}]}`,
 		`{"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"x"}},{"name":"a","ph":"B","pid":1,"tid":1,"ts":1},{"name":"b","ph":"B","pid":1,"tid":1,"ts":0.5},{"name":"b","ph":"E","pid":1,"tid":1,"ts":2},{"name":"a","ph":"E","pid":1,"tid":1,"ts":3}]}`,
 	} {
@@ -52,6 +55,16 @@ func TestValidateRounding(t *testing.T) {
 	}
 }
 
+// An end event may leave out its name: it ends the innermost open begin.
+func TestValidateNamelessEnd(t *testing.T) {
+	doc := `{"traceEvents":[{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"x"}},
+{"name":"a","ph":"B","pid":1,"tid":1,"ts":1},{"name":"b","ph":"B","pid":1,"tid":1,"ts":1.5},
+{"ph":"E","pid":1,"tid":1,"ts":2},{"name":"a","ph":"E","pid":1,"tid":1,"ts":3}]}`
+	if c, err := Validate([]byte(doc)); err != nil || c["E"] != 2 {
+		t.Errorf("%v %v", c, err)
+	}
+}
+
 func TestWriteGraph(t *testing.T) {
 	f := tracetest.Forest(t, tracetest.Sample)
 	var b bytes.Buffer
@@ -68,7 +81,7 @@ func TestWriteGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	var bar []string
-	for _, e := range doc.TraceEvents {
+	for _, e := range nameEnds(doc.TraceEvents) {
 		if e.Name == "bar" && e.TID == 100 && e.PID == 42 {
 			bar = append(bar, fmt.Sprintf("%s %v", e.Ph, e.TS))
 		}
@@ -76,6 +89,25 @@ func TestWriteGraph(t *testing.T) {
 	if len(bar) < 2 || fmt.Sprint(bar[:2]) != "[B 0.2 E 0.3]" {
 		t.Errorf("bar events %v, want [B 0.2 E 0.3 ...]:\n%s", bar, b.String())
 	}
+}
+
+// nameEnds gives each end event the name of the begin it ends, as the viewers do.
+func nameEnds(evs []Event) []Event {
+	type thread struct{ pid, tid int }
+	open := map[thread][]string{}
+	for i, e := range evs {
+		k := thread{e.PID, e.TID}
+		switch e.Ph {
+		case "B":
+			open[k] = append(open[k], e.Name)
+		case "E":
+			if st := open[k]; len(st) > 0 {
+				evs[i].Name = st[len(st)-1]
+				open[k] = st[:len(st)-1]
+			}
+		}
+	}
+	return evs
 }
 
 func TestWriteFunction(t *testing.T) {

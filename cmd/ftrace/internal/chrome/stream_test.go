@@ -133,7 +133,7 @@ func TestWriteStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, e := range doc.TraceEvents {
+	for _, e := range nameEnds(doc.TraceEvents) {
 		name := e.Name
 		if e.Ph == "M" {
 			name += "=" + e.Args["name"]

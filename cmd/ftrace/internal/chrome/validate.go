@@ -7,10 +7,10 @@ import (
 )
 
 // Validate checks a trace-event JSON document as the viewers need it: the object form
-// with a traceEvents array; every event has name, ph, pid and tid; "X", "B", "E" and "i"
+// with a traceEvents array; every event has ph, pid and tid, and all but "E" a name; "X", "B", "E" and "i"
 // events a non-negative ts, "X" events a non-negative dur and, per thread, proper nesting
 // (in file order each lies inside the enclosing open one); per thread, each "E" ends the
-// innermost open "B" of the same name no earlier than it began, and every "B" is ended;
+// innermost open "B" (of the same name, if it has one) no earlier than it began, and every "B" is ended;
 // metadata events an args.name; and every thread with events a thread_name. It returns
 // the number of events per phase.
 func Validate(data []byte) (map[string]int, error) {
@@ -56,7 +56,7 @@ func Validate(data []byte) (map[string]int, error) {
 	for _, e := range doc.TraceEvents {
 		ph, _ := e["ph"].(string)
 		name, _ := e["name"].(string)
-		if name == "" || ph == "" {
+		if (name == "" && ph != "E") || ph == "" {
 			return nil, fmt.Errorf("event without name or ph: %v", e)
 		}
 		if _, err := num(e, "pid"); err != nil {
@@ -117,7 +117,7 @@ func Validate(data []byte) (map[string]int, error) {
 			if len(st) == 0 {
 				return nil, fmt.Errorf("end event %v without a begin", e)
 			}
-			if b := st[len(st)-1]; b.name != name || ts < b.ts {
+			if b := st[len(st)-1]; (name != "" && b.name != name) || ts < b.ts {
 				return nil, fmt.Errorf("end event %v does not end %q begun at %v", e, b.name, b.ts)
 			}
 			begun[tid] = st[:len(st)-1]
