@@ -183,6 +183,10 @@ func openStreamPath(c *cli.Context, path string, checkTID bool) (*streamIn, erro
 		st.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	// graph and dump show when calls end, not their self time: past --until, only the
+	// returns of the calls open then are decoded (report, pprof and flame need what
+	// those calls made later, their children's time)
+	st.UntilReturns = c.Command.Name == "graph" || c.Command.Name == "dump"
 	return in, nil
 }
 

@@ -158,6 +158,7 @@ func walkThread(st *tracefile.Stream, i int, lookup Lookup, newObs func(*tracefi
 		t = &w.T
 	}
 	t.Lost, t.LostDepth = th.Lost, th.LostDepth
+	t.Events += th.Skipped // the events of blocks outside --since/--until count too
 	return a, t, nil
 }
 

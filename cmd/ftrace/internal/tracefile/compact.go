@@ -321,6 +321,7 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 		vs = &valState{add: s.vals.add}
 	}
 	skipping, skipped := s.From > 0, false
+	var hdr []byte
 	for k, b := range blocks {
 		var err error
 		if raw, err = s.readBlock(raw, b); err != nil {
@@ -329,13 +330,14 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 		// blocks before From, all of their events: only counted (the first block decoded
 		// starts from its header's open frames, as a ring's oldest kept block does)
 		skipping = skipping && k+1 < len(blocks) && s.conv(blocks[k+1].base) < s.From
-		if skipping || s.Until > 0 && len(open) == 0 && s.conv(b.base) > s.Until {
+		if skipping || s.Until > 0 && s.conv(b.base) > s.Until && (len(open) == 0 || s.UntilReturns && s.staysOpen(blocks, k+1, open, &hdr)) {
 			lost, err := dataLost(raw[b.hdr : b.hdr+int64(le.Uint32(raw[56:]))])
 			if err != nil {
 				return fmt.Errorf("thread %d block %d (offset %d): %w", th.TID, b.seq, b.off, err)
 			}
 			th.Lost += lost
 			th.N += uint64(b.nev)
+			th.Skipped += uint64(b.nev)
 			skipped = true
 			continue
 		}
@@ -355,6 +357,7 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 			for i := range evs {
 				if evs[i].Kind == Entry && evs[i].Flags&FlagFromHeader != 0 {
 					th.N--
+					th.Skipped -= min(th.Skipped, 1)
 				}
 			}
 		}
@@ -363,6 +366,35 @@ func (s *Stream) decodeV2(th *Thread, blocks []block, emit func([]Event) error) 
 		}
 	}
 	return nil
+}
+
+// staysOpen says whether block k's header has the calls of open entered by Until as its
+// outermost frames: none of them returns before that block, so the blocks before it hold
+// only calls made after Until (passed over; the header brings back those still open).
+// buf is the caller's, reused (threads are decoded concurrently).
+func (s *Stream) staysOpen(blocks []block, k int, open []frame, buf *[]byte) bool {
+	for len(open) > 0 && s.conv(open[len(open)-1].ts) > s.Until {
+		open = open[:len(open)-1]
+	}
+	n := eventsHdrFixed + stackEntrySize*len(open)
+	if k >= len(blocks) || blocks[k].hdr < int64(n) {
+		return false
+	}
+	if cap(*buf) < n {
+		*buf = make([]byte, n)
+	}
+	h := (*buf)[:n]
+	if _, err := s.r.ReadAt(h, blocks[k].off); err != nil || int(le.Uint32(h[52:])) < len(open) {
+
+		return false
+	}
+	for i, f := range open {
+		e := h[eventsHdrFixed+stackEntrySize*i:]
+		if (frame{ip: le.Uint64(e), ts: le.Uint64(e[8:])}) != f {
+			return false
+		}
+	}
+	return true
 }
 
 // dataLost sums the EXT LOST records of a block's event data, passing over the rest.

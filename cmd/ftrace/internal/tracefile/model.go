@@ -159,6 +159,9 @@ type Thread struct {
 	// N counts the call events read (calls, entries and exits of Events, or of those a
 	// Stream has decoded; not markers, stack traces or values).
 	N uint64
+	// Skipped counts those of N in the blocks a Stream passed over (From, Until):
+	// counted, not decoded.
+	Skipped uint64
 }
 
 // Len is the number of events recorded for the thread: those in Events, or those a

@@ -38,13 +38,20 @@ type Stream struct {
 	// thread's blocks that end before it (the next block starts before it) are passed
 	// over, their events and losses only counted.
 	From uint64
-	// Until, when not 0, is a time (as Event.TS) after which nothing needs decoding: a
-	// thread's blocks that start after it while none of its calls is open (a function
-	// trace, or all its calls returned) are passed over, their events and losses only
-	// counted.
-	Until  uint64
-	lastTS uint64 // the latest event time Counts met
-	vals   valueTable
+	// Until, when not 0, is a time (as Event.TS) after which nothing needs decoding but
+	// what ends the calls open then: a thread's blocks that start after it while none of
+	// its calls is open (a function trace, or all its calls returned) are passed over,
+	// their events and losses only counted.
+	Until uint64
+	// UntilReturns: the calls open at Until need only their returns, not what they call
+	// after it (a reader that shows no self time): blocks are also passed over while
+	// the next block's header shows those calls still open. The events decoded after
+	// Until are then a part of the thread's: the returns of the calls entered by Until
+	// and the calls around them; calls entered later may come without their entry (from
+	// the next header, FlagFromHeader) or their return (the reader ends them).
+	UntilReturns bool
+	lastTS       uint64 // the latest event time Counts met
+	vals         valueTable
 }
 
 // source says where one thread's events are.
@@ -109,7 +116,7 @@ func (s *Stream) Close() error {
 // is returned.
 func (s *Stream) Events(i int, emit func([]Event) error) error {
 	th := s.Trace.Threads[i]
-	th.N, th.Lost = 0, s.src[i].lost // decoding counts them (again)
+	th.N, th.Skipped, th.Lost = 0, 0, s.src[i].lost // decoding counts them (again)
 	if src := s.src[i]; src.blocks != nil {
 		return s.decodeV2(th, src.blocks, emit)
 	}

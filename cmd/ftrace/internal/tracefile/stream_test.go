@@ -195,39 +195,86 @@ func decodeBoth(t *testing.T, st *Stream, i int, bound *uint64, v uint64) (whole
 	return whole, part
 }
 
-// Stream.Until: a thread's blocks that start after it while no call is open are counted,
-// not decoded; the events decoded are the whole decoding's first ones, up to Until at
-// least, and the counts are the same.
+// Stream.Until: a thread's blocks that start after it are counted, not decoded, while no
+// call is open (or, with UntilReturns, while the next block's header shows the calls
+// entered by Until still open). The events decoded are the whole decoding's first ones up
+// to Until, then (all of them without UntilReturns) a part of the rest that holds the
+// returns of the calls entered by Until; the counts are the same.
 func TestStreamUntil(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(12))
-	var calls, graph []Event
+	var calls, graph, inMain []Event
 	for _, ev := range repeatPairs(rng, randomStream(rng, 60000)) {
 		if ev.Kind == Call && len(calls) < 20000 {
 			calls = append(calls, ev)
 		}
 	}
 	graph = randomStream(rng, 20000)
+	// a main open from start to end around short calls, as most programs are
+	ts := uint64(1_000_000)
+	inMain = append(inMain, Event{Kind: Entry, TS: ts, IP: 0x401000, Depth: -1})
+	for len(inMain) < 20000 {
+		ip := 0x402000 + uint64(rng.Intn(1<<12))
+		inMain = append(inMain, Event{Kind: Entry, TS: ts + 10, IP: ip, Depth: -1}, Event{Kind: Exit, TS: ts + 20 + uint64(rng.Intn(50))})
+		ts += 100
+	}
+	inMain = append(inMain, Event{Kind: Exit, TS: ts})
 	tr := &Trace{Header: Header{Tracer: TracerFunctionGraph, Flags: FlagComplete}}
-	for k, evs := range [][]Event{calls, graph} {
+	for k, evs := range [][]Event{calls, graph, inMain} {
 		tr.Threads = append(tr.Threads, &Thread{TID: 50 + k, Lost: uint64(2 + k), Events: expectV2(evs)})
 	}
-	for _, o := range []WriteOptions{{BlockEvents: 250, More: true, Again: true}, {BlockEvents: 97}} {
+	// returned: each return of a call entered by until (an Exit's Parent is its entry's time)
+	returned := func(evs []Event, until uint64) []Event {
+		var out []Event
+		for _, ev := range evs {
+			if ev.Kind == Exit && ev.Parent <= until {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		o       WriteOptions
+		returns bool
+	}{{WriteOptions{BlockEvents: 250, More: true, Again: true}, true}, {WriteOptions{BlockEvents: 97}, true}, {WriteOptions{BlockEvents: 97}, false}} {
+		o := c.o
 		st := openEncoded(t, filepath.Join(dir, "u.dat"), tr, o)
+		st.UntilReturns = c.returns
 		for i, th := range st.Trace.Threads {
 			all := tr.Threads[i].Events
 			until := all[len(all)*4/10].TS
 			whole, part := decodeBoth(t, st, i, &st.Until, until)
-			if len(part) > len(whole) || !reflect.DeepEqual(part, whole[:len(part)]) {
-				t.Fatalf("%+v thread %d: until %d: %d events, not the first of the %d decoding all", o, th.TID, until, len(part), len(whole))
-			}
-			for _, ev := range whole[len(part):] {
-				if ev.TS <= until {
-					t.Errorf("%+v thread %d: until %d: an event at %d left out", o, th.TID, until, ev.TS)
-					break
+			if !c.returns {
+				// the first events, and for the thread inside main all of them
+				if len(part) > len(whole) || !reflect.DeepEqual(part, whole[:len(part)]) || (i == 2 && len(part) != len(whole)) {
+					t.Fatalf("%+v thread %d: until %d: %d events, not the first of the %d decoding all", o, th.TID, until, len(part), len(whole))
 				}
 			}
-			if i == 0 && len(part) >= len(whole)*6/10 {
+			j := 0
+			for j < len(whole) && whole[j].TS <= until {
+				j++
+			}
+			if len(part) < j || !reflect.DeepEqual(part[:j], whole[:j]) {
+				t.Fatalf("%+v thread %d: until %d: the first %d events differ from decoding all", o, th.TID, until, j)
+			}
+			if w, p := returned(whole, until), returned(part, until); !reflect.DeepEqual(w, p) {
+				t.Errorf("%+v thread %d: until %d: %d returns of the calls entered by then, %d decoding all", o, th.TID, until, len(p), len(w))
+			}
+			// the rest is the whole's events in order, but for entries rebuilt from headers
+			rest := whole[j:]
+			for _, ev := range part[j:] {
+				if ev.Kind == Entry && ev.Flags&FlagFromHeader != 0 {
+					continue
+				}
+				for len(rest) > 0 && !reflect.DeepEqual(rest[0], ev) {
+					rest = rest[1:]
+				}
+				if len(rest) == 0 {
+					t.Fatalf("%+v thread %d: until %d: event %+v is not in the whole decoding, or out of order", o, th.TID, until, ev)
+				}
+				rest = rest[1:]
+			}
+			if (i == 0 || i == 2 && c.returns) && len(part) >= len(whole)*6/10 {
 				t.Errorf("%+v thread %d: %d events decoded until %d, %d without: nothing skipped", o, th.TID, len(part), until, len(whole))
 			}
 		}
