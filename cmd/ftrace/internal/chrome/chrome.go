@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -326,10 +327,12 @@ func (c *counter) Close(f *calltree.Frame) {
 }
 
 // WriteStream writes what Write writes for the trace's call trees, reading the trace as a
-// stream: a first pass finds the trace's start and the threads that need their tree, a
-// second writes each thread's events as they come. A thread's function-tracer calls and
-// graph calls interleave in time order (Write gives the calls first); each event is the
-// same. Memory grows with the call depth, not the events.
+// stream, each thread's events as they come. A version-1 trace is read twice: a first
+// pass finds the trace's start and the threads that need their tree (a return that takes
+// earlier calls as its callees: version 2 has none, its blocks' headers give the calls
+// open where the events resume). A thread's function-tracer calls and graph calls
+// interleave in time order (Write gives the calls first); each event is the same. Memory
+// grows with the call depth, not the events.
 //
 // tids selects threads (none: all); wrap, if not nil, puts the read-time filters
 // between the walk and the writer.
@@ -353,24 +356,44 @@ type Input struct {
 // trace started at (those that do not say start with the earliest).
 func WriteStreams(w io.Writer, ins []Input, vals *argfmt.Formatter) error {
 	type first struct {
-		obs     []calltree.Observer
 		threads []*calltree.Thread
+		tree    []bool // the threads written from their tree
+		counted bool   // a first pass read the trace (and showed the progress)
 		f       *calltree.Forest
 		wall    int64 // wall-clock ns of f.Start (0: unknown)
 	}
 	firsts := make([]first, len(ins))
 	var origin int64
 	for k, in := range ins {
-		obs, threads, err := calltree.WalkStream(in.St, in.Lookup, in.TIDs,
-			func(*tracefile.Thread) calltree.Observer { return &counter{} }, in.Progress)
-		if err != nil {
-			return err
+		var fr first
+		if in.St.Trace.Header.Version >= tracefile.Version2 {
+			// one pass: the start from each thread's first block
+			start, err := in.St.Origin()
+			if err != nil {
+				return err
+			}
+			fr.f = calltree.ForestOf(in.St.Trace, nil)
+			fr.f.Start = start
+			for _, th := range in.St.Trace.Threads {
+				if len(in.TIDs) == 0 || slices.Contains(in.TIDs, th.TID) {
+					fr.threads = append(fr.threads, &calltree.Thread{TID: th.TID, Name: th.Name})
+				}
+			}
+			fr.tree = make([]bool, len(fr.threads))
+		} else {
+			obs, threads, err := calltree.WalkStream(in.St, in.Lookup, in.TIDs,
+				func(*tracefile.Thread) calltree.Observer { return &counter{} }, in.Progress)
+			if err != nil {
+				return err
+			}
+			fr.f, fr.threads, fr.counted = calltree.ForestOf(in.St.Trace, threads), threads, true
+			for k, t := range threads {
+				fr.tree = append(fr.tree, obs[k].(*counter).adopted || t.Tree)
+			}
 		}
-		f := calltree.ForestOf(in.St.Trace, threads)
 		h := in.St.Trace.Header
-		fr := first{obs: obs, threads: threads, f: f}
 		if h.WallStart != 0 {
-			fr.wall = h.WallStart + int64(f.Start) - int64(h.StartNS)
+			fr.wall = h.WallStart + int64(fr.f.Start) - int64(h.StartNS)
 			if origin == 0 || fr.wall < origin {
 				origin = fr.wall
 			}
@@ -388,29 +411,35 @@ func WriteStreams(w io.Writer, ins []Input, vals *argfmt.Formatter) error {
 			shift = fr.wall - origin
 		}
 		cw.process(&fr.f.Header, fr.f.Start, shift)
-		if err := writeThreads(cw, in, fr.obs, fr.threads, vals); err != nil {
+		if fr.counted {
+			in.Progress = nil
+		}
+		if err := writeThreads(cw, in, fr.threads, fr.tree, vals); err != nil {
 			return err
 		}
 	}
 	return cw.end()
 }
 
-// writeThreads is the second pass over one trace: each thread's events, from its tree
-// when its stream rearranges calls (obs: the first pass's counters), else as they come.
-func writeThreads(cw *writer, in Input, obs []calltree.Observer, threads []*calltree.Thread, vals *argfmt.Formatter) error {
+// writeThreads writes each thread's events of one trace: from its tree when tree says
+// its stream rearranges calls, else as they come.
+func writeThreads(cw *writer, in Input, threads []*calltree.Thread, tree []bool, vals *argfmt.Formatter) error {
 	st, wrap := in.St, in.Wrap
 	if wrap == nil {
 		wrap = func(o calltree.Observer) calltree.Observer { return o }
 	}
 	idx := map[int]int{}
+	var total uint64
 	for i, th := range st.Trace.Threads {
 		idx[th.TID] = i
+		total += st.Hint(i)
 	}
+	var done uint64
 	for k, t := range threads {
 		cw.thread(t.TID, t.Name)
 		p := &printer{cw: cw, tid: t.TID, vals: vals}
 		i := idx[t.TID]
-		if obs[k].(*counter).adopted || t.Tree {
+		if tree[k] {
 			if err := treeThread(st, i, in.Lookup, wrap(p)); err != nil {
 				return err
 			}
@@ -420,7 +449,14 @@ func writeThreads(cw *writer, in Input, obs []calltree.Observer, threads []*call
 			continue
 		}
 		st.Values = vals != nil
-		err := calltree.Follow(st, i, in.Lookup, wrap(p), func() bool { return cw.err != nil })
+		th := st.Trace.Threads[i]
+		err := calltree.Follow(st, i, in.Lookup, wrap(p), func() bool {
+			if in.Progress != nil {
+				in.Progress(int(done+th.N), int(total))
+			}
+			return cw.err != nil
+		})
+		done += th.N
 		st.Values = false
 		if err != nil {
 			return err
@@ -428,6 +464,9 @@ func writeThreads(cw *writer, in Input, obs []calltree.Observer, threads []*call
 		if cw.err != nil {
 			return cw.err
 		}
+	}
+	if in.Progress != nil && total > 0 {
+		in.Progress(int(total), int(total))
 	}
 	return nil
 }

@@ -7,7 +7,6 @@
 package filter
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -144,32 +143,9 @@ func (f *Filter) At(origin uint64) *Filter {
 	return &g
 }
 
-var errFirst = errors.New("first batch read")
-
-// Origin is the start of a streamed trace as calltree.ForestOf finds it once the trace
-// is read (the header's start, or the earliest event when earlier), from the first batch
-// of each thread (events come in time order): what `graph --time` and `dump` count from.
-func Origin(st *tracefile.Stream) (uint64, error) {
-	o := st.Trace.Header.StartNS
-	for i, th := range st.Trace.Threads {
-		// a partial decoding counts part of the thread's events and losses: what was
-		// known before stays (a thread not read later is reported from it)
-		n, lost := th.N, th.Lost
-		err := st.Events(i, func(evs []tracefile.Event) error {
-			for k := range evs {
-				if o == 0 || evs[k].TS < o {
-					o = evs[k].TS
-				}
-			}
-			return errFirst
-		})
-		th.N, th.Lost = n, lost
-		if err != nil && !errors.Is(err, errFirst) {
-			return 0, err
-		}
-	}
-	return o, nil
-}
+// Origin is the start of a streamed trace (tracefile.Stream.Origin): what `graph
+// --time` and `dump` count from.
+func Origin(st *tracefile.Stream) (uint64, error) { return st.Origin() }
 
 // inRange reports where ts falls against the time range: -1 before since, 0 inside, 1
 // at or after until.

@@ -131,9 +131,6 @@ func limitedAtOnce(st *tracefile.Stream, o Options) bool {
 		(h.Tracer == tracefile.TracerFunction || h.Tracer == tracefile.TracerFunctionGraph)
 }
 
-// errFirst stops reading a thread at its first call event.
-var errFirst = errors.New("graph: first event read")
-
 func writeLimited(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o Options) error {
 	if o.Counted != nil {
 		o.Counted() // the thread tables say what was lost: no need to read the events
@@ -141,21 +138,9 @@ func writeLimited(w io.Writer, st *tracefile.Stream, lookup calltree.Lookup, o O
 	tr := st.Trace
 	f := calltree.ForestOf(tr, nil)
 	// the times shown count from the trace's earliest event: the first of each thread
-	for i := range tr.Threads {
-		err := st.Events(i, func(evs []tracefile.Event) error {
-			for _, ev := range evs {
-				if ev.Kind == tracefile.Call || ev.Kind == tracefile.Entry || ev.Kind == tracefile.Exit {
-					if ev.TS < f.Start || f.Start == 0 {
-						f.Start = ev.TS
-					}
-					return errFirst
-				}
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errFirst) {
-			return err
-		}
+	var err error
+	if f.Start, err = st.Origin(); err != nil {
+		return err
 	}
 	graphs := tr.Header.Tracer == tracefile.TracerFunctionGraph
 	ew := &errWriter{w: w}

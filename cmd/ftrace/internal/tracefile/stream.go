@@ -1,6 +1,7 @@
 package tracefile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -222,6 +223,35 @@ func (s *Stream) Decoded(i int) (events, rebuilt uint64, ok bool) {
 		return 0, 0, false
 	}
 	return s.decoded[i], s.rebuilt[i], true
+}
+
+var errFirstBatch = errors.New("tracefile: first batch read")
+
+// Origin is the trace's start as a reader of every event finds it (calltree.ForestOf):
+// the header's start, or the earliest call event when earlier. It decodes only the
+// first block of each thread (events come in time order) and leaves the threads' counts
+// as they were: what `graph --time`, `dump` and the time filters count from.
+func (s *Stream) Origin() (uint64, error) {
+	o := s.Trace.Header.StartNS
+	for i, th := range s.Trace.Threads {
+		n, skipped, lost := th.N, th.Skipped, th.Lost
+		err := s.Events(i, func(evs []Event) error {
+			for k := range evs {
+				if k := evs[k].Kind; k != Call && k != Entry && k != Exit {
+					continue
+				}
+				if o == 0 || evs[k].TS < o {
+					o = evs[k].TS
+				}
+			}
+			return errFirstBatch
+		})
+		th.N, th.Skipped, th.Lost = n, skipped, lost
+		if err != nil && !errors.Is(err, errFirstBatch) {
+			return 0, err
+		}
+	}
+	return o, nil
 }
 
 // LastTS is the time of the latest event Counts decoded (0 before it ran).

@@ -315,9 +315,10 @@ func RandomTrace(rng *rand.Rand, ips []uint64, maxThreads, minEvents, maxEvents 
 	return tr
 }
 
-// WriteFile writes tr to path in format "v1", "v2" (blocks of blockEvents) or "v2ring"
+// WriteFile writes tr to path in format "v1", "v2" (blocks of blockEvents), "v2ring"
 // (the same, as a flight recorder whose first two blocks were overwritten, each block
-// also written PARTIAL first).
+// also written PARTIAL first), "v3more" (blocks in three pieces) or "v2dropped" (blocks
+// 2 and 3 dropped, a full disk's loss, and 3 events lost before each block).
 func WriteFile(path string, tr *tracefile.Trace, format string, blockEvents int) error {
 	var buf bytes.Buffer
 	var err error
@@ -330,6 +331,8 @@ func WriteFile(path string, tr *tracefile.Trace, format string, blockEvents int)
 		err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: blockEvents, DropFirst: 2, Partial: true})
 	case "v3more":
 		err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: blockEvents, More: true})
+	case "v2dropped":
+		err = tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: blockEvents, DropFrom: 2, Drop: 2, BlockLost: 3})
 	default:
 		err = fmt.Errorf("unknown format %q", format)
 	}
