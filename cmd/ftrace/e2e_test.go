@@ -806,6 +806,64 @@ int main() { Grid g; std::printf("%d\n", sum(g)); delete[] g.v; return 0; }
 	}
 }
 
+// A C++ program that uses nothing of libstdc++ is linked without it (--as-needed, as
+// Debian's g++ links by default), so the process has no demangler: record -F/-A/-T
+// with C++ names matched nothing ("0 events") until the runtime loaded the library for
+// its demangler on seeing them.
+func TestRecordCXXNamesWithoutLibstdcxx(t *testing.T) {
+	dir := t.TempDir()
+	testenv.Need(t, "g++")
+	lib, inc := testenv.Runtime(t)
+	src := filepath.Join(dir, "q.cc")
+	if err := os.WriteFile(src, []byte(`#include <cstdio>
+namespace ns {
+__attribute__((noinline)) int f(int x) { return 2 * x + 1; }
+__attribute__((noinline)) int g(int x) { return f(x) + f(x + 1); }
+}
+int main(int argc, char **) { int s = 0; for (int i = 0; i < 5; i++) s += ns::g(i + argc); std::printf("%d\n", s); return 0; }
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "q")
+	testenv.Run(t, dir, "g++", "-O2", "-pg", "-mfentry", "-I"+inc, "-c", src, "-o", prog+".o")
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), prog+".o")
+	testenv.Run(t, dir, "g++", "-Wl,--as-needed", "-o", prog, prog+".o", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	testenv.Run(t, dir, testenv.Tool(t, "ftlink"), prog)
+	f, err := elf.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	libs, _ := f.ImportedLibraries()
+	f.Close()
+	for _, l := range libs {
+		if strings.HasPrefix(l, "libstdc++") {
+			t.Fatalf("%s needs %s: the case of a program without it is not made", prog, l)
+		}
+	}
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, c := range []struct {
+		args  []string
+		calls map[string]uint64
+	}{
+		{[]string{"-F", "ns::f"}, map[string]uint64{"ns::f(int)": 10}},
+		{[]string{"-F", "ns::*", "-N", "ns::g(int)"}, map[string]uint64{"ns::f(int)": 10}},
+		{[]string{"-F", "ns::g", "-T", "ns::f@traceoff"}, map[string]uint64{"ns::g(int)": 1}},
+	} {
+		args := append(append([]string{"record", "-q", "-o", "t.dat"}, c.args...), "--", prog)
+		r := testenv.Exec(t, dir, ftrace, args...)
+		if r.Code != 0 || r.Stdout != "80\n" || r.Stderr != "" {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", c.args, r.Code, r.Stdout, r.Stderr)
+		}
+		if _, calls := reportCalls(t, dir, "t.dat"); fmt.Sprint(calls) != fmt.Sprint(c.calls) {
+			t.Errorf("%v: calls %v, want %v", c.args, calls, c.calls)
+		}
+	}
+	testenv.Run(t, dir, ftrace, "record", "-q", "-o", "a.dat", "-A", "ns::f@arg1", "-R", "ns::f@retval", "--", prog)
+	if g := testenv.Run(t, dir, ftrace, "graph", "a.dat"); !strings.Contains(g, "ns::f(1) = 3;") || !strings.Contains(g, "ns::f(6) = 13;") {
+		t.Errorf("-A/-R ns::f: graph shows no values:\n%s", g)
+	}
+}
+
 // TestE2ECXX: demangled names, and frames left by an exception marked unwound.
 func TestE2ECXX(t *testing.T) {
 	dir := t.TempDir()

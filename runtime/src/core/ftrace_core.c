@@ -2580,6 +2580,8 @@ static struct ftrt_syms *obj_syms(struct ftrt_object *o)
 {
 	if (!o->syms)
 		o->syms = ftrt_elf_load_syms(o->path, o->bias);
+	else
+		ftrt_syms_demangle(o->syms);	/* a demangler loaded since */
 	return o->syms;
 }
 
@@ -2739,6 +2741,7 @@ static int set_regex(struct ftrace_ops *ops, const void *buf, int len, int reset
 
 	if (!ops || len < 0 || (len && !buf))
 		return -EINVAL;
+	ftrt_demangler_want(buf, (size_t)len);
 	ret = api_enter();
 	if (ret)
 		return ret;

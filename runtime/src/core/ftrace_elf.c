@@ -227,9 +227,88 @@ static const char *short_name(const char *d)
 	return name_scan(d, &paren);
 }
 
+static demangle_fn demangler;
+
+/* The process's __cxa_demangle (libstdc++), NULL while it has none. */
+static demangle_fn demangler_get(void)
+{
+	demangle_fn d = __atomic_load_n(&demangler, __ATOMIC_ACQUIRE);
+
+	if (!d) {
+		d = (demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		if (d)
+			__atomic_store_n(&demangler, d, __ATOMIC_RELEASE);
+	}
+	return d;
+}
+
+/*
+ * A C++ program that uses nothing of libstdc++ is linked without it (--as-needed, Debian's
+ * default), and its C++ names could then not be demangled: a filter naming 'ns::f'
+ * matched nothing. When a filter or spec names C++ functions, the library is loaded for
+ * its demangler (local symbols, once; its initialisation allocates its exception pool):
+ * what the user asked for by naming them. dlopen runs constructors and takes the loader's
+ * lock, and the runtime's dlopen hook then takes the core lock: never under it.
+ */
+void ftrt_demangler_want(const char *text, size_t len)
+{
+	static int tried;
+	void *h;
+
+	if (!text || demangler_get() || __atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (!memmem(text, len, "::", 2) && !memchr(text, '(', len)) {
+		__atomic_store_n(&tried, 0, __ATOMIC_RELEASE);	/* not C++: a later one may be */
+		return;
+	}
+	h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+	if (h) {
+		demangle_fn d = (demangle_fn)(uintptr_t)dlsym(h, "__cxa_demangle");
+
+		if (d)
+			__atomic_store_n(&demangler, d, __ATOMIC_RELEASE);
+	}
+}
+
+int ftrt_have_demangler(void)
+{
+	return demangler_get() != NULL;
+}
+
+void ftrt_syms_demangle(struct ftrt_syms *s)
+{
+	demangle_fn demangle;
+	size_t i, nz = 0;
+
+	if (!s || s->demangle_done || !(demangle = demangler_get()))
+		return;
+	s->demangle_done = 1;
+	for (i = 0; i < s->n; i++)
+		nz += !strncmp(s->v[i].name, "_Z", 2);
+	s->demangled = calloc(nz, sizeof(char *));
+	for (i = 0; s->demangled && i < s->n; i++) {
+		int status = 0;
+		char *d;
+
+		if (strncmp(s->v[i].name, "_Z", 2))
+			continue;
+		d = demangle(s->v[i].name, NULL, NULL, &status);
+		if (d && !status && s->ndemangled < nz) {
+			s->demangled[s->ndemangled++] = d;
+			s->v[i].shortname = short_name(d);
+			s->v[i].plen = (unsigned)ftrt_name_plen(s->v[i].shortname);
+			/* last: a lookup that sees the name sees its short form */
+			__atomic_store_n(&s->v[i].demangled, d, __ATOMIC_RELEASE);
+		} else {
+			free(d);
+		}
+	}
+}
+
 /*
  * Load the function symbols of path (.symtab, else .dynsym), sorted by address, with
- * demangled names for C++ symbols when the process has __cxa_demangle (libstdc++).
+ * demangled names for C++ symbols when the process has __cxa_demangle (libstdc++; later,
+ * ftrt_syms_demangle, if it gets one).
  */
 struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 {
@@ -238,7 +317,6 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 	Elf64_Shdr *sh = NULL;
 	Elf64_Sym *st = NULL;
 	size_t shnum, i, nsym, pick = 0, nz = 0;
-	demangle_fn demangle;
 	int fd;
 
 	if (!s)
@@ -292,26 +370,8 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 		s->n++;
 	}
 	qsort(s->v, s->n, sizeof(*s->v), sym_cmp);
-	demangle = (demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_demangle");
-	if (nz && demangle) {
-		s->demangled = calloc(nz, sizeof(char *));
-		for (i = 0; s->demangled && i < s->n; i++) {
-			int status = 0;
-			char *d;
-
-			if (strncmp(s->v[i].name, "_Z", 2))
-				continue;
-			d = demangle(s->v[i].name, NULL, NULL, &status);
-			if (d && !status && s->ndemangled < nz) {
-				s->demangled[s->ndemangled++] = d;
-				s->v[i].demangled = d;
-				s->v[i].shortname = short_name(d);
-				s->v[i].plen = (unsigned)ftrt_name_plen(s->v[i].shortname);
-			} else {
-				free(d);
-			}
-		}
-	}
+	s->demangle_done = !nz;
+	ftrt_syms_demangle(s);
 out:
 	free(st);
 	free(sh);

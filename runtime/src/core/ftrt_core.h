@@ -83,6 +83,7 @@ struct ftrt_syms {
 	char		*strtab;
 	char		**demangled;	/* allocations to free */
 	size_t		ndemangled;
+	int		demangle_done;	/* C++ names demangled (or none to demangle) */
 };
 
 struct ftrt_arena;
@@ -148,6 +149,16 @@ struct ftrt_arena {
 int ftrt_elf_find_table(const char *path, uintptr_t *addr, size_t *size);
 struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias);
 void ftrt_syms_free(struct ftrt_syms *s);
+/* Demangle s's C++ names if not done yet and the process now has a demangler. */
+void ftrt_syms_demangle(struct ftrt_syms *s);
+/*
+ * text (len bytes: filter globs, argument specs) names C++ functions ("::" or a parameter
+ * list): make sure the process has a demangler to match them with. Call without the core
+ * lock (it may dlopen).
+ */
+void ftrt_demangler_want(const char *text, size_t len);
+/* Does the process have a demangler (C++ names match in their demangled form)? */
+int ftrt_have_demangler(void);
 const struct ftrt_sym *ftrt_syms_lookup(const struct ftrt_syms *s, uintptr_t addr);
 /*
  * The length of a demangled function name before its parameter list ("ns::f<int>" of

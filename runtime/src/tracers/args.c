@@ -528,6 +528,8 @@ int ft_args_set(int ret, const char *spec, char *bad, size_t badlen)
 			return err;
 		spec = file;
 	}
+	if (spec)
+		ftrt_demangler_want(spec, strlen(spec));
 	pthread_mutex_lock(&args_mu);
 	if (spec && *spec) {
 		nl.text = strdup(spec);

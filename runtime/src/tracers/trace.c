@@ -883,11 +883,14 @@ static int sort_globs(const char *globs, int list, char *out, size_t outlen, int
 					ft_glob_error(r), r == -ENODEV && !strpbrk(g, "*?[(") ?
 					" (no function of that name in the program and the libraries"
 					" loaded so far)" : "",
-					r == -ENODEV && strstr(g, "::") ?
+					r == -ENODEV && strstr(g, "::") ? (ftrt_have_demangler() ?
 					" (C++ names are demangled by the process's libstdc++, which"
 					" cannot read some that ftrace's readers show, such as"
 					" templates with decltype: match those by their mangled"
-					" symbol, 'nm PROG')" : "");
+					" symbol, 'nm PROG')" :
+					" (C++ names are demangled by libstdc++, which this process"
+					" could not load: match them by their mangled symbol,"
+					" 'nm PROG')") : "");
 			if (!err) {
 				err = r;
 				if (bad)
