@@ -431,7 +431,7 @@ func crossLinked(t *testing.T, a crossArch, prog string) {
 	}
 	var outs []string
 	for _, p := range []string{prog, prog + ".ft"} {
-		r := testenv.Exec(t, "", "timeout", "120", a.qemu, "-L", "/usr/"+a.triplet, p)
+		r := testenv.Exec(t, "", "timeout", append([]string{"120"}, testenv.QEMU(strings.TrimPrefix(a.qemu, "qemu-"), a.triplet, p)...)...)
 		if r.Stderr != "" || strings.TrimSpace(r.Stdout) == "" {
 			t.Errorf("%s %s: exit %d\n%s%s", a.qemu, p, r.Code, r.Stdout, r.Stderr)
 		}

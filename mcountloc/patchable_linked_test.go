@@ -190,11 +190,11 @@ func runProg(t *testing.T, c patchCompiler, path, link string) string {
 	}
 	var cmd *exec.Cmd
 	if c.unit == 4 {
-		q, err := exec.LookPath("qemu-aarch64")
-		if err != nil {
+		if _, err := exec.LookPath("qemu-aarch64"); err != nil {
 			return ""
 		}
-		cmd = exec.Command(q, "-L", "/usr/aarch64-linux-gnu", path)
+		q := testenv.QEMUAArch64(path)
+		cmd = exec.Command(q[0], q[1:]...)
 	} else {
 		cmd = exec.Command(path)
 	}

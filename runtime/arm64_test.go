@@ -89,7 +89,8 @@ func a64BuildCC(t *testing.T, dir, name, src string, compile []string, cflags ..
 // a64Run runs prog under qemu-aarch64 with the environment additions (as trRun does).
 func a64Run(t *testing.T, dir, prog string, env []string, args ...string) (string, syscall.WaitStatus) {
 	t.Helper()
-	return trRunCmd(t, dir, prog, exec.Command(a64QEMU, append([]string{"-L", a64Root, prog}, args...)...), env)
+	q := testenv.QEMUAArch64(prog, args...)
+	return trRunCmd(t, dir, prog, exec.Command(q[0], q[1:]...), env)
 }
 
 // a64CheckComplete is trCheckComplete for the generic timer (cntvct_el0): its frequency is
@@ -850,7 +851,7 @@ func TestArm64LiveSwitch(t *testing.T) {
 	live := func(pid int, args ...string) testenv.Result {
 		return ftraceIn(ftrace, run, append([]string{"live", fmt.Sprint(pid)}, args...)...)
 	}
-	qemu := func() *exec.Cmd { return exec.Command(a64QEMU, "-L", a64Root, prog) }
+	qemu := func() *exec.Cmd { q := testenv.QEMUAArch64(prog); return exec.Command(q[0], q[1:]...) }
 
 	p := trStartLiveCmd(t, dir, qemu(), run)
 	if r := live(p.cmd.Process.Pid, "status"); r.Code == 0 || !strings.Contains(r.Stderr, "qemu-user") ||

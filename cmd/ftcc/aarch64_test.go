@@ -64,7 +64,8 @@ int main(void) { int s = 0; for (int i = 0; i < 100; i++) s += mid(i); printf("s
 			testenv.Run(t, dir, ftcc, append(append(append([]string{}, c.compile...), c.flags...), "-O2", "-c", "p.c", "-o", obj)...)
 			testenv.Run(t, dir, ftcc, "aarch64-linux-gnu-gcc", obj, "-o", prog)
 			qemu := func(env ...string) string {
-				cmd := exec.Command("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", prog)
+				q := testenv.QEMUAArch64(prog)
+				cmd := exec.Command(q[0], q[1:]...)
 				cmd.Dir = dir
 				cmd.Env = append(os.Environ(), env...)
 				out, err := cmd.Output()

@@ -177,7 +177,8 @@ func TestPkgConfigAArch64(t *testing.T) {
 	testenv.Run(t, dir, filepath.Join(prefix, "bin", "recordmcount"), "prog.o")
 	testenv.Run(t, dir, cc, append([]string{"prog.o", "-o", "prog"}, pc("--libs", "ftrt")...)...)
 	testenv.Run(t, dir, filepath.Join(prefix, "bin", "ftlink"), "prog")
-	cmd := exec.Command("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "./prog")
+	q := testenv.QEMUAArch64("./prog")
+	cmd := exec.Command(q[0], q[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "FTRACE_TRACER=function", "FTRACE_OUTPUT=t.dat")
 	if out, err := cmd.Output(); err != nil || string(out) != "285\n" {
@@ -213,7 +214,8 @@ ftkit_instrument(app)
 	testenv.Run(t, dir, "cmake", "-S", dir, "-B", bd, "-DCMAKE_PREFIX_PATH="+prefix, "-DCMAKE_SYSTEM_NAME=Linux",
 		"-DCMAKE_SYSTEM_PROCESSOR=aarch64", "-DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc")
 	testenv.Run(t, dir, "cmake", "--build", bd)
-	cmd := exec.Command("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", filepath.Join(bd, "app"))
+	q := testenv.QEMUAArch64(filepath.Join(bd, "app"))
+	cmd := exec.Command(q[0], q[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT="+filepath.Join(dir, "t.dat"),
 		"FTRT_POKE=mprotect")

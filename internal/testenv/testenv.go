@@ -89,6 +89,21 @@ var (
 	a64Err  string
 )
 
+// QEMU is the command that runs a program of another machine under qemu-user with
+// Debian's cross C library of triplet (/usr/<triplet>): its loader by -L, and its other
+// libraries by the guest's library path. Without the path, the cross loader finds a
+// multiarch C library first (libc6:arm64 in /lib/aarch64-linux-gnu, when installed) and
+// pairs itself with another glibc build: traced programs then hung at their first thread.
+func QEMU(arch, triplet string, prog string, args ...string) []string {
+	root := "/usr/" + triplet
+	return append([]string{"qemu-" + arch, "-L", root, "-E", "LD_LIBRARY_PATH=" + root + "/lib", prog}, args...)
+}
+
+// QEMUAArch64 is QEMU for aarch64-linux-gnu.
+func QEMUAArch64(prog string, args ...string) []string {
+	return QEMU("aarch64", "aarch64-linux-gnu", prog, args...)
+}
+
 // AArch64Runtime builds libftrt.a for aarch64 once per test binary (make -C runtime
 // CC=aarch64-linux-gnu-gcc ARCH=arm64 BUILD=<temp>) and returns that BUILD directory
 // (lib/libftrt.a, include/). The caller checks the cross compiler is there.
