@@ -219,6 +219,12 @@ func TestRecordWrapperKeepsEveryTrace(t *testing.T) {
 			t.Errorf("stderr lacks %s:\n%s", want, r.Stderr)
 		}
 	}
+	// the others summed up: fib's 21,892 graph calls in each, two events a call
+	if m := regexp.MustCompile(`(?m)^ftrace: the other 2 traces: 2 threads, ([0-9]+) events$`).FindStringSubmatch(r.Stderr); m == nil {
+		t.Errorf("stderr sums up no other traces:\n%s", r.Stderr)
+	} else if n, _ := strconv.Atoi(m[1]); n < 2*2*21892 {
+		t.Errorf("the other traces: %d events, want %d at least", n, 2*2*21892)
+	}
 	// the program traced itself: no word of a wrapper
 	r = testenv.Exec(t, dir, ftrace, "record", "-o", "self.dat", "--", prog)
 	if r.Code != 0 || strings.Contains(r.Stderr, "wrote none itself") || strings.Contains(r.Stderr, "other traced") {

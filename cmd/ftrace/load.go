@@ -306,7 +306,7 @@ type streams []*streamIn
 func openStreams(c *cli.Context) (streams, error) {
 	var ss streams
 	have := map[int]bool{}
-	for _, path := range c.Args().Slice() {
+	for _, path := range tracePaths(c) {
 		in, err := openStreamPath(c, path, false)
 		if err != nil {
 			ss.Close()
@@ -336,7 +336,7 @@ func (ss streams) warnUnmatched(c *cli.Context) {
 			unmatched[u]++
 		}
 	}
-	warnUnmatchedAll(c, unmatched)
+	warnUnmatchedAll(c, unmatched, len(ss))
 }
 
 // eachStream calls fn with each of the command's traces in turn, open only meanwhile
@@ -345,7 +345,8 @@ func (ss streams) warnUnmatched(c *cli.Context) {
 func eachStream(c *cli.Context, fn func(in *streamIn) error) error {
 	have := map[int]bool{}
 	unmatched := map[string]int{}
-	for _, path := range c.Args().Slice() {
+	paths := tracePaths(c)
+	for _, path := range paths {
 		in, err := openStreamPath(c, path, false)
 		if err != nil {
 			return err
@@ -363,8 +364,47 @@ func eachStream(c *cli.Context, fn func(in *streamIn) error) error {
 	if err := tidsInNone(c, have); err != nil {
 		return err
 	}
-	warnUnmatchedAll(c, unmatched)
+	warnUnmatchedAll(c, unmatched, len(paths))
 	return nil
+}
+
+// tracePaths is the command's trace files but for the snapshots of a process whose own
+// trace, or a later snapshot of it, is also given: a snapshot copies its process's trace
+// so far, and `report t.dat t.dat.*`, as record advises, took t.dat.<pid>.snap.<n> too and
+// counted each call before it twice (the nginx trial). Each one left out is said.
+func tracePaths(c *cli.Context) []string {
+	paths := c.Args().Slice()
+	if len(paths) < 2 {
+		return paths
+	}
+	type proc struct {
+		pid   int
+		start uint64
+	}
+	ids := make([]*tracefile.Ident, len(paths))
+	best := map[proc]int{} // the fullest trace of each process: its own, else the latest snapshot
+	for i, p := range paths {
+		id, err := tracefile.ReadIdent(p)
+		if err != nil {
+			continue // opening it says why
+		}
+		ids[i] = &id
+		k := proc{id.PID, id.Start}
+		if j, ok := best[k]; !ok || ids[j].Snapshot && (!id.Snapshot || id.End > ids[j].End) {
+			best[k] = i
+		}
+	}
+	var out []string
+	for i, p := range paths {
+		if id := ids[i]; id != nil && id.Snapshot {
+			if j := best[proc{id.PID, id.Start}]; j != i {
+				fmt.Fprintf(c.App.ErrWriter, "ftrace: %s: a snapshot of process %d, whose fuller trace %s is given too: left out (its calls would count twice)\n", p, id.PID, paths[j])
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // noteTIDs adds the threads of tr to have.
@@ -384,11 +424,11 @@ func tidsInNone(c *cli.Context, have map[int]bool) error {
 	return nil
 }
 
-// warnUnmatchedAll says which globs matched nothing in any of the command's traces
+// warnUnmatchedAll says which globs matched nothing in any of the n traces read
 // (unmatched: in how many each matched nothing).
-func warnUnmatchedAll(c *cli.Context, unmatched map[string]int) {
+func warnUnmatchedAll(c *cli.Context, unmatched map[string]int, n int) {
 	for _, u := range slices.Sorted(maps.Keys(unmatched)) {
-		if unmatched[u] == c.NArg() {
+		if unmatched[u] == n {
 			fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s matches no function in any of the traces\n", u)
 		}
 	}
@@ -487,21 +527,8 @@ func threadName(n string) string {
 	return " (" + n + ")"
 }
 
-// pct formats part/whole as a percentage with one decimal (never 0.0% for a loss, never
-// 100.0% for a partial one).
-func pct(part, whole uint64) string {
-	if whole == 0 {
-		return "0%"
-	}
-	v := 100 * float64(part) / float64(whole)
-	switch {
-	case part > 0 && v < 0.1:
-		return "<0.1%"
-	case part < whole && v > 99.9:
-		return ">99.9%"
-	}
-	return fmt.Sprintf("%.1f%%", v)
-}
+// pct is tracefile.Pct.
+func pct(part, whole uint64) string { return tracefile.Pct(part, whole) }
 
 // outputFile opens -o's file (stdout for "" or "-"); the returned close commits it.
 func outputFile(c *cli.Context, name string) (io.Writer, func() error, error) {

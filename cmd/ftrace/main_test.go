@@ -105,8 +105,9 @@ func cmdMktrace(ts *testscript.TestScript, neg bool, args []string) {
 	blockLost := fs.Uint64("blocklost", 0, "with -block: events lost before each block but the first")
 	dropFrom := fs.Int("dropfrom", 0, "with -block: the first block the writer could not write")
 	drop := fs.Int("drop", 0, "with -block: how many blocks from -dropfrom the writer could not write")
+	snapshot := fs.Bool("snapshot", false, "mark the trace a snapshot (FlagSnapshot)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
-		ts.Fatalf("usage: mktrace [-elf PROG] [-bias N] [-partial] [-lost] [-block N [-blocklost N] [-dropfrom N -drop N]] IN.txt OUT.dat")
+		ts.Fatalf("usage: mktrace [-elf PROG] [-bias N] [-partial] [-lost] [-snapshot] [-block N [-blocklost N] [-dropfrom N -drop N]] IN.txt OUT.dat")
 	}
 	bias, err := strconv.ParseUint(*biasStr, 0, 64)
 	ts.Check(err)
@@ -125,6 +126,9 @@ func cmdMktrace(ts *testscript.TestScript, neg bool, args []string) {
 	tr.Maps = append(maps, tr.Maps...)
 	if !*partial {
 		tr.Header.Flags |= tracefile.FlagComplete
+	}
+	if *snapshot {
+		tr.Header.Flags |= tracefile.FlagSnapshot
 	}
 	for _, th := range tr.Threads {
 		if th.Lost+th.LostDepth > 0 || *lostFlag {

@@ -326,6 +326,11 @@ func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (even
 		if len(execs) > 0 {
 			fmt.Fprintf(stderr, "ftrace: traces of exec'd images: %s\n", someOf(execs, " "))
 		}
+		if rest := append(append(append([]string{}, others...), kids...), execs...); len(rest) > 0 {
+			for _, l := range othersSummary(rest, c.Bool("no-loss")) {
+				fmt.Fprintln(stderr, l)
+			}
+		}
 	}()
 	// a version 2+ trace announces its counts (block headers, thread tables): reading
 	// every event back took minutes on a 47 GB trace, the deleted file held open meanwhile
@@ -400,6 +405,55 @@ func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (even
 	}
 	fmt.Fprintln(stderr, summaryLine(path, st.Trace, events, lostDepth, d, c.Bool("no-loss")))
 	return events
+}
+
+// othersSummary is record's word on the run's other traces (a server's workers, a test
+// suite's programs: where the work, and the losses, often are): their threads and events
+// from the files' tables, the events they lost and where, and which a limit stopped.
+func othersSummary(paths []string, noLoss bool) []string {
+	var threads int
+	var events, lost uint64
+	var lossy, stopped []string
+	hint, noLossHelps := "", false
+	for _, p := range paths {
+		st, err := tracefile.OpenStream(p)
+		if err != nil {
+			continue
+		}
+		if st.Trace.Header.Version >= tracefile.Version2 { // version 1: counted by reading only
+			for i := range st.Trace.Threads {
+				events += st.Hint(i)
+			}
+		}
+		threads += len(st.Trace.Threads)
+		if sum := tracefile.LostSummary(st.Trace); sum.Lost > 0 {
+			lost += sum.Lost
+			lossy = append(lossy, fmt.Sprintf("%s (%d)", p, sum.Lost))
+			if hint == "" {
+				hint, noLossHelps = sum.Hint, sum.NoLossHelps
+			}
+		}
+		st.Close()
+		if r, err := tracefile.ReadReason(p); err == nil && (r == tracefile.ReasonSize || r == tracefile.ReasonDuration) {
+			stopped = append(stopped, p)
+		}
+	}
+	what := "the other trace"
+	if len(paths) > 1 {
+		what = fmt.Sprintf("the other %d traces", len(paths))
+	}
+	line := fmt.Sprintf("ftrace: %s: %d %s, %d events", what, threads, map[bool]string{true: "thread", false: "threads"}[threads == 1], events)
+	if lost > 0 {
+		if noLoss && noLossHelps {
+			hint = ""
+		}
+		line += fmt.Sprintf(", %d lost (%s%s) in %s", lost, pct(lost, lost+events), hint, someOf(lossy, ", "))
+	}
+	out := []string{line}
+	if len(stopped) > 0 {
+		out = append(out, fmt.Sprintf("ftrace: recording stopped early (--size, --duration) in %s", someOf(stopped, " ")))
+	}
+	return out
 }
 
 // commandName is how record names a traced process by its recorded argv.

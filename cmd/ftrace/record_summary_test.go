@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
 )
 
 // The summary's lost fraction is of the events the file's tables count: record reads no
@@ -52,5 +54,34 @@ func TestSomeOf(t *testing.T) {
 		if got := someOf(names[:tt.n], " "); got != tt.want {
 			t.Errorf("someOf(%d names) = %q, want %q", tt.n, got, tt.want)
 		}
+	}
+}
+
+// The run's other traces are summed up too, from their tables: a server's workers do the
+// work and lose the events (the nginx trial: record spoke of the master's 8.7k events
+// alone while a worker lost 3,221).
+func TestOthersSummary(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		tr, err := tracetest.Parse(text, tracetest.NewNames().Resolve)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Header.Flags |= tracefile.FlagComplete
+		if err := tracetest.WriteFile(p, tr, "v2", 64); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	calm := write("t.dat.11", "tracer function_graph\npid 11\nthread 11 w\n> 10 main\n< 20 main\n")
+	lossy := write("t.dat.12", "tracer function_graph\npid 12\nthread 12 w\nlost 2\n> 10 main\n> 11 f\n< 12 f\n< 20 main\nthread 13 pool\n> 30 g\n< 40 g\n")
+	got := othersSummary([]string{calm, lossy}, false)
+	want := fmt.Sprintf("ftrace: the other 2 traces: 3 threads, 8 events, 2 lost (20.0%%; record with --no-loss to keep every event) in %s (2)", lossy)
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := othersSummary([]string{calm}, true); len(got) != 1 || got[0] != "ftrace: the other trace: 1 thread, 2 events" {
+		t.Errorf("one calm trace: %q", got)
 	}
 }

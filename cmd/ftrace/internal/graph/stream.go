@@ -115,8 +115,8 @@ func threadHeader(ew *errWriter, t *calltree.Thread) {
 	threadTitle(ew, t)
 	if t.Lost > 0 || t.LostDepth > 0 || t.Unmatched > 0 {
 		// said first: the calls below are not all there is
-		ew.printf("# thread %d: %d events lost (%.1f%% of %d), %d calls not graphed (depth limit, or made inside the tracer), %d returns without entry\n",
-			t.TID, t.Lost, 100*float64(t.Lost)/float64(max(t.Lost+t.Events, 1)), t.Lost+t.Events, t.LostDepth, t.Unmatched)
+		ew.printf("# thread %d: %d events lost (%s of %d), %d calls not graphed (depth limit, or made inside the tracer), %d returns without entry\n",
+			t.TID, t.Lost, tracefile.Pct(t.Lost, t.Lost+t.Events), t.Lost+t.Events, t.LostDepth, t.Unmatched)
 	}
 }
 

@@ -390,8 +390,8 @@ func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) e
 	}
 	if lost > 0 {
 		// the figures below miss the calls not recorded: say so before them
-		fmt.Fprintf(bw, "# %d of %d events lost (%.1f%%): calls not recorded are missing from these figures\n",
-			lost, lost+events, 100*float64(lost)/float64(lost+events))
+		fmt.Fprintf(bw, "# %d of %d events lost (%s): calls not recorded are missing from these figures\n",
+			lost, lost+events, tracefile.Pct(lost, lost+events))
 	}
 	timed := f.HasGraph() || f.Header.Tracer == "function_graph"
 	var hdr []string

@@ -262,6 +262,22 @@ type Loss struct {
 	NoLossHelps bool
 }
 
+// Pct formats part/whole as a percentage with one decimal, as every reader writes a lost
+// fraction: never 0.0% for a loss, never 100.0% for a partial one.
+func Pct(part, whole uint64) string {
+	if whole == 0 {
+		return "0%"
+	}
+	v := 100 * float64(part) / float64(whole)
+	switch {
+	case part > 0 && v < 0.1:
+		return "<0.1%"
+	case part < whole && v > 99.9:
+		return ">99.9%"
+	}
+	return fmt.Sprintf("%.1f%%", v)
+}
+
 // LostSummary counts a trace's lost events.
 func LostSummary(t *Trace) Loss {
 	l := Loss{Lost: t.Header.LostNoBuf}

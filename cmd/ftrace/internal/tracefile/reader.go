@@ -101,6 +101,31 @@ func ReadReason(path string) (string, error) {
 	return reasonName(le.Uint32(h[84:])), nil
 }
 
+// Ident says which process and moment a trace file is of, from its header alone.
+type Ident struct {
+	PID        int
+	Start, End uint64 // the header's start and end ticks (End 0: not finalised)
+	Snapshot   bool   // FlagSnapshot: a copy of the process's trace so far
+}
+
+// ReadIdent reads only the header of the trace at path.
+func ReadIdent(path string) (Ident, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Ident{}, err
+	}
+	defer f.Close()
+	h := make([]byte, 80)
+	if _, err := f.ReadAt(h, 0); err != nil {
+		return Ident{}, fmt.Errorf("%s: reading header: %w", path, err)
+	}
+	if string(h[:8]) != Magic {
+		return Ident{}, fmt.Errorf("%s: not an ftkit trace", path)
+	}
+	return Ident{PID: int(le.Uint32(h[20:])), Start: le.Uint64(h[64:]), End: le.Uint64(h[72:]),
+		Snapshot: le.Uint32(h[16:])&FlagSnapshot != 0}, nil
+}
+
 // index reads everything but the events: header, command line, memory maps, the
 // threads' facts and where their events are.
 func index(r io.ReaderAt, size int64) (*Stream, error) {
