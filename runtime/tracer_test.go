@@ -2020,6 +2020,23 @@ func TestTracerTrigger(t *testing.T) {
 			t.Errorf("%q: %v, stderr %q", bad, err, stderr.String())
 		}
 	}
+	// a snapshot that cannot be written is said once, with where it was tried (the nginx
+	// trial: workers that dropped root spent the count in silence); the program goes on
+	snap := filepath.Join(dir, "ftrace.dat.snap.1")
+	os.Remove(snap)
+	if err := os.Mkdir(snap, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := trRun(t, dir, prog, nil)
+	cmd := exec.Command(prog)
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_TRIGGER=snap@snapshot;leaf@snapshot:3")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	want := "ftkit: trigger snapshot: cannot write " + snap + ": "
+	if err := cmd.Run(); err != nil || stdout.String() != plain || strings.Count(stderr.String(), want) != 1 {
+		t.Errorf("snapshot into a directory: %v, stdout %q (plain %q), stderr %q, want one %q", err, stdout.String(), plain, stderr.String(), want)
+	}
 }
 
 // The function tracer's stack traces walk frame pointers: through code that keeps none, the

@@ -429,6 +429,12 @@ func TestE2ELive(t *testing.T) {
 	if r := testenv.Exec(t, dir, ftrace, "live", pid, "graph_function", "nosuch"); r.Code == 0 || !strings.Contains(r.Stderr, "graph_function 'nosuch': matches no function") {
 		t.Errorf("graph_function nosuch: %+v", r)
 	}
+	// a snapshot that cannot be written names where it was tried (the nginx trial:
+	// "Permission denied" alone, from a worker that dropped root)
+	nodir := filepath.Join(dir, "nodir", "s.dat")
+	if r := testenv.Exec(t, dir, ftrace, "live", pid, "snapshot", nodir); r.Code == 0 || !strings.Contains(r.Stderr, nodir+": No such file or directory (name another: snapshot PATH)") {
+		t.Errorf("snapshot into no directory: %+v", r)
+	}
 	if r := testenv.Exec(t, dir, ftrace, "live", pid, "tracer", "bogus"); r.Code == 0 || !strings.Contains(r.Stderr, "refused") {
 		t.Errorf("bogus tracer accepted: %+v", r)
 	}

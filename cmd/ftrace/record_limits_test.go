@@ -93,6 +93,36 @@ func TestRecordLimits(t *testing.T) {
 	}
 }
 
+// --duration bounds the run: a process of it (a fork child, an exec'd image, a program a
+// wrapper ran) counts from the run's start, FTRACE_SESSION, not from its own (the nginx
+// trial: workers a reload forked recorded a second past the limit).
+func TestDurationCountsFromRunStart(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "loop", loopSrc)
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, c := range []struct {
+		ago    time.Duration // how long the run has lasted when the program starts
+		reason string
+	}{{0, "exit"}, {10 * time.Second, "duration limit"}} {
+		out := filepath.Join(dir, "d.dat")
+		cmd := exec.Command(prog, "40", "100")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "FTRACE_TRACER=function", "FTRACE_CONTROL=0", "FTRACE_OUTPUT="+out,
+			"FTRACE_DURATION=5s", "FTRACE_SESSION="+strconv.FormatInt(time.Now().Add(-c.ago).UnixNano(), 10))
+		if got, err := cmd.Output(); err != nil || string(got) != "rounds 40 sum 4000\n" {
+			t.Fatalf("run begun %v ago: %v, output %q", c.ago, err, got)
+		}
+		info := strings.Join(strings.Fields(testenv.Run(t, dir, ftrace, "info", out)), " ")
+		if !strings.Contains(info, "written because: "+c.reason) {
+			t.Errorf("run begun %v ago: want the trace written because of %s:\n%s", c.ago, c.reason, info)
+		}
+		_, calls := reportCalls(t, dir, out)
+		if n := calls["work"]; (c.ago == 0) != (n == 4000) {
+			t.Errorf("run begun %v ago: %d calls of work recorded of 4000", c.ago, n)
+		}
+	}
+}
+
 // A directory on a read-only file system: the program runs, untraced where no trace can be
 // written (the runtime says so), instead of ftrace refusing because removing a trace that
 // is not there says EROFS, not ENOENT (found with GNU patch).

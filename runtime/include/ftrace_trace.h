@@ -102,7 +102,8 @@ int ftrace_trace_marker(const char *fmt, ...) __attribute__((format(printf, 1, 2
 int ftrace_trace_marker_write(const char *text, size_t len);
 /* Stop / resume recording (ops unregistered / registered again). */
 int ftrace_trace_enable(int on);
-/* Write a snapshot; path NULL = "<output>.snap.<n>"; the name used goes to out. */
+/* Write a snapshot; path NULL = "<output>.snap.<n>"; the name used goes to out (also on
+   failure: where it tried; "" when no trace is being written, -ENODEV). */
 int ftrace_trace_snapshot(const char *path, char *out, size_t outlen);
 /* Stop tracing and finalise the trace file now. */
 int ftrace_trace_finish(void);

@@ -198,7 +198,17 @@ static void handle(int fd, char *line)
 		/* dump: a flight recorder's rings, written as a snapshot is */
 		int err = ftrace_trace_snapshot(*arg ? arg : NULL, out, sizeof(out));
 
-		result(fd, err, out);
+		if (err && *out) {
+			/* where it tried: a worker that dropped root cannot write beside a
+			   trace started as root */
+			char buf[PATH_MAX + 128];
+
+			snprintf(buf, sizeof(buf), "error %s: %s (name another: %s PATH)\n", out,
+				 strerror(-err), line);
+			reply(fd, buf);
+		} else {
+			result(fd, err, out);
+		}
 	} else if (!strcmp(line, "ring")) {
 		uint64_t bytes = 0;
 

@@ -1349,6 +1349,26 @@ void ft_session_set_stop(void (*stop)(int reason))
 	lim.stop = stop;
 }
 
+/*
+ * When the run began, on now_ms()'s clock: FTRACE_SESSION's time (ftrace record's start,
+ * or the start of the traced process that began the run) when given, so that --duration
+ * bounds the run: a fork child or exec'd image of it counted from its own start (the
+ * nginx trial: workers a reload forked recorded a second past the limit). Else now.
+ */
+static uint64_t run_start_ms(void)
+{
+	uint64_t now = now_ms(), ago;
+	struct timespec rt;
+
+	if (!run_since_ns || clock_gettime(CLOCK_REALTIME, &rt))
+		return now;
+	ago = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	if (ago <= run_since_ns)
+		return now;
+	ago = (ago - run_since_ns) / 1000000;
+	return ago < now ? now - ago : 0;
+}
+
 /* The writer, after a pass: a limit reached ends the session (once). */
 static void limits_check(uint64_t now)
 {
@@ -1846,7 +1866,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	s->gen++;
 	s->finished = 0;
 	s->finisher = 0;
-	lim.start_ms = now_ms();	/* a fork child's time counts from its own start */
+	lim.start_ms = run_start_ms();
 	lim.fired = 0;
 	__atomic_store_n(&s->state, FT_SESS_LIVE, __ATOMIC_RELEASE);
 	err = writer_start();
@@ -2741,11 +2761,13 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 {
 	struct ft_session *s = &ft_sess;
 	struct ftkit_file_header h;
-	char final[PATH_MAX + 32], tmp[PATH_MAX + 64];
+	char final[PATH_MAX + 32] = "", tmp[PATH_MAX + 64];
 	uint64_t end0, end, o, lost, depth, nthr;
 	struct ft_batch *bt = &snap_bt;
 	int fd, err = 0;
 
+	if (out && outlen)
+		out[0] = 0;
 	if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE)
 		return -ENODEV;
 	pthread_mutex_lock(&snap_mu);
@@ -2812,9 +2834,11 @@ int ft_session_snapshot(const char *path, char *out, size_t outlen)
 		err = rename_output(tmp, final);
 	if (err)
 		unlink(tmp);
-	else if (out)
-		ft_strlcpy(out, final, outlen);
 out:
+	/* the path also on failure: a worker that dropped root cannot write beside a trace
+	   made in root's directory, and the caller says where it tried (the nginx trial) */
+	if (out)
+		ft_strlcpy(out, final, outlen);
 	pthread_mutex_unlock(&snap_mu);
 	return err;
 }

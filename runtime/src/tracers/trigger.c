@@ -221,9 +221,16 @@ static FTRT_ARCH_CALLBACK void trig_func(unsigned long ip, unsigned long parent_
 		case ACT_TRACEOFF:
 			ft_trace_pause(1);
 			break;
-		case ACT_SNAPSHOT:
-			ftrace_trace_snapshot(NULL, out, sizeof(out));
+		case ACT_SNAPSHOT: {
+			static int said;
+			int err = ftrace_trace_snapshot(NULL, out, sizeof(out));
+
+			/* once: a worker that dropped root cannot write beside a trace
+			   started as root, and the count was spent in silence */
+			if (err && err != -ENODEV && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+				ft_msg_err("trigger snapshot: cannot write ", *out ? out : "it", err);
 			break;
+		}
 		case ACT_STACK:
 			act_stack(ip, parent_ip, fregs);
 			break;
