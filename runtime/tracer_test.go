@@ -3457,6 +3457,10 @@ func TestTracerFilterNames(t *testing.T) {
 		{"sca?ed", "scaled.constprop.0"},
 		{"cscaled(int, int)", "cscaled(int, int) [clone .constprop.0]"},
 		{"ns::two(char const*, int),scaled", "ns::two(char const*, int)|scaled.constprop.0"},
+		// an operator template: its "<" opens brackets, its comma splits nothing
+		{"ns::operator+<*", "ns::V ns::operator+<long, int>(ns::V, int)"},
+		{"ns::operator+<long, int>,scaled", "ns::V ns::operator+<long, int>(ns::V, int)|scaled.constprop.0"},
+		{"int>,scaled", "scaled.constprop.0"},
 	} {
 		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "FTRACE_OUTPUT=n.dat", "FTRACE_FILTER=" + c.filter}, "3")
 		if out != want || ws.ExitStatus() != 0 {

@@ -179,14 +179,20 @@ func (l *specList) String() string {
 // cloneDescribe is fn.Describe() for a function that exists only as the gcc clone clone
 // (a symbol; "" for other functions), named as the readers name its calls:
 // memcached's "process_command_ascii.part.0(conn *c @rdi, …)", a C++ clone's
-// "pick(Big b @…, int x @…) [clone .isra.0]".
+// "pick(Big b @…, int x @…) [clone .isra.0]", a deleting destructor's "S::~S(S *const this
+// @rdi) [deleting]" (without the tag, it read as the complete destructor's line: the
+// leveldb trial).
 func cloneDescribe(fn *fnargs.Func, clone string) string {
 	desc := fn.Describe()
-	if clone == "" {
+	sym := clone
+	if sym == "" {
+		sym = fn.Linkage
+	}
+	if sym == "" {
 		return desc
 	}
-	base, tags := symbolize.CutTags(symbolize.FuncName(clone))
-	if !strings.Contains(base, "(") { // C: the symbol is the name
+	base, tags := symbolize.CutTags(symbolize.FuncName(sym))
+	if clone != "" && !strings.Contains(base, "(") { // C: the symbol is the name
 		desc = base + strings.TrimPrefix(desc, fn.Name)
 	}
 	return desc + tags

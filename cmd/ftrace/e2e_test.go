@@ -930,6 +930,30 @@ func TestE2ECXXNames(t *testing.T) {
 	}
 }
 
+// ftrace args names a deleting destructor as the readers do, "[deleting]" after it: its
+// line read as the complete destructor's (the leveldb trial).
+func TestArgsDeletingDestructor(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTracedWith(t, "g++", ".cc", dir, "dtor", `#include <cstdio>
+struct B { int v; B(int x) : v(x) {} virtual ~B() { std::printf("~B %d\n", v); } };
+__attribute__((noinline)) void drop(B *b) { delete b; }
+int main() { B local(1); drop(new B(2)); return 0; }
+`)
+	got := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "args", prog, "B::~B*")
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	deleting := 0
+	for _, l := range lines {
+		if strings.HasSuffix(l, "B::~B(B *const this @rdi) [deleting]") {
+			deleting++
+		} else if !strings.HasSuffix(l, "B::~B(B *const this @rdi)") {
+			t.Errorf("line %q", l)
+		}
+	}
+	if len(lines) != 2 || deleting != 1 {
+		t.Errorf("ftrace args B::~B*: want the complete and the deleting destructor, one tagged:\n%s", got)
+	}
+}
+
 // A C++ function that GNU's demangler (the runtime's, through libstdc++) names otherwise
 // than the readers do: std::call_once's lambda helper (_FUN), whose name as report prints
 // it, given to record -F, matched nothing (the re2 trial: 7 functions of re2). record

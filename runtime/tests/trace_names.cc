@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Names a filter must take as the readers print them: C++ signatures with spaces and
- * commas (a template's with its return type), and gcc clones of static functions
+ * commas (a template's with its return type, an operator template's), and gcc clones of static functions
  * (scaled.constprop.0, "cscaled(int, int) [clone .constprop.0]", named "scaled" and
  * "cscaled(int, int)" in the source).  It uses libstdc++, as C++ programs
  * do: the runtime demangles with its __cxa_demangle.
@@ -20,6 +20,15 @@ template <typename T> __attribute__((noinline)) bool pick(const char *a, const c
 __attribute__((noinline)) int two(const char *a, int b)
 {
 	return (int)strlen(a) + b;
+}
+
+/* an operator template: "ns::V ns::operator+<long, int>(ns::V, int)" */
+struct V {
+	int v;
+};
+template <typename A, typename B> __attribute__((noinline)) V operator+(V x, B b)
+{
+	return V{ x.v + (int)(A)b };
 }
 }
 
@@ -44,6 +53,7 @@ int main(int argc, char **argv)
 		s += ns::two("abc", i);
 		s += scaled(i, 7) + scaled(i + 1, 7);
 		s += cscaled(i, 5) + cscaled(i + 2, 5);
+		s += ns::operator+<long, int>(ns::V{ i }, 2).v;
 	}
 	std::string out = std::to_string(s);	/* libstdc++ in the process: names demangled */
 	printf("%s\n", out.c_str());

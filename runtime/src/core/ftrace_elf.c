@@ -149,19 +149,32 @@ static int sym_rank(const Elf64_Sym *st, const char *name)
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
+/*
+ * C++'s operator symbols of more than one character, longest first: the symbol after
+ * "operator" is the longest that starts there, so "operator+<long, int>" is operator+ and
+ * its template arguments (whose comma splits no filter list), not an operator "+<" (the
+ * leveldb trial: 'ns::operator+<*' matched nothing, and 'int>' matched it).
+ */
+static const char *const operator_tokens[] = {
+	"<=>", "<<=", ">>=", "->*", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
+	"++", "--", "+=", "-=", "*=", "/=", "%=", "^=", "&=", "|=", "->", "()", "[]",
+};
+
 const char *ftrt_operator_end(const char *s, const char *p)
 {
+	size_t k;
+
 	if (strncmp(p, "operator", 8) || isalnum((unsigned char)p[8]) || p[8] == '_' ||
 	    (p != s && (isalnum((unsigned char)p[-1]) || p[-1] == '_')))
 		return NULL;
 	p += 8;
 	if (!*p)
 		return p - 1;
-	if ((*p == '(' && p[1] == ')') || (*p == '[' && p[1] == ']'))
-		p++;		/* operator(), operator[] */
-	else
-		while (p[1] && strchr("<>=!+-*/%^&|~,", p[1]))
-			p++;
+	for (k = 0; k < sizeof(operator_tokens) / sizeof(operator_tokens[0]); k++)
+		if (!strncmp(p, operator_tokens[k], strlen(operator_tokens[k]))) {
+			p += strlen(operator_tokens[k]) - 1;
+			break;
+		}
 	if (p[1] == ' ' && p[2] == '<')
 		p++;		/* "operator< <T>": the space before template arguments */
 	return p;

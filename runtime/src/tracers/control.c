@@ -202,10 +202,13 @@ static void handle(int fd, char *line)
 			/* where it tried: a worker that dropped root cannot write beside a
 			   trace started as root */
 			char buf[PATH_MAX + 128];
+			int n = snprintf(buf, sizeof(buf), "error %s: %s (name another: %s PATH)\n",
+					 out, strerror(-err), line);
 
-			snprintf(buf, sizeof(buf), "error %s: %s (name another: %s PATH)\n", out,
-				 strerror(-err), line);
-			reply(fd, buf);
+			if (n > 0 && n < (int)sizeof(buf))
+				reply(fd, buf);
+			else
+				result(fd, err, NULL);
 		} else {
 			result(fd, err, out);
 		}

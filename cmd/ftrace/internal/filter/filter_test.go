@@ -69,6 +69,8 @@ func TestMatchFunc(t *testing.T) {
 	clone := &symbolize.Func{Name: "ltputs.constprop.0", Raw: "ltputs.constprop.0"}
 	op := &symbolize.Func{Name: "bool ns::operator< <int>(ns::Box<int> const&, ns::Box<int> const&)"}
 	coop := &symbolize.Func{Name: "int cooperator<int, long>::run(int)"}
+	opt := &symbolize.Func{Name: "ns::V ns::operator+<long, int>(ns::V, int)"}
+	shl := &symbolize.Func{Name: "std::basic_ostream<char, std::char_traits<char> >& std::operator<< <std::char_traits<char> >(std::basic_ostream<char, std::char_traits<char> >&, char const*)"}
 	abi := &symbolize.Func{Name: "fmt::v9::vformat[abi:cxx11](fmt::v9::basic_string_view<char>)"}
 	dtor := &symbolize.Func{Name: "testing::TestFactoryImpl::~TestFactoryImpl() [deleting]"}
 	for _, tc := range []struct {
@@ -107,6 +109,15 @@ func TestMatchFunc(t *testing.T) {
 		{coop, "cooperator<int, long>::run", true}, // "operator" inside a name is no operator
 		{coop, "long>::run*", false},
 		{op, "ns::operator<*", true},
+		// an operator template's arguments are brackets, its comma no separator (the
+		// leveldb trial: "operator+<" was taken for the operator, and "int>" matched)
+		{opt, "ns::operator+<*", true},
+		{opt, "ns::operator+<long, int>", true},
+		{opt, "ns::operator+<long, int>(ns::V, int)", true},
+		{opt, "int>", false},
+		{opt, "int>*", false},
+		{shl, "std::operator<< <std::char_traits<char> >", true},
+		{shl, "std::operator<<*", true},
 	} {
 		g, err := Compile(tc.pat)
 		if err != nil {

@@ -213,10 +213,7 @@ func nameProper(name string) string {
 	for i := 0; i < end; i++ {
 		if strings.HasPrefix(name[i:], "operator") && (i+8 == len(name) || !isIdent(name[i+8])) &&
 			(i == 0 || !isIdent(name[i-1])) {
-			i += 8
-			for i+1 < end && strings.IndexByte("<>=!+-*/%^&|~,[]()", name[i+1]) >= 0 && name[i+1] != '(' {
-				i++
-			}
+			i += 7 + operatorLen(name[i+8:end])
 			if i+2 < end && name[i+1] == ' ' && name[i+2] == '<' {
 				i++ // "operator< <int>": the space before template arguments
 			}
@@ -232,6 +229,23 @@ func nameProper(name string) string {
 		}
 	}
 	return name[start:]
+}
+
+// operatorTokens are C++'s operator symbols, longest first: the symbol after "operator" is
+// the longest of them that starts there ("operator+<long, int>" is operator+ and its
+// template arguments, not an operator "+<").
+var operatorTokens = []string{"<=>", "<<=", ">>=", "->*", "<<", ">>", "<=", ">=", "==", "!=",
+	"&&", "||", "++", "--", "+=", "-=", "*=", "/=", "%=", "^=", "&=", "|=", "->", "()", "[]",
+	"<", ">", "+", "-", "*", "/", "%", "^", "&", "|", "~", "!", "=", ","}
+
+// operatorLen is the length of the operator symbol s starts with (at least 1).
+func operatorLen(s string) int {
+	for _, t := range operatorTokens {
+		if strings.HasPrefix(s, t) {
+			return len(t)
+		}
+	}
+	return 1
 }
 
 func isIdent(c byte) bool {
