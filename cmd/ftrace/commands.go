@@ -204,9 +204,9 @@ func graphMany(c *cli.Context) error {
 		return cmp.Compare(a, b)
 	})
 	w := bufio.NewWriter(c.App.Writer)
-	shown := 0
+	shown, tids := 0, c.IntSlice("tid")
 	for _, in := range ins {
-		if tids := c.IntSlice("tid"); len(tids) > 0 && !slices.ContainsFunc(in.st.Trace.Threads,
+		if len(tids) > 0 && !slices.ContainsFunc(in.st.Trace.Threads,
 			func(th *tracefile.Thread) bool { return slices.Contains(tids, th.TID) }) {
 			continue // none of its threads asked for: not even its line
 		}
@@ -583,7 +583,7 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 		fmt.Fprintf(w, "lost (no buffer):\t%d\n", h.LostNoBuf)
 	}
 	if sum.Lost > 0 {
-		fmt.Fprintf(w, "lost in all:\t%d of %d events (%s)\n", sum.Lost, sum.Lost+sum.Recorded, pct(sum.Lost, sum.Lost+sum.Recorded))
+		fmt.Fprintf(w, "lost in all:\t%d of %d events (%s)\n", sum.Lost, sum.Lost+sum.Recorded, tracefile.Pct(sum.Lost, sum.Lost+sum.Recorded))
 	}
 	fmt.Fprintf(w, "calls not graphed:\t%d\n", lostDepth) // depth limit, full shadow stack, or made inside the tracer
 	fmt.Fprintf(w, "threads:\t%d\n", len(tr.Threads))

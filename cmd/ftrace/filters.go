@@ -66,7 +66,7 @@ func boundFilter(f *filter.Filter, st *tracefile.Stream) (*filter.Filter, func(c
 		return f, nil, nil
 	}
 	if f.Timed() {
-		origin, err := filter.Origin(st)
+		origin, err := st.Origin()
 		if err != nil {
 			return nil, nil, err
 		}

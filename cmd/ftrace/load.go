@@ -508,7 +508,7 @@ func warnLost(c *cli.Context, path string, tr *tracefile.Trace) {
 	}
 	w := c.App.ErrWriter
 	fmt.Fprintf(w, "ftrace: warning: %s: %d events lost (%s of %d); the time of calls not recorded shows as their callers' self time%s\n",
-		path, sum.Lost, pct(sum.Lost, sum.Lost+sum.Recorded), sum.Lost+sum.Recorded, sum.Hint)
+		path, sum.Lost, tracefile.Pct(sum.Lost, sum.Lost+sum.Recorded), sum.Lost+sum.Recorded, sum.Hint)
 	const most = 8
 	for i, th := range sum.Threads {
 		if i == most {
@@ -516,7 +516,7 @@ func warnLost(c *cli.Context, path string, tr *tracefile.Trace) {
 			break
 		}
 		fmt.Fprintf(w, "ftrace: warning: %s: thread %d%s: %d of %d events lost (%s)\n",
-			path, th.TID, threadName(th.Name), th.Lost, th.Lost+th.Recorded, pct(th.Lost, th.Lost+th.Recorded))
+			path, th.TID, threadName(th.Name), th.Lost, th.Lost+th.Recorded, tracefile.Pct(th.Lost, th.Lost+th.Recorded))
 	}
 }
 
@@ -526,9 +526,6 @@ func threadName(n string) string {
 	}
 	return " (" + n + ")"
 }
-
-// pct is tracefile.Pct.
-func pct(part, whole uint64) string { return tracefile.Pct(part, whole) }
 
 // outputFile opens -o's file (stdout for "" or "-"); the returned close commits it.
 func outputFile(c *cli.Context, name string) (io.Writer, func() error, error) {

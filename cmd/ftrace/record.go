@@ -433,10 +433,10 @@ func othersSummary(paths []string, noLoss bool) []string {
 				hint, noLossHelps = sum.Hint, sum.NoLossHelps
 			}
 		}
-		st.Close()
-		if r, err := tracefile.ReadReason(p); err == nil && (r == tracefile.ReasonSize || r == tracefile.ReasonDuration) {
+		if r := st.Trace.Header.Reason; r == tracefile.ReasonSize || r == tracefile.ReasonDuration {
 			stopped = append(stopped, p)
 		}
+		st.Close()
 	}
 	what := "the other trace"
 	if len(paths) > 1 {
@@ -447,7 +447,7 @@ func othersSummary(paths []string, noLoss bool) []string {
 		if noLoss && noLossHelps {
 			hint = ""
 		}
-		line += fmt.Sprintf(", %d lost (%s%s) in %s", lost, pct(lost, lost+events), hint, someOf(lossy, ", "))
+		line += fmt.Sprintf(", %d lost (%s%s) in %s", lost, tracefile.Pct(lost, lost+events), hint, someOf(lossy, ", "))
 	}
 	out := []string{line}
 	if len(stopped) > 0 {
@@ -475,7 +475,7 @@ func summaryLine(path string, tr *tracefile.Trace, events, lostDepth uint64, d t
 		if noLoss && sum.NoLossHelps {
 			hint = ""
 		}
-		fmt.Fprintf(&b, ", %d lost (%s%s)", sum.Lost, pct(sum.Lost, sum.Lost+events), hint)
+		fmt.Fprintf(&b, ", %d lost (%s%s)", sum.Lost, tracefile.Pct(sum.Lost, sum.Lost+events), hint)
 	}
 	if lostDepth > 0 {
 		fmt.Fprintf(&b, ", %d calls not graphed", lostDepth)

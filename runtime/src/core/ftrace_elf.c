@@ -268,12 +268,9 @@ void ftrt_demangler_want(const char *text, size_t len)
 	static int tried;
 	void *h;
 
-	if (!text || demangler_get() || __atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL))
+	if (!text || (!memmem(text, len, "::", 2) && !memchr(text, '(', len)) || demangler_get() ||
+	    __atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (!memmem(text, len, "::", 2) && !memchr(text, '(', len)) {
-		__atomic_store_n(&tried, 0, __ATOMIC_RELEASE);	/* not C++: a later one may be */
-		return;
-	}
 	h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
 	if (h) {
 		demangle_fn d = (demangle_fn)(uintptr_t)dlsym(h, "__cxa_demangle");

@@ -1297,6 +1297,14 @@ static char inherit_buf[4096];
 static char *inherit[NR_INHERIT + 1];
 static int nr_inherit;
 
+/* FTRACE_INHERIT=0, or secure-execution mode: the environment of children is left alone */
+static int inherit_off(void)
+{
+	const char *off = secure_getenv("FTRACE_INHERIT");
+
+	return (off && !strcmp(off, "0")) || getauxval(AT_SECURE);
+}
+
 /*
  * The first traced process of a run started from the environment (FTRACE_TRACER set by
  * the user, not by ftrace record) starts the run: FTRACE_SESSION, its start, goes into
@@ -1306,14 +1314,6 @@ static int nr_inherit;
  * move_aside_descendant).  Not with FTRACE_INHERIT=0 (the program's environment is left
  * alone), nor in secure-execution mode.
  */
-/* FTRACE_INHERIT=0, or secure-execution mode: the environment of children is left alone */
-static int inherit_off(void)
-{
-	const char *off = secure_getenv("FTRACE_INHERIT");
-
-	return (off && !strcmp(off, "0")) || getauxval(AT_SECURE);
-}
-
 static void session_init(const char *tracer)
 {
 	struct timespec now;

@@ -7,12 +7,12 @@ import (
 )
 
 // Validate checks a trace-event JSON document as the viewers need it: the object form
-// with a traceEvents array; every event has ph, pid and tid, and all but "E" a name; "X", "B", "E" and "i"
-// events a non-negative ts, "X" events a non-negative dur and, per thread, proper nesting
-// (in file order each lies inside the enclosing open one); per thread, each "E" ends the
-// innermost open "B" (of the same name, if it has one) no earlier than it began, and every "B" is ended;
-// metadata events an args.name; and every thread with events a thread_name. It returns
-// the number of events per phase.
+// with a traceEvents array; every event has ph, pid and tid, and all but "E" a name;
+// "X", "B", "E" and "i" events a non-negative ts, "X" events a non-negative dur and, per
+// thread, proper nesting (in file order each lies inside the enclosing open one); per
+// thread, each "E" ends the innermost open "B" (of the same name, if it has one) no
+// earlier than it began, and every "B" is ended; metadata events an args.name; and every
+// thread with events a thread_name. It returns the number of events per phase.
 func Validate(data []byte) (map[string]int, error) {
 	var doc struct {
 		TraceEvents     []map[string]any `json:"traceEvents"`

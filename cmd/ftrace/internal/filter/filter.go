@@ -143,10 +143,6 @@ func (f *Filter) At(origin uint64) *Filter {
 	return &g
 }
 
-// Origin is the start of a streamed trace (tracefile.Stream.Origin): what `graph
-// --time` and `dump` count from.
-func Origin(st *tracefile.Stream) (uint64, error) { return st.Origin() }
-
 // inRange reports where ts falls against the time range: -1 before since, 0 inside, 1
 // at or after until.
 func (f *Filter) inRange(ts uint64) int {

@@ -231,14 +231,14 @@ func nameProper(name string) string {
 	return name[start:]
 }
 
-// operatorTokens are C++'s operator symbols, longest first: the symbol after "operator" is
-// the longest of them that starts there ("operator+<long, int>" is operator+ and its
-// template arguments, not an operator "+<").
+// operatorTokens are C++'s operator symbols of more than one character, longest first: the
+// symbol after "operator" is the longest that starts there ("operator+<long, int>" is
+// operator+ and its template arguments, not an operator "+<"), as the runtime's
+// ftrt_operator_end reads it.
 var operatorTokens = []string{"<=>", "<<=", ">>=", "->*", "<<", ">>", "<=", ">=", "==", "!=",
-	"&&", "||", "++", "--", "+=", "-=", "*=", "/=", "%=", "^=", "&=", "|=", "->", "()", "[]",
-	"<", ">", "+", "-", "*", "/", "%", "^", "&", "|", "~", "!", "=", ","}
+	"&&", "||", "++", "--", "+=", "-=", "*=", "/=", "%=", "^=", "&=", "|=", "->", "()", "[]"}
 
-// operatorLen is the length of the operator symbol s starts with (at least 1).
+// operatorLen is the length of the operator symbol s starts with (1: a one-character one).
 func operatorLen(s string) int {
 	for _, t := range operatorTokens {
 		if strings.HasPrefix(s, t) {

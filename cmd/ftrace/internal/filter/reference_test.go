@@ -168,7 +168,7 @@ func TestStreamedFiltersMatchReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			origin, err := filter.Origin(st)
+			origin, err := st.Origin()
 			if err != nil {
 				t.Fatal(err)
 			}

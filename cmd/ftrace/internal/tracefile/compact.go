@@ -385,7 +385,6 @@ func (s *Stream) staysOpen(blocks []block, k int, open []frame, buf *[]byte) boo
 	}
 	h := (*buf)[:n]
 	if _, err := s.r.ReadAt(h, blocks[k].off); err != nil || int(le.Uint32(h[52:])) < len(open) {
-
 		return false
 	}
 	for i, f := range open {

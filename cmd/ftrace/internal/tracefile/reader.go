@@ -83,29 +83,13 @@ func reasonName(reason uint32) string {
 	return fmt.Sprintf("reason(%d)", reason)
 }
 
-// ReadReason reads only the header of the trace at path and returns why it was finalised
-// (Header.Reason): what a caller needs without the stream's index of the whole file.
-func ReadReason(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := make([]byte, 88)
-	if _, err := f.ReadAt(h, 0); err != nil {
-		return "", fmt.Errorf("%s: reading header: %w", path, err)
-	}
-	if string(h[:8]) != Magic {
-		return "", fmt.Errorf("%s: not an ftkit trace", path)
-	}
-	return reasonName(le.Uint32(h[84:])), nil
-}
-
-// Ident says which process and moment a trace file is of, from its header alone.
+// Ident says which process and moment a trace file is of, and why it was finalised, from
+// its header alone: what a caller needs without the stream's index of the whole file.
 type Ident struct {
 	PID        int
 	Start, End uint64 // the header's start and end ticks (End 0: not finalised)
 	Snapshot   bool   // FlagSnapshot: a copy of the process's trace so far
+	Reason     string // as Header.Reason
 }
 
 // ReadIdent reads only the header of the trace at path.
@@ -115,7 +99,7 @@ func ReadIdent(path string) (Ident, error) {
 		return Ident{}, err
 	}
 	defer f.Close()
-	h := make([]byte, 80)
+	h := make([]byte, 88)
 	if _, err := f.ReadAt(h, 0); err != nil {
 		return Ident{}, fmt.Errorf("%s: reading header: %w", path, err)
 	}
@@ -123,7 +107,13 @@ func ReadIdent(path string) (Ident, error) {
 		return Ident{}, fmt.Errorf("%s: not an ftkit trace", path)
 	}
 	return Ident{PID: int(le.Uint32(h[20:])), Start: le.Uint64(h[64:]), End: le.Uint64(h[72:]),
-		Snapshot: le.Uint32(h[16:])&FlagSnapshot != 0}, nil
+		Snapshot: le.Uint32(h[16:])&FlagSnapshot != 0, Reason: reasonName(le.Uint32(h[84:]))}, nil
+}
+
+// ReadReason is ReadIdent's Reason: why the trace at path was finalised.
+func ReadReason(path string) (string, error) {
+	id, err := ReadIdent(path)
+	return id.Reason, err
 }
 
 // index reads everything but the events: header, command line, memory maps, the

@@ -237,7 +237,7 @@ func (s *Stream) Origin() (uint64, error) {
 		n, skipped, lost := th.N, th.Skipped, th.Lost
 		err := s.Events(i, func(evs []Event) error {
 			for k := range evs {
-				if k := evs[k].Kind; k != Call && k != Entry && k != Exit {
+				if kind := evs[k].Kind; kind != Call && kind != Entry && kind != Exit {
 					continue
 				}
 				if o == 0 || evs[k].TS < o {
