@@ -169,6 +169,23 @@ func TestRegs(t *testing.T) { runVariants(t, "regs.c") }
 // (as in Go programs): the grace period reads new threads' counters once they publish them.
 func TestNoSignalChurn(t *testing.T) { runVariants(t, "nosig.c") }
 
+// Threads waiting in epoll_wait, poll, ppoll, select, nanosleep and sigtimedwait (calls a
+// signal handler ends with EINTR whatever SA_RESTART says) see no EINTR while functions on
+// 80 fresh pages are enabled, trampolines are released and ftrace_synchronize() runs: the
+// rounds judge them from /proc and nothing is parked while they wait. FTRT_PRECOW=test
+// would park for every batch.
+func TestSleepers(t *testing.T) {
+	runVariants(t, "sleepers.c")
+	t.Run("precow-test", func(t *testing.T) {
+		dir := t.TempDir()
+		exe := build(t, dir, "prog", prog{srcs: []string{"sleepers.c"}, pie: true, ftlink: true})
+		r := execEnv(t, dir, []string{"FTRT_PRECOW=test"}, exe)
+		if r.Code != 0 || !strings.Contains(r.Stdout, "ok\n") {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+	})
+}
+
 // The RECURSION flag through own trampolines and the list function.
 func TestRecursion(t *testing.T) { runVariants(t, "recursion.c") }
 

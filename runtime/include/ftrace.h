@@ -24,8 +24,19 @@ extern "C" {
 struct ftrace_ops;
 struct ftrace_regs;
 
-/* Mark callbacks (and what they call) in -pg code so they are not traced themselves. */
+/*
+ * Mark callbacks (and what they call) so they are not traced themselves: no -pg hook, and
+ * no patchable entry (-fpatchable-function-entry, aarch64's mechanism, ignores
+ * no_instrument_function: the kernel's notrace does the same).
+ */
+#if defined(__has_attribute)
+#if __has_attribute(patchable_function_entry)
+#define ftrace_notrace __attribute__((no_instrument_function, patchable_function_entry(0, 0)))
+#endif
+#endif
+#ifndef ftrace_notrace
 #define ftrace_notrace __attribute__((no_instrument_function))
+#endif
 
 /*
  * A callback.  ip is the address of the traced function's call site (the function's first

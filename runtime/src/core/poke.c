@@ -896,13 +896,16 @@ static void park_failed_now(void)
  * before, though it would go faster in one pass (a warm enable of 300k sites: 21 ms
  * against 32): parking signals every thread, and a thread waiting in poll, epoll_wait or
  * nanosleep gets EINTR (docs/live-patching.md), where the breakpoint protocol signals none.
+ * For the same reason nothing is parked while a thread waits in such a call.
  */
 static int park_pays(size_t nf)
 {
 	int mode = precow_mode();
 
+	long nr;
+
 	return method == M_PROCMEM && mode && nf >= (mode == 2 ? 1 : PRECOW_MIN) && mem_same() &&
-	       (mode == 2 || !park_backoff());
+	       (mode == 2 || !park_backoff()) && !ftrt_sync_sleeper(&nr);
 }
 
 /* The fresh pages (written now) join cow_pages. */

@@ -148,6 +148,12 @@ void ftrt_sync_unpark(void);
  * tid and name (16 bytes), or 0 (none, or the threads cannot be read).
  */
 pid_t ftrt_sync_trap_blocker(char name[16]);
+/*
+ * A thread off the CPU in a system call that a signal handler would end with EINTR, even
+ * under SA_RESTART (epoll_wait, poll, select, nanosleep, sigtimedwait, semop…: signal(7)),
+ * with the call's number in *nr; 0: none.  Parking is optional where this matters.
+ */
+pid_t ftrt_sync_sleeper(long *nr);
 
 /*
  * Code ranges whose execution counts as "inside tracing" for ftrt_synchronize(): the

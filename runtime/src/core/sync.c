@@ -11,8 +11,9 @@
  * (interrupted PC in a registered range, a signal frame on its stack whose saved PC is in
  * one, or ftrt_cb_depth > 0).  A thread seen outside at any moment after the unpatch can
  * never enter the unpatched trampolines again; a thread seen inside is asked again later.
- * Threads that do not answer (the signal blocked, stopped) are examined through /proc
- * (see proc_quiescent()).
+ * Threads waiting in a system call (the signal would wake them, and end a poll or a sleep
+ * with EINTR) and threads that do not answer (the signal blocked, stopped) are examined
+ * through /proc instead when they can be (see proc_quiescent()).
  *
  * ftrt_sync_callbacks(): the cheap grace period for callbacks (SRCU-like).  Trampolines
  * raise ftrt_cb_depth before they read their op slot and call the callback only if the
@@ -266,10 +267,11 @@ static void reg_put(const struct tls_ref *e)
 
 static int reg_find(pid_t tid, struct tls_ref *out)
 {
-	size_t lo = 0, hi = nreg;
+	size_t lo = 0, hi;
 	int found = 0;
 
 	pthread_mutex_lock(&reg_lock);
+	hi = nreg;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -774,116 +776,6 @@ static long long thread_switches(pid_t tid)
 	return (long long)(sw & ~(1ULL << 63));
 }
 
-/*
- * For a thread that does not answer the signal (it blocks it, is stopped by a debugger or
- * SIGSTOP, or a sanitizer holds the signal back until its next interceptor): if /proc shows
- * it off the CPU (in a system call, or stopped) at a PC outside every (retired) range, with
- * no word of its stack (sp .. end of the stack mapping) pointing into one, and it did not
- * run while we looked, it cannot be inside: a thread inside a callback has the return
- * address into its trampoline on its stack, and a handler that interrupted a trampoline
- * has its PC in a signal frame.  Conservative (stale words only make us wait longer).
- */
-static int proc_quiescent(pid_t tid, int retired_only)
-{
-	char path[64], buf[512], *p;
-	long long sw1, sw2;
-	uintptr_t sp, pc, end = 0;
-	int fd, ok = 1;
-
-	if ((sw1 = thread_switches(tid)) < 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
-	if (read_small(path, buf, sizeof(buf)) || !strncmp(buf, "running", 7))
-		return 0;
-	/* "nr arg1 .. arg6 sp pc" (or "-1 sp pc"): the last two fields */
-	p = buf + strlen(buf);
-	while (p > buf && (p[-1] == '\n' || p[-1] == ' '))
-		*--p = 0;
-	{
-		char *last = strrchr(buf, ' '), *prev;
-
-		if (!last)
-			return 0;
-		*last = 0;
-		prev = strrchr(buf, ' ');
-		pc = strtoul(last + 1, NULL, 16);
-		sp = strtoul(prev ? prev + 1 : buf, NULL, 16);
-	}
-	if (!sp || in_ranges(pc, retired_only))
-		return 0;
-	/* end of the mapping that holds sp */
-	{
-		FILE *f = fopen("/proc/self/maps", "re");
-		char line[512];
-
-		if (!f)
-			return 0;
-		while (fgets(line, sizeof(line), f)) {
-			unsigned long s, e;
-
-			if (sscanf(line, "%lx-%lx", &s, &e) == 2 && sp >= s && sp < e) {
-				end = e;
-				break;
-			}
-		}
-		fclose(f);
-	}
-	if (!end)
-		return 0;
-	fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	for (uintptr_t a = sp & ~(uintptr_t)7; a < end && ok;) {
-		uintptr_t words[1024];
-		size_t want = end - a < sizeof(words) ? end - a : sizeof(words);
-		ssize_t r = pread(fd, words, want, (off_t)a);
-		size_t k;
-
-		if (r <= 0) {
-			ok = 0;
-			break;
-		}
-		for (k = 0; k < (size_t)r / sizeof(uintptr_t); k++)
-			if (in_ranges(words[k], retired_only))
-				ok = 0;
-		a += r;
-	}
-	close(fd);
-	if (!ok || (sw2 = thread_switches(tid)) < 0 || sw1 != sw2)
-		return 0;
-	return 1;
-}
-
-static void sleep_us(long us)
-{
-	struct timespec ts = { 0, us * 1000 };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Remember the TLS addresses the handler published; forget threads that exited. */
-static void cache_update(const struct round *r)
-{
-	size_t i, w = 0;
-
-	pthread_mutex_lock(&reg_lock);
-	for (i = 0; i < r->n; i++) {
-		const struct slot *s = &r->slots[i];
-		struct tls_ref e = { s->tid, atomic_load(&s->depth_addr), atomic_load(&s->tag_addr),
-				     atomic_load(&s->node_addr) };
-
-		if (e.depth && e.tag && e.node)
-			reg_put(&e);
-	}
-	if (nreg > r->n + 32) {
-		for (i = 0; i < nreg; i++)
-			if (find_slot(r, reg[i].tid) || !send_sig(reg[i].tid, 0))
-				reg[w++] = reg[i];
-		nreg = w;
-	}
-	pthread_mutex_unlock(&reg_lock);
-}
-
 /* From now on the slot's thread is judged by its published counters (polled, not signalled). */
 static void slot_read_counters(struct slot *s, const struct tls_ref *t)
 {
@@ -924,6 +816,180 @@ static int read_view(pid_t tid, const struct slot *s, struct ftrt_cb_view *v)
 }
 
 /*
+ * The thread's /proc/self/task/TID/syscall line, 0 when it is off the CPU ("nr args.. sp pc",
+ * or "-1 sp pc" outside a system call), with *nr, *sp and *pc; 1 when it runs; -1: gone.
+ */
+static int read_syscall(pid_t tid, char *buf, size_t size, long *nr, uintptr_t *sp, uintptr_t *pc)
+{
+	char path[64], *p, *last, *prev;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	if (read_small(path, buf, size))
+		return -1;
+	if (!strncmp(buf, "running", 7))
+		return 1;
+	len = strlen(buf);
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		buf[--len] = 0;
+	*nr = strtol(buf, NULL, 10);
+	/* the last two fields: copy them out, buf stays whole for comparing */
+	if (!(last = strrchr(buf, ' ')))
+		return -1;
+	*pc = strtoul(last + 1, NULL, 16);
+	for (p = last; p > buf && p[-1] != ' '; p--)
+		;
+	prev = p;
+	*sp = strtoul(prev, NULL, 16);
+	return 0;
+}
+
+/*
+ * Is the thread off the CPU now in a call that a signal handler ends with EINTR whatever
+ * SA_RESTART says (signal(7)): a wait for descriptors, a sleep, a wait for signals or for
+ * System V IPC, io_getevents.  Interrupting it changes what the program sees.
+ */
+static int never_restarted(long nr)
+{
+	static const long calls[] = {
+#ifdef SYS_epoll_wait
+		SYS_epoll_wait,
+#endif
+#ifdef SYS_poll
+		SYS_poll,
+#endif
+#ifdef SYS_select
+		SYS_select,
+#endif
+#ifdef SYS_pause
+		SYS_pause,
+#endif
+#ifdef SYS_epoll_pwait2
+		SYS_epoll_pwait2,
+#endif
+		SYS_epoll_pwait, SYS_ppoll, SYS_pselect6, SYS_nanosleep, SYS_clock_nanosleep,
+		SYS_rt_sigtimedwait, SYS_rt_sigsuspend, SYS_semop, SYS_semtimedop, SYS_msgrcv,
+		SYS_msgsnd, SYS_io_getevents,
+	};
+
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if (calls[i] == nr)
+			return 1;
+	return 0;
+}
+
+pid_t ftrt_sync_sleeper(long *nr)
+{
+	char buf[256];
+	struct slot *v;
+	pid_t found = 0;
+	uintptr_t sp, pc;
+	size_t n;
+
+	if (list_threads(&v, &n))
+		return 0;
+	for (size_t i = 0; i < n && !found; i++)
+		if (!read_syscall(v[i].tid, buf, sizeof(buf), nr, &sp, &pc) && never_restarted(*nr))
+			found = v[i].tid;
+	free(v);
+	return found;
+}
+
+/*
+ * Judge a thread from /proc instead of its handler: one that does not answer the signal
+ * (it blocks it, is stopped by a debugger or SIGSTOP, or a sanitizer holds the signal back
+ * until its next interceptor), or one waiting in a system call, which the signal would wake
+ * (and cut short: never_restarted()).  It cannot be inside when /proc shows it off the CPU
+ * at a PC outside every (retired) range, with no word of its stack (sp .. end of the stack
+ * mapping) pointing into one and, for CHECK_ALL, no callback counted in its published
+ * counter: a thread inside a callback has the return address into its trampoline on its
+ * stack, and a handler that interrupted a trampoline has its PC in a signal frame.  It did
+ * not run while we looked when its context switches did not change and the same line is
+ * read again at the end (running, then off the CPU again, is a switch).  Conservative:
+ * stale words only make us ask the handler.  CHECK_ALL and CHECK_RETIRED rounds only (they
+ * read the address space).
+ */
+static int proc_quiescent(const struct round *r, pid_t tid, int check)
+{
+	char buf[256], again[256];
+	int retired_only = check == CHECK_RETIRED, fd, ok = 1;
+	long long sw1, sw2;
+	uintptr_t sp, pc, end, sp2, pc2;
+	long nr, nr2;
+	struct tls_ref t;
+
+	if (read_syscall(tid, buf, sizeof(buf), &nr, &sp, &pc) || !sp ||
+	    in_ranges(pc, retired_only) || (sw1 = thread_switches(tid)) < 0)
+		return 0;
+	if (check == CHECK_ALL) {
+		struct slot s = { .tid = tid };
+		struct ftrt_cb_view cv;
+
+		if (reg_find(tid, &t)) {
+			slot_read_counters(&s, &t);
+			if (read_view(tid, &s, &cv) || cv.depth > 0)
+				return 0;
+		}
+	}
+	/* both in the round's snapshot of the address space (qemu-user shows a guest the
+	   host's registers here, which lie outside it) */
+	if (!(end = map_end(r, sp)) || !map_end(r, pc))
+		return 0;
+	fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	for (uintptr_t a = sp & ~(uintptr_t)7; a < end && ok;) {
+		uintptr_t words[1024];
+		size_t want = end - a < sizeof(words) ? end - a : sizeof(words);
+		ssize_t got = pread(fd, words, want, (off_t)a);
+		size_t k;
+
+		if (got <= 0) {
+			ok = 0;
+			break;
+		}
+		for (k = 0; k < (size_t)got / sizeof(uintptr_t); k++)
+			if (in_ranges(words[k], retired_only))
+				ok = 0;
+		a += got;
+	}
+	close(fd);
+	if (!ok || (sw2 = thread_switches(tid)) < 0 || sw1 != sw2)
+		return 0;
+	return !read_syscall(tid, again, sizeof(again), &nr2, &sp2, &pc2) && !strcmp(buf, again);
+}
+
+static void sleep_us(long us)
+{
+	struct timespec ts = { 0, us * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Remember the TLS addresses the handler published; forget threads that exited. */
+static void cache_update(const struct round *r)
+{
+	size_t i, w = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < r->n; i++) {
+		const struct slot *s = &r->slots[i];
+		struct tls_ref e = { s->tid, atomic_load(&s->depth_addr), atomic_load(&s->tag_addr),
+				     atomic_load(&s->node_addr) };
+
+		if (e.depth && e.tag && e.node)
+			reg_put(&e);
+	}
+	if (nreg > r->n + 32) {
+		for (i = 0; i < nreg; i++)
+			if (find_slot(r, reg[i].tid) || !send_sig(reg[i].tid, 0))
+				reg[w++] = reg[i];
+		nreg = w;
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/*
  * Wait until every other thread has run the handler (and, with a check, was seen outside).
  * CHECK_CB threads whose TLS is known are read from memory instead of being interrupted.
  * limit_us > 0: give up with -EAGAIN after that long.
@@ -934,7 +1000,7 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 	struct timespec t0;
 	long backoff = check == CHECK_CB ? 10 : 5, polls;
 	size_t i;
-	int err, retired_only = check == CHECK_RETIRED;
+	int err;
 
 	/* CHECK_CB and CHECK_RETIRED can do without a signal (the program took them all, as
 	 * the Go runtime does): threads known by their counters, or idle in a system call */
@@ -971,6 +1037,12 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 				slot_read_counters(s, &t);
 				continue;
 			}
+		}
+		/* a thread waiting in a system call is judged from /proc when it can be: the
+		   signal would wake it, and cut a poll or a sleep short (EINTR) */
+		if ((check == CHECK_ALL || check == CHECK_RETIRED) && proc_quiescent(&r, s->tid, check)) {
+			atomic_store(&s->state, SLOT_OUT);
+			continue;
 		}
 		if (!sync_sig)
 			continue;	/* no signal to sample with: /proc below */
@@ -1045,7 +1117,7 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 			if (elapsed_us(&s->since) > 5000 * (s->proc_checks + 1)) {
 				s->proc_checks++;
 				if (check != CHECK_NONE && check != CHECK_PARK &&
-				    proc_quiescent(s->tid, retired_only))
+				    proc_quiescent(&r, s->tid, check))
 					atomic_store(&s->state, SLOT_OUT);
 			}
 		}
