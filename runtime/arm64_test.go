@@ -105,6 +105,18 @@ func a64CheckComplete(t *testing.T, tr *trTrace) {
 	}
 }
 
+// ftrace_notrace keeps callbacks out of -fpatchable-function-entry's sites
+// (runtime/tests/notrace_cb.c): an ops of every function calls its callback exactly once
+// per call (no_instrument_function alone: the callback traced itself until the stack ran
+// out).
+func TestArm64NotraceCallback(t *testing.T) {
+	dir := t.TempDir()
+	out, ws := a64Run(t, dir, a64Build(t, dir, "notrace_cb", "notrace_cb.c"), nil)
+	if ws.ExitStatus() != 0 || out != "ok\n" {
+		t.Fatalf("status %v:\n%s", ws, out)
+	}
+}
+
 // fib(15) makes 1973 calls of fib.
 const a64FibCalls = 1973
 

@@ -136,6 +136,42 @@ func TestTracerAttach(t *testing.T) {
 	}
 }
 
+// A thread waiting in poll (which a signal handler ends with EINTR whatever SA_RESTART
+// says) sees nothing of ftkit: attach asks the main thread, which waits in read (restarted),
+// not every waiting thread (the nginx trial: workers logged epoll_wait's EINTR), and the
+// tracer switches and filter changes that follow signal neither. (The rounds that release
+// trampolines and park threads: TestSleepers.)
+func TestTracerAttachSparesPolls(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_live.c")
+	ftrace := testenv.Tool(t, "ftrace")
+	run := t.TempDir()
+	os.Chmod(run, 0o700)
+	p := trStartLive(t, dir, prog, run)
+	pid := fmt.Sprint(p.cmd.Process.Pid)
+	fmt.Fprintln(p.stdin, "poller")
+	p.expect("polling")
+	live := func(args ...string) {
+		t.Helper()
+		if r := ftraceIn(ftrace, run, append([]string{"live", pid}, args...)...); r.Code != 0 {
+			t.Fatalf("live %v: %d %q", args, r.Code, r.Stderr)
+		}
+	}
+	live("status")
+	for i := 0; i < 4; i++ {
+		for _, tr := range []string{"function_graph", "function", "nop"} {
+			live("tracer", tr)
+			live("filter", "tick")
+			fmt.Fprintln(p.stdin, "call 100")
+			p.expect("done")
+			live("filter", "*")
+		}
+	}
+	live("finish")
+	fmt.Fprintln(p.stdin, "eintr")
+	p.expect("eintr 0")
+}
+
 // A daemon's child (trace_forkdaemon.c: fork, the parent exits) of a program traced with a
 // control socket has none of its own (the parent's server stayed in the parent), but
 // offers attaching: `ftrace live CHILD` starts its server, and controls the child's trace

@@ -108,16 +108,26 @@ var idleCalls = map[int]bool{
 	unix.SYS_RESTART_SYSCALL: true, unix.SYS_EPOLL_PWAIT2: true,
 }
 
+// restartedCalls are the idle calls the kernel restarts after a handler installed with
+// SA_RESTART, as the runtime's is: a thread asked there sees nothing. The others (poll,
+// epoll_wait, select, nanosleep, sigtimedwait...: signal(7)) return EINTR, so a thread
+// waiting in one is asked only when no thread waits in one of these.
+var restartedCalls = map[int]bool{
+	unix.SYS_READ: true, unix.SYS_READV: true, unix.SYS_RECVFROM: true, unix.SYS_RECVMSG: true,
+	unix.SYS_ACCEPT: true, unix.SYS_ACCEPT4: true, unix.SYS_WAIT4: true, unix.SYS_WAITID: true,
+}
+
 // idleWchan: where a thread sleeps in the kernel while it waits in one of idleCalls (for
 // when /proc/PID/task/TID/syscall may not be read: Yama's ptrace scope).
 var idleWchan = []string{"poll", "select", "epoll", "nanosleep", "pipe_read", "wait_woken",
 	"unix_stream_read", "sk_wait_data", "inet_csk_accept", "do_wait", "sigsuspend", "sigtimedwait", "n_tty_read"}
 
-// idleThreads lists the threads of pid that wait in one of idleCalls and do not block sig.
+// idleThreads lists the threads of pid that wait in one of idleCalls and do not block sig,
+// those in restartedCalls first.
 func idleThreads(pid, sig int) []int {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	ents, _ := os.ReadDir(dir)
-	var tids []int
+	var tids, eintr []int
 	for _, e := range ents {
 		tid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -133,15 +143,33 @@ func idleThreads(pid, sig int) []int {
 			if len(f) == 0 {
 				continue
 			}
-			if nr, err := strconv.Atoi(f[0]); err != nil || !idleCalls[nr] {
+			nr, err := strconv.Atoi(f[0])
+			if err != nil || !idleCalls[nr] {
+				continue
+			}
+			if !restartedCalls[nr] {
+				eintr = append(eintr, tid)
 				continue
 			}
 		} else if w, err := os.ReadFile(filepath.Join(task, "wchan")); err != nil || !wchanIdle(string(w)) {
 			continue
+		} else if !wchanRestarted(string(w)) {
+			eintr = append(eintr, tid)
+			continue
 		}
 		tids = append(tids, tid)
 	}
-	return tids
+	return append(tids, eintr...)
+}
+
+// wchanRestarted: the wait of idleWchan w is in one of restartedCalls.
+func wchanRestarted(w string) bool {
+	for _, k := range []string{"pipe_read", "wait_woken", "unix_stream_read", "sk_wait_data", "inet_csk_accept", "do_wait", "n_tty_read"} {
+		if strings.Contains(w, k) {
+			return true
+		}
+	}
+	return false
 }
 
 func wchanIdle(w string) bool {
@@ -206,12 +234,23 @@ func attach(pid int, noSock error, timeout time.Duration) (string, error) {
 	}
 	deadline := time.Now().Add(timeout)
 	sent := false
+	asked := map[int]bool{}
 	for time.Now().Before(deadline) {
-		tids := idleThreads(pid, sig)
-		if len(tids) > 4 {
-			tids = tids[:4]
+		// one thread a try, the best not asked yet: each one asked in a call that is
+		// not restarted sees EINTR
+		var tid int
+		for _, t := range idleThreads(pid, sig) {
+			if !asked[t] {
+				tid = t
+				break
+			}
 		}
-		for _, tid := range tids {
+		if tid == 0 && len(asked) > 0 {
+			clear(asked)
+			continue
+		}
+		if tid != 0 {
+			asked[tid] = true
 			if err := queueSignal(pid, tid, sig); err == nil {
 				sent = true
 			} else if errors.Is(err, syscall.EPERM) {
