@@ -446,6 +446,16 @@ func (in *streamIn) paths(c *cli.Context, all bool) (*calltree.Forest, []calltre
 	paths := make([]calltree.ThreadPaths, len(obs))
 	for k := range obs {
 		paths[k] = calltree.ThreadPaths{Paths: calltree.Unwrap(obs[k]).(*calltree.Paths), T: threads[k]}
+		// the span the profile covers is the time window's part of what was read, not the
+		// blocks decoded around it (which ones are skipped depends on their sizes)
+		if t := threads[k]; t != nil && in.flt.Timed() {
+			if b := in.flt.Before(); b > t.First {
+				t.First = b
+			}
+			if a := in.flt.After(); a != 0 && a < t.Last {
+				t.Last = a
+			}
+		}
 	}
 	if all {
 		in.warn(c)
