@@ -261,7 +261,11 @@ func BenchmarkRuntimeColdEnable(b *testing.B) {
 	// "TLB:"; other processes add a few): what parking saves, whatever an IPI costs here
 	var ipis, baseIPIs []float64
 	run := func(env ...string) map[string][]float64 {
-		cmd := exec.Command(exe, "0")
+		args := []string{"0"}
+		if len(env) > 0 && env[0] == "epoll" { // not a variable: the waiting thread
+			args, env = append(args, "epoll"), env[1:]
+		}
+		cmd := exec.Command(exe, args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), env...)
 		t0 := tlbShootdowns()
@@ -269,9 +273,9 @@ func BenchmarkRuntimeColdEnable(b *testing.B) {
 		if err != nil {
 			b.Fatalf("coldenable %v: %v", env, err)
 		}
-		if n := tlbShootdowns() - t0; len(env) == 0 {
+		if n := tlbShootdowns() - t0; len(env) == 0 && len(args) == 1 {
 			ipis = append(ipis, n)
-		} else {
+		} else if len(args) == 1 {
 			baseIPIs = append(baseIPIs, n)
 		}
 		return parse(b, string(out))
@@ -279,7 +283,9 @@ func BenchmarkRuntimeColdEnable(b *testing.B) {
 	b.ResetTimer()
 	// alternating with FTRT_PRECOW=0 (the first writes to text pages made while the other
 	// thread runs, each with a TLB shoot-down IPI): the same-run baseline
-	var reg, unreg, wreg, wunreg, base []float64
+	// and with a thread waiting in epoll_wait, which parking must spare (no EINTR): only
+	// the running thread is parked for the pages' first writes, then the breakpoint protocol
+	var reg, unreg, wreg, wunreg, base, sleeper []float64
 	var m map[string][]float64
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < 7; r++ {
@@ -287,13 +293,18 @@ func BenchmarkRuntimeColdEnable(b *testing.B) {
 			reg = append(reg, m["cold_ms"][0])
 			unreg = append(unreg, m["cold_ms"][1])
 			base = append(base, run("FTRT_PRECOW=0")["cold_ms"][0])
+			e := run("epoll")
+			if e["eintr"][0] != 0 {
+				b.Fatalf("the waiting thread's epoll_wait returned EINTR %v times", e["eintr"][0])
+			}
+			sleeper = append(sleeper, e["cold_ms"][0])
 			w := parse(b, testenv.Run(b, dir, exe, "3"))
 			wreg = append(wreg, w["warm_ms"][0])
 			wunreg = append(wunreg, w["warm_ms"][1])
 		}
 	}
 	b.StopTimer()
-	for _, v := range [][]float64{reg, unreg, wreg, wunreg, base, ipis, baseIPIs} {
+	for _, v := range [][]float64{reg, unreg, wreg, wunreg, base, sleeper, ipis, baseIPIs} {
 		sort.Float64s(v)
 	}
 	b.ReportMetric(m["sites"][0], "sites")
@@ -301,6 +312,8 @@ func BenchmarkRuntimeColdEnable(b *testing.B) {
 	b.ReportMetric(reg[len(reg)/2], "cold-register-median-ms")
 	b.ReportMetric(base[len(base)/2], "cold-register-noprecow-median-ms")
 	b.ReportMetric(reg[len(reg)/2]/base[len(base)/2], "cold-register/noprecow")
+	b.ReportMetric(sleeper[len(sleeper)/2], "cold-register-epoll-median-ms")
+	b.ReportMetric(sleeper[len(sleeper)/2]/base[len(base)/2], "cold-register-epoll/noprecow")
 	b.ReportMetric(unreg[len(unreg)/2], "cold-unregister-median-ms")
 	b.ReportMetric(wreg[len(wreg)/2], "warm-register-median-ms")
 	b.ReportMetric(wunreg[len(wunreg)/2], "warm-unregister-median-ms")

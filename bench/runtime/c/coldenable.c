@@ -5,15 +5,23 @@
  * its unregister, then warm rounds.  The functions (tab[], nfuncs) are ordinary compiled
  * code from a generated source (bench/runtime/bench_test.go: gcc -O1 -pg -mfentry).
  * Output: "cold_ms register unregister", "warm_ms register unregister" (best of the warm
- * rounds), "cold_minflt register unregister", "sites N".
- * Usage: coldenable [warm rounds]
+ * rounds), "cold_minflt register unregister", "sites N", with "epoll" "eintr N" (how often
+ * the waiting thread's epoll_wait was cut short).
+ * Usage: coldenable [warm rounds] [epoll: a third thread waits in epoll_wait meanwhile, as a
+ * server's do; parking must spare it]
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <ftrace.h>
 
 #include "../../patch/bench_util.h"
@@ -34,6 +42,38 @@ static ftrace_notrace void *caller(void *arg)
 		for (unsigned long i = 0; i < nfuncs; i++)
 			s += tab[i](1);
 	return (void *)s;
+}
+
+static int efd;
+static atomic_int eintr, waiting_tid;
+
+static ftrace_notrace void *waiter(void *arg)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = epoll_create1(0);
+
+	(void)arg;
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev))
+		exit(1);
+	atomic_store(&waiting_tid, (int)syscall(SYS_gettid));
+	while (epoll_wait(ep, &ev, 1, -1) < 0 && errno == EINTR)
+		atomic_fetch_add(&eintr, 1);
+	return NULL;
+}
+
+/* Has thread tid gone off the CPU in a system call? */
+static ftrace_notrace int waits(int tid)
+{
+	char path[64], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strncmp(buf, "running", 7) && atol(buf) >= 0;
 }
 
 static ftrace_notrace void empty_cb(unsigned long ip, unsigned long p, struct ftrace_ops *op,
@@ -67,6 +107,15 @@ ftrace_notrace int main(int argc, char **argv)
 	long f0, f1, f2;
 	pthread_t th;
 
+	int epoll = argc > 2 && !strcmp(argv[2], "epoll");
+	pthread_t wt;
+
+	if (epoll) {
+		efd = eventfd(0, 0);
+		need(efd < 0 || pthread_create(&wt, NULL, waiter, NULL), "waiter");
+		while (!atomic_load(&waiting_tid) || !waits(atomic_load(&waiting_tid)))
+			usleep(1000);
+	}
 	need(pthread_create(&th, NULL, caller, NULL), "thread");
 	while (!atomic_load(&started))
 		;
@@ -95,6 +144,11 @@ ftrace_notrace int main(int argc, char **argv)
 		printf("warm_ms %.2f %.2f\n", wr / 1e6, wu / 1e6);
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
+	if (epoll) {
+		eventfd_write(efd, 1);
+		pthread_join(wt, NULL);
+		printf("eintr %d\n", atomic_load(&eintr));
+	}
 	ftrace_get_stats(&st);
 	printf("sites %lu\n", st.nr_sites);
 	return 0;

@@ -896,16 +896,15 @@ static void park_failed_now(void)
  * before, though it would go faster in one pass (a warm enable of 300k sites: 21 ms
  * against 32): parking signals every thread, and a thread waiting in poll, epoll_wait or
  * nanosleep gets EINTR (docs/live-patching.md), where the breakpoint protocol signals none.
- * For the same reason nothing is parked while a thread waits in such a call.
+ * For the same reason a thread waiting in such a call is never parked: the batch is then
+ * written by the breakpoint protocol, after a precow() that parks only the others.
  */
 static int park_pays(size_t nf)
 {
 	int mode = precow_mode();
 
-	long nr;
-
 	return method == M_PROCMEM && mode && nf >= (mode == 2 ? 1 : PRECOW_MIN) && mem_same() &&
-	       (mode == 2 || !park_backoff()) && !ftrt_sync_sleeper(&nr);
+	       (mode == 2 || !park_backoff());
 }
 
 /* The fresh pages (written now) join cow_pages. */
@@ -930,10 +929,11 @@ static void cow_merge(size_t nf)
 }
 
 /*
- * Where a batch is not written parked (FTRT_ARCH_SITE_ATOMIC: one store a site): park the
- * other threads, make each fresh page's copy by writing one of its current bytes back,
- * unpark.  Best effort: a thread that does not park, or a write that fails, only costs the
- * IPIs (the batch writes the page anyway).
+ * Where a batch is not written parked (FTRT_ARCH_SITE_ATOMIC: one store a site, or a
+ * thread waits in a call parking would cut short): park the other threads that run, make
+ * each fresh page's copy by writing one of its current bytes back, unpark.  Best effort: a
+ * thread that does not park, or a write that fails, only costs the IPIs (the batch writes
+ * the page anyway).
  */
 static void precow(size_t nf)
 {
@@ -942,7 +942,7 @@ static void precow(size_t nf)
 
 	if (!park_pays(nf) || only_thread())
 		return;
-	err = ftrt_sync_park(2000);
+	err = ftrt_sync_park_running(2000);
 	if (err)
 		park_failed_now();
 	if (!err || err == -EAGAIN) {
@@ -1438,7 +1438,14 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 	if (method == M_MPROTECT)
 		err = protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC);
 	if (!err) {
-		err = apply(n, park_pays(nfresh));
+		int parked = park_pays(nfresh);
+		long nr;
+
+		if (parked && ftrt_sync_sleeper(&nr)) {
+			precow(nfresh);	/* parks the others only: no site written whole */
+			parked = 0;
+		}
+		err = apply(n, parked);
 		if (method == M_MPROTECT && protect_runs(PROT_READ | PROT_EXEC)) {
 			report("ftkit: cannot make code read-only again: %s; aborting",
 			       strerror(errno));

@@ -138,6 +138,13 @@ int ftrt_sync_retired(long limit_us);
  * -errno (none parked).
  */
 int ftrt_sync_park(long limit_us);
+/*
+ * ftrt_sync_park(), sparing the threads that wait in a call a signal would cut short
+ * (ftrt_sync_sleeper()): they are off their CPUs, but may wake and run at any moment, so
+ * this park only saves the IPIs of running threads (a page's first write), and no code may
+ * be written whole under it.
+ */
+int ftrt_sync_park_running(long limit_us);
 void ftrt_sync_unpark(void);
 
 /*

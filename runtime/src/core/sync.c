@@ -204,6 +204,8 @@ static atomic_int round_users;
  * would never answer that round: its signal is blocked while it is still in the handler).
  */
 static atomic_uint park_gate;
+/* The park being asked spares threads waiting in never_restarted() calls (sync_lock). */
+static int park_spare;
 static struct slot *park_slots;	/* freed once they are released */
 static size_t park_nslots;
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -878,6 +880,16 @@ static int never_restarted(long nr)
 	return 0;
 }
 
+/* Is the thread off the CPU in a never_restarted() call? */
+static int sleeping(pid_t tid)
+{
+	char buf[256];
+	uintptr_t sp, pc;
+	long nr;
+
+	return !read_syscall(tid, buf, sizeof(buf), &nr, &sp, &pc) && never_restarted(nr);
+}
+
 pid_t ftrt_sync_sleeper(long *nr)
 {
 	char buf[256];
@@ -1042,6 +1054,10 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 		   signal would wake it, and cut a poll or a sleep short (EINTR) */
 		if ((check == CHECK_ALL || check == CHECK_RETIRED) && proc_quiescent(&r, s->tid, check)) {
 			atomic_store(&s->state, SLOT_OUT);
+			continue;
+		}
+		if (check == CHECK_PARK && park_spare && sleeping(s->tid)) {
+			atomic_store(&s->state, SLOT_OUT);	/* off its CPU: nothing to save */
 			continue;
 		}
 		if (!sync_sig)
@@ -1267,17 +1283,29 @@ static int park_complete(void)
  * answer, or a thread not listed runs: park_complete), -errno (none parked: no signal to
  * send).
  */
-int ftrt_sync_park(long limit_us)
+static int park(long limit_us, int spare)
 {
 	int err;
 
 	pthread_mutex_lock(&sync_lock);
 	atomic_fetch_add(&park_gate, 1);	/* odd: on */
+	park_spare = spare;
 	err = round_run(CHECK_PARK, limit_us, NULL, NULL);
+	park_spare = 0;
 	if (!err)
 		err = park_complete();
 	pthread_mutex_unlock(&sync_lock);
 	return err;
+}
+
+int ftrt_sync_park(long limit_us)
+{
+	return park(limit_us, 0);
+}
+
+int ftrt_sync_park_running(long limit_us)
+{
+	return park(limit_us, 1);
 }
 
 void ftrt_sync_unpark(void)
