@@ -344,9 +344,10 @@ int main(void) { printf("%d %.0f\n", scale(3), area(2)); return 0; }
 }
 
 // -static-libstdc++: the runtime's interposed C++ exception entry points would collide with
-// the static copies, so the program is linked without it, with one line saying so; it runs
-// as it would untraced (exceptions included), its sites nops, and ftrace record says why
-// nothing was traced.
+// the static copies, so the program is linked without it, silently (a line on stderr made
+// configure probes fail: libtool's "static flag -static works" answered no) unless asked
+// (FTCC_VERBOSE=1); it runs as it would untraced (exceptions included), its sites nops,
+// and ftrace record says why nothing was traced. A -static link is as silent.
 func TestStaticLibstdcxx(t *testing.T) {
 	testenv.Need(t, "g++")
 	build, ftcc := builtFtcc(t)
@@ -361,8 +362,17 @@ int main() {
 `
 	os.WriteFile(filepath.Join(dir, "x.cc"), []byte(src), 0o644)
 	r := testenv.Exec(t, dir, ftcc, "g++", "-O2", "-static-libstdc++", "x.cc", "-o", "x")
-	if r.Code != 0 || !strings.Contains(r.Stderr, "ftcc: x: linked without the ftkit runtime (-static-libstdc++") {
+	if r.Code != 0 || r.Stderr != "" {
 		t.Fatalf("ftcc -static-libstdc++: exit %d\n%s", r.Code, r.Stderr)
+	}
+	r = testenv.Exec(t, dir, ftcc, "--ftrace-verbose", "g++", "-O2", "-static-libstdc++", "x.cc", "-o", "x")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "ftcc: x: linked without the ftkit runtime (-static-libstdc++") {
+		t.Fatalf("ftcc --ftrace-verbose -static-libstdc++: exit %d\n%s", r.Code, r.Stderr)
+	}
+	// libtool's probe of -static: a link whose stderr must stay empty
+	os.WriteFile(filepath.Join(dir, "conftest.c"), []byte("int main(void) { return 0; }\n"), 0o644)
+	if r := testenv.Exec(t, dir, ftcc, "gcc", "-static", "conftest.c", "-o", "conftest"); r.Code != 0 || r.Stderr != "" {
+		t.Errorf("ftcc gcc -static: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	if out := testenv.Run(t, dir, "./x"); out != "caught negative\n42\n" {
 		t.Errorf("program printed %q", out)

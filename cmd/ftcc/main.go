@@ -348,9 +348,12 @@ func (w *wrapper) link(cc string, args []string, inv *invocation) (int, error) {
 		}
 	}
 	if why, instead := inv.noRuntime(); why != "" {
-		// still linked, its sites made nops by ftlink: the program runs as it would untraced
-		fmt.Fprintf(w.stderr, "ftcc: %s: linked without the ftkit runtime (%s); it runs untraced, "+
-			"its call sites nops (%s)\n", inv.output(), why, instead)
+		// still linked, its sites made nops by ftlink: the program runs as it would untraced.
+		// Said only when asked: configure probes read any stderr as a failure (libtool's
+		// "static flag -static works" answered no, and libtool dropped -all-static).
+		// ftrace record says it when the program runs.
+		w.say("%s: linked without the ftkit runtime (%s); it runs untraced, its call sites nops (%s)",
+			inv.output(), why, instead)
 	} else if inv.executable() {
 		lib, err := w.target(cc, args).runtimeLib(w.prefix)
 		if err != nil {

@@ -567,7 +567,8 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	if n.rebuilt > 0 {
 		where := "a ring's oldest block begins"
 		if !h.Ring {
-			where = "a block begins after lost events"
+			// lost, or dropped by a live clear or a ring switched on for a while
+			where = "a block begins after events the file lacks: lost, cleared or overwritten"
 		}
 		fmt.Fprintf(w, "entries rebuilt:\t%d (of calls already open where %s: not events of the file, shown by dump and graph)\n", n.rebuilt, where)
 	}
