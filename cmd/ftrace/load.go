@@ -142,6 +142,10 @@ type streamIn struct {
 	// wrap applies them to a walk's observers (nil: they select threads only).
 	flt  *filter.Filter
 	wrap func(calltree.Observer) calltree.Observer
+	// several: one of the traces of one run; an empty one is not said on its own (an
+	// intermediate process of a daemon's double fork ran no traced code), only when
+	// they all are
+	several bool
 }
 
 // openStream checks the command's filters, opens the input trace as a stream, refusing
@@ -230,7 +234,7 @@ func (in *streamIn) warn(c *cli.Context) {
 // warnSome is warn but for the globs that matched nothing: one of several traces need
 // not have a function another has.
 func (in *streamIn) warnSome(c *cli.Context) {
-	warnStream(c, in.path, in.st, in.sym)
+	warnStream(c, in.path, in.st, in.sym, in.several)
 	if in.flt.EmptyRange() {
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: no call was entered in the --since/--until range (times count from the trace's start)\n", in.path)
 	}
@@ -312,6 +316,7 @@ func openStreams(c *cli.Context) (streams, error) {
 			ss.Close()
 			return nil, err
 		}
+		in.several = true
 		ss = append(ss, in)
 		noteTIDs(have, in.st.Trace)
 	}
@@ -328,15 +333,26 @@ func (ss streams) Close() {
 	}
 }
 
-// warnUnmatched says, once they were read, which globs matched nothing in any of them.
+// warnUnmatched says, once they were read, which globs matched nothing in any of them,
+// and when none of them holds an event.
 func (ss streams) warnUnmatched(c *cli.Context) {
 	unmatched := map[string]int{}
+	var events uint64
 	for _, in := range ss {
 		for _, u := range in.flt.Unmatched() {
 			unmatched[u]++
 		}
+		events += streamEvents(in.st)
 	}
+	warnNoEvents(c, events, len(ss))
 	warnUnmatchedAll(c, unmatched, len(ss))
+}
+
+// warnNoEvents says that n traces (more than one) hold no event between them.
+func warnNoEvents(c *cli.Context, events uint64, n int) {
+	if events == 0 && n > 1 {
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: none of the %d traces holds an event\n", n)
+	}
 }
 
 // eachStream calls fn with each of the command's traces in turn, open only meanwhile
@@ -346,13 +362,16 @@ func eachStream(c *cli.Context, fn func(in *streamIn) error) error {
 	have := map[int]bool{}
 	unmatched := map[string]int{}
 	paths := tracePaths(c)
+	var events uint64
 	for _, path := range paths {
 		in, err := openStreamPath(c, path, false)
 		if err != nil {
 			return err
 		}
+		in.several = len(paths) > 1
 		noteTIDs(have, in.st.Trace)
 		err = fn(in)
+		events += streamEvents(in.st)
 		in.Close()
 		if err != nil {
 			return err
@@ -361,6 +380,7 @@ func eachStream(c *cli.Context, fn func(in *streamIn) error) error {
 			unmatched[u]++
 		}
 	}
+	warnNoEvents(c, events, len(paths))
 	if err := tidsInNone(c, have); err != nil {
 		return err
 	}
@@ -465,20 +485,27 @@ func (in *streamIn) paths(c *cli.Context, all bool) (*calltree.Forest, []calltre
 	return calltree.ForestOf(in.st.Trace, threads), paths, nil
 }
 
-// warnStream says on stderr what reading a stream met: reader warnings, losses, symbols.
-func warnStream(c *cli.Context, path string, st *tracefile.Stream, sym *symbolize.Symbolizer) {
-	tr := st.Trace
-	for _, w := range tr.Header.Warnings {
-		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, w)
-	}
+// streamEvents is the number of events a stream's threads hold (those not read, under
+// --tid: what their chunks announce).
+func streamEvents(st *tracefile.Stream) uint64 {
 	var events uint64
-	for i, th := range tr.Threads {
-		if th.N == 0 { // not read (--tid): what its chunks announce
+	for i, th := range st.Trace.Threads {
+		if th.N == 0 {
 			th.N = st.Hint(i)
 		}
 		events += uint64(th.N)
 	}
-	if events == 0 && len(tr.Header.Warnings) == 0 {
+	return events
+}
+
+// warnStream says on stderr what reading a stream met: reader warnings, losses, symbols.
+// (several: one of the traces of a run, whose emptiness warnNoEvents says.)
+func warnStream(c *cli.Context, path string, st *tracefile.Stream, sym *symbolize.Symbolizer, several bool) {
+	tr := st.Trace
+	for _, w := range tr.Header.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, w)
+	}
+	if streamEvents(st) == 0 && len(tr.Header.Warnings) == 0 && !several {
 		// an empty output otherwise says nothing (a filter at record time that matched nothing)
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: the trace holds no events\n", path)
 	}

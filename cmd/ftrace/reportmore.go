@@ -45,7 +45,7 @@ func reportDiff(c *cli.Context) error {
 			stats[i], f, err = report.ComputeStream(st, sym.LockedLookup(), o)
 		}
 		if err == nil {
-			warnStream(c, path, st, sym)
+			warnStream(c, path, st, sym, false)
 		}
 		st.Close()
 		if err != nil {
