@@ -331,6 +331,11 @@ func summarise(c *cli.Context, out, prog string, pid int, files *runFiles) (even
 				fmt.Fprintln(stderr, l)
 			}
 		}
+		roots := append(append(append(append([]string{path}, others...), running...), kids...), execs...)
+		if snaps := snapshotsOf(roots, files); len(snaps) > 0 {
+			// copies of a trace so far, which the readers leave out next to it
+			fmt.Fprintf(stderr, "ftrace: snapshots written during the run: %s\n", someOf(snaps, " "))
+		}
 	}()
 	// a version 2+ trace announces its counts (block headers, thread tables): reading
 	// every event back took minutes on a 47 GB trace, the deleted file held open meanwhile
@@ -1052,6 +1057,16 @@ func descendants(path string, pid int, files *runFiles) (kids, parts, execs []st
 		return true
 	})
 	return kids, childParts(path, pid, files), files.recent(globQuote(path)+".exec[0-9]*", nil)
+}
+
+// snapshotsOf lists the snapshots the run wrote of the traces at roots, under their
+// default names (<trace>.snap.<n>: live snapshot, triggers, ftrace_trace_snapshot()).
+func snapshotsOf(roots []string, files *runFiles) []string {
+	var snaps []string
+	for _, r := range roots {
+		snaps = append(snaps, files.recent(globQuote(r)+".snap.[0-9]*", nil)...)
+	}
+	return snaps
 }
 
 // runFiles tells the files a run wrote from those that were there before it (an earlier

@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +86,33 @@ func TestOthersSummary(t *testing.T) {
 	}
 	if got := othersSummary([]string{calm}, true); len(got) != 1 || got[0] != "ftrace: the other trace: 1 thread, 2 events" {
 		t.Errorf("one calm trace: %q", got)
+	}
+}
+
+// record names the snapshots the run wrote next to its traces (the lighttpd trial: 15
+// .snap.N files, not a word about them), not those an earlier run left, nor other files.
+func TestSnapshotsOf(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "x.dat")
+	touch := func(names ...string) {
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	touch("x.dat.snap.1") // an earlier run's
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(dir, "x.dat.snap.1"), old, old)
+	files := filesBefore(out, time.Now())
+	touch("x.dat", "x.dat.snap.2", "x.dat.snap.10", "x.dat.77", "x.dat.77.snap.1", "x.dat.snapshot", "x.dat.part")
+	got := snapshotsOf([]string{out, filepath.Join(dir, "x.dat.77")}, files)
+	var base []string
+	for _, g := range got {
+		base = append(base, filepath.Base(g))
+	}
+	sort.Strings(base)
+	if want := []string{"x.dat.77.snap.1", "x.dat.snap.10", "x.dat.snap.2"}; !slices.Equal(base, want) {
+		t.Errorf("snapshots %v, want %v", base, want)
 	}
 }
