@@ -129,6 +129,19 @@ func TestTracerAttach(t *testing.T) {
 		t.Errorf("attach once the program waits again: %q", r.Stderr)
 	}
 
+	// attached, asked for its status only, then ended: nothing was recorded, and no trace
+	// is left in the socket's directory (the haproxy trial found one per attach)
+	p = trStartLive(t, dir, prog, run)
+	pid = p.cmd.Process.Pid
+	if r := live(pid, "status"); r.Code != 0 {
+		t.Fatalf("live status: %q", r.Stderr)
+	}
+	fmt.Fprintln(p.stdin, "quit")
+	p.cmd.Wait()
+	if m, _ := filepath.Glob(filepath.Join(run, fmt.Sprintf("ftrace-%d.dat*", pid))); len(m) != 0 {
+		t.Errorf("an attach that recorded nothing left %v", m)
+	}
+
 	// FTRACE_ATTACH=0: nothing to attach to
 	p = trStartLive(t, dir, prog, run, "FTRACE_ATTACH=0")
 	if r := live(p.cmd.Process.Pid, "status"); r.Code == 0 || !strings.Contains(r.Stderr, "does not offer to start one") {

@@ -233,7 +233,7 @@ func attach(pid int, noSock error, timeout time.Duration) (string, error) {
 		return "", fmt.Errorf("%w (--attach-timeout 0: not asked to start one)", noSock)
 	}
 	deadline := time.Now().Add(timeout)
-	sent := false
+	sent, asks := false, 0
 	asked := map[int]bool{}
 	for time.Now().Before(deadline) {
 		// one thread a try, the best not asked yet: each one asked in a call that is
@@ -253,6 +253,7 @@ func attach(pid int, noSock error, timeout time.Duration) (string, error) {
 			asked[tid] = true
 			if err := queueSignal(pid, tid, sig); err == nil {
 				sent = true
+				asks++
 			} else if errors.Is(err, syscall.EPERM) {
 				return "", fmt.Errorf("%w, and you may not signal it to start one: %w", noSock, err)
 			}
@@ -275,6 +276,11 @@ func attach(pid int, noSock error, timeout time.Duration) (string, error) {
 		return "", fmt.Errorf("%w, and none of its threads waited in a system call within %v to start one safely "+
 			"(all busy, in other calls, or blocking signal %d); ask again when it waits, or start it with FTRACE_CONTROL=1", noSock, timeout, sig)
 	}
-	return "", fmt.Errorf("%w, and it did not start one within %v of being asked (signal %d): see its standard error "+
-		"(a trace file it could not create?), or start it with FTRACE_CONTROL=1", noSock, timeout, sig)
+	// a thread that runs again before the signal comes ignores it (the haproxy trial: its
+	// one thread that takes signals was seldom left waiting under load), and a server that
+	// could not start says why on its standard error
+	return "", fmt.Errorf("%w, and it did not start one within %v of being asked %d times (signal %d): each time "+
+		"its waiting thread may have run on before the signal came (a busy process: ask again, or with a longer "+
+		"--attach-timeout), or it could not start one (see its standard error: a trace file it could not create?); "+
+		"FTRACE_CONTROL=1 at start avoids asking", noSock, timeout, asks, sig)
 }

@@ -513,9 +513,11 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	var flags []string
 	for i, name := range []string{"complete", "abnormal", "snapshot", "lost", "write-error"} {
 		if h.Flags&(1<<i) != 0 {
-			// the runtime's LOST covers frames over the depth limit too: named apart
+			// the runtime's LOST covers calls not graphed too (over the depth limit, past
+			// a full shadow stack, made inside the tracer: a signal handler that landed in
+			// it): named apart, as "calls not graphed" below
 			if name == "lost" && n.lost == 0 && n.lostDepth > 0 {
-				name = "over-depth"
+				name = "not-graphed"
 			}
 			flags = append(flags, name)
 		}

@@ -573,6 +573,8 @@ static void *attach_main(void *arg)
 	}
 	/* tracing off until asked (as FTRACE_CONTROL=1); started already: the server only */
 	err = ftrace_trace_start(&cfg);
+	if (!err && cfg.output == out)
+		ft_session_discard_if_empty();	/* a session of its own, in our directory */
 	if (err == -EBUSY)
 		err = ft_control_start();
 	if (err)

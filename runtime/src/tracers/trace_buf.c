@@ -2633,6 +2633,13 @@ static int finish_smaller(struct ft_batch *bt, const char *maps, size_t maps_len
  * .part.  Not on the finishing thread itself (a signal taken while it finishes).
  * Async-signal-safe.
  */
+static int discard_empty;
+
+void ft_session_discard_if_empty(void)
+{
+	discard_empty = 1;
+}
+
 void ft_session_wait_finished(void)
 {
 	struct ft_session *s = &ft_sess;
@@ -2703,8 +2710,13 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	/*
 	 * Complete, but it cannot take its name (a process that dropped privileges after its
 	 * file was made: nginx's workers in a directory of root's): the whole trace, at .part.
+	 * An attach's trace that no thread recorded into is removed at the end of the process
+	 * (the haproxy trial left one a `status`; `finish` asked for keeps it).
 	 */
-	if (!err && (wr = rename_output(s->part, s->final)))
+	if (!err && discard_empty && (reason == FTKIT_R_EXIT || reason == FTKIT_R_SIGNAL) &&
+	    !__atomic_load_n(&s->nreg, __ATOMIC_ACQUIRE) && !h->lost_nobuf)
+		unlink(s->part);
+	else if (!err && (wr = rename_output(s->part, s->final)))
 		ft_msg_err("the trace is complete but stays at ", s->part, wr);
 	if (locked)
 		lock_put();

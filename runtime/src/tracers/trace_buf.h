@@ -397,6 +397,12 @@ extern char ft_exec_prev[PATH_MAX];
 int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t depth,
 		    int force_mono, int fork_child);
 int ft_session_finish(int reason, int sig, int in_signal);
+/*
+ * The session was opened for an attach (`ftrace live PID` on a process started without a
+ * tracer), in the socket's directory: if the process ends before any thread recorded
+ * (only `status` was asked, or the tracer stayed nop), its file is removed, not left there.
+ */
+void ft_session_discard_if_empty(void);
 /* Another thread is finishing the session: wait until its file is written (up to 5 s). */
 void ft_session_wait_finished(void);
 /* After finish, when nothing more is to come of the session (no snapshot): its descriptor
