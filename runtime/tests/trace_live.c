@@ -13,6 +13,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "waits.h"
+
 volatile long sink;
 
 __attribute__((noinline)) void tick(long i) { sink += i; }
@@ -33,20 +35,6 @@ static void *poller(void *arg)
 	return NULL;
 }
 
-/* Has thread tid gone off the CPU in a system call? */
-static int waits(int tid)
-{
-	char path[64], buf[64] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return strncmp(buf, "running", 7) && atol(buf) >= 0;
-}
 
 int main(void)
 {
@@ -63,7 +51,7 @@ int main(void)
 
 			if (pipe(quiet) || pthread_create(&t, NULL, poller, NULL))
 				return 1;
-			while (!atomic_load(&poll_tid) || !waits(atomic_load(&poll_tid)))
+			while (!atomic_load(&poll_tid) || !waits_in_syscall(atomic_load(&poll_tid)))
 				usleep(1000);
 			printf("polling\n");
 		} else if (!strncmp(line, "eintr", 5)) {

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "check.h"
+#include "../../runtime/tests/waits.h"
 
 /* 80 functions, each on a page of its own: a first enable writes 80 fresh pages */
 #define G(n) __attribute__((noinline, aligned(4096))) int g##n(int x) \
@@ -95,23 +96,6 @@ static void *waiter(void *arg)
 	}
 }
 
-/* Has thread tid gone off the CPU in a system call? */
-static int in_syscall(int tid)
-{
-	char path[64], buf[256];
-	FILE *f;
-	long nr = -1;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	if (strncmp(buf, "running", 7))
-		nr = strtol(buf, NULL, 10);
-	return nr >= 0;
-}
 
 int main(void)
 {
@@ -128,7 +112,7 @@ int main(void)
 	for (w = 0; w < NW; w++)
 		CHECK(!pthread_create(&th[w], NULL, waiter, (void *)(long)w));
 	for (w = 0; w < NW; w++)
-		while (!atomic_load(&waiting[w]) || !in_syscall(atomic_load(&tids[w])))
+		while (!atomic_load(&waiting[w]) || !waits_in_syscall(atomic_load(&tids[w])))
 			usleep(1000);
 
 	/* a first enable on 80 fresh pages, counted exactly */

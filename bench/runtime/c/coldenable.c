@@ -25,6 +25,7 @@
 #include <ftrace.h>
 
 #include "../../patch/bench_util.h"
+#include "../../../runtime/tests/waits.h"
 
 typedef int (*fp)(int);
 extern fp const tab[];
@@ -61,20 +62,6 @@ static ftrace_notrace void *waiter(void *arg)
 	return NULL;
 }
 
-/* Has thread tid gone off the CPU in a system call? */
-static ftrace_notrace int waits(int tid)
-{
-	char path[64], buf[64] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return strncmp(buf, "running", 7) && atol(buf) >= 0;
-}
 
 static ftrace_notrace void empty_cb(unsigned long ip, unsigned long p, struct ftrace_ops *op,
 				    struct ftrace_regs *r)
@@ -113,7 +100,7 @@ ftrace_notrace int main(int argc, char **argv)
 	if (epoll) {
 		efd = eventfd(0, 0);
 		need(efd < 0 || pthread_create(&wt, NULL, waiter, NULL), "waiter");
-		while (!atomic_load(&waiting_tid) || !waits(atomic_load(&waiting_tid)))
+		while (!atomic_load(&waiting_tid) || !waits_in_syscall(atomic_load(&waiting_tid)))
 			usleep(1000);
 	}
 	need(pthread_create(&th, NULL, caller, NULL), "thread");
