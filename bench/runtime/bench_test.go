@@ -260,12 +260,10 @@ func BenchmarkRuntimeColdEnable(b *testing.B) {
 	// TLB shoot-down IPIs of the whole machine while one process runs (/proc/interrupts
 	// "TLB:"; other processes add a few): what parking saves, whatever an IPI costs here
 	var ipis, baseIPIs []float64
-	run := func(env ...string) map[string][]float64 {
-		args := []string{"0"}
-		if len(env) > 0 && env[0] == "epoll" { // not a variable: the waiting thread
-			args, env = append(args, "epoll"), env[1:]
-		}
-		cmd := exec.Command(exe, args...)
+	// run runs coldenable 0 with more arguments and variables; ipisTo (if any) takes the
+	// run's TLB shoot-downs
+	run := func(ipisTo *[]float64, more []string, env ...string) map[string][]float64 {
+		cmd := exec.Command(exe, append([]string{"0"}, more...)...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), env...)
 		t0 := tlbShootdowns()
@@ -273,10 +271,8 @@ func BenchmarkRuntimeColdEnable(b *testing.B) {
 		if err != nil {
 			b.Fatalf("coldenable %v: %v", env, err)
 		}
-		if n := tlbShootdowns() - t0; len(env) == 0 && len(args) == 1 {
-			ipis = append(ipis, n)
-		} else if len(args) == 1 {
-			baseIPIs = append(baseIPIs, n)
+		if n := tlbShootdowns() - t0; ipisTo != nil {
+			*ipisTo = append(*ipisTo, n)
 		}
 		return parse(b, string(out))
 	}
@@ -289,11 +285,11 @@ func BenchmarkRuntimeColdEnable(b *testing.B) {
 	var m map[string][]float64
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < 7; r++ {
-			m = run()
+			m = run(&ipis, nil)
 			reg = append(reg, m["cold_ms"][0])
 			unreg = append(unreg, m["cold_ms"][1])
-			base = append(base, run("FTRT_PRECOW=0")["cold_ms"][0])
-			e := run("epoll")
+			base = append(base, run(&baseIPIs, nil, "FTRT_PRECOW=0")["cold_ms"][0])
+			e := run(nil, []string{"epoll"})
 			if e["eintr"][0] != 0 {
 				b.Fatalf("the waiting thread's epoll_wait returned EINTR %v times", e["eintr"][0])
 			}

@@ -118,9 +118,17 @@ var restartedCalls = map[int]bool{
 }
 
 // idleWchan: where a thread sleeps in the kernel while it waits in one of idleCalls (for
-// when /proc/PID/task/TID/syscall may not be read: Yama's ptrace scope).
-var idleWchan = []string{"poll", "select", "epoll", "nanosleep", "pipe_read", "wait_woken",
-	"unix_stream_read", "sk_wait_data", "inet_csk_accept", "do_wait", "sigsuspend", "sigtimedwait", "n_tty_read"}
+// when /proc/PID/task/TID/syscall may not be read: Yama's ptrace scope), and whether that
+// call is one of restartedCalls.
+var idleWchan = []struct {
+	part      string
+	restarted bool
+}{
+	{"poll", false}, {"select", false}, {"epoll", false}, {"nanosleep", false},
+	{"sigsuspend", false}, {"sigtimedwait", false}, {"pipe_read", true}, {"wait_woken", true},
+	{"unix_stream_read", true}, {"sk_wait_data", true}, {"inet_csk_accept", true},
+	{"do_wait", true}, {"n_tty_read", true},
+}
 
 // idleThreads lists the threads of pid that wait in one of idleCalls and do not block sig,
 // those in restartedCalls first.
@@ -151,9 +159,11 @@ func idleThreads(pid, sig int) []int {
 				eintr = append(eintr, tid)
 				continue
 			}
-		} else if w, err := os.ReadFile(filepath.Join(task, "wchan")); err != nil || !wchanIdle(string(w)) {
+		} else if w, err := os.ReadFile(filepath.Join(task, "wchan")); err != nil {
 			continue
-		} else if !wchanRestarted(string(w)) {
+		} else if idle, restarted := wchanIdle(string(w)); !idle {
+			continue
+		} else if !restarted {
 			eintr = append(eintr, tid)
 			continue
 		}
@@ -162,23 +172,14 @@ func idleThreads(pid, sig int) []int {
 	return append(tids, eintr...)
 }
 
-// wchanRestarted: the wait of idleWchan w is in one of restartedCalls.
-func wchanRestarted(w string) bool {
-	for _, k := range []string{"pipe_read", "wait_woken", "unix_stream_read", "sk_wait_data", "inet_csk_accept", "do_wait", "n_tty_read"} {
-		if strings.Contains(w, k) {
-			return true
-		}
-	}
-	return false
-}
-
-func wchanIdle(w string) bool {
+// wchanIdle: is w (a wchan) the wait of one of idleCalls, and is that call restarted?
+func wchanIdle(w string) (idle, restarted bool) {
 	for _, k := range idleWchan {
-		if strings.Contains(w, k) {
-			return true
+		if strings.Contains(w, k.part) {
+			return true, k.restarted
 		}
 	}
-	return false
+	return false, false
 }
 
 // procState is the state letter of /proc/PID/stat ('?' if unknown).

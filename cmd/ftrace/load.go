@@ -310,13 +310,14 @@ type streams []*streamIn
 func openStreams(c *cli.Context) (streams, error) {
 	var ss streams
 	have := map[int]bool{}
-	for _, path := range tracePaths(c) {
+	paths := tracePaths(c)
+	for _, path := range paths {
 		in, err := openStreamPath(c, path, false)
 		if err != nil {
 			ss.Close()
 			return nil, err
 		}
-		in.several = true
+		in.several = len(paths) > 1 // one left after snapshots: warned about alone
 		ss = append(ss, in)
 		noteTIDs(have, in.st.Trace)
 	}

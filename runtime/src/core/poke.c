@@ -1439,9 +1439,8 @@ static int poke_batch(struct ftrt_poke *p, size_t n, size_t *bad, int data)
 		err = protect_runs(PROT_READ | PROT_WRITE | PROT_EXEC);
 	if (!err) {
 		int parked = park_pays(nfresh);
-		long nr;
 
-		if (parked && ftrt_sync_sleeper(&nr)) {
+		if (parked && ftrt_sync_sleeper()) {
 			precow(nfresh);	/* parks the others only: no site written whole */
 			parked = 0;
 		}

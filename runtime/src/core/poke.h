@@ -157,10 +157,10 @@ void ftrt_sync_unpark(void);
 pid_t ftrt_sync_trap_blocker(char name[16]);
 /*
  * A thread off the CPU in a system call that a signal handler would end with EINTR, even
- * under SA_RESTART (epoll_wait, poll, select, nanosleep, sigtimedwait, semop…: signal(7)),
- * with the call's number in *nr; 0: none.  Parking is optional where this matters.
+ * under SA_RESTART (epoll_wait, poll, select, nanosleep, sigtimedwait, semop…: signal(7)):
+ * its tid, or 0 (none).  Parking is optional where this matters.
  */
-pid_t ftrt_sync_sleeper(long *nr);
+pid_t ftrt_sync_sleeper(void);
 
 /*
  * Code ranges whose execution counts as "inside tracing" for ftrt_synchronize(): the

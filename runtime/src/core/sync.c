@@ -794,15 +794,14 @@ static void slot_read_counters(struct slot *s, const struct tls_ref *t)
  * barrier).  0 and *v, or -1: unknown (exited, the address no longer belongs to that
  * thread, or reading is not allowed).
  */
-static int read_view(pid_t tid, const struct slot *s, struct ftrt_cb_view *v)
+static int read_counters(pid_t tid, const struct tls_ref *at, struct ftrt_cb_view *v)
 {
 	pid_t tag = 0;
 	int d = 0;
 	uintptr_t nd = 0;
 	struct iovec l[3] = { { &d, sizeof(d) }, { &tag, sizeof(tag) }, { &nd, sizeof(nd) } };
-	struct iovec rm[3] = { { (void *)atomic_load(&s->depth_addr), sizeof(d) },
-			       { (void *)atomic_load(&s->tag_addr), sizeof(tag) },
-			       { (void *)atomic_load(&s->node_addr), sizeof(nd) } };
+	struct iovec rm[3] = { { (void *)at->depth, sizeof(d) }, { (void *)at->tag, sizeof(tag) },
+			       { (void *)at->node, sizeof(nd) } };
 	ssize_t got;
 
 	if (no_vm_read)
@@ -815,6 +814,15 @@ static int read_view(pid_t tid, const struct slot *s, struct ftrt_cb_view *v)
 	v->depth = d;
 	v->node = nd;
 	return 0;
+}
+
+/* read_counters() at the addresses the slot's thread published. */
+static int read_view(pid_t tid, const struct slot *s, struct ftrt_cb_view *v)
+{
+	struct tls_ref at = { tid, atomic_load(&s->depth_addr), atomic_load(&s->tag_addr),
+			      atomic_load(&s->node_addr) };
+
+	return read_counters(tid, &at, v);
 }
 
 /*
@@ -890,18 +898,16 @@ static int sleeping(pid_t tid)
 	return !read_syscall(tid, buf, sizeof(buf), &nr, &sp, &pc) && never_restarted(nr);
 }
 
-pid_t ftrt_sync_sleeper(long *nr)
+pid_t ftrt_sync_sleeper(void)
 {
-	char buf[256];
 	struct slot *v;
 	pid_t found = 0;
-	uintptr_t sp, pc;
 	size_t n;
 
 	if (list_threads(&v, &n))
 		return 0;
 	for (size_t i = 0; i < n && !found; i++)
-		if (!read_syscall(v[i].tid, buf, sizeof(buf), nr, &sp, &pc) && never_restarted(*nr))
+		if (sleeping(v[i].tid))
 			found = v[i].tid;
 	free(v);
 	return found;
@@ -933,15 +939,11 @@ static int proc_quiescent(const struct round *r, pid_t tid, int check)
 	if (read_syscall(tid, buf, sizeof(buf), &nr, &sp, &pc) || !sp ||
 	    in_ranges(pc, retired_only) || (sw1 = thread_switches(tid)) < 0)
 		return 0;
-	if (check == CHECK_ALL) {
-		struct slot s = { .tid = tid };
+	if (check == CHECK_ALL && reg_find(tid, &t)) {
 		struct ftrt_cb_view cv;
 
-		if (reg_find(tid, &t)) {
-			slot_read_counters(&s, &t);
-			if (read_view(tid, &s, &cv) || cv.depth > 0)
-				return 0;
-		}
+		if (read_counters(tid, &t, &cv) || cv.depth > 0)
+			return 0;
 	}
 	/* both in the round's snapshot of the address space (qemu-user shows a guest the
 	   host's registers here, which lie outside it) */

@@ -2620,6 +2620,14 @@ static int finish_smaller(struct ft_batch *bt, const char *maps, size_t maps_len
 	return err;
 }
 
+/* ft_session_discard_if_empty() (trace_buf.h) was called: see ft_session_finish() */
+static int discard_empty;
+
+void ft_session_discard_if_empty(void)
+{
+	discard_empty = 1;
+}
+
 /*
  * Finalise the trace file: every thread's remaining blocks, THREAD chunks, the last MAPS
  * chunk, header, rename to the output name.  in_signal: only async-signal-safe calls (the
@@ -2633,13 +2641,6 @@ static int finish_smaller(struct ft_batch *bt, const char *maps, size_t maps_len
  * .part.  Not on the finishing thread itself (a signal taken while it finishes).
  * Async-signal-safe.
  */
-static int discard_empty;
-
-void ft_session_discard_if_empty(void)
-{
-	discard_empty = 1;
-}
-
 void ft_session_wait_finished(void)
 {
 	struct ft_session *s = &ft_sess;
@@ -2711,7 +2712,7 @@ int ft_session_finish(int reason, int sig, int in_signal)
 	 * Complete, but it cannot take its name (a process that dropped privileges after its
 	 * file was made: nginx's workers in a directory of root's): the whole trace, at .part.
 	 * An attach's trace that no thread recorded into is removed at the end of the process
-	 * (the haproxy trial left one a `status`; `finish` asked for keeps it).
+	 * (the haproxy trial left one per `status`; a `finish` asked for keeps it).
 	 */
 	if (!err && discard_empty && (reason == FTKIT_R_EXIT || reason == FTKIT_R_SIGNAL) &&
 	    !__atomic_load_n(&s->nreg, __ATOMIC_ACQUIRE) && !h->lost_nobuf)
