@@ -42,10 +42,15 @@ func argsCalls(t *testing.T, g, tracer string) []string {
 	return out
 }
 
+// libstdcxxString matches the members of std::string that trace_args_cxx.cc instantiates
+// (_M_construct, a constructor), which are not the program's calls the test compares, but
+// not the functions taking a std::string.
+const libstdcxxString = "*basic_string<*>::*"
+
 // --auto-args: every call's arguments and return value as ftrace graph prints them are
 // what the program says it was called with and returned (each function prints itself in
 // the same form), for C and C++ (templates, classes by reference and by value, members,
-// enums, strings near unmapped memory and bad pointers), with both tracers and under a
+// enums, strings near unmapped memory and bad pointers, std::string's text), with both tracers and under a
 // time filter, and through read-time filters; the program's output is the same traced
 // and untraced.
 func TestTracerArgsAuto(t *testing.T) {
@@ -60,6 +65,9 @@ func TestTracerArgsAuto(t *testing.T) {
 			tracer, filtered := strings.CutSuffix(variant, "+time-filter")
 			dat := filepath.Join(dir, src+"."+variant+".dat")
 			flags := []string{"record", "-q", "-a", "-t", tracer, "-o", dat}
+			if strings.HasSuffix(src, ".cc") {
+				flags = append(flags, "-N", libstdcxxString) // the program's calls only
+			}
 			if filtered {
 				flags = append(flags, "--time-filter", "1ns")
 			}
@@ -276,7 +284,35 @@ func TestTracerArgsSpecs(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "ignoring FTRACE_ARGS=@") {
 		t.Errorf("group-writable spec file: %v, %q", err, b)
 	}
-	for _, bad := range []string{"add@arg99", "add", "add@arg1/q", "@arg1", "add@retval"} {
+	// /S: a std::string's text, as uftrace's (NULL, and a text pointer that cannot be read)
+	cxx := trBuild(t, dir, "trace_args_cxx.cc")
+	cplain, _ := trRun(t, dir, cxx, nil)
+	out, ws = trRun(t, dir, cxx, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=cxx.dat",
+		"FTRACE_ARGS=words@arg1/S;sized@arg1/S", "FTRACE_RETVAL=label*@retval/S", "FTRACE_NOTRACE=" + libstdcxxString})
+	if hexAddr.ReplaceAllString(out, "0x?") != hexAddr.ReplaceAllString(cplain, "0x?") || ws.ExitStatus() != 0 {
+		t.Fatalf("/S: output %q status %v, untraced %q", out, ws, cplain)
+	}
+	var wantS []string
+	for _, l := range strings.Split(strings.TrimSpace(cplain), "\n") {
+		name, _, _ := strings.Cut(l, "(")
+		call, ret, _ := strings.Cut(l, ") = ")
+		switch name {
+		case "words", "sized":
+			wantS = append(wantS, argName.ReplaceAllString(call, "")+")")
+		case "label[abi:cxx11]": // no arguments recorded: its name keeps its parameters
+			wantS = append(wantS, name+"(int) = "+ret)
+		}
+	}
+	var gotS []string
+	for _, c := range argsCalls(t, testenv.Run(t, dir, ftrace, "graph", "cxx.dat"), "function_graph") {
+		if strings.HasPrefix(c, "words") || strings.HasPrefix(c, "sized") || strings.HasPrefix(c, "label") {
+			gotS = append(gotS, c)
+		}
+	}
+	if strings.Join(gotS, "\n") != strings.Join(wantS, "\n") || len(wantS) != 5 {
+		t.Errorf("/S: calls\n%s\nwant\n%s", strings.Join(gotS, "\n"), strings.Join(wantS, "\n"))
+	}
+	for _, bad := range []string{"add@arg99", "add", "add@arg1/q", "@arg1", "add@retval", "add@arg1/S32"} {
 		cmd := exec.Command(prog)
 		cmd.Dir = dir
 		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function_graph", "FTRACE_ARGS="+bad, "FTRACE_OUTPUT=bad.dat")

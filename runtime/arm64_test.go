@@ -460,6 +460,9 @@ func TestArm64ArgsAuto(t *testing.T) {
 			}
 			env = append(env, "FTRACE_"+strings.ToUpper(which)+"=@"+spec)
 		}
+		if strings.HasSuffix(src, ".cc") {
+			env = append(env, "FTRACE_NOTRACE="+libstdcxxString)
+		}
 		plain, _ := a64Run(t, dir, prog, nil)
 		out, ws := a64Run(t, dir, prog, append(env, "FTRACE_TRACER=function_graph"))
 		if hexAddr.ReplaceAllString(out, "0x?") != hexAddr.ReplaceAllString(plain, "0x?") || ws.ExitStatus() != 0 {
@@ -479,6 +482,11 @@ func TestArm64ArgsAuto(t *testing.T) {
 			fn, _, _ := strings.Cut(w, "(")
 			for _, l := range strings.Split(plans, "\n") {
 				if strings.Contains(l, "  "+fn+"(") {
+					// a result in memory at x8, which the callee need not keep, is
+					// not recorded (ftrace args: "@-"): the call shows no value
+					if k := strings.LastIndex(w, " = "); strings.HasSuffix(l, " @-") && k > 0 {
+						w = w[:k]
+					}
 					for _, m := range byRef.FindAllStringSubmatch(l, -1) {
 						w = regexp.MustCompile(`\b`+m[1]+`=\{[^=]*(=\{[^}]*\})?[^}]*\}`).ReplaceAllString(w, m[1]+"=0x?")
 					}

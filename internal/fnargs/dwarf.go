@@ -287,6 +287,14 @@ func (l *loader) function(e *dwarf.Entry, low, entry uint64, syms []string, best
 		} else {
 			a.Type = l.conv(gt, 0)
 		}
+		if art, _ := c.Val(dwarf.AttrArtificial).(bool); art && a.Type.Elem != nil && a.Type.Elem.StdString {
+			// a std::string's own this: a constructor's is not a string yet
+			e := *a.Type.Elem
+			e.StdString = false
+			t := *a.Type
+			t.Elem = &e
+			a.Type = &t
+		}
 		params = append(params, a)
 		dwarfRegs = append(dwarfRegs, l.entryRegs(c, low))
 	}
@@ -452,6 +460,7 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 			return st
 		}
 		st.ByRef = l.passByRef(t.Offset)
+		st.StdString = isStdString(t)
 		st.Fields = l.bases(t.Offset, depth)
 		var raw []*dwarf.Entry // the member DIEs, for the bit-field positions
 		for i, f := range t.Field {
@@ -505,6 +514,47 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 		}
 	}
 	return &Type{Kind: KUnknown, Name: name, Size: size}
+}
+
+// isStdString: is t libstdc++'s std::string of the C++11 ABI (basic_string<char, …>,
+// 32 bytes: _M_dataplus._M_p, the data pointer, at 0 and _M_string_length at 8)? The
+// runtime reads its text through that layout, so the layout is checked, not the name
+// alone: the old copy-on-write string (8 bytes, the length before the data) and libc++'s
+// (24 bytes) have other ones and are not.
+func isStdString(t *godwarf.StructType) bool {
+	if !strings.HasPrefix(t.StructName, "basic_string<char,") || t.ByteSize != 32 {
+		return false
+	}
+	var data, length bool
+	for _, f := range t.Field {
+		switch {
+		case f.Name == "_M_dataplus" && f.ByteOffset == 0:
+			if h, ok := bare(f.Type).(*godwarf.StructType); ok {
+				for _, g := range h.Field {
+					if _, isPtr := bare(g.Type).(*godwarf.PtrType); isPtr && g.Name == "_M_p" && g.ByteOffset == 0 {
+						data = true
+					}
+				}
+			}
+		case f.Name == "_M_string_length" && f.ByteOffset == 8 && f.Type != nil && f.Type.Size() == 8:
+			length = true
+		}
+	}
+	return data && length
+}
+
+// bare is t without typedefs and qualifiers.
+func bare(t godwarf.Type) godwarf.Type {
+	for {
+		switch u := t.(type) {
+		case *godwarf.TypedefType:
+			t = u.Type
+		case *godwarf.QualType:
+			t = u.Type
+		default:
+			return t
+		}
+	}
 }
 
 // charText: is t a character type by another name, whose pointers are text (libxml2's
@@ -565,7 +615,7 @@ func (l *loader) shallow(t godwarf.Type) *Type {
 	}
 	switch u := t.(type) {
 	case *godwarf.StructType:
-		return &Type{Kind: KStruct, Name: l.tagged(u.Kind, u.StructName), Size: int(u.ByteSize)}
+		return &Type{Kind: KStruct, Name: l.tagged(u.Kind, u.StructName), Size: int(u.ByteSize), StdString: isStdString(u)}
 	case *godwarf.FuncType:
 		return &Type{Kind: KUnknown, Name: "function"}
 	case *godwarf.PtrType:

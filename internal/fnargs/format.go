@@ -51,6 +51,9 @@ func FormatValue(a *Arg, v Value) string {
 	if len(v.Words) == 0 {
 		return "?"
 	}
+	if a.stdString() {
+		return str(v)
+	}
 	if a.Indirect {
 		return ptr(v.Words[0])
 	}

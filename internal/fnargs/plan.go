@@ -18,6 +18,9 @@ const (
 	FChar   Format = 'c'
 	FFloat  Format = 'f'
 	FPtr    Format = 'p'
+	// FStdString: the word is the address of a std::string, whose text is copied
+	// (uftrace's letter S; libstdc++'s layout).
+	FStdString Format = 'S'
 )
 
 // Arg is what is recorded of one argument or return value and how it is printed.
@@ -90,10 +93,27 @@ func (f *Func) Strings() []*Arg {
 }
 
 func (a *Arg) isString() bool {
-	if a.Fmt == FString {
+	if a.Fmt == FString || a.Fmt == FStdString {
 		return true
 	}
-	return a.Fmt == FAuto && a.Type != nil && a.Type.Kind == KString && !a.Indirect
+	return a.Fmt == FAuto && a.Type != nil && a.Type.Kind == KString && !a.Indirect || a.stdString()
+}
+
+// stdString: the recorded word is the address of a std::string (a reference or pointer
+// to one, or one passed or returned through a hidden pointer), whose text the runtime
+// copies.
+func (a *Arg) stdString() bool {
+	if a.Fmt == FStdString {
+		return true
+	}
+	t := a.Type
+	if a.Fmt != FAuto || t == nil || len(a.Parts) != 1 {
+		return false
+	}
+	if a.Indirect {
+		return t.StdString
+	}
+	return (t.Kind == KRef || t.Kind == KPtr) && t.Elem != nil && t.Elem.StdString
 }
 
 // String is the plan in a readable form, e.g. "parse(buf/s=%rdi, len=%rsi) = %rax".

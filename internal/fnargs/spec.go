@@ -123,10 +123,10 @@ func parseItem(item string, ret bool) (*Arg, error) {
 		switch c {
 		case 'd', 'i':
 			a.Fmt = FInt
-		case 'u', 'x', 's', 'c', 'f', 'p':
+		case 'u', 'x', 's', 'S', 'c', 'f', 'p':
 			a.Fmt = Format(c)
 		default:
-			return nil, fmt.Errorf("%s: unknown format %q (want d, i, u, x, s, c, f or p)", item, fmtPart)
+			return nil, fmt.Errorf("%s: unknown format %q (want d, i, u, x, s, S, c, f or p)", item, fmtPart)
 		}
 		if c == 'c' {
 			a.Size = 1
@@ -137,7 +137,7 @@ func parseItem(item string, ret bool) (*Arg, error) {
 			if c == 'f' {
 				ok = err == nil && (n == 32 || n == 64)
 			}
-			if !ok || c == 's' || c == 'p' || c == 'c' && n != 8 {
+			if !ok || c == 's' || c == 'S' || c == 'p' || c == 'c' && n != 8 {
 				return nil, fmt.Errorf("%s: bad size %q in /%s", item, bits, fmtPart)
 			}
 			a.Size = n / 8

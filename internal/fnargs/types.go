@@ -55,6 +55,10 @@ type Type struct {
 	ByRef bool
 	// Count is the element count of a KArray (Elem is then the element type).
 	Count int
+	// StdString: a KStruct laid out as libstdc++'s std::string (the C++11 ABI's
+	// basic_string<char>: the data pointer at 0, the length at 8), whose text the
+	// runtime copies when a recorded word is its address.
+	StdString bool
 }
 
 // EnumVal is one enumerator.

@@ -78,10 +78,11 @@ int ftrace_trace_set_triggers(const char *spec);
 /*
  * Arguments and return values (uftrace's -A / -R): "GLOB@ITEM[,ITEM...][;GLOB@...]",
  * ITEM argN, fpargN (set_args) or retval (set_retval), each with an optional /FMT[BITS]
- * (d i u x s c f p) and %REG or %stack+N; "@FILE" reads the list from a file of the
+ * (d i u x s S c f p) and %REG or %stack+N; "@FILE" reads the list from a file of the
  * caller's that no one else may write.  The function tracer records arguments with its
  * FUNC events, function_graph arguments with ENTRY and return values with EXIT.  Strings
- * (/s) are copied, at most 64 bytes, with a read that cannot fault.  NULL or "" stops.
+ * (/s; /S: the text of the libstdc++ std::string at the address) are copied, at most 64
+ * bytes, with a read that cannot fault.  NULL or "" stops.
  * All or nothing: -EINVAL for a malformed list (nothing changes).  The globs are matched
  * against the functions loaded when called.
  */

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * --auto-args on C++: a function template's instances, a class passed by reference and
- * by value, a member function (its this), an enum class (noipa: no clone with another
- * signature, which --auto-args leaves out).  Each call prints itself the way
- * ftrace graph shows it; the test compares the two.
+ * by value, a member function (its this), an enum class, std::string by reference, by
+ * value, by pointer (NULL, and one whose text cannot be read) and returned (noipa: no
+ * clone with another signature, which --auto-args leaves out).  Each call prints itself
+ * the way ftrace graph shows it; the test compares the two.
  */
 #include <cstdio>
+#include <string>
 
 enum class Mode { Fast = 1, Slow = 2 };
 
@@ -54,6 +56,70 @@ struct Counter {
 	}
 };
 
+/*
+ * A std::string as the reader quotes its text: the first 64 bytes (the copy's bound), a
+ * byte outside printable ASCII as \xHH (the reader's \n, \t and \r are not needed
+ * here), "..." after a cut one.  Not traced: the test's, not the program's.
+ */
+/* both: arm64's entry nops come from -fpatchable-function-entry, not -pg */
+__attribute__((no_instrument_function, patchable_function_entry(0, 0))) static std::string
+lit(const std::string *s)
+{
+	std::string q = "\"";
+	char hex[8];
+
+	if (!s)
+		return "NULL";
+	for (size_t i = 0; i < s->size() && i < 64; i++) {
+		unsigned char c = static_cast<unsigned char>((*s)[i]);
+
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			q += static_cast<char>(c);
+		} else {
+			std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+			q += hex;
+		}
+	}
+	return q + "\"" + (s->size() > 64 ? "..." : "");
+}
+
+__attribute__((noipa)) size_t words(const std::string &s)
+{
+	size_t n = s.empty() ? 0 : 1;
+
+	for (char c : s)
+		n += c == ' ';
+	std::printf("words(s=%s) = %zu\n", lit(&s).c_str(), n);
+	return n;
+}
+
+__attribute__((noipa)) size_t measure(std::string s, int pad)
+{
+	std::printf("measure(s=%s, pad=%d) = %zu\n", lit(&s).c_str(), pad, s.size() + pad);
+	return s.size() + pad;
+}
+
+/* the text pointer of a string made to be unreadable (in the first page) */
+static const char *const badtext = reinterpret_cast<const char *>(16);
+
+/* reads only the length of a string whose text may be unreadable */
+__attribute__((noipa)) size_t sized(const std::string *s)
+{
+	size_t n = s ? s->size() : 0;
+
+	std::printf("sized(s=%s) = %zu\n", s && s->data() == badtext ? "<bad>" : lit(s).c_str(), n);
+	return n;
+}
+
+__attribute__((noipa)) std::string label(int n)
+{
+	std::string r = "item-" + std::to_string(n);
+
+	/* the name as demangled: a function returning std::string has the ABI's tag */
+	std::printf("label[abi:cxx11](n=%d) = %s\n", n, lit(&r).c_str());
+	return r;
+}
+
 int main()
 {
 	Point p = { 3, -4 };
@@ -66,5 +132,16 @@ int main()
 	run(Mode::Slow, true);
 	c.add(5);
 	c.add(-2);
+
+	std::string hi = "hello big world", bin("nul\0in\x7f", 7), longer(100, 'q');
+	/* libstdc++'s layout with a text pointer into the first page: a bad string */
+	const char *fake[2] = { badtext, reinterpret_cast<const char *>(3) };
+
+	words(hi);
+	measure(bin, 2);
+	sized(&longer);
+	sized(nullptr);
+	sized(reinterpret_cast<const std::string *>(fake));
+	label(42);
 	return 0;
 }

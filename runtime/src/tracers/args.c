@@ -6,8 +6,9 @@
  *   GLOB@ITEM[,ITEM...][;GLOB@...]     ITEM: NAME[/FMT[BITS]][%LOC]
  *
  * uftrace's -A / -R syntax (docs/ftrace-cli.md): NAME argN, fpargN or retval; FMT d i u
- * x s c f p, and two letters `ftrace record --auto-args` writes: a (a word the reader
- * formats from the program's DWARF) and A (the same, a string copied); LOC a register or
+ * x s c f p, S (a std::string's text, as uftrace's), and three letters `ftrace record
+ * --auto-args` writes: a (a word the reader formats from the program's DWARF), A (the
+ * same, a string copied) and T (the same, a std::string's text copied); LOC a register or
  * stack+N.  Specs are resolved to the functions loaded now, once, into a table of plans
  * by site address that the tracers look up on each recorded call (ft_args_find); a
  * change builds a new table and publishes it with one store.
@@ -66,6 +67,7 @@ static size_t nplans;
 
 /* ---- parsing ------------------------------------------------------------------------- */
 
+/* *str: 0, FTKIT_ARG_STR (a C string) or FTKIT_ARG_STR | FTKIT_ARG_STDSTR */
 static int fmt_code(char c, int *str, unsigned *size)
 {
 	*str = 0;
@@ -73,12 +75,14 @@ static int fmt_code(char c, int *str, unsigned *size)
 	case 'd': case 'i': return FTKIT_ARG_INT;
 	case 'u': return FTKIT_ARG_UINT;
 	case 'x': return FTKIT_ARG_HEX;
-	case 's': *str = 1; return FTKIT_ARG_STRING;
+	case 's': *str = FTKIT_ARG_STR; return FTKIT_ARG_STRING;
+	case 'S': *str = FTKIT_ARG_STR | FTKIT_ARG_STDSTR; return FTKIT_ARG_STRING;
 	case 'c': *size = 1; return FTKIT_ARG_CHAR;
 	case 'f': return FTKIT_ARG_FLOAT;
 	case 'p': return FTKIT_ARG_PTR;
 	case 'a': return FTKIT_ARG_AUTO;
-	case 'A': *str = 1; return FTKIT_ARG_AUTO;
+	case 'A': *str = FTKIT_ARG_STR; return FTKIT_ARG_AUTO;
+	case 'T': *str = FTKIT_ARG_STR | FTKIT_ARG_STDSTR; return FTKIT_ARG_AUTO;
 	}
 	return -1;
 }
@@ -170,7 +174,7 @@ static int parse_item(const char *p, const char *e, int ret, struct ft_argval *v
 	}
 	if (str)
 		size = 8;	/* the pointer */
-	v->desc = (uint8_t)(fmt | log2_size(size) << FTKIT_ARG_SIZE_SHIFT | (str ? FTKIT_ARG_STR : 0));
+	v->desc = (uint8_t)(fmt | log2_size(size) << FTKIT_ARG_SIZE_SHIFT | str);
 	v->loc = (int8_t)loc;
 	v->off = (uint16_t)off;
 	return 0;
@@ -691,6 +695,37 @@ static unsigned put_str(uint32_t *buf, unsigned w, unsigned long addr)
 	return w + 1 + (unsigned)(len + 3) / 4;
 }
 
+/*
+ * A std::string at addr, as put_str puts a C string: its first bytes, read fault-safely
+ * through libstdc++'s layout (the data pointer, then the length; the type was checked to
+ * have it: fnargs, or the user's /S), flagged truncated when it holds more.
+ */
+static unsigned put_stdstr(uint32_t *buf, unsigned w, unsigned long addr)
+{
+	unsigned room = (REC_WORDS - w - 1) * 4, max = room < FT_STR_MAX ? room : FT_STR_MAX;
+	unsigned long obj[2] = { 0, 0 };
+	char *s = (char *)&buf[w + 1];
+	size_t len;
+	long n;
+
+	if (!addr) {
+		buf[w] = FTKIT_STR_BAD;
+		return w + 1;
+	}
+	n = ft_mem_read(obj, addr, sizeof(obj));
+	len = obj[1] < max ? obj[1] : max;
+	if (n == (long)sizeof(obj) && len && ft_mem_read(s, obj[0], len) != (long)len)
+		n = -1;		/* the object read, its bytes not: a bad string */
+	if (n != (long)sizeof(obj)) {
+		buf[w] = n == -2 ? FTKIT_STR_UNREAD : FTKIT_STR_BAD;
+		return w + 1;
+	}
+	buf[w] = (uint32_t)len | (obj[1] > len ? FTKIT_STR_TRUNC : 0);
+	if (len & 3)
+		memset(s + len, 0, 4 - (len & 3));
+	return w + 1 + (unsigned)(len + 3) / 4;
+}
+
 /* The stack word off bytes above sp: read directly within sp's page, safely past it. */
 static unsigned long stack_word(unsigned long sp, unsigned off)
 {
@@ -778,10 +813,10 @@ static unsigned build(uint32_t *buf, unsigned long ip, const struct ft_argval *v
 			buf[w++] = (uint32_t)(x >> 32);
 		if (v[i].desc & FTKIT_ARG_STR) {
 			if (w + 1 > REC_WORDS) {
-				desc[i] &= (uint8_t)~FTKIT_ARG_STR;
+				desc[i] &= (uint8_t)~(FTKIT_ARG_STR | FTKIT_ARG_STDSTR);
 				continue;
 			}
-			w = put_str(buf, w, x);
+			w = v[i].desc & FTKIT_ARG_STDSTR ? put_stdstr(buf, w, x) : put_str(buf, w, x);
 		}
 	}
 	*pn = n;

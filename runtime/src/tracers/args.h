@@ -15,7 +15,7 @@
 #define FT_STR_MAX	64	/* bytes of a string copied */
 
 struct ft_argval {
-	uint8_t desc;		/* FTKIT_ARG_* | size | FTKIT_ARG_STR */
+	uint8_t desc;		/* FTKIT_ARG_* | size | FTKIT_ARG_STR [| FTKIT_ARG_STDSTR] */
 	int8_t loc;		/* the arch's location, or -1: the stack word at off */
 	uint16_t off;
 	int16_t roff;		/* loc's byte offset in the register frame (-1: none) */

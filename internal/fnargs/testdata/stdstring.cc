@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// std::string in every place a plan meets one (TestStdString): by reference, by value,
+// by pointer, by rvalue reference, returned, a member's this, and a std::string * that
+// is not one to read (a pointer to pointer).
+#include <string>
+
+struct Box {
+	std::string name;
+	__attribute__((noipa)) size_t len() const { return name.size(); }
+};
+
+__attribute__((noipa)) size_t by_ref(const std::string &s) { return s.size(); }
+__attribute__((noipa)) size_t by_val(std::string s) { return s.size(); }
+__attribute__((noipa)) size_t by_ptr(const std::string *s) { return s ? s->size() : 0; }
+__attribute__((noipa)) size_t by_rref(std::string &&s) { return s.size(); }
+__attribute__((noipa)) size_t by_pptr(std::string **s) { return *s ? (*s)->size() : 0; }
+__attribute__((noipa)) std::string made(int n) { return std::string(static_cast<size_t>(n), 'x'); }
+__attribute__((noipa)) size_t in_box(const Box &b) { return b.len(); }
+
+int main(int argc, char **argv)
+{
+	std::string a(argv[0]), *p = &a;
+	Box b{a};
+
+	return static_cast<int>(by_ref(a) + by_val(a) + by_ptr(&a) + by_rref(std::string(a)) +
+				by_pptr(&p) + made(argc).size() + in_box(b)) & 1;
+}
