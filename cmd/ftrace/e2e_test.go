@@ -874,6 +874,34 @@ int main(int argc, char **) { int s = 0; for (int i = 0; i < 5; i++) s += ns::g(
 	if g := testenv.Run(t, dir, ftrace, "graph", "a.dat"); !strings.Contains(g, "ns::f(1) = 3;") || !strings.Contains(g, "ns::f(6) = 13;") {
 		t.Errorf("-A/-R ns::f: graph shows no values:\n%s", g)
 	}
+	// the C++ program had the library mapped for it; a C program given the same kind of
+	// globs has no C++ name to demangle and does not get it
+	if info := testenv.Run(t, dir, ftrace, "info", "a.dat"); !strings.Contains(info, "libstdc++") {
+		t.Errorf("the C++ program's memory map names no libstdc++:\n%s", info)
+	}
+	csrc := filepath.Join(dir, "c.c")
+	if err := os.WriteFile(csrc, []byte(`#include <stdio.h>
+__attribute__((noinline)) int work(int x) { return 2 * x + 1; }
+int main(void) { int s = 0; for (int i = 0; i < 4; i++) s += work(i); printf("%d\n", s); return 0; }
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cprog := filepath.Join(dir, "c")
+	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-c", csrc, "-o", cprog+".o")
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), cprog+".o")
+	testenv.Run(t, dir, "gcc", "-o", cprog, cprog+".o", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	for _, flags := range [][]string{{"-N", "ns::none"}, {"-N", "none(int)"}, {"-A", "work(*@arg1"}} {
+		args := append(append([]string{"record", "-q", "-o", "c.dat", "-F", "work"}, flags...), "--", cprog)
+		if r := testenv.Exec(t, dir, ftrace, args...); r.Code != 0 || r.Stdout != "16\n" {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", flags, r.Code, r.Stdout, r.Stderr)
+		}
+		if info := testenv.Run(t, dir, ftrace, "info", "c.dat"); strings.Contains(info, "libstdc++") {
+			t.Errorf("C program, %v: libstdc++ was loaded into it:\n%s", flags, info)
+		}
+		if _, calls := reportCalls(t, dir, "c.dat"); calls["work"] != 4 {
+			t.Errorf("C program, %v: calls %v", flags, calls)
+		}
+	}
 }
 
 // TestE2ECXX: demangled names, and frames left by an exception marked unwound.

@@ -2586,6 +2586,35 @@ static struct ftrt_syms *obj_syms(struct ftrt_object *o)
 }
 
 /*
+ * Only a traced function counts: the runtime's own std::rethrow_exception (fgraph's
+ * interposition) is C++ in every program, C ones too.
+ */
+int ftrt_objects_need_demangler(void)
+{
+	struct ftrt_object *o;
+	struct ftrt_syms *s;
+	size_t i, k;
+	int need = 0;
+
+	if (api_enter())
+		return 0;
+	for (o = objects; o && !need; o = o->next) {
+		if (!o->nrecs || !(s = obj_syms(o)) || s->demangle_done)
+			continue;
+		for (i = 0; i < s->n && !need; i++) {
+			const struct ftrt_sym *y = &s->v[i];
+
+			if (y->demangled || strncmp(y->name, "_Z", 2))
+				continue;
+			k = obj_lower_bound(o, y->addr);
+			need = k < o->nrecs && o->recs[k].ip < y->addr + (y->size ? y->size : 5);
+		}
+	}
+	ftrt_unlock();
+	return need;
+}
+
+/*
  * Does pat match name (as a glob, or as the very name), or the function name is a
  * compiler's copy of ("f.constprop.0", "_Z1fi.isra.0", "ns::f(int) [clone .isra.0]": the
  * source names them "f", "ns::f(int)")?

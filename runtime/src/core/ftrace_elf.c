@@ -260,8 +260,10 @@ static demangle_fn demangler_get(void)
  * default), and its C++ names could then not be demangled: a filter naming 'ns::f'
  * matched nothing. When a filter or spec names C++ functions, the library is loaded for
  * its demangler (local symbols, once; its initialisation allocates its exception pool):
- * what the user asked for by naming them. dlopen runs constructors and takes the loader's
- * lock, and the runtime's dlopen hook then takes the core lock: never under it.
+ * what the user asked for by naming them — in a program that has C++ names: a C program
+ * given a glob with a '(' does not get libstdc++ mapped into it.  dlopen runs constructors
+ * and takes the loader's lock, and the runtime's dlopen hook then takes the core lock:
+ * never under it.
  */
 void ftrt_demangler_want(const char *text, size_t len)
 {
@@ -269,7 +271,7 @@ void ftrt_demangler_want(const char *text, size_t len)
 	void *h;
 
 	if (!text || (!memmem(text, len, "::", 2) && !memchr(text, '(', len)) || demangler_get() ||
-	    __atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL))
+	    !ftrt_objects_need_demangler() || __atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL))
 		return;
 	h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
 	if (h) {

@@ -153,10 +153,15 @@ void ftrt_syms_free(struct ftrt_syms *s);
 void ftrt_syms_demangle(struct ftrt_syms *s);
 /*
  * text (len bytes: filter globs, argument specs) names C++ functions ("::" or a parameter
- * list): make sure the process has a demangler to match them with. Call without the core
- * lock (it may dlopen).
+ * list): make sure the process has a demangler to match them with, if it has C++ names to
+ * match (ftrt_objects_need_demangler). Call without the core lock (it may dlopen).
  */
 void ftrt_demangler_want(const char *text, size_t len);
+/*
+ * Does a loaded object with call sites have C++ names not demangled yet (the process has
+ * no demangler)?  Takes the core lock: 0 inside a callback.
+ */
+int ftrt_objects_need_demangler(void);
 /* Does the process have a demangler (C++ names match in their demangled form)? */
 int ftrt_have_demangler(void);
 const struct ftrt_sym *ftrt_syms_lookup(const struct ftrt_syms *s, uintptr_t addr);
