@@ -426,6 +426,13 @@ func TestE2ELive(t *testing.T) {
 	if _, after := reportCalls(t, dir, snap2); after["other"] == 0 || after["tick"] != before["tick"] {
 		t.Errorf("graph_function other: snapshot calls %v after %v, want more of other and no more tick", after, before)
 	}
+	// the header names every tracer that ran, not the last one (a trial's lighttpd trace,
+	// switched from function_graph to nop, said "function")
+	for f, want := range map[string]string{snap: "function", snap2: "function+function_graph"} {
+		if info := testenv.Run(t, dir, ftrace, "info", f); !regexp.MustCompile(`(?m)^tracer: +` + regexp.QuoteMeta(want) + `$`).MatchString(info) {
+			t.Errorf("info %s: want tracer %s:\n%s", filepath.Base(f), want, info)
+		}
+	}
 	if r := testenv.Exec(t, dir, ftrace, "live", pid, "graph_function", "nosuch"); r.Code == 0 || !strings.Contains(r.Stderr, "graph_function 'nosuch': matches no function") {
 		t.Errorf("graph_function nosuch: %+v", r)
 	}

@@ -1830,6 +1830,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	h->ref_real_ns = s->clk.ref_real_ns;
 	h->start_ticks = ft_clock_read();
 	h->tracer = tracer;
+	s->tracer_now = tracer;
 	h->record_size = 0;
 	h->graph_depth = depth;
 	h->tsc_hz = s->clk.tsc_hz;
@@ -2173,8 +2174,10 @@ static void rebuffer(struct ft_thread *t)
 
 void ft_session_set_tracer(uint32_t tracer)
 {
-	if (tracer != FTKIT_TRACER_NONE)
-		__atomic_store_n(&ft_sess.hdr.tracer, tracer, __ATOMIC_RELAXED);
+	if (tracer == FTKIT_TRACER_NONE)
+		return;
+	ft_sess.tracer_now = tracer;
+	__atomic_fetch_or(&ft_sess.hdr.tracer, tracer, __ATOMIC_RELAXED);
 }
 
 /*
@@ -2946,5 +2949,5 @@ void ft_session_forked(int nop)
 	   after an attach: two per reload), until a tracer is set */
 	fork_deferred = nop;
 	if (!nop)
-		ft_session_open(NULL, 0, s->hdr.tracer, s->hdr.graph_depth, 0, 1);
+		ft_session_open(NULL, 0, s->tracer_now, s->hdr.graph_depth, 0, 1);
 }

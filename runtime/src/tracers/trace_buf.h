@@ -371,7 +371,8 @@ struct ft_session {
 	uint32_t gen;			/* bumped at each open (fork child) */
 	int maps_startup_done;
 	uint64_t end;			/* file size (under the session lock) */
-	struct ftkit_file_header hdr;
+	struct ftkit_file_header hdr;	/* hdr.tracer: every tracer that ran (FTKIT_TRACER_* bits) */
+	uint32_t tracer_now;		/* the one that runs (a fork child's file starts with it) */
 	struct ft_clock_ref clk;
 	char final[PATH_MAX];		/* output name */
 	char base[PATH_MAX];		/* final without the .exec<n> suffix (exec naming) */
@@ -424,8 +425,8 @@ int ft_known_at_startup(unsigned long start);
 /* Drop the events the threads hold (live `clear`); -ENODEV if not tracing. */
 int ft_session_clear(void);
 int ft_session_set_ring(uint64_t bytes);	/* live `ring`: 0 streams */
-/* A tracer switched on live: the header names it (the last one that recorded; nop leaves
-   the name as it is, so a session started as nop and switched names what recorded). */
+/* A tracer switched on live: the header adds it to the tracers that ran (nop adds none,
+   so a session started as nop and switched names what recorded). */
 void ft_session_set_tracer(uint32_t tracer);
 void ft_session_mode(char *buf, size_t len);
 /*

@@ -52,7 +52,7 @@ struct ftkit_file_header {
 	uint64_t ref_real_ns;
 	uint64_t start_ticks;
 	uint64_t end_ticks;
-	uint32_t tracer;
+	uint32_t tracer;		/* FTKIT_TRACER_* bits: every tracer that ran */
 	uint32_t reason;
 	uint32_t record_size;
 	uint32_t graph_depth;

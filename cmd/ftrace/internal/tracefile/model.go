@@ -12,6 +12,8 @@ import (
 const (
 	TracerFunction      = "function"
 	TracerFunctionGraph = "function_graph"
+	// TracerBoth: a trace switched live between the two (its header's bits 1|2).
+	TracerBoth = "function+function_graph"
 )
 
 // Header.Reason of a trace the runtime finalised at its FTRACE_SIZE or FTRACE_DURATION.
@@ -94,7 +96,7 @@ type Header struct {
 	Flags      uint32   // FlagComplete, FlagAbnormal, FlagSnapshot, FlagLost, FlagWriteError
 	Signal     int      // fatal signal when FlagAbnormal
 	GraphDepth int      // FTRACE_GRAPH_DEPTH at start (0: none)
-	Tracer     string   // TracerFunction or TracerFunctionGraph
+	Tracer     string   // TracerFunction, TracerFunctionGraph, TracerBoth or "nop"
 	PID        int      // traced process
 	Command    []string // argv of the traced process, when recorded
 	StartNS    uint64   // timestamp (trace clock, ns) of the start of tracing

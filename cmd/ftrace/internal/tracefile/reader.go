@@ -190,6 +190,8 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 		hd.Tracer = TracerFunction
 	case 2:
 		hd.Tracer = TracerFunctionGraph
+	case 3: // switched live between the two
+		hd.Tracer = TracerBoth
 	default:
 		hd.Tracer = fmt.Sprintf("tracer(%d)", tracer)
 	}

@@ -38,6 +38,8 @@ func write(w io.Writer, t *Trace, version uint32, threads func(t *Trace, chunk c
 		le.PutUint32(h[80:], 1)
 	case TracerFunctionGraph:
 		le.PutUint32(h[80:], 2)
+	case TracerBoth:
+		le.PutUint32(h[80:], 3)
 	}
 	reason := uint32(1)
 	if t.Header.Flags&FlagComplete == 0 {
