@@ -461,6 +461,7 @@ func (l *loader) conv(t godwarf.Type, depth int) *Type {
 		}
 		st.ByRef = l.passByRef(t.Offset)
 		st.StdString = isStdString(t)
+		st.StringView = isStringView(t)
 		st.Fields = l.bases(t.Offset, depth)
 		var raw []*dwarf.Entry // the member DIEs, for the bit-field positions
 		for i, f := range t.Field {
@@ -538,6 +539,24 @@ func isStdString(t *godwarf.StructType) bool {
 			}
 		case f.Name == "_M_string_length" && f.ByteOffset == 8 && f.Type != nil && f.Type.Size() == 8:
 			length = true
+		}
+	}
+	return data && length
+}
+
+// isStringView: is t libstdc++'s std::string_view (basic_string_view<char, …>, 16 bytes:
+// _M_len at 0, _M_str, the data pointer, at 8)?
+func isStringView(t *godwarf.StructType) bool {
+	if !strings.HasPrefix(t.StructName, "basic_string_view<char,") || t.ByteSize != 16 {
+		return false
+	}
+	var data, length bool
+	for _, f := range t.Field {
+		switch {
+		case f.Name == "_M_len" && f.ByteOffset == 0 && f.Type != nil && f.Type.Size() == 8:
+			length = true
+		case f.Name == "_M_str" && f.ByteOffset == 8:
+			_, data = bare(f.Type).(*godwarf.PtrType)
 		}
 	}
 	return data && length

@@ -54,6 +54,9 @@ func FormatValue(a *Arg, v Value) string {
 	if a.stdString() {
 		return str(v)
 	}
+	if a.stringView() {
+		return counted(v)
+	}
 	if a.Indirect {
 		return ptr(v.Words[0])
 	}
@@ -277,6 +280,22 @@ func str(v Value) string {
 	switch {
 	case len(v.Words) > 0 && v.Words[0] == 0:
 		return "NULL"
+	case v.StrUnread:
+		return "<unread>"
+	case v.StrBad:
+		return "<bad>"
+	}
+	s := quote(v.Str, '"')
+	if v.StrTrunc {
+		s += "..."
+	}
+	return s
+}
+
+// counted prints a string of a length the trace recorded (a std::string_view's): its
+// data pointer may be NULL when it is empty.
+func counted(v Value) string {
+	switch {
 	case v.StrUnread:
 		return "<unread>"
 	case v.StrBad:

@@ -96,7 +96,15 @@ func (a *Arg) isString() bool {
 	if a.Fmt == FString || a.Fmt == FStdString {
 		return true
 	}
-	return a.Fmt == FAuto && a.Type != nil && a.Type.Kind == KString && !a.Indirect || a.stdString()
+	return a.Fmt == FAuto && a.Type != nil && a.Type.Kind == KString && !a.Indirect || a.stdString() ||
+		a.stringView()
+}
+
+// stringView: a std::string_view passed or returned by value in two words, its length
+// then its data pointer, whose bytes the runtime copies.
+func (a *Arg) stringView() bool {
+	return a.Fmt == FAuto && a.Type != nil && a.Type.StringView && !a.Indirect && len(a.Parts) == 2 &&
+		a.PartSize == 0
 }
 
 // stdString: the recorded word is the address of a std::string (a reference or pointer

@@ -14,7 +14,7 @@ const (
 // RuntimeSpecs writes the table's plans in the runtime's spec syntax (FTRACE_ARGS and
 // FTRACE_RETVAL, one `SYMBOL@ITEM,...` per line) for `ftrace record --auto-args`: each
 // word of each argument at its location, formatted by readers from the DWARF (letter a,
-// A for a string to copy, T for a std::string's text). Functions are named by their symbol (the C++ linkage name);
+// A for a string to copy, T for a std::string's text, V for a std::string_view's). Functions are named by their symbol (the C++ linkage name);
 // a name that several functions with different plans share is left out, and so are gcc
 // clones (Func.Clone: their parameters may not be the declaration's; the clone-only
 // functions of leveldb's db_bench were specs the runtime then said matched nothing) and
@@ -139,6 +139,10 @@ func dataEnd(t *Type) int {
 
 func autoLetter(a *Arg, part int) string {
 	switch {
+	case a.stringView():
+		if part == 1 {
+			return "V" // the bytes at the data pointer, as many as the length before
+		}
 	case part == 0 && a.stdString():
 		return "T"
 	case part == 0 && a.isString():

@@ -59,6 +59,10 @@ type Type struct {
 	// basic_string<char>: the data pointer at 0, the length at 8), whose text the
 	// runtime copies when a recorded word is its address.
 	StdString bool
+	// StringView: a KStruct laid out as libstdc++'s std::string_view (basic_string_view
+	// <char>: the length at 0, the data pointer at 8), passed or returned in two words
+	// whose second's bytes the runtime copies, as many as the first says.
+	StringView bool
 }
 
 // EnumVal is one enumerator.

@@ -2,12 +2,14 @@
 /*
  * --auto-args on C++: a function template's instances, a class passed by reference and
  * by value, a member function (its this), an enum class, std::string by reference, by
- * value, by pointer (NULL, and one whose text cannot be read) and returned (noipa: no
- * clone with another signature, which --auto-args leaves out).  Each call prints itself
- * the way ftrace graph shows it; the test compares the two.
+ * value, by pointer (NULL, and one whose text cannot be read) and returned, std::string_view
+ * by value (empty too) and returned (noipa: no clone with another signature, which
+ * --auto-args leaves out).  Each call prints itself the way ftrace graph shows it; the test
+ * compares the two.
  */
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 enum class Mode { Fast = 1, Slow = 2 };
 
@@ -63,15 +65,13 @@ struct Counter {
  */
 /* both: arm64's entry nops come from -fpatchable-function-entry, not -pg */
 __attribute__((no_instrument_function, patchable_function_entry(0, 0))) static std::string
-lit(const std::string *s)
+litn(const char *p, size_t len)
 {
 	std::string q = "\"";
 	char hex[8];
 
-	if (!s)
-		return "NULL";
-	for (size_t i = 0; i < s->size() && i < 64; i++) {
-		unsigned char c = static_cast<unsigned char>((*s)[i]);
+	for (size_t i = 0; i < len && i < 64; i++) {
+		unsigned char c = static_cast<unsigned char>(p[i]);
 
 		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
 			q += static_cast<char>(c);
@@ -80,7 +80,13 @@ lit(const std::string *s)
 			q += hex;
 		}
 	}
-	return q + "\"" + (s->size() > 64 ? "..." : "");
+	return q + "\"" + (len > 64 ? "..." : "");
+}
+
+__attribute__((no_instrument_function, patchable_function_entry(0, 0))) static std::string
+lit(const std::string *s)
+{
+	return s ? litn(s->data(), s->size()) : "NULL";
 }
 
 __attribute__((noipa)) size_t words(const std::string &s)
@@ -120,6 +126,16 @@ __attribute__((noipa)) std::string label(int n)
 	return r;
 }
 
+/* a std::string_view by value and returned: two words, its length and data pointer */
+__attribute__((noipa)) std::string_view first_word(std::string_view s)
+{
+	std::string_view w = s.substr(0, s.find(' '));
+
+	std::printf("first_word(s=%s) = %s\n", litn(s.data(), s.size()).c_str(),
+		    litn(w.data(), w.size()).c_str());
+	return w;
+}
+
 int main()
 {
 	Point p = { 3, -4 };
@@ -143,5 +159,8 @@ int main()
 	sized(nullptr);
 	sized(reinterpret_cast<const std::string *>(fake));
 	label(42);
+	first_word(hi);
+	first_word(longer);
+	first_word(std::string_view());
 	return 0;
 }

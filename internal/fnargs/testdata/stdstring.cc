@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // std::string in every place a plan meets one (TestStdString): by reference, by value,
 // by pointer, by rvalue reference, returned, a member's this, and a std::string * that
-// is not one to read (a pointer to pointer).
+// is not one to read (a pointer to pointer); std::string_view by value and returned, and
+// by reference (an address, not read).
 #include <string>
+#include <string_view>
 
 struct Box {
 	std::string name;
@@ -16,6 +18,9 @@ __attribute__((noipa)) size_t by_rref(std::string &&s) { return s.size(); }
 __attribute__((noipa)) size_t by_pptr(std::string **s) { return *s ? (*s)->size() : 0; }
 __attribute__((noipa)) std::string made(int n) { return std::string(static_cast<size_t>(n), 'x'); }
 __attribute__((noipa)) size_t in_box(const Box &b) { return b.len(); }
+__attribute__((noipa)) size_t view(std::string_view v) { return v.size(); }
+__attribute__((noipa)) size_t view_ref(const std::string_view &v) { return v.size(); }
+__attribute__((noipa)) std::string_view view_of(const std::string &s) { return s; }
 
 int main(int argc, char **argv)
 {
@@ -23,5 +28,6 @@ int main(int argc, char **argv)
 	Box b{a};
 
 	return static_cast<int>(by_ref(a) + by_val(a) + by_ptr(&a) + by_rref(std::string(a)) +
-				by_pptr(&p) + made(argc).size() + in_box(b)) & 1;
+				by_pptr(&p) + made(argc).size() + in_box(b) + view(a) + view_ref(a) +
+				view_of(a).size()) & 1;
 }

@@ -6,9 +6,10 @@
  *   GLOB@ITEM[,ITEM...][;GLOB@...]     ITEM: NAME[/FMT[BITS]][%LOC]
  *
  * uftrace's -A / -R syntax (docs/ftrace-cli.md): NAME argN, fpargN or retval; FMT d i u
- * x s c f p, S (a std::string's text, as uftrace's), and three letters `ftrace record
+ * x s c f p, S (a std::string's text, as uftrace's), and four letters `ftrace record
  * --auto-args` writes: a (a word the reader formats from the program's DWARF), A (the
- * same, a string copied) and T (the same, a std::string's text copied); LOC a register or
+ * same, a string copied), T (the same, a std::string's text copied) and V (the bytes at
+ * the word, as many as the value before says: a std::string_view's); LOC a register or
  * stack+N.  Specs are resolved to the functions loaded now, once, into a table of plans
  * by site address that the tracers look up on each recorded call (ft_args_find); a
  * change builds a new table and publishes it with one store.
@@ -83,6 +84,7 @@ static int fmt_code(char c, int *str, unsigned *size)
 	case 'a': return FTKIT_ARG_AUTO;
 	case 'A': *str = FTKIT_ARG_STR; return FTKIT_ARG_AUTO;
 	case 'T': *str = FTKIT_ARG_STR | FTKIT_ARG_STDSTR; return FTKIT_ARG_AUTO;
+	case 'V': *str = FTKIT_ARG_STR; return FTKIT_ARG_COUNTED;
 	}
 	return -1;
 }
@@ -726,6 +728,24 @@ static unsigned put_stdstr(uint32_t *buf, unsigned w, unsigned long addr)
 	return w + 1 + (unsigned)(len + 3) / 4;
 }
 
+/* len bytes at addr (a std::string_view's), as put_str puts a C string. */
+static unsigned put_counted(uint32_t *buf, unsigned w, unsigned long addr, unsigned long len)
+{
+	unsigned room = (REC_WORDS - w - 1) * 4, max = room < FT_STR_MAX ? room : FT_STR_MAX;
+	char *s = (char *)&buf[w + 1];
+	size_t n = len < max ? len : max;
+	long got = 0;
+
+	if (n && (!addr || (got = ft_mem_read(s, addr, n)) != (long)n)) {
+		buf[w] = got == -2 ? FTKIT_STR_UNREAD : FTKIT_STR_BAD;
+		return w + 1;
+	}
+	buf[w] = (uint32_t)n | (len > n ? FTKIT_STR_TRUNC : 0);
+	if (n & 3)
+		memset(s + n, 0, 4 - (n & 3));
+	return w + 1 + (unsigned)(n + 3) / 4;
+}
+
 /* The stack word off bytes above sp: read directly within sp's page, safely past it. */
 static unsigned long stack_word(unsigned long sp, unsigned off)
 {
@@ -793,6 +813,7 @@ static unsigned build(uint32_t *buf, unsigned long ip, const struct ft_argval *v
 		      unsigned *pn)
 {
 	unsigned w = 0;
+	unsigned long x = 0, before;	/* a value, and the one before it (a counted length) */
 	uint8_t *desc;
 
 	buf[w++] = (uint32_t)ip;
@@ -800,7 +821,7 @@ static unsigned build(uint32_t *buf, unsigned long ip, const struct ft_argval *v
 	memset(desc, 0, (n + 3) & ~3u);
 	w += (n + 3) / 4;
 	for (unsigned i = 0; i < n; i++) {
-		unsigned long x;
+		before = x;
 
 		if (w + 2 > REC_WORDS) {
 			n = i;	/* cannot happen with FT_ARGS_MAX values; keeps the record sound */
@@ -816,7 +837,12 @@ static unsigned build(uint32_t *buf, unsigned long ip, const struct ft_argval *v
 				desc[i] &= (uint8_t)~(FTKIT_ARG_STR | FTKIT_ARG_STDSTR);
 				continue;
 			}
-			w = v[i].desc & FTKIT_ARG_STDSTR ? put_stdstr(buf, w, x) : put_str(buf, w, x);
+			if ((v[i].desc & FTKIT_ARG_FMT_MASK) == FTKIT_ARG_COUNTED)
+				w = put_counted(buf, w, x, before);
+			else if (v[i].desc & FTKIT_ARG_STDSTR)
+				w = put_stdstr(buf, w, x);
+			else
+				w = put_str(buf, w, x);
 		}
 	}
 	*pn = n;

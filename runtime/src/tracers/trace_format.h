@@ -211,6 +211,9 @@ enum {
 	FTKIT_ARG_AUTO = 0,	/* formatted from the program's DWARF by readers */
 	FTKIT_ARG_INT = 1, FTKIT_ARG_UINT = 2, FTKIT_ARG_HEX = 3, FTKIT_ARG_STRING = 4,
 	FTKIT_ARG_CHAR = 5, FTKIT_ARG_FLOAT = 6, FTKIT_ARG_PTR = 7,
+	/* with FTKIT_ARG_STR: the bytes the word points to, as many as the value before it
+	   says (a std::string_view's length, then its data pointer) */
+	FTKIT_ARG_COUNTED = 8,
 };
 #define FTKIT_ARG_FMT_MASK	0x0f
 #define FTKIT_ARG_SIZE_SHIFT	4	/* bits 4-5: log2 of the value's size in bytes */
