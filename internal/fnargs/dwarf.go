@@ -526,43 +526,35 @@ func isStdString(t *godwarf.StructType) bool {
 	if !strings.HasPrefix(t.StructName, "basic_string<char,") || t.ByteSize != 32 {
 		return false
 	}
-	var data, length bool
-	for _, f := range t.Field {
-		switch {
-		case f.Name == "_M_dataplus" && f.ByteOffset == 0:
-			if h, ok := bare(f.Type).(*godwarf.StructType); ok {
-				for _, g := range h.Field {
-					if _, isPtr := bare(g.Type).(*godwarf.PtrType); isPtr && g.Name == "_M_p" && g.ByteOffset == 0 {
-						data = true
-					}
-				}
-			}
-		case f.Name == "_M_string_length" && f.ByteOffset == 8 && f.Type != nil && f.Type.Size() == 8:
-			length = true
-		}
-	}
-	return data && length
+	hider, ok := bare(fieldAt(t, "_M_dataplus", 0)).(*godwarf.StructType)
+	return ok && isPtr(fieldAt(hider, "_M_p", 0)) && isWord(fieldAt(t, "_M_string_length", 8))
 }
 
 // isStringView: is t libstdc++'s std::string_view (basic_string_view<char, …>, 16 bytes:
 // _M_len at 0, _M_str, the data pointer, at 8)?
 func isStringView(t *godwarf.StructType) bool {
-	if !strings.HasPrefix(t.StructName, "basic_string_view<char,") || t.ByteSize != 16 {
-		return false
-	}
-	var data, length bool
-	for _, f := range t.Field {
-		switch {
-		case f.Name == "_M_len" && f.ByteOffset == 0 && f.Type != nil && f.Type.Size() == 8:
-			length = true
-		case f.Name == "_M_str" && f.ByteOffset == 8:
-			_, data = bare(f.Type).(*godwarf.PtrType)
-		}
-	}
-	return data && length
+	return strings.HasPrefix(t.StructName, "basic_string_view<char,") && t.ByteSize == 16 &&
+		isWord(fieldAt(t, "_M_len", 0)) && isPtr(fieldAt(t, "_M_str", 8))
 }
 
-// bare is t without typedefs and qualifiers.
+// fieldAt is the type of t's member name at byte offset off, nil without one.
+func fieldAt(t *godwarf.StructType, name string, off int64) godwarf.Type {
+	for _, f := range t.Field {
+		if f.Name == name && f.ByteOffset == off {
+			return f.Type
+		}
+	}
+	return nil
+}
+
+func isPtr(t godwarf.Type) bool {
+	_, ok := bare(t).(*godwarf.PtrType)
+	return ok
+}
+
+func isWord(t godwarf.Type) bool { return t != nil && t.Size() == 8 }
+
+// bare is t without typedefs and qualifiers (nil stays nil).
 func bare(t godwarf.Type) godwarf.Type {
 	for {
 		switch u := t.(type) {

@@ -276,24 +276,16 @@ func ptr(w uint64) string {
 	return "0x" + strconv.FormatUint(w, 16)
 }
 
+// str prints a string the word points to: NULL for a null pointer.
 func str(v Value) string {
-	switch {
-	case len(v.Words) > 0 && v.Words[0] == 0:
+	if len(v.Words) > 0 && v.Words[0] == 0 {
 		return "NULL"
-	case v.StrUnread:
-		return "<unread>"
-	case v.StrBad:
-		return "<bad>"
 	}
-	s := quote(v.Str, '"')
-	if v.StrTrunc {
-		s += "..."
-	}
-	return s
+	return counted(v)
 }
 
-// counted prints a string of a length the trace recorded (a std::string_view's): its
-// data pointer may be NULL when it is empty.
+// counted prints the bytes the trace recorded of a string, also of one whose length
+// the trace recorded (a std::string_view's: its data pointer may be NULL when empty).
 func counted(v Value) string {
 	switch {
 	case v.StrUnread:
