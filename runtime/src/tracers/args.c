@@ -699,13 +699,15 @@ static unsigned put_str(uint32_t *buf, unsigned w, unsigned long addr)
 
 /*
  * A std::string at addr, as put_str puts a C string: its first bytes, read fault-safely
- * through libstdc++'s layout (the data pointer, then the length; the type was checked to
- * have it: fnargs, or the user's /S), flagged truncated when it holds more.
+ * through libstdc++'s layout (the data pointer, the length, then the 16-byte buffer that
+ * holds a string of up to 15 bytes, which the pointer then points to: one read for it;
+ * the type was checked to have that layout: fnargs, or the user's /S), flagged truncated
+ * when it holds more.
  */
 static unsigned put_stdstr(uint32_t *buf, unsigned w, unsigned long addr)
 {
 	unsigned room = (REC_WORDS - w - 1) * 4, max = room < FT_STR_MAX ? room : FT_STR_MAX;
-	unsigned long obj[2] = { 0, 0 };
+	unsigned long obj[4] = { 0, 0, 0, 0 };
 	char *s = (char *)&buf[w + 1];
 	size_t len;
 	long n;
@@ -716,7 +718,9 @@ static unsigned put_stdstr(uint32_t *buf, unsigned w, unsigned long addr)
 	}
 	n = ft_mem_read(obj, addr, sizeof(obj));
 	len = obj[1] < max ? obj[1] : max;
-	if (n == (long)sizeof(obj) && len && ft_mem_read(s, obj[0], len) != (long)len)
+	if (n == (long)sizeof(obj) && len && obj[0] == addr + 16 && obj[1] < 16)
+		memcpy(s, &obj[2], len);	/* a short string, in the object */
+	else if (n == (long)sizeof(obj) && len && ft_mem_read(s, obj[0], len) != (long)len)
 		n = -1;		/* the object read, its bytes not: a bad string */
 	if (n != (long)sizeof(obj)) {
 		buf[w] = n == -2 ? FTKIT_STR_UNREAD : FTKIT_STR_BAD;
