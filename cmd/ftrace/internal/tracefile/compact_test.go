@@ -402,6 +402,7 @@ func TestV2BadInput(t *testing.T) {
 		{"entry of an empty pair slot", func(b []byte) { le.PutUint32(b[ev:], evEntryAgain|9<<24) }, "ENTRY_AGAIN of entry slot 9, which no entry of the block filled"},
 		{"empty pair slot", func(b []byte) { le.PutUint32(b[ev:], evFuncAgain|7<<24) }, "FUNC_AGAIN of pair slot 7, which no call of the block filled"},
 		{"version 5", func(b []byte) { le.PutUint32(b[8:], 5) }, "version 5 not supported"},
+		{"a program", func(b []byte) { copy(b, "\x7fELF\x02\x01\x01\x00") }, "not an ftkit trace but an ELF file: `ftrace record -- PROG`"},
 		{"record size", func(b []byte) { le.PutUint32(b[88:], 32) }, "record_size 32 in a version 2 trace"},
 		{"event count", func(b []byte) { le.PutUint32(b[off+48:], 2) }, "1 events decoded, the header says 2"},
 		{"depth", func(b []byte) { le.PutUint32(b[off+52:], 3) }, "does not hold 3 open frames"},

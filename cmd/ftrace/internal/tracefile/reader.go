@@ -3,6 +3,7 @@ package tracefile
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -129,6 +130,11 @@ func index(r io.ReaderAt, size int64) (*Stream, error) {
 	h := make([]byte, HeaderSize)
 	if _, err := r.ReadAt(h, 0); err != nil {
 		return nil, fmt.Errorf("reading header: %w", err)
+	}
+	if string(h[:4]) == "\x7fELF" {
+		// `ftrace info PROG` is what a new user tries first
+		return nil, errors.New("not an ftkit trace but an ELF file: `ftrace record -- PROG` traces a program, " +
+			"`ftrace args PROG` lists its functions, `ftlink --check PROG` its call sites")
 	}
 	if string(h[:8]) != Magic {
 		return nil, fmt.Errorf("not an ftkit trace (magic %q, want %q)", printable(h[:8]), Magic)
