@@ -57,7 +57,12 @@ type Arch struct {
 	// none); IsPad reports the 4-byte landing pad gcc puts first (endbr64, bti c);
 	// BranchTargets calls fn with every branch target of code located at base (a nop run
 	// at a function's entry is cut where a branch lands: the rest is loop alignment).
-	PatchReloc    uint32
+	PatchReloc uint32
+	// MaxSiteLen, when not 0, is the most of an entry's nop run a site takes: the rest
+	// stays nops (arm64: the runtime patches two instructions, as the kernel; a nop the
+	// function itself starts with, inline asm or a loop's alignment behind a bti c, had
+	// made 12-byte sites the runtime refused).
+	MaxSiteLen    int
 	NopLen        func(code []byte) int
 	IsPad         func(code []byte) bool
 	BranchTargets func(code []byte, base uint64, fn func(uint64))
@@ -101,6 +106,7 @@ var Arches = []*Arch{
 		McountErr:  ErrMcountAArch64,
 
 		PatchReloc:    uint32(elf.R_AARCH64_ABS64),
+		MaxSiteLen:    8,
 		NopLen:        A64NopLen,
 		IsPad:         A64IsPad,
 		BranchTargets: A64BranchTargets,

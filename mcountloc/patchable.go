@@ -175,6 +175,9 @@ func resolvePatchable(f *elfrw.File, arch *Arch, fs funcStarts, text *elfrw.Sect
 			return ObjSite{}, err
 		}
 	}
+	if arch.MaxSiteLen > 0 && s.Len > arch.MaxSiteLen {
+		s.Len = arch.MaxSiteLen
+	}
 	if s.Len > 255 {
 		s.Len = 255 // a run this long is not an entry area; the table's byte holds no more
 	}

@@ -306,3 +306,29 @@ func TestRecordAArch64Pg(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordAArch64BodyNop: a function whose own code starts with a nop (inline asm, or
+// a loop's alignment right behind bti c) runs on from the two entry nops: its site is
+// still the two the runtime patches, not the whole run (it had recorded 12 bytes, which
+// ftlink accepted and the runtime refused).
+func TestRecordAArch64BodyNop(t *testing.T) {
+	testenv.Need(t, "aarch64-linux-gnu-gcc")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"t.c": `__attribute__((noinline)) int sum(int n) { return n * 3; }
+__attribute__((noinline, aligned(16))) void pad(void) { __asm__ volatile("nop"); }
+__attribute__((noinline)) void pad2(void) { __asm__ volatile("nop; nop"); }
+`})
+	for _, extra := range []string{"", "-mbranch-protection=standard"} {
+		obj := filepath.Join(dir, "t"+extra+".o")
+		testenv.Run(t, dir, "aarch64-linux-gnu-gcc", append(strings.Fields(extra), "-O2", "-fpatchable-function-entry=2", "-c", "t.c", "-o", obj)...)
+		res := record(t, obj)
+		if len(res.Sites) != 3 {
+			t.Fatalf("%s: %d sites, want 3: %v", extra, len(res.Sites), res.Sites)
+		}
+		for _, s := range res.Sites {
+			if s.Len != 8 {
+				t.Errorf("%s: %v: %d bytes, want the two entry nops", extra, s, s.Len)
+			}
+		}
+	}
+}
