@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
@@ -1375,5 +1376,100 @@ int main(void) { return work(300000) == 42; }
 	}
 	if !strings.Contains(info, "where a ring's oldest block begins") {
 		t.Errorf("info does not say the entries were rebuilt at the ring's start:\n%s", info)
+	}
+}
+
+// A program that has used up its descriptors (memcached at its -c limit): a live tracer
+// switch needs /proc/self/task to unregister the running tracer and cannot have it. It is
+// refused with the reason, the tracer runs on as it was, and later commands are answered;
+// the switch had left the graph ops linked into the list twice, and the next one spun in
+// the core forever, with the program's thread.
+func TestLiveSwitchWithoutDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	lib, inc := testenv.Runtime(t)
+	src := filepath.Join(dir, "fds.c")
+	if err := os.WriteFile(src, []byte(`#include <fcntl.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <unistd.h>
+__attribute__((noinline)) int work(int x) { return x + 1; }
+int main(void) {
+	struct rlimit r = { 25, 25 };
+	int last = -1, fd;
+	setrlimit(RLIMIT_NOFILE, &r);
+	while ((fd = open("/dev/null", O_RDONLY)) >= 0)
+		last = fd;
+	close(last); /* for the control connection */
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	long s = 0;
+	for (int i = 0; i < 3000 && access("stop", F_OK); i++) {
+		for (int k = 0; k < 100; k++)
+			s += work(k);
+		usleep(2000);
+	}
+	printf("%ld\n", s > 0);
+	return 0;
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "fds")
+	testenv.Run(t, dir, "gcc", "-O2", "-pg", "-mfentry", "-I"+inc, "-c", src, "-o", prog+".o")
+	testenv.Run(t, dir, testenv.Tool(t, "recordmcount"), prog+".o")
+	testenv.Run(t, dir, "gcc", "-o", prog, prog+".o", "-L"+lib, "-lftrt", "-lpthread", "-ldl")
+	ftrace := testenv.Tool(t, "ftrace")
+	cmd := exec.Command(ftrace, "record", "-q", "-o", "t.dat", "--", prog)
+	cmd.Dir = dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	pid, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if err != nil || !ok {
+		t.Fatalf("program said %q (%v)", line, err)
+	}
+	live := func(args ...string) testenv.Result {
+		c := exec.Command(ftrace, append([]string{"live", pid}, args...)...)
+		c.Dir = dir
+		var o, e strings.Builder
+		c.Stdout, c.Stderr = &o, &e
+		done := make(chan error, 1)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- c.Wait() }()
+		select {
+		case err := <-done:
+			code := 0
+			if err != nil {
+				code = 1
+			}
+			return testenv.Result{Code: code, Stdout: o.String(), Stderr: e.String()}
+		case <-time.After(20 * time.Second):
+			c.Process.Kill()
+			t.Fatalf("ftrace live %v: no answer in 20 s", args)
+		}
+		return testenv.Result{}
+	}
+	for _, tracer := range []string{"nop", "function", "function_graph"} {
+		if r := live("tracer", tracer); r.Code == 0 || !strings.Contains(r.Stderr, "Too many open files") {
+			t.Errorf("tracer %s: %+v, want a refusal for want of a descriptor", tracer, r)
+		}
+		if r := live("status"); !strings.Contains(r.Stdout, "tracer=function_graph enabled=1 recording=1") {
+			t.Errorf("after tracer %s: status %+v, want function_graph recording as before", tracer, r)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	if _, calls := reportCalls(t, dir, "t.dat"); calls["work"] == 0 {
+		t.Errorf("calls %v: work not recorded", calls)
 	}
 }

@@ -2306,8 +2306,13 @@ static int api_enter(void)
 /* Register ops (API lock held, not registered, checked). */
 static int register_locked(struct ftrace_ops *ops)
 {
+	struct ftrace_ops *p;
 	int ret;
 
+	/* registered already, though its flags were overwritten: a second link would loop */
+	for (p = atomic_load(&ops_list); p; p = p->next)
+		if (p == ops)
+			return -EBUSY;
 	if (ipmodify_conflict(ops, 0, NULL, NULL, ops->filter_hash, ops->notrace_hash))
 		return -EBUSY;
 	ops->flags &= ~FL_REMOVING;

@@ -769,9 +769,13 @@ int fgraph_register_fused(struct fgraph_ops *gops, ftrace_func_t entry, fgraph_r
 	return graph_register(gops, entry, ret);
 }
 
-static void graph_unregister(struct fgraph_ops *gops, int drain)
+/*
+ * 0, or the core's error when gops's ops is still registered (its sites could not be
+ * written: nothing changed, gops keeps its place).
+ */
+static int graph_unregister(struct fgraph_ops *gops, int drain)
 {
-	int i;
+	int i, err = 0;
 
 	pthread_mutex_lock(&fgraph_mu);
 	for (i = 0; i < FGRAPH_MAX_USERS; i++)
@@ -779,7 +783,11 @@ static void graph_unregister(struct fgraph_ops *gops, int drain)
 			break;
 	if (i < FGRAPH_MAX_USERS) {
 		if (!fgraph_users[i].draining)
-			unregister_ftrace_function(&gops->ops);
+			err = unregister_ftrace_function(&gops->ops);
+		if (err && (gops->ops.flags & FTRACE_OPS_FL_ENABLED)) {
+			pthread_mutex_unlock(&fgraph_mu);
+			return err;
+		}
 		/* frames already hooked still return through the handler: to us, or past us */
 		if (drain)
 			fgraph_users[i].draining = 1;
@@ -787,6 +795,7 @@ static void graph_unregister(struct fgraph_ops *gops, int drain)
 			user_clear(i);
 	}
 	pthread_mutex_unlock(&fgraph_mu);
+	return 0;
 }
 
 void unregister_ftrace_graph(struct fgraph_ops *gops)
@@ -794,7 +803,7 @@ void unregister_ftrace_graph(struct fgraph_ops *gops)
 	graph_unregister(gops, 0);
 }
 
-void fgraph_unregister_draining(struct fgraph_ops *gops)
+int fgraph_unregister_draining(struct fgraph_ops *gops)
 {
-	graph_unregister(gops, 1);
+	return graph_unregister(gops, 1);
 }

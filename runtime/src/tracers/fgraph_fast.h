@@ -47,9 +47,10 @@ int fgraph_register_fused(struct fgraph_ops *gops, ftrace_func_t entry, fgraph_r
  * kernel drops them), so a tracer switched off or swapped live closes the calls it had
  * open at their real times.  Registering gops again takes its place back, frames and
  * all; another user short of a free place takes it over (gops's frames then skip it);
- * unregister_ftrace_graph ends it.
+ * unregister_ftrace_graph ends it.  0, or the core's error when gops is still registered
+ * (its sites could not be written: nothing changed).
  */
-void fgraph_unregister_draining(struct fgraph_ops *gops);
+int fgraph_unregister_draining(struct fgraph_ops *gops);
 
 /*
  * The depth at which the call returning to *slot may push a frame inline, or -1: the

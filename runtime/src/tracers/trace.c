@@ -929,13 +929,24 @@ static int set_globs(struct ftrace_ops *ops, int list)
  * they return (under another tracer too, or none): a switch or `off` leaves no call open
  * in the trace that was not open in the program (trace_stop ends that at the finish).
  */
-static void ops_unregister(void)
+static int ops_unregister(void)
 {
+	int err = 0;
+
 	if (tr.registered == FTRACE_TRACER_FUNCTION)
-		unregister_ftrace_function(&trace_fops);
+		err = unregister_ftrace_function(&trace_fops);
 	else if (tr.registered == FTRACE_TRACER_FUNCTION_GRAPH)
-		fgraph_unregister_draining(&trace_gops);
+		err = fgraph_unregister_draining(&trace_gops);
+	/*
+	 * Its sites could not be written (no descriptor left for /proc/self/task): it is
+	 * still registered, and the change is refused (memcached at its -c limit: the ops,
+	 * taken for unregistered, was registered again into a cycle of the ops list).
+	 */
+	if (err && (tr.registered == FTRACE_TRACER_FUNCTION ? trace_fops.flags : trace_gops.ops.flags) &
+		   FTRACE_OPS_FL_ENABLED)
+		return err;
 	tr.registered = FTRACE_TRACER_NOP;
+	return 0;
 }
 
 /* Make the registered ops match tr (tracer, filters, enabled). */
@@ -944,7 +955,8 @@ static int ops_apply(void)
 	struct ftrace_ops *ops = tr.tracer == FTRACE_TRACER_FUNCTION ? &trace_fops : &trace_gops.ops;
 	int err, e2;
 
-	ops_unregister();
+	if ((err = ops_unregister()))
+		return err;
 	if (!tr.enabled || tr.tracer == FTRACE_TRACER_NOP || tr.none[FT_LIST_FILTER] ||
 	    (tr.tracer == FTRACE_TRACER_FUNCTION_GRAPH && tr.none[FT_LIST_GRAPH_FUNCTION]))
 		return 0;
@@ -965,7 +977,8 @@ static int ops_apply(void)
 		tr.sel_out = tr.globs[FT_LIST_GRAPH_NOTRACE] != NULL;
 		__atomic_store_n(&tr.sel_gen, tr.sel_gen + 1, __ATOMIC_RELAXED);
 		/* the fused entry reads its frame as the function tracer's does (lean) */
-		trace_gops.ops.flags = graph_fused() ? FTRT_OPS_FL_LEAN_FRAME : 0;
+		trace_gops.ops.flags = (trace_gops.ops.flags & ~FTRT_OPS_FL_LEAN_FRAME) |
+				       (graph_fused() ? FTRT_OPS_FL_LEAN_FRAME : 0);
 		e2 = graph_fused() ? fgraph_register_fused(&trace_gops, trace_graph_entry_fast,
 							   trace_graph_return_fast)
 				   : register_ftrace_graph(&trace_gops);
@@ -1804,7 +1817,8 @@ int ftrace_trace_start(const struct ftrace_trace_config *cfg)
 
 int ftrace_trace_set_tracer(enum ftrace_tracer tracer)
 {
-	int err;
+	enum ftrace_tracer old;
+	int err, registered;
 
 	if (tracer > FTRACE_TRACER_FUNCTION_GRAPH)
 		return -EINVAL;
@@ -1815,8 +1829,12 @@ int ftrace_trace_set_tracer(enum ftrace_tracer tracer)
 		pthread_mutex_unlock(&trace_mu);
 		return err;
 	}
+	old = tr.tracer;
+	registered = tr.registered;
 	tr.tracer = tracer;	/* the on/off switch (ftrace_trace_enable) stays as it is */
 	err = tr.started ? ops_apply() : -ENODEV;
+	if (err && tr.registered == registered && registered != FTRACE_TRACER_NOP && tracer != old)
+		tr.tracer = old;	/* the old one could not be unregistered: it runs on */
 	if (!err)
 		ft_session_set_tracer((uint32_t)tracer);
 	pthread_mutex_unlock(&trace_mu);
