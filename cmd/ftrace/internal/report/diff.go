@@ -84,9 +84,7 @@ func Diff(old, cur []*Stat, key string, limit int) ([]*DiffRow, error) {
 			return
 		}
 		(*side).merge(s)
-		if (*side).timed > 0 {
-			(*side).Avg = (*side).sum / (*side).timed
-		}
+		(*side).setAvg()
 	}
 	for _, s := range old {
 		add(&row(s).Old, s)

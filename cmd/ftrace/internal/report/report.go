@@ -19,7 +19,7 @@ import (
 
 // Stat is one function's figures. Times are in nanoseconds. Total counts the time of
 // the outermost call of a recursion once; Avg, Min and Max are per call (inclusive), over
-// the calls with a duration: function-tracer calls (a trace whose tracer was switched
+// the calls with a duration (Avg and Min over the finished ones, if any): function-tracer calls (a trace whose tracer was switched
 // live holds both kinds) count in Calls only.
 type Stat struct {
 	Func  *symbolize.Func `json:"-"`
@@ -38,7 +38,20 @@ type Stat struct {
 	Partial uint64 `json:"partial,omitempty"`
 	sum     uint64
 	timed   uint64 // calls with a duration
-	whole   uint64 // of them, calls whose end was recorded: Min is theirs when there are any
+	whole   uint64 // of them, calls whose end was recorded: Min and Avg are theirs when there are any
+	wsum    uint64 // their durations
+}
+
+// setAvg: over the whole calls when there are any, as Min (an unfinished call's time is a
+// lower bound: a thread's sleeping loop cut at its last event counted 0 ns, and averages
+// fell below their minimum).
+func (s *Stat) setAvg() {
+	switch {
+	case s.whole > 0:
+		s.Avg = s.wsum / s.whole
+	case s.timed > 0:
+		s.Avg = s.sum / s.timed
+	}
 }
 
 // minOf is whether a call of duration d, whole or not (partial: its time is a lower
@@ -144,6 +157,7 @@ func (a *agg) Close(f *calltree.Frame) {
 	}
 	if !f.Partial {
 		s.whole++
+		s.wsum += d
 	}
 	if d > s.Max {
 		s.Max = d
@@ -166,6 +180,7 @@ func (s *Stat) merge(b *Stat) {
 		s.Min = b.Min
 	}
 	s.whole += b.whole
+	s.wsum += b.wsum
 	s.Max = max(s.Max, b.Max)
 	s.Calls += b.Calls
 	s.timed += b.timed
@@ -207,9 +222,7 @@ func finish(aggs []*agg, o Options, less func(a, b *Stat) bool) []*Stat {
 // sortLimit sets each row's average, sorts the rows by less and keeps o.Limit of them.
 func sortLimit(out []*Stat, o Options, less func(a, b *Stat) bool) []*Stat {
 	for _, s := range out {
-		if s.timed > 0 {
-			s.Avg = s.sum / s.timed
-		}
+		s.setAvg()
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if less(out[i], out[j]) {
