@@ -665,12 +665,30 @@ int ftrace_trace_set_retval(const char *spec)
 
 #define REC_WORDS	253	/* an EXT record's data: 255 payload words less the time */
 
+/* The bytes a string at buf[w] may take: what is left of the record, at most FT_STR_MAX. */
+static unsigned str_room(unsigned w)
+{
+	unsigned room = (REC_WORDS - w - 1) * 4;
+
+	return room < FT_STR_MAX ? room : FT_STR_MAX;
+}
+
+/* The header of len bytes copied at buf[w + 1] (cut: the string holds more), padded; the new w. */
+static unsigned str_done(uint32_t *buf, unsigned w, size_t len, int cut)
+{
+	char *s = (char *)&buf[w + 1];
+
+	buf[w] = (uint32_t)len | (cut ? FTKIT_STR_TRUNC : 0);
+	if (len & 3)
+		memset(s + len, 0, 4 - (len & 3));
+	return w + 1 + (unsigned)(len + 3) / 4;
+}
+
 /* A string value: its header word and bytes at buf[w...]; the new w. */
 static unsigned put_str(uint32_t *buf, unsigned w, unsigned long addr)
 {
-	unsigned room = (REC_WORDS - w - 1) * 4, max = room < FT_STR_MAX ? room : FT_STR_MAX;
+	unsigned max = str_room(w);
 	char *s = (char *)&buf[w + 1];
-	uint32_t hdr;
 	long n;
 	size_t len;
 
@@ -688,13 +706,7 @@ static unsigned put_str(uint32_t *buf, unsigned w, unsigned long addr)
 		return w + 1;
 	}
 	len = strnlen(s, (size_t)n);
-	hdr = (uint32_t)len;
-	if (len == (size_t)n)
-		hdr |= FTKIT_STR_TRUNC;
-	buf[w] = hdr;
-	if (len & 3)
-		memset(s + len, 0, 4 - (len & 3));
-	return w + 1 + (unsigned)(len + 3) / 4;
+	return str_done(buf, w, len, len == (size_t)n);
 }
 
 /*
@@ -706,7 +718,7 @@ static unsigned put_str(uint32_t *buf, unsigned w, unsigned long addr)
  */
 static unsigned put_stdstr(uint32_t *buf, unsigned w, unsigned long addr)
 {
-	unsigned room = (REC_WORDS - w - 1) * 4, max = room < FT_STR_MAX ? room : FT_STR_MAX;
+	unsigned max = str_room(w);
 	unsigned long obj[4] = { 0, 0, 0, 0 };
 	char *s = (char *)&buf[w + 1];
 	size_t len;
@@ -726,16 +738,13 @@ static unsigned put_stdstr(uint32_t *buf, unsigned w, unsigned long addr)
 		buf[w] = n == -2 ? FTKIT_STR_UNREAD : FTKIT_STR_BAD;
 		return w + 1;
 	}
-	buf[w] = (uint32_t)len | (obj[1] > len ? FTKIT_STR_TRUNC : 0);
-	if (len & 3)
-		memset(s + len, 0, 4 - (len & 3));
-	return w + 1 + (unsigned)(len + 3) / 4;
+	return str_done(buf, w, len, obj[1] > len);
 }
 
 /* len bytes at addr (a std::string_view's), as put_str puts a C string. */
 static unsigned put_counted(uint32_t *buf, unsigned w, unsigned long addr, unsigned long len)
 {
-	unsigned room = (REC_WORDS - w - 1) * 4, max = room < FT_STR_MAX ? room : FT_STR_MAX;
+	unsigned max = str_room(w);
 	char *s = (char *)&buf[w + 1];
 	size_t n = len < max ? len : max;
 	long got = 0;
@@ -744,10 +753,7 @@ static unsigned put_counted(uint32_t *buf, unsigned w, unsigned long addr, unsig
 		buf[w] = got == -2 ? FTKIT_STR_UNREAD : FTKIT_STR_BAD;
 		return w + 1;
 	}
-	buf[w] = (uint32_t)n | (len > n ? FTKIT_STR_TRUNC : 0);
-	if (n & 3)
-		memset(s + n, 0, 4 - (n & 3));
-	return w + 1 + (unsigned)(n + 3) / 4;
+	return str_done(buf, w, n, len > n);
 }
 
 /* The stack word off bytes above sp: read directly within sp's page, safely past it. */
