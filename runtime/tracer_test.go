@@ -3093,7 +3093,8 @@ func TestTracerSnapshotThreads(t *testing.T) {
 }
 
 // A normal exit removes the control sockets that killed processes left behind (a dead
-// pid's ftkit-PID.sock), and leaves those of live processes and other files alone.
+// pid's ftkit-PID.sock, or ftkit-PID.sock.new, the name it is bound under until it
+// listens), and leaves those of live processes and other files alone.
 func TestTracerSweepsStaleSockets(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_fib.c")
@@ -3117,17 +3118,19 @@ func TestTracerSweepsStaleSockets(t *testing.T) {
 		return p // closed without unlink: what a killed process leaves
 	}
 	stale := bind(fmt.Sprintf("ftkit-%d.sock", gone.Process.Pid))
+	staleNew := bind(fmt.Sprintf("ftkit-%d.sock.new", gone.Process.Pid)) // killed before it listened
 	live := bind(fmt.Sprintf("ftkit-%d.sock", os.Getpid()))
+	liveNew := bind(fmt.Sprintf("ftkit-%d.sock.new", os.Getpid()))
 	other := bind("other-1.sock")
 	if out, _ := trRun(t, dir, prog, []string{"FTRACE_TRACER=function", "XDG_RUNTIME_DIR=" + run}, "5"); out != "fib(5) = 5\n" {
 		t.Fatalf("output %q", out)
 	}
-	for p, want := range map[string]bool{stale: false, live: true, other: true} {
+	for p, want := range map[string]bool{stale: false, staleNew: false, live: true, liveNew: true, other: true} {
 		if _, err := os.Stat(p); (err == nil) != want {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
 		}
 	}
-	if m, _ := filepath.Glob(filepath.Join(run, "*")); len(m) != 2 {
+	if m, _ := filepath.Glob(filepath.Join(run, "*")); len(m) != 3 {
 		t.Errorf("left in the socket directory: %v", m)
 	}
 }

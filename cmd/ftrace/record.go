@@ -623,6 +623,12 @@ func doLive(c *cli.Context) error {
 // reply; an "error" reply is an error.
 func liveRequest(pid int, sock, req string, timeout time.Duration) (string, error) {
 	conn, err := net.DialTimeout("unix", sock, timeout)
+	// a runtime older than its rename-once-listening shows its socket bound but not
+	// listening for a moment: a live process is asked again briefly
+	for i := 0; i < 10 && err != nil && errors.Is(err, syscall.ECONNREFUSED) && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+		conn, err = net.DialTimeout("unix", sock, timeout)
+	}
 	if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
 		// Nobody listens: the socket outlived its process (SIGKILL leaves it behind).
 		if kerr := syscall.Kill(pid, 0); errors.Is(kerr, syscall.ESRCH) {

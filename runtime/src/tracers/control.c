@@ -42,7 +42,7 @@
 #include "trigger.h"
 #include "trace_util.h"
 
-static char sock_path[108];
+static char sock_path[104];	/* sun_path less ".new", the name it is bound under first */
 static char sock_dir[96];	/* the directory of sock_path */
 static int sock_fd = -1;
 static struct ft_fdid sock_id;
@@ -423,13 +423,19 @@ int ft_control_start(void)
 	fd = ft_fd_high(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (fd < 0)
 		return -errno;
-	ft_strlcpy(sa.sun_path, sock_path, sizeof(sa.sun_path));
-	unlink(sock_path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(sock_path, 0600) != 0 ||
-	    listen(fd, 4) != 0) {
+	/*
+	 * Bound under a name of its own and renamed once it listens: a client that sees
+	 * the socket (ftrace live, waiting for an attach) is never refused by a socket that
+	 * is bound but not listening yet.
+	 */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.new", sock_path);
+	unlink(sa.sun_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(sa.sun_path, 0600) != 0 ||
+	    listen(fd, 4) != 0 || rename(sa.sun_path, sock_path) != 0) {
 		err = -errno;
 		fprintf(stderr, "ftkit: control socket %s: %s\n", sock_path, strerror(-err));
 		close(fd);
+		unlink(sa.sun_path);
 		sock_unlink();
 		return err;
 	}
@@ -476,11 +482,14 @@ void ft_control_sweep(void)
 		char path[sizeof(sock_dir) + 280], *num_end;
 		struct stat st;
 		long pid;
+		size_t tail = 5;	/* ".sock", or ".sock.new": killed before it listened */
 
-		if (len < 12 || strncmp(nm, "ftkit-", 6) != 0 || strcmp(nm + len - 5, ".sock") != 0)
+		if (len >= 16 && strcmp(nm + len - 4, ".new") == 0)
+			tail = 9;
+		if (len < 12 || strncmp(nm, "ftkit-", 6) != 0 || strncmp(nm + len - tail, ".sock", 5) != 0)
 			continue;
 		pid = strtol(nm + 6, &num_end, 10);
-		if (num_end != nm + len - 5 || pid <= 0 || pid > INT_MAX || pid == getpid())
+		if (num_end != nm + len - tail || pid <= 0 || pid > INT_MAX || pid == getpid())
 			continue;
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;	/* alive (or not ours to ask about): leave it */
