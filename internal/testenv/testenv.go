@@ -105,14 +105,31 @@ func QEMUAArch64(prog string, args ...string) []string {
 }
 
 // AArch64Runtime builds libftrt.a for aarch64 once per test binary (make -C runtime
-// CC=aarch64-linux-gnu-gcc ARCH=arm64 BUILD=<temp>) and returns that BUILD directory
-// (lib/libftrt.a, include/). The caller checks the cross compiler is there.
+// CC=aarch64-linux-gnu-gcc ARCH=arm64 BUILD=<dir>) and returns that BUILD directory
+// (lib/libftrt.a, include/). The directory is the build's cross/aarch64 (FTKIT_BUILD, or
+// the repository's build/), where `make runtime-aarch64` builds too: make brings it up to
+// date, under a lock the test binaries that run at once share, and nothing is left in the
+// temporary directory. The caller checks the cross compiler is there.
 func AArch64Runtime(t testing.TB) string {
 	t.Helper()
 	a64Once.Do(func() {
-		dir, err := os.MkdirTemp("", "ftkit-arm64-")
+		build := BuildDir()
+		if build == "" {
+			build = filepath.Join(Root(), "build")
+		}
+		dir := filepath.Join(build, "cross", "aarch64")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			a64Err = err.Error()
+			return
+		}
+		lock, err := os.OpenFile(dir+".lock", os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			a64Err = err.Error()
+			return
+		}
+		defer lock.Close() // and unlocked
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			a64Err = fmt.Sprintf("locking %s: %v", lock.Name(), err)
 			return
 		}
 		cmd := exec.Command("make", "-s", "-j2", "-C", filepath.Join(Root(), "runtime"),
