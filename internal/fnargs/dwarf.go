@@ -287,10 +287,11 @@ func (l *loader) function(e *dwarf.Entry, low, entry uint64, syms []string, best
 		} else {
 			a.Type = l.conv(gt, 0)
 		}
-		if art, _ := c.Val(dwarf.AttrArtificial).(bool); art && a.Type.Elem != nil && a.Type.Elem.StdString {
-			// a std::string's own this: a constructor's is not a string yet
+		if art, _ := c.Val(dwarf.AttrArtificial).(bool); art && a.Type.Elem != nil &&
+			(a.Type.Elem.StdString || a.Type.Elem.StringView) {
+			// a std::string's or string_view's own this: a constructor's is not one yet
 			e := *a.Type.Elem
-			e.StdString = false
+			e.StdString, e.StringView = false, false
 			t := *a.Type
 			t.Elem = &e
 			a.Type = &t
@@ -626,7 +627,8 @@ func (l *loader) shallow(t godwarf.Type) *Type {
 	}
 	switch u := t.(type) {
 	case *godwarf.StructType:
-		return &Type{Kind: KStruct, Name: l.tagged(u.Kind, u.StructName), Size: int(u.ByteSize), StdString: isStdString(u)}
+		return &Type{Kind: KStruct, Name: l.tagged(u.Kind, u.StructName), Size: int(u.ByteSize), StdString: isStdString(u),
+			StringView: isStringView(u)}
 	case *godwarf.FuncType:
 		return &Type{Kind: KUnknown, Name: "function"}
 	case *godwarf.PtrType:

@@ -51,7 +51,7 @@ func FormatValue(a *Arg, v Value) string {
 	if len(v.Words) == 0 {
 		return "?"
 	}
-	if a.stdString() {
+	if a.stdString() || a.viewAt() {
 		return str(v)
 	}
 	if a.stringView() {

@@ -97,7 +97,15 @@ func (a *Arg) isString() bool {
 		return true
 	}
 	return a.Fmt == FAuto && a.Type != nil && a.Type.Kind == KString && !a.Indirect || a.stdString() ||
-		a.stringView()
+		a.stringView() || a.viewAt()
+}
+
+// viewAt: the recorded word is the address of a std::string_view (a reference or
+// pointer to one), whose length and data pointer the runtime reads, then its bytes.
+func (a *Arg) viewAt() bool {
+	t := a.Type
+	return a.Fmt == FAuto && t != nil && !a.Indirect && len(a.Parts) == 1 &&
+		(t.Kind == KRef || t.Kind == KPtr) && t.Elem != nil && t.Elem.StringView
 }
 
 // stringView: a std::string_view passed or returned by value in two words, its length

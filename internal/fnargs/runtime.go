@@ -145,6 +145,8 @@ func autoLetter(a *Arg, part int) string {
 		}
 	case part == 0 && a.stdString():
 		return "T"
+	case a.viewAt():
+		return "W" // the view's length and data pointer at this word, then its bytes
 	case part == 0 && a.isString():
 		return "A"
 	}

@@ -12,7 +12,8 @@ import (
 // not for the old copy-on-write string (-D_GLIBCXX_USE_CXX11_ABI=0), not for a pointer
 // to a pointer, nor for a class holding one; on arm64 a result returned through x8 is not
 // recorded at all. A std::string_view by value or returned is its two words, the second
-// copied as many bytes as the first says (V); by reference it is an address.
+// copied as many bytes as the first says (V); by reference or pointer, its address, whose
+// two words the runtime reads before its bytes (W).
 func TestStdString(t *testing.T) {
 	cases := []struct {
 		compiler string
@@ -23,14 +24,14 @@ func TestStdString(t *testing.T) {
 		{"g++", nil,
 			map[string]string{"by_ref": "arg1/T%rdi", "by_val": "arg1/T%rdi", "by_ptr": "arg1/T%rdi",
 				"by_rref": "arg1/T%rdi", "by_pptr": "arg1/a%rdi", "in_box": "arg1/a%rdi", "Box::len": "arg1/a%rdi",
-				"view": "arg1/a%rdi,arg1/V%rsi", "view_ref": "arg1/a%rdi"},
+				"view": "arg1/a%rdi,arg1/V%rsi", "view_ref": "arg1/W%rdi", "view_ptr": "arg1/W%rdi"},
 			map[string]string{"made": "retval/T%rax", "by_ref": "retval/a%rax", "view_of": "retval/a%rax,retval/V%rdx"}},
 		{"g++", []string{"-D_GLIBCXX_USE_CXX11_ABI=0"},
 			map[string]string{"by_ref": "arg1/a%rdi", "by_val": "arg1/a%rdi", "by_ptr": "arg1/a%rdi"},
 			map[string]string{"made": "retval/a%rax"}},
 		{"aarch64-linux-gnu-g++", nil,
 			map[string]string{"by_ref": "arg1/T%x0", "by_val": "arg1/T%x0", "by_ptr": "arg1/T%x0", "by_pptr": "arg1/a%x0",
-				"view": "arg1/a%x0,arg1/V%x1"},
+				"view": "arg1/a%x0,arg1/V%x1", "view_ref": "arg1/W%x0"},
 			map[string]string{"made": "", "by_ref": "retval/a%x0", "view_of": "retval/a%x0,retval/V%x1"}},
 	}
 	src, _ := filepath.Abs(filepath.Join("testdata", "stdstring.cc"))

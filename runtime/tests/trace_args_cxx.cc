@@ -3,7 +3,7 @@
  * --auto-args on C++: a function template's instances, a class passed by reference and
  * by value, a member function (its this), an enum class, std::string by reference, by
  * value, by pointer (NULL, and one whose text cannot be read) and returned, std::string_view
- * by value (empty too) and returned (noipa: no clone with another signature, which
+ * by value (empty too), returned and by reference (noipa: no clone with another signature, which
  * --auto-args leaves out).  Each call prints itself the way ftrace graph shows it; the test
  * compares the two.
  */
@@ -136,6 +136,17 @@ __attribute__((noipa)) std::string_view first_word(std::string_view s)
 	return w;
 }
 
+/* a std::string_view by reference: its address, whose length and data pointer are read */
+__attribute__((noipa)) size_t spaces(const std::string_view &s)
+{
+	size_t n = 0;
+
+	for (char ch : s)
+		n += ch == ' ';
+	std::printf("spaces(s=%s) = %zu\n", litn(s.data(), s.size()).c_str(), n);
+	return n;
+}
+
 int main()
 {
 	Point p = { 3, -4 };
@@ -162,5 +173,8 @@ int main()
 	first_word(hi);
 	first_word(longer);
 	first_word(std::string_view());
+	std::string_view hv(hi), lv(longer);
+	spaces(hv);
+	spaces(lv);
 	return 0;
 }

@@ -2,7 +2,7 @@
 // std::string in every place a plan meets one (TestStdString): by reference, by value,
 // by pointer, by rvalue reference, returned, a member's this, and a std::string * that
 // is not one to read (a pointer to pointer); std::string_view by value and returned, and
-// by reference (an address, not read).
+// by reference and pointer.
 #include <string>
 #include <string_view>
 
@@ -20,14 +20,16 @@ __attribute__((noipa)) std::string made(int n) { return std::string(static_cast<
 __attribute__((noipa)) size_t in_box(const Box &b) { return b.len(); }
 __attribute__((noipa)) size_t view(std::string_view v) { return v.size(); }
 __attribute__((noipa)) size_t view_ref(const std::string_view &v) { return v.size(); }
+__attribute__((noipa)) size_t view_ptr(const std::string_view *v) { return v ? v->size() : 0; }
 __attribute__((noipa)) std::string_view view_of(const std::string &s) { return s; }
 
 int main(int argc, char **argv)
 {
 	std::string a(argv[0]), *p = &a;
+	std::string_view va(a);
 	Box b{a};
 
 	return static_cast<int>(by_ref(a) + by_val(a) + by_ptr(&a) + by_rref(std::string(a)) +
 				by_pptr(&p) + made(argc).size() + in_box(b) + view(a) + view_ref(a) +
-				view_of(a).size()) & 1;
+				view_ptr(&va) + view_of(a).size()) & 1;
 }

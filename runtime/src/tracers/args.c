@@ -85,6 +85,7 @@ static int fmt_code(char c, int *str, unsigned *size)
 	case 'A': *str = FTKIT_ARG_STR; return FTKIT_ARG_AUTO;
 	case 'T': *str = FTKIT_ARG_STR | FTKIT_ARG_STDSTR; return FTKIT_ARG_AUTO;
 	case 'V': *str = FTKIT_ARG_STR; return FTKIT_ARG_COUNTED;
+	case 'W': *str = FTKIT_ARG_STR | FTKIT_ARG_STDSTR; return FTKIT_ARG_COUNTED;
 	}
 	return -1;
 }
@@ -756,6 +757,20 @@ static unsigned put_counted(uint32_t *buf, unsigned w, unsigned long addr, unsig
 	return str_done(buf, w, n, len > n);
 }
 
+/* The std::string_view at addr (a reference to one): its length and data pointer, then
+   the bytes, as put_counted puts them. */
+static unsigned put_view_at(uint32_t *buf, unsigned w, unsigned long addr)
+{
+	unsigned long obj[2];
+	long n = addr ? ft_mem_read(obj, addr, sizeof(obj)) : -1;
+
+	if (n != (long)sizeof(obj)) {
+		buf[w] = n == -2 ? FTKIT_STR_UNREAD : FTKIT_STR_BAD;
+		return w + 1;
+	}
+	return put_counted(buf, w, obj[1], obj[0]);
+}
+
 /* The stack word off bytes above sp: read directly within sp's page, safely past it. */
 static unsigned long stack_word(unsigned long sp, unsigned off)
 {
@@ -848,7 +863,8 @@ static unsigned build(uint32_t *buf, unsigned long ip, const struct ft_argval *v
 				continue;
 			}
 			if ((v[i].desc & FTKIT_ARG_FMT_MASK) == FTKIT_ARG_COUNTED)
-				w = put_counted(buf, w, x, before);
+				w = v[i].desc & FTKIT_ARG_STDSTR ? put_view_at(buf, w, x) :
+					put_counted(buf, w, x, before);
 			else if (v[i].desc & FTKIT_ARG_STDSTR)
 				w = put_stdstr(buf, w, x);
 			else

@@ -219,7 +219,8 @@ enum {
 #define FTKIT_ARG_SIZE_SHIFT	4	/* bits 4-5: log2 of the value's size in bytes */
 #define FTKIT_ARG_STR		0x40	/* a string header and bytes follow the word */
 /* with FTKIT_ARG_STR: the word is the address of a std::string (libstdc++'s layout: the
-   data pointer, then the length), whose bytes follow */
+   data pointer, then the length), whose bytes follow; with FTKIT_ARG_COUNTED, the address
+   of a std::string_view (the length, then the data pointer) */
 #define FTKIT_ARG_STDSTR	0x80
 #define FTKIT_STR_LEN_MASK	0xffff
 #define FTKIT_STR_BAD		0x10000	/* the pointer could not be read */

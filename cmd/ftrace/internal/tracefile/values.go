@@ -20,9 +20,12 @@ const (
 	ArgFmtChar   = 5
 	ArgFmtFloat  = 6
 	ArgFmtPtr    = 7
-	ArgFmtMask   = 0x0f
-	argSizeShift = 4
-	argStr       = 0x40
+	// ArgFmtCounted: a std::string_view's bytes (by value: the word before is its
+	// length; with desc bit 0x80, the word is its address); DWARF plans only.
+	ArgFmtCounted = 8
+	ArgFmtMask    = 0x0f
+	argSizeShift  = 4
+	argStr        = 0x40
 
 	// StrBad etc. are a string Value's StrFlags.
 	StrBad    = 0x10000 // the pointer could not be read (or was NULL)
@@ -112,7 +115,7 @@ func parseItems(p []byte, n int, ret bool) *Values {
 			it.Word = uint64(le.Uint32(p))
 		}
 		p = p[n:]
-		if it.Fmt() == ArgFmtAuto {
+		if it.Fmt() == ArgFmtAuto || it.Fmt() == ArgFmtCounted {
 			v.Auto = true
 		}
 		if it.IsString() {
