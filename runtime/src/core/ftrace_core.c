@@ -2659,7 +2659,7 @@ static long glob_apply(struct ftrt_hash **hp, const char *pat, int remove)
 			continue;
 		s = obj_syms(o);
 		if (!s)
-			return -ENOMEM;
+			return errno ? -errno : -ENOMEM;	/* EMFILE: asked again next time */
 		for (i = 0; i < s->n; i++) {
 			const struct ftrt_sym *y = &s->v[i];
 			uintptr_t end = y->addr + (y->size ? y->size : 5);

@@ -317,10 +317,18 @@ void ftrt_syms_demangle(struct ftrt_syms *s)
 	}
 }
 
+/* A failure that may not happen again: no descriptor or memory left now, a signal. */
+static int transient(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOMEM || err == EINTR || err == EAGAIN;
+}
+
 /*
  * Load the function symbols of path (.symtab, else .dynsym), sorted by address, with
  * demangled names for C++ symbols when the process has __cxa_demangle (libstdc++; later,
- * ftrt_syms_demangle, if it gets one).
+ * ftrt_syms_demangle, if it gets one).  A file without them gives an empty table; NULL
+ * (errno set) when they could not be read this time only — no descriptor left (a server at
+ * its limit), no memory — so that the caller asks again later, not "no names" for ever.
  */
 struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 {
@@ -329,13 +337,19 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 	Elf64_Shdr *sh = NULL;
 	Elf64_Sym *st = NULL;
 	size_t shnum, i, nsym, pick = 0, nz = 0;
-	int fd;
+	int fd, err;
 
 	if (!s)
 		return NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return s;	/* no file (vdso): no names */
+	if (fd < 0) {
+		if (!transient(err = errno))
+			return s;	/* no file (vdso): no names */
+		free(s);
+		errno = err;
+		return NULL;
+	}
+	errno = 0;
 	if (read_shdrs(fd, &eh, &sh, &shnum))
 		goto out;
 	for (i = 1; i < shnum; i++)
@@ -353,8 +367,10 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 		goto out;
 	nsym = sh[pick].sh_size / sizeof(Elf64_Sym);
 	s->v = malloc(nsym * sizeof(*s->v));
-	if (!s->v)
+	if (!s->v) {
+		errno = ENOMEM;
 		goto out;
+	}
 	for (i = 1; i < nsym; i++) {
 		unsigned type = ELF64_ST_TYPE(st[i].st_info);
 
@@ -384,10 +400,17 @@ struct ftrt_syms *ftrt_elf_load_syms(const char *path, uintptr_t bias)
 	qsort(s->v, s->n, sizeof(*s->v), sym_cmp);
 	s->demangle_done = !nz;
 	ftrt_syms_demangle(s);
+	errno = 0;
 out:
+	err = errno;
 	free(st);
 	free(sh);
 	close(fd);
+	if (transient(err)) {
+		ftrt_syms_free(s);
+		errno = err;
+		return NULL;
+	}
 	return s;
 }
 
