@@ -1473,6 +1473,9 @@ int main(void) {
 	if r := live("filter", "work"); r.Code == 0 || !strings.Contains(r.Stderr, "Too many open files") {
 		t.Errorf("filter work without a descriptor: %+v, want a refusal for want of one", r)
 	}
+	if r := live("snapshot", "s.dat"); r.Code == 0 || !strings.Contains(r.Stderr, "Too many open files (the process has none left now") {
+		t.Errorf("snapshot without a descriptor: %+v, want a refusal for want of one", r)
+	}
 	os.WriteFile(filepath.Join(dir, "free"), nil, 0o644)
 	var r testenv.Result
 	for i := 0; i < 50; i++ {
@@ -1483,6 +1486,9 @@ int main(void) {
 	}
 	if r.Code != 0 {
 		t.Errorf("filter work once descriptors were freed: %+v", r)
+	}
+	if r := live("snapshot", "s.dat"); r.Code != 0 {
+		t.Errorf("snapshot once descriptors were freed: %+v", r)
 	}
 	os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644)
 	if err := cmd.Wait(); err != nil {

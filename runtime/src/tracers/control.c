@@ -202,7 +202,10 @@ static void handle(int fd, char *line)
 			/* where it tried: a worker that dropped root cannot write beside a
 			   trace started as root */
 			char buf[PATH_MAX + 128];
-			int n = snprintf(buf, sizeof(buf), "error %s: %s (name another: %s PATH)\n",
+			int busy = err == -EMFILE || err == -ENFILE || err == -ENOMEM;
+			int n = busy ? snprintf(buf, sizeof(buf), "error %s: %s (the process has none "
+						"left now: ask again later)\n", out, strerror(-err)) :
+				snprintf(buf, sizeof(buf), "error %s: %s (name another: %s PATH)\n",
 					 out, strerror(-err), line);
 
 			if (n > 0 && n < (int)sizeof(buf))
