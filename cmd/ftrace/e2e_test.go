@@ -1395,7 +1395,7 @@ func TestLiveSwitchWithoutDescriptors(t *testing.T) {
 __attribute__((noinline)) int work(int x) { return x + 1; }
 int main(void) {
 	struct rlimit r = { 25, 25 };
-	int last = -1, fd;
+	int last = -1, fd, filled = 0;
 	setrlimit(RLIMIT_NOFILE, &r);
 	while ((fd = open("/dev/null", O_RDONLY)) >= 0)
 		last = fd;
@@ -1406,9 +1406,14 @@ int main(void) {
 	for (int i = 0; i < 3000 && access("stop", F_OK); i++) {
 		for (int k = 0; k < 100; k++)
 			s += work(k);
+		if (!filled && !access("fill", F_OK)) {
+			while ((fd = open("/dev/null", O_RDONLY)) >= 0)
+				last = fd; /* the last one too */
+			filled = 1;
+		}
 		if (last > 20 && !access("free", F_OK))
 			while (last > 20)
-				close(--last); /* the program's own, opened after ours */
+				close(last--); /* the program's own, opened after ours */
 		usleep(2000);
 	}
 	printf("%ld\n", s > 0);
@@ -1475,6 +1480,20 @@ int main(void) {
 	}
 	if r := live("snapshot", "s.dat"); r.Code == 0 || !strings.Contains(r.Stderr, "Too many open files (the process has none left now") {
 		t.Errorf("snapshot without a descriptor: %+v, want a refusal for want of one", r)
+	}
+	// none left at all: the server cannot take the request, which ftrace live says at
+	// once (not after its 10 s), and takes it once one is free
+	os.WriteFile(filepath.Join(dir, "fill"), nil, 0o644)
+	for i := 0; i < 100; i++ {
+		if ents, _ := os.ReadDir("/proc/" + pid + "/fd"); len(ents) >= 25 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t0 := time.Now()
+	if r := live("status"); r.Code == 0 || !strings.Contains(r.Stderr, "has all the 25 descriptors its limit allows open") ||
+		time.Since(t0) > 5*time.Second {
+		t.Errorf("status with no descriptor left: %+v after %v, want a refusal for want of one within 5 s", r, time.Since(t0))
 	}
 	os.WriteFile(filepath.Join(dir, "free"), nil, 0o644)
 	var r testenv.Result

@@ -643,11 +643,32 @@ func liveRequest(pid int, sock, req string, timeout time.Duration) (string, erro
 		return "", fmt.Errorf("live: connecting to process %d at %s: %w", pid, sock, err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(timeout))
+	end := time.Now().Add(timeout)
+	conn.SetDeadline(end)
 	if _, err := fmt.Fprintf(conn, "%s\n", req); err != nil {
 		return "", fmt.Errorf("live: sending %q: %w", req, err)
 	}
-	resp, err := bufio.NewReader(conn).ReadString('\n')
+	// read in slices: a process with no descriptor left cannot take the request (its
+	// server waits for one), which is said at once rather than after the whole timeout
+	rd := bufio.NewReader(conn)
+	var resp string
+	for {
+		slice := time.Now().Add(time.Second)
+		if slice.After(end) {
+			slice = end
+		}
+		conn.SetReadDeadline(slice)
+		var part string
+		part, err = rd.ReadString('\n')
+		resp += part
+		if !errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(end) {
+			break
+		}
+		if open, limit := procDescriptors(pid); limit > 0 && open >= limit {
+			return "", fmt.Errorf("live: process %d has all the %d descriptors its limit allows open (ulimit -n): "+
+				"it cannot take the request until it closes one; ask again then", pid, limit)
+		}
+	}
 	if errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("live: process %d closed the connection without replying to %q: it ended (exit, signal) meanwhile", pid, req)
 	}
@@ -664,6 +685,29 @@ func liveRequest(pid int, sock, req string, timeout time.Duration) (string, erro
 		return "", fmt.Errorf("live: process %d refused %q: %s", pid, req, strings.TrimSpace(strings.TrimPrefix(resp, "error")))
 	}
 	return "", fmt.Errorf("live: unexpected reply %q", resp)
+}
+
+// procDescriptors is how many descriptors pid has open and its soft limit on them
+// (RLIMIT_NOFILE); limit 0 when either cannot be read (another user's process).
+func procDescriptors(pid int) (open, limit int) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "Max open files"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				if n, err := strconv.Atoi(f[0]); err == nil {
+					return len(ents), n
+				}
+			}
+		}
+	}
+	return 0, 0
 }
 
 // outputOK checks, before the program runs, that the trace can be renamed onto out: it is

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ftrace_trace.h>
@@ -365,6 +366,15 @@ static void *control_thread(void *arg)
 				continue;	/* the client went away between poll and accept */
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
+				/* no descriptor to take it now (a server at its -n limit): the
+				   request waits in the queue (ftrace live tells its user why),
+				   and is taken once the program closes one */
+				struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+				nanosleep(&ts, NULL);
+				continue;
+			}
 			return control_exit();
 		}
 		/* the effective uid: the one whose rights the process acts with */
