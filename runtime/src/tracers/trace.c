@@ -1831,6 +1831,12 @@ int ftrace_trace_set_tracer(enum ftrace_tracer tracer)
 	}
 	old = tr.tracer;
 	registered = tr.registered;
+	if (tr.started && tracer == old && registered == (int)tracer) {
+		/* the running one (the kernel's current_tracer written again): kept as it
+		   is, its open graph frames too; it needs no descriptor to re-register */
+		pthread_mutex_unlock(&trace_mu);
+		return 0;
+	}
 	tr.tracer = tracer;	/* the on/off switch (ftrace_trace_enable) stays as it is */
 	err = tr.started ? ops_apply() : -ENODEV;
 	if (err && tr.registered == registered && registered != FTRACE_TRACER_NOP && tracer != old)
