@@ -88,13 +88,24 @@ func loadTrace(c *cli.Context) (*tracefile.Trace, string, error) {
 	return tr, path, nil
 }
 
+// objects are the program files a command has read the symbols of, for all the traces it
+// reads (the processes of one run share their program and libraries).
+var objects = symbolize.NewCache()
+
+// newSymbolizer is a Symbolizer for a trace's memory map, sharing objects.
+func newSymbolizer(maps []tracefile.Mapping) *symbolize.Symbolizer {
+	s := symbolize.New(maps)
+	s.Shared = objects
+	return s
+}
+
 func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 	tr, path, err := loadTrace(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	stderr := c.App.ErrWriter
-	sym := symbolize.New(tr.Maps)
+	sym := newSymbolizer(tr.Maps)
 	calls, entries, exits, _, _ := tr.Counts()
 	progress := progressFunc(c, path, calls+entries+exits)
 	if err := checkTIDs(c, path, tr); err != nil {
@@ -175,7 +186,7 @@ func openStreamPath(c *cli.Context, path string, checkTID bool) (*streamIn, erro
 			return nil, err
 		}
 	}
-	in := &streamIn{st: st, path: path, sym: symbolize.New(st.Trace.Maps)}
+	in := &streamIn{st: st, path: path, sym: newSymbolizer(st.Trace.Maps)}
 	lookup := in.sym.LockedLookup()
 	st.Name = func(addr uint64, ret bool) string { // a trigger's stack traces
 		if ret {

@@ -6,7 +6,6 @@ import (
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/filter"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/report"
-	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/urfave/cli/v2"
 )
@@ -37,7 +36,7 @@ func reportDiff(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		sym := symbolize.New(st.Trace.Maps)
+		sym := newSymbolizer(st.Trace.Maps)
 		var f *calltree.Forest
 		o := report.Options{TIDs: c.IntSlice("tid")}
 		_, o.Filter, err = boundFilter(flt, st) // each trace's times from its own start

@@ -334,6 +334,10 @@ func WriteJSON(w io.Writer, f *calltree.Forest, stats []*Stat) error {
 // maxMarkerRows is how many marker texts WriteMarkers lists.
 const maxMarkerRows = 20
 
+// maxPIDsShown is how many process ids the text header of a report of several traces
+// lists (the last one included); the JSON document has them all.
+const maxPIDsShown = 12
+
 // WriteMarkers lists the program's markers (ftrace_trace_marker) by text, most frequent
 // first: how many, the first one's time; nothing when there are none.
 func WriteMarkers(w io.Writer, f *calltree.Forest) error {
@@ -395,9 +399,14 @@ func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) e
 	// 11 s and 700 MB, a third of it in write)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	if len(f.PIDs) > 1 {
-		pids := make([]string, len(f.PIDs))
+		// the first ones and the last: a test suite's hundreds made a line of kilobytes
+		var pids []string
 		for i, p := range f.PIDs {
-			pids[i] = strconv.Itoa(p)
+			if len(f.PIDs) > maxPIDsShown && i == maxPIDsShown-1 {
+				pids = append(pids, "…", strconv.Itoa(f.PIDs[len(f.PIDs)-1]))
+				break
+			}
+			pids = append(pids, strconv.Itoa(p))
 		}
 		fmt.Fprintf(bw, "# %d processes: %s\n", len(f.PIDs), strings.Join(pids, " "))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -209,6 +210,33 @@ func TestMinOfWholeCalls(t *testing.T) {
 		}
 		if g := strings.Join(got, " "); g != want {
 			t.Errorf("%+v: %s, want %s", o, g, want)
+		}
+	}
+}
+
+// The text header of a report of several traces names their processes, the first ones
+// and the last when there are many; the JSON document has them all.
+func TestProcessesHeader(t *testing.T) {
+	for _, n := range []int{2, maxPIDsShown, maxPIDsShown + 1, 589} {
+		f := tracetest.Forest(t, tracetest.Sample)
+		f.PIDs = nil
+		for i := 0; i < n; i++ {
+			f.PIDs = append(f.PIDs, 100+i)
+		}
+		stats, _ := Compute(f, Options{})
+		var b bytes.Buffer
+		WriteText(&b, f, stats, false)
+		head, _, _ := strings.Cut(b.String(), "\n")
+		words := strings.Fields(strings.TrimPrefix(head, fmt.Sprintf("# %d processes:", n)))
+		if !strings.HasPrefix(head, fmt.Sprintf("# %d processes: 100 101", n)) || len(words) > maxPIDsShown+1 ||
+			words[len(words)-1] != fmt.Sprint(100+n-1) || (n > maxPIDsShown) != slices.Contains(words, "…") {
+			t.Errorf("%d processes: header %q", n, head)
+		}
+		b.Reset()
+		WriteJSON(&b, f, stats)
+		var doc struct{ PIDs []int }
+		if err := json.Unmarshal(b.Bytes(), &doc); err != nil || len(doc.PIDs) != n {
+			t.Errorf("%d processes: JSON has %d (%v)", n, len(doc.PIDs), err)
 		}
 	}
 }

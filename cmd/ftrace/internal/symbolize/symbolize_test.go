@@ -483,3 +483,41 @@ func TestSysroot(t *testing.T) {
 		}
 	}
 }
+
+// Symbolizers given one Cache read each object once: the traces of one run share the
+// Funcs of their program (at whatever address each process mapped it), and a file that
+// could not be read warns in each trace that needs it.
+func TestSharedCache(t *testing.T) {
+	prog, m := build(t, "gcc", "symshared", csrc, "-g", "-O1", "-pie", "-fpie")
+	alpha, _ := symAddr(t, prog, "alpha")
+	gone := tracefile.Mapping{Path: filepath.Join(t.TempDir(), "gone.so"), Start: 0x7f0000000000, End: 0x7f0000001000,
+		Bias: 0x7f0000000000, BuildID: []byte{1, 2, 3}}
+	cache := NewCache()
+	opens := map[string]int{}
+	var first *Func
+	for i, shift := range []uint64{0, 0x10000000, 0x20000000} {
+		mi := m
+		mi.Start, mi.End, mi.Bias = m.Start+shift, m.End+shift, m.Bias+shift
+		s := New([]tracefile.Mapping{mi, gone})
+		s.Shared = cache
+		s.OpenELF = func(path string) (*elf.File, error) {
+			opens[path]++
+			return OpenRegularELF(path)
+		}
+		f := s.Lookup(bias + shift + alpha)
+		if f.Name != "alpha" {
+			t.Fatalf("trace %d: Lookup = %+v, want alpha", i, f)
+		}
+		if first == nil {
+			first = f
+		} else if f != first {
+			t.Errorf("trace %d: alpha is another Func", i)
+		}
+		if u := s.Lookup(gone.Start + 0x10); !u.Unknown || len(s.Warnings()) != 1 {
+			t.Errorf("trace %d: gone.so: %+v, warnings %v, want an unknown function and one warning", i, u, s.Warnings())
+		}
+	}
+	if opens[prog] != 1 || opens[gone.Path] != 1 {
+		t.Errorf("files opened %v, want each once", opens)
+	}
+}
