@@ -614,6 +614,7 @@ func TestArm64UnwindAndExceptions(t *testing.T) {
 	var progs []prog
 	for _, bp := range [][]string{nil, {"-mbranch-protection=standard"}} {
 		progs = append(progs, prog{"trace_unwind", "trace_unwind.c", nil, bp}, prog{"trace_cxx", "trace_cxx.cc", nil, bp},
+			prog{"trace_tailthrow", "trace_tailthrow.cc", nil, bp},
 			prog{"trace_ucontext", "trace_ucontext.c", []string{"2000"}, bp},
 			// raw: libc's own swapcontext, unseen by the runtime: frames return on other stacks
 			prog{"trace_ucontext", "trace_ucontext.c", []string{"raw"}, bp})
@@ -650,6 +651,9 @@ func TestArm64UnwindAndExceptions(t *testing.T) {
 		}
 		if p.name == "trace_cxx" && unwound["thrower(int)"] == 0 && unwound["_Z7throweri"] == 0 {
 			t.Errorf("%s: no thrower frame closed as unwound: %v", p.name, unwound)
+		}
+		if p.name == "trace_tailthrow" && (plain != "caught 42\ncaught 43\ncaught 44\n" || unwound["_Z5inneri"] != 3 || unwound["_Z5outeri"] != 3) {
+			t.Errorf("%s: output %q, unwound %v: want three throws, inner and outer unwound each time", p.name, plain, unwound)
 		}
 	}
 	// a CPU without pointer authentication runs the same code (its hints do nothing): what

@@ -599,6 +599,19 @@ void fgraph_switch_out(unsigned long *sp)
 	t->in_ret--;
 }
 
+/*
+ * The address frame d really returns to: its ret, or for a frame pushed on a hooked slot
+ * (a tail call: its caller's hook was its return address) the older frame's.
+ */
+static unsigned long real_ret(const struct ft_thread *t, int d)
+{
+	unsigned long ret = t->shadow[d].ret;
+
+	while (ret == (unsigned long)return_to_handler && --d >= 0)
+		ret = t->shadow[d].ret;
+	return ret;
+}
+
 /* Put every real return address back (an exception is about to be thrown). */
 void fgraph_unhook_all(void)
 {
@@ -609,8 +622,11 @@ void fgraph_unhook_all(void)
 	for (int d = t->depth - 1; d >= 0; d--) {
 		struct fgraph_frame *f = &t->shadow[d];
 
+		/* a tail-called function's record is its own, its caller kept none (arm64,
+		   `b inner`): the caller's address goes there, or the unwinder met
+		   return_to_handler and went round for ever (the jsoncpp trial) */
 		if (f->lr && is_handler(*f->lr))
-			*f->lr = ret_like(f->ret, *f->lr, f);
+			*f->lr = ret_like(real_ret(t, d), *f->lr, f);
 		/* the slot may be the frame record's word (arm64, signed): written above */
 		if (f->slot != f->lr && *f->slot == (unsigned long)return_to_handler)
 			*f->slot = f->ret;
@@ -640,7 +656,7 @@ void fgraph_rehook_live(unsigned long cfa)
 		   is the frame record's word, maybe signed, is f->lr's to write) */
 		if (f->slot != f->lr && *f->slot == f->ret)
 			*f->slot = (unsigned long)return_to_handler;
-		if (f->lr && ftrt_arch_ret_strip(*f->lr) == f->ret)
+		if (f->lr && ftrt_arch_ret_strip(*f->lr) == real_ret(t, d))
 			*f->lr = ret_like((unsigned long)return_to_handler, *f->lr, f);
 		f->lr = NULL;
 	}
