@@ -285,10 +285,12 @@ func TestTracerArgsSpecs(t *testing.T) {
 		t.Errorf("group-writable spec file: %v, %q", err, b)
 	}
 	// /S: a std::string's text, as uftrace's (NULL, and a text pointer that cannot be read)
+	// (label: label[abi:cxx11](int), named without its ABI tag by the spec and the filter)
 	cxx := trBuild(t, dir, "trace_args_cxx.cc")
 	cplain, _ := trRun(t, dir, cxx, nil)
 	out, ws = trRun(t, dir, cxx, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=cxx.dat",
-		"FTRACE_ARGS=words@arg1/S;sized@arg1/S", "FTRACE_RETVAL=label*@retval/S", "FTRACE_NOTRACE=" + libstdcxxString})
+		"FTRACE_ARGS=words@arg1/S;sized@arg1/S", "FTRACE_RETVAL=label@retval/S", "FTRACE_NOTRACE=" + libstdcxxString,
+		"FTRACE_FILTER=words,sized,label"})
 	if hexAddr.ReplaceAllString(out, "0x?") != hexAddr.ReplaceAllString(cplain, "0x?") || ws.ExitStatus() != 0 {
 		t.Fatalf("/S: output %q status %v, untraced %q", out, ws, cplain)
 	}
@@ -307,6 +309,8 @@ func TestTracerArgsSpecs(t *testing.T) {
 	for _, c := range argsCalls(t, testenv.Run(t, dir, ftrace, "graph", "cxx.dat"), "function_graph") {
 		if strings.HasPrefix(c, "words") || strings.HasPrefix(c, "sized") || strings.HasPrefix(c, "label") {
 			gotS = append(gotS, c)
+		} else {
+			t.Errorf("/S: %s recorded: the filter words,sized,label was refused?", c)
 		}
 	}
 	if strings.Join(gotS, "\n") != strings.Join(wantS, "\n") || len(wantS) != 5 {

@@ -230,7 +230,20 @@ int ftrt_prefix_matches(const char *pat, const char *name, size_t n)
 		return 0;
 	memcpy(buf, name, n);
 	buf[n] = 0;
-	return !fnmatch(pat, buf, 0) || !strcmp(pat, buf);
+	if (!fnmatch(pat, buf, 0) || !strcmp(pat, buf))
+		return 1;
+	/* also without its ABI tags: 'Json::Value::asString' for
+	   Json::Value::asString[abi:cxx11]() (a std::string result's tag) */
+	if (!strstr(buf, "[abi:"))
+		return 0;
+	for (char *t; (t = strstr(buf, "[abi:"));) {
+		char *e = strchr(t, ']');
+
+		if (!e)
+			return 0;
+		memmove(t, e + 1, strlen(e + 1) + 1);
+	}
+	return !fnmatch(pat, buf, 0);
 }
 
 static const char *short_name(const char *d)

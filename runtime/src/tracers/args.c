@@ -350,7 +350,8 @@ static int plan_one(const struct ftrace_func_info *fi, void *data)
 	   without its parameters */
 	const char *nm[2] = { fi->name, fi->symbol && strcmp(fi->symbol, fi->name) ? fi->symbol : NULL };
 	size_t plen, nh = 0;
-	char bare[512];
+	char bare[512], untag[512];
+	int tagged = 0;
 
 	if (!fi->name || !*fi->name)
 		return 0;
@@ -360,9 +361,13 @@ static int plan_one(const struct ftrace_func_info *fi, void *data)
 	if (plen) {
 		memcpy(bare, fi->name, plen);
 		bare[plen] = 0;
+		/* and without its ABI tags, as filters match: 'label' for label[abi:cxx11](int) */
+		memcpy(untag, bare, plen + 1);
+		for (char *t; (t = strstr(untag, "[abi:")) && strchr(t, ']'); tagged = 1)
+			memmove(t, strchr(t, ']') + 1, strlen(strchr(t, ']') + 1) + 1);
 	}
-	for (int k = 0; k < 3; k++) {
-		const char *name = k < 2 ? nm[k] : plen ? bare : NULL;
+	for (int k = 0; k < 4; k++) {
+		const char *name = k < 2 ? nm[k] : k == 2 ? (plen ? bare : NULL) : tagged ? untag : NULL;
 		size_t lo = 0, hi = b->nexact;
 
 		if (!name)
@@ -381,7 +386,8 @@ static int plan_one(const struct ftrace_func_info *fi, void *data)
 	for (size_t i = 0; i < b->nglobs && nh < 64; i++)
 		if (!fnmatch(b->globs[i]->glob, fi->name, 0) ||
 		    (nm[1] && !fnmatch(b->globs[i]->glob, nm[1], 0)) ||
-		    (plen && !fnmatch(b->globs[i]->glob, bare, 0)))
+		    (plen && !fnmatch(b->globs[i]->glob, bare, 0)) ||
+		    (tagged && !fnmatch(b->globs[i]->glob, untag, 0)))
 			hit[nh++] = b->globs[i];
 	if (!nh)
 		return 0;

@@ -83,6 +83,9 @@ func TestMatchFunc(t *testing.T) {
 		{abi, "fmt::v9::vformat[abi:cxx11](fmt::v9::basic_string_view<char>)", true},
 		{abi, "fmt::v9::vformat\\[abi:cxx11\\]*", true},
 		{abi, "fmt::v9::vformat[abi:cxx11]", true},
+		{abi, "fmt::v9::vformat", true}, // without its ABI tag too
+		{abi, "fmt::v9::vformat*", true},
+		{abi, "fmt::v9::vforma", false},
 		{dtor, "testing::TestFactoryImpl::~TestFactoryImpl() [deleting]", true},
 		{dtor, "testing::TestFactoryImpl::~TestFactoryImpl()", true},
 		{dtor, "testing::TestFactoryImpl::~TestFactoryImpl", true},

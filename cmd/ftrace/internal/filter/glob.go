@@ -181,7 +181,8 @@ func (g *Glob) MatchFunc(fn *symbolize.Func) bool {
 		return false
 	}
 	proper := nameProper(fn.Name)
-	for _, s := range []string{fn.Name, fn.Raw, proper, shortName(fn.Name), shortName(proper), untagged(fn.Name)} {
+	for _, s := range []string{fn.Name, fn.Raw, proper, shortName(fn.Name), shortName(proper), untagged(fn.Name),
+		noABITags(shortName(proper))} {
 		if s != "" && (g.Match(s) || g.matchOriginal(s)) {
 			return true
 		}
@@ -257,6 +258,26 @@ func isIdent(c byte) bool {
 func untagged(name string) string {
 	base, _ := symbolize.CutTags(name)
 	return base
+}
+
+// noABITags is name without its ABI tags ("[abi:cxx11]": a function returning a
+// std::string), "" when it has none: `Json::Value::asString` matches
+// `Json::Value::asString[abi:cxx11]()`, as at record time.
+func noABITags(name string) string {
+	if !strings.Contains(name, "[abi:") {
+		return ""
+	}
+	for {
+		i := strings.Index(name, "[abi:")
+		if i < 0 {
+			return name
+		}
+		j := strings.IndexByte(name[i:], ']')
+		if j < 0 {
+			return name
+		}
+		name = name[:i] + name[i+j+1:]
+	}
 }
 
 // shortName cuts a demangled name's parameter list (and what follows it: const, &&).
