@@ -840,7 +840,9 @@ namespace ns {
 __attribute__((noinline)) int f(int x) { return 2 * x + 1; }
 __attribute__((noinline)) int g(int x) { return f(x) + f(x + 1); }
 }
-int main(int argc, char **) { int s = 0; for (int i = 0; i < 5; i++) s += ns::g(i + argc); std::printf("%d\n", s); return 0; }
+__attribute__((noipa)) int h(int x) { return x; }
+__attribute__((noipa)) int hh(int x) { return x; }
+int main(int argc, char **) { int s = hh(0); for (int i = 0; i < 5; i++) s += ns::g(i + argc) + h(0); std::printf("%d\n", s); return 0; }
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -868,6 +870,8 @@ int main(int argc, char **) { int s = 0; for (int i = 0; i < 5; i++) s += ns::g(
 		{[]string{"-F", "ns::f"}, map[string]uint64{"ns::f(int)": 10}},
 		{[]string{"-F", "ns::*", "-N", "ns::g(int)"}, map[string]uint64{"ns::f(int)": 10}},
 		{[]string{"-F", "ns::g", "-T", "ns::f@traceoff"}, map[string]uint64{"ns::g(int)": 1}},
+		// a global function's plain name, read in its mangled symbol (_Z1hi), not hh's
+		{[]string{"-F", "h"}, map[string]uint64{"h(int)": 5}},
 	} {
 		args := append(append([]string{"record", "-q", "-o", "t.dat"}, c.args...), "--", prog)
 		r := testenv.Exec(t, dir, ftrace, args...)

@@ -2666,7 +2666,8 @@ static long glob_apply(struct ftrt_hash **hp, const char *pat, int remove)
 
 			if (!name_matches(pat, y->name) && !name_matches(pat, y->demangled) &&
 			    !name_matches(pat, y->shortname) &&
-			    !ftrt_prefix_matches(pat, y->shortname, y->plen))
+			    !ftrt_prefix_matches(pat, y->shortname, y->plen) &&
+			    (y->demangled || !ftrt_mangled_plain_matches(pat, y->name)))
 				continue;
 			for (k = obj_lower_bound(o, y->addr); k < o->nrecs && o->recs[k].ip < end; k++) {
 				if (o->recs[k].flags & REC_REFUSED)

@@ -5,12 +5,13 @@
  * tables used to match filter patterns.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <elf.h>
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -244,6 +245,28 @@ int ftrt_prefix_matches(const char *pat, const char *name, size_t n)
 		memmove(t, e + 1, strlen(e + 1) + 1);
 	}
 	return !fnmatch(pat, buf, 0);
+}
+
+/*
+ * Without a demangler (a C++ program linked without libstdc++): does the plain name pat
+ * ("twice", no glob characters, no scope) name the global function whose symbol is sym —
+ * _Z<length><name> and its parameters ("_Z5twicei"), any overload, as a name without its
+ * parameter list matches with one.  Names in a scope (_ZN…) need the demangler.
+ */
+int ftrt_mangled_plain_matches(const char *pat, const char *sym)
+{
+	size_t n = strlen(pat);
+	char pre[32];
+	int k;
+
+	if (!n || sym[0] != '_' || sym[1] != 'Z' || strpbrk(pat, "*?[:( <>~"))
+		return 0;
+	k = snprintf(pre, sizeof(pre), "_Z%zu", n);
+	if (k <= 0 || (size_t)k >= sizeof(pre) || strncmp(sym, pre, (size_t)k) ||
+	    strncmp(sym + k, pat, n))
+		return 0;
+	/* then its parameters, an ABI tag or template arguments; not more of a name */
+	return sym[k + n] && !isdigit((unsigned char)sym[k + n]) && sym[k + n] != '.';
 }
 
 static const char *short_name(const char *d)

@@ -173,6 +173,7 @@ const struct ftrt_sym *ftrt_syms_lookup(const struct ftrt_syms *s, uintptr_t add
 size_t ftrt_name_plen(const char *d);
 /* Does pat match the first n characters of name (as a glob, or as the very name)? */
 int ftrt_prefix_matches(const char *pat, const char *name, size_t n);
+int ftrt_mangled_plain_matches(const char *pat, const char *sym);
 
 /* ftrace_tramp.c */
 struct ftrt_arena *ftrt_arena_for(uintptr_t lo, uintptr_t hi);
