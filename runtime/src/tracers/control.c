@@ -259,8 +259,8 @@ static void handle(int fd, char *line)
 				 ret ? "retval" : "args", bad, ret ? "retval[/FMT][%REG]" : "ARG[/FMT][%LOC],...");
 			reply(fd, out);
 		} else if (!err && (err = ft_args_unmatched(ret, bad, sizeof(bad)))) {
-			snprintf(out, sizeof(out), "ok set, but '%.159s'%s matches no function loaded now\n", bad,
-				 err > 1 ? " and others" : "");
+			snprintf(out, sizeof(out), "ok set, but '%.159s'%s no function loaded now\n", bad,
+				 err > 1 ? " and others match" : " matches");
 			reply(fd, out);
 		} else {
 			result(fd, err, NULL);

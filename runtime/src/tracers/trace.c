@@ -2211,8 +2211,8 @@ __attribute__((constructor(65535))) static void trace_init_env(void)
 				err == -EINVAL ? "'" : "", err == -EINVAL ? bad : strerror(-err),
 				err == -EINVAL ? "': not FUNC@ARG[/FMT][%LOC],... (see docs/ftrace-cli.md)" : "");
 		else if ((err = ft_args_unmatched(ret, bad, sizeof(bad))))
-			fprintf(stderr, "ftkit: FTRACE_%s: '%s'%s matches no function (of the program and the libraries loaded so far)\n",
-				ret ? "RETVAL" : "ARGS", bad, err > 1 ? " and others" : "");
+			fprintf(stderr, "ftkit: FTRACE_%s: '%s'%s no function (of the program and the libraries loaded so far)\n",
+				ret ? "RETVAL" : "ARGS", bad, err > 1 ? " and others match" : " matches");
 	}
 	if (trig) {
 		char bad[160] = "";
