@@ -60,14 +60,8 @@ type reportJSON struct {
 
 func reportCalls(t *testing.T, dir string, args ...string) (reportJSON, map[string]uint64) {
 	t.Helper()
-	out := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), append([]string{"report", "--format", "json"}, args...)...)
-	var r reportJSON
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("report json: %v\n%s", err, out)
-	}
-	calls := map[string]uint64{}
+	r, calls := reportAll(t, dir, args...)
 	for _, f := range r.Functions {
-		calls[f.Name] += f.Calls
 		if f.Partial != 0 {
 			t.Errorf("%s: %d unfinished calls", f.Name, f.Partial)
 		}
@@ -79,7 +73,14 @@ func reportCalls(t *testing.T, dir string, args ...string) (reportJSON, map[stri
 // be under way (unfinished) when it is taken.
 func snapshotCalls(t *testing.T, dir, path string) map[string]uint64 {
 	t.Helper()
-	out := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "report", "--format", "json", path)
+	_, calls := reportAll(t, dir, path)
+	return calls
+}
+
+// reportAll is `ftrace report --format json ARGS` and its calls by function name.
+func reportAll(t *testing.T, dir string, args ...string) (reportJSON, map[string]uint64) {
+	t.Helper()
+	out := testenv.Run(t, dir, testenv.Tool(t, "ftrace"), append([]string{"report", "--format", "json"}, args...)...)
 	var r reportJSON
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("report json: %v\n%s", err, out)
@@ -88,7 +89,7 @@ func snapshotCalls(t *testing.T, dir, path string) map[string]uint64 {
 	for _, f := range r.Functions {
 		calls[f.Name] += f.Calls
 	}
-	return calls
+	return r, calls
 }
 
 func btoi(b bool) int {

@@ -235,16 +235,16 @@ int ftrt_prefix_matches(const char *pat, const char *name, size_t n)
 		return 1;
 	/* also without its ABI tags: 'Json::Value::asString' for
 	   Json::Value::asString[abi:cxx11]() (a std::string result's tag) */
-	if (!strstr(buf, "[abi:"))
-		return 0;
-	for (char *t; (t = strstr(buf, "[abi:"));) {
-		char *e = strchr(t, ']');
+	return ftrt_cut_abi_tags(buf) && !fnmatch(pat, buf, 0);
+}
 
-		if (!e)
-			return 0;
+int ftrt_cut_abi_tags(char *s)
+{
+	int cut = 0;
+
+	for (char *t, *e; (t = strstr(s, "[abi:")) && (e = strchr(t, ']')); cut = 1)
 		memmove(t, e + 1, strlen(e + 1) + 1);
-	}
-	return !fnmatch(pat, buf, 0);
+	return cut;
 }
 
 /*

@@ -174,6 +174,8 @@ size_t ftrt_name_plen(const char *d);
 /* Does pat match the first n characters of name (as a glob, or as the very name)? */
 int ftrt_prefix_matches(const char *pat, const char *name, size_t n);
 int ftrt_mangled_plain_matches(const char *pat, const char *sym);
+/* Cut every "[abi:…]" tag out of the name s; whether it had one. */
+int ftrt_cut_abi_tags(char *s);
 
 /* ftrace_tramp.c */
 struct ftrt_arena *ftrt_arena_for(uintptr_t lo, uintptr_t hi);

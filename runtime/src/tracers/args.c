@@ -363,8 +363,7 @@ static int plan_one(const struct ftrace_func_info *fi, void *data)
 		bare[plen] = 0;
 		/* and without its ABI tags, as filters match: 'label' for label[abi:cxx11](int) */
 		memcpy(untag, bare, plen + 1);
-		for (char *t; (t = strstr(untag, "[abi:")) && strchr(t, ']'); tagged = 1)
-			memmove(t, strchr(t, ']') + 1, strlen(strchr(t, ']') + 1) + 1);
+		tagged = ftrt_cut_abi_tags(untag);
 	}
 	for (int k = 0; k < 4; k++) {
 		const char *name = k < 2 ? nm[k] : k == 2 ? (plen ? bare : NULL) : tagged ? untag : NULL;
