@@ -521,3 +521,59 @@ func TestTracerArgsFork(t *testing.T) {
 		t.Errorf("child: calls %q", got)
 	}
 }
+
+// TestTracerArgsAliases: a spec names a function by any of its symbols. Two names at one
+// address (an alias attribute, gcc's identical code folding) give one function, named by
+// one of them; a spec naming the other matched nothing ("matches no function") before.
+func TestTracerArgsAliases(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_alias.c")
+	nm := testenv.Run(t, dir, "nm", prog)
+	addr := map[string]string{}
+	for _, l := range strings.Split(nm, "\n") {
+		if f := strings.Fields(l); len(f) == 3 {
+			addr[f[2]] = f[0]
+		}
+	}
+	if addr["scale"] == "" || addr["scale"] != addr["scale_alias"] {
+		t.Fatalf("scale and scale_alias at %q and %q, want one address", addr["scale"], addr["scale_alias"])
+	}
+	folded := addr["fold_a"] != "" && addr["fold_a"] == addr["fold_b"]
+	if !folded {
+		t.Logf("gcc did not fold fold_a and fold_b (%q, %q): the alias attribute alone is tested", addr["fold_a"], addr["fold_b"])
+	}
+	plain, _ := trRun(t, dir, prog, nil, "11")
+	var want []string
+	for _, l := range strings.Split(strings.TrimSpace(plain), "\n") {
+		var x, r int
+		if _, err := fmt.Sscanf(l, "%d %d", &x, &r); err != nil {
+			t.Fatalf("untraced output %q: %v", plain, err)
+		}
+		want = append(want, fmt.Sprintf("(%d) = %d", x, r))
+	}
+	// each name of a pair in turn: whichever the runtime names the function by, one run
+	// names it by the other
+	for _, names := range [][2]string{{"scale", "fold_a"}, {"scale_alias", "fold_b"}} {
+		spec := func(what string) string {
+			return names[0] + "@" + what + ";" + names[1] + "@" + what
+		}
+		out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=a.dat",
+			"FTRACE_ARGS=" + spec("arg1/i32"),
+			"FTRACE_RETVAL=" + spec("retval/i32")}, "11")
+		if out != plain || ws.ExitStatus() != 0 {
+			t.Fatalf("%v: output %q status %v, untraced %q", names, out, ws, plain)
+		}
+		got := argsCalls(t, testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "graph", "a.dat"), "function_graph")
+		if len(got) != len(want) {
+			t.Fatalf("%v: calls %q, want %d", names, got, len(want))
+		}
+		for i, c := range got {
+			if i >= 2 && !folded {
+				break
+			}
+			if !strings.HasSuffix(c, want[i]) {
+				t.Errorf("%v: call %d is %q, want …%s", names, i, c, want[i])
+			}
+		}
+	}
+}

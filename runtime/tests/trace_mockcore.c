@@ -170,6 +170,17 @@ int ftrt_cut_abi_tags(char *s)
 	return 0;
 }
 
+/* The core's aliases of a function: the mock's functions have one name each. */
+int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol);
+int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol)
+{
+	(void)ip;
+	(void)i;
+	(void)name;
+	(void)symbol;
+	return -ENOENT;
+}
+
 /* The core's demangler: the mock's names are C, none to demangle. */
 void ftrt_demangler_want(const char *text, size_t len);
 void ftrt_demangler_want(const char *text, size_t len)

@@ -2972,6 +2972,23 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 				fi->owner = op;
 }
 
+int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol)
+{
+	struct ftrt_object *o;
+	const struct ftrt_syms *s;
+	const struct ftrt_sym *y;
+
+	if (!rec_find(ip, &o) || !(s = obj_syms(o)) || !(y = ftrt_syms_lookup(s, ip)))
+		return -ENOENT;
+	/* aliases are sorted best last: the losers are just below the one chosen */
+	if ((size_t)(y - s->v) <= i || y[-1 - (long)i].addr != y->addr)
+		return -ENOENT;
+	y -= 1 + (long)i;
+	*name = y->demangled ? y->shortname : y->name;
+	*symbol = y->name;
+	return 0;
+}
+
 int ftrace_for_each_function(int (*fn)(const struct ftrace_func_info *, void *), void *data)
 {
 	struct ftrace_func_info fi;

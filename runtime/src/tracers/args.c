@@ -340,54 +340,79 @@ static int short_records(void)
 	return on;
 }
 
-static int plan_one(const struct ftrace_func_info *fi, void *data)
+enum { HITS_MAX = 64 };
+
+static void add_hit(struct aspec **hit, size_t *nh, struct aspec *s)
 {
-	struct build *b = data;
-	struct aspec *hit[64];
-	char names[FT_ARGS_MAX][8];
-	struct ft_argplan p = { .ip = fi->ip };
+	for (size_t i = 0; i < *nh; i++)
+		if (hit[i] == s)
+			return;
+	if (*nh < HITS_MAX)
+		hit[(*nh)++] = s;
+}
+
+/* Add to hit[] the specs not there yet that name the function name (symbol: its symbol). */
+static void find_specs(const struct build *b, const char *name, const char *symbol,
+		       struct aspec **hit, size_t *nh)
+{
 	/* as filters match: the symbol, or a C++ function's demangled name, with or
 	   without its parameters */
-	const char *nm[2] = { fi->name, fi->symbol && strcmp(fi->symbol, fi->name) ? fi->symbol : NULL };
-	size_t plen, nh = 0;
+	const char *nm[2] = { name, symbol && strcmp(symbol, name) ? symbol : NULL };
 	char bare[512], untag[512];
+	size_t plen, n = *nh;
 	int tagged = 0;
 
-	if (!fi->name || !*fi->name)
-		return 0;
-	plen = nm[1] ? ftrt_name_plen(fi->name) : 0;
+	plen = nm[1] ? ftrt_name_plen(name) : 0;
 	if (plen >= sizeof(bare))
 		plen = 0;
 	if (plen) {
-		memcpy(bare, fi->name, plen);
+		memcpy(bare, name, plen);
 		bare[plen] = 0;
 		/* and without its ABI tags, as filters match: 'label' for label[abi:cxx11](int) */
 		memcpy(untag, bare, plen + 1);
 		tagged = ftrt_cut_abi_tags(untag);
 	}
 	for (int k = 0; k < 4; k++) {
-		const char *name = k < 2 ? nm[k] : k == 2 ? (plen ? bare : NULL) : tagged ? untag : NULL;
+		const char *c = k < 2 ? nm[k] : k == 2 ? (plen ? bare : NULL) : tagged ? untag : NULL;
 		size_t lo = 0, hi = b->nexact;
 
-		if (!name)
+		if (!c)
 			continue;
 		while (lo < hi) {	/* the first exact spec with this name */
 			size_t mid = (lo + hi) / 2;
 
-			if (strcmp(b->exact[mid]->glob, name) < 0)
+			if (strcmp(b->exact[mid]->glob, c) < 0)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		for (; lo < b->nexact && !strcmp(b->exact[lo]->glob, name) && nh < 64; lo++)
-			hit[nh++] = b->exact[lo];
+		for (; lo < b->nexact && !strcmp(b->exact[lo]->glob, c); lo++)
+			add_hit(hit, &n, b->exact[lo]);
 	}
-	for (size_t i = 0; i < b->nglobs && nh < 64; i++)
-		if (!fnmatch(b->globs[i]->glob, fi->name, 0) ||
+	for (size_t i = 0; i < b->nglobs; i++)
+		if (!fnmatch(b->globs[i]->glob, name, 0) ||
 		    (nm[1] && !fnmatch(b->globs[i]->glob, nm[1], 0)) ||
 		    (plen && !fnmatch(b->globs[i]->glob, bare, 0)) ||
 		    (tagged && !fnmatch(b->globs[i]->glob, untag, 0)))
-			hit[nh++] = b->globs[i];
+			add_hit(hit, &n, b->globs[i]);
+	*nh = n;
+}
+
+static int plan_one(const struct ftrace_func_info *fi, void *data)
+{
+	struct build *b = data;
+	struct aspec *hit[HITS_MAX];
+	char names[FT_ARGS_MAX][8];
+	struct ft_argplan p = { .ip = fi->ip };
+	const char *name, *symbol;
+	size_t nh = 0;
+
+	if (!fi->name || !*fi->name)
+		return 0;
+	find_specs(b, fi->name, fi->symbol, hit, &nh);
+	/* a spec may name any of the function's symbols (identical code folded: two names) */
+	for (unsigned i = 0; !ftrt_func_alias(fi->ip, i, &name, &symbol); i++)
+		find_specs(b, name, symbol, hit, &nh);
 	if (!nh)
 		return 0;
 	for (size_t i = 0; i < nh; i++)
