@@ -571,8 +571,9 @@ func TestTracerArgsAliases(t *testing.T) {
 			if i >= 2 && !folded {
 				break
 			}
-			if !strings.HasSuffix(c, want[i]) {
-				t.Errorf("%v: call %d is %q, want …%s", names, i, c, want[i])
+			// named by the first of equal names, as the runtime names it
+			if shown := []string{"scale(", "scale(", "fold_a(", "fold_a("}[i]; !strings.HasPrefix(c, shown) || !strings.HasSuffix(c, want[i]) {
+				t.Errorf("%v: call %d is %q, want %s…%s", names, i, c, shown, want[i])
 			}
 		}
 	}
