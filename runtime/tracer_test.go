@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -172,17 +173,39 @@ func trRunCmd(t *testing.T, dir, prog string, cmd *exec.Cmd, env []string) (stri
 	cmd.Env = append(trCleanEnv(), env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	// A program that hangs is killed before go test's own timeout, which would leave it
+	// (a qemu-user process) running after the test binary: the test fails instead.
+	limit := trRunLimit
+	if d, ok := t.Deadline(); ok && time.Until(d)-30*time.Second < limit {
+		limit = max(time.Until(d)-30*time.Second, time.Second)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", prog, err)
+	}
+	var hung atomic.Bool
+	watchdog := time.AfterFunc(limit, func() {
+		hung.Store(true)
+		cmd.Process.Kill()
+	})
+	err := cmd.Wait()
+	watchdog.Stop()
+	if errb.Len() > 0 {
+		t.Logf("%s stderr:\n%s", filepath.Base(prog), errb.String())
+	}
+	if hung.Load() {
+		t.Fatalf("%s: still running after %v: killed", prog, limit)
+	}
 	if err != nil {
 		if _, ok := err.(*exec.ExitError); !ok {
 			t.Fatalf("%s: %v", prog, err)
 		}
 	}
-	if errb.Len() > 0 {
-		t.Logf("%s stderr:\n%s", filepath.Base(prog), errb.String())
-	}
 	return out.String(), cmd.ProcessState.Sys().(syscall.WaitStatus)
 }
+
+// trRunLimit bounds one run of a test program (the slowest, under qemu-user with
+// function_graph on a loaded host, take about a minute).
+const trRunLimit = 10 * time.Minute
 
 func trCleanEnv() []string {
 	var env []string
