@@ -482,8 +482,8 @@ func TestArm64ArgsAuto(t *testing.T) {
 			fn, _, _ := strings.Cut(w, "(")
 			for _, l := range strings.Split(plans, "\n") {
 				if strings.Contains(l, "  "+fn+"(") {
-					// a result in memory at x8, which the callee need not keep, is
-					// not recorded (ftrace args: "@-"): the call shows no value
+					// a result that cannot be recorded (ftrace args: "@-"): the
+					// call shows no value
 					if k := strings.LastIndex(w, " = "); strings.HasSuffix(l, " @-") && k > 0 {
 						w = w[:k]
 					}
@@ -501,6 +501,65 @@ func TestArm64ArgsAuto(t *testing.T) {
 				t.Errorf("%s: call %d shown as %q, the program says %q", src, i, got[i], w)
 			}
 		}
+	}
+}
+
+// A result returned in memory (a struct of over 16 bytes; a std::string) is written where
+// the caller's x8 pointed, and the callee need not keep x8: the runtime keeps the entry's
+// x8 in the call's frame and reads the result there at exit (the spec's %x8). The address
+// shown is the one the caller gave: the program prints where its result landed.
+const a64IndirectC = `#include <stdio.h>
+#include <stdlib.h>
+struct big { long a, b, c, d, e; };
+__attribute__((noinline)) struct big mkbig(long x)
+{
+	struct big r = { x, x + 1, x * 2, x * 3, -x };
+	return r;
+}
+/* clobbers x8 before it returns, as a callee may */
+__attribute__((noinline)) struct big mkbig2(long x)
+{
+	struct big r = mkbig(x * 5);
+	r.a += mkbig(x).e;
+	return r;
+}
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 3;
+	for (long i = 0; i < n; i++) {
+		struct big b = mkbig2(i);
+		printf("mkbig2(x=%ld) = %p %ld\n", i, (void *)&b, b.a);
+	}
+	return 0;
+}
+`
+
+func TestArm64IndirectResult(t *testing.T) {
+	dir := t.TempDir()
+	prog := a64Build(t, dir, "indirect", a64IndirectC, "-fno-inline")
+	ftrace := testenv.Tool(t, "ftrace")
+	spec := testenv.Run(t, dir, ftrace, "args", "--spec", "retval", prog, "mkbig2")
+	if !strings.Contains(spec, "@retval/a%x8") {
+		t.Fatalf("ftrace args --spec retval: %q, want the result at the entry's x8", spec)
+	}
+	out, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_RETVAL=" + strings.TrimSpace(spec)}, "4")
+	if ws.ExitStatus() != 0 {
+		t.Fatalf("status %v, output %q", ws, out)
+	}
+	// the result shows at the closing brace of the call (mkbig2 calls mkbig)
+	var want, got []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(l); len(f) == 4 {
+			want = append(want, "} = "+f[2]+" /* mkbig2 */")
+		}
+	}
+	for _, l := range strings.Split(testenv.Run(t, dir, ftrace, "graph", "ftrace.dat"), "\n") {
+		if _, c, ok := strings.Cut(l, "|  "); ok && strings.HasSuffix(c, "/* mkbig2 */") {
+			got = append(got, strings.TrimSpace(c))
+		}
+	}
+	if len(want) != 4 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("graph shows %q, the program says %q", got, want)
 	}
 }
 

@@ -75,11 +75,14 @@ func assignAAPCS64(params []*Arg, ret *Arg) {
 		t := ret.Type
 		switch size, n := hfa(t); {
 		case t.Kind == KUnknown:
+		case t.Kind == KStruct && t.ByRef || n == 0 && t.Size > 16:
+			// returned in memory (a C++ class that is not trivially copyable at any
+			// size, floats or not) at the address the caller passed in x8, which the
+			// callee need not keep: the runtime reads the x8 of the entry
+			ret.Indirect = true
+			ret.Parts = []Loc{{Reg: A64X0 + 8}}
 		case n > 0:
 			vParts(ret, size, n, 0)
-		case t.Size > 16:
-			// returned in memory at the address the caller passed in x8, which the
-			// callee need not keep: not recorded
 		default:
 			for i := 0; i < (t.Size+7)/8; i++ {
 				ret.Parts = append(ret.Parts, Loc{Reg: A64X0 + Reg(i)})

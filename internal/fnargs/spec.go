@@ -16,8 +16,10 @@ import (
 // %rdx, %rcx, %r8, %r9, then stack word N-6), fpargN the N-th floating one (%xmm0 ...
 // %xmm7). FMT: d or i signed, u unsigned, x hex, s string, c char, f float, p pointer;
 // BITS 8, 16, 32 or 64 (f: 32 or 64); the default is d64 (f64 for fpargN and /f).
-// %REG names the register instead (rdi ... r9, rax, rdx, xmm0 ... xmm7); %stack+N the
-// N-th stack word above the return address.
+// %REG names the register instead (rdi ... r9, rax, rdx, xmm0 ... xmm7; on arm64 x0 ...
+// x8, d0 ... d7, and for retval x8: the address a result returned in memory was written
+// to, as the caller passed it); %stack+N the N-th stack word above the return address.
+// The names of both architectures are taken: the runtime refuses the other's.
 type Spec struct {
 	Pattern string
 	Args    []*Arg // from -A
@@ -29,7 +31,20 @@ var specRegs = map[string]Reg{"rdi": RDI, "rsi": RSI, "rdx": RDX, "rcx": RCX, "r
 func init() {
 	for i := 0; i < 8; i++ {
 		specRegs[fmt.Sprintf("xmm%d", i)] = XMM0 + Reg(i)
+		for _, v := range []string{"d", "q", "v"} { // as the arm64 runtime reads them
+			specRegs[fmt.Sprintf("%s%d", v, i)] = A64V0 + Reg(i)
+		}
 	}
+	for i := 0; i <= 8; i++ {
+		specRegs[fmt.Sprintf("x%d", i)] = A64X0 + Reg(i)
+	}
+}
+
+// retReg reports whether a result may be read from r: x86-64's %rax, %rdx, %xmm0 and
+// %xmm1; arm64's x0-x7, v0-v7 and x8 (the entry's: a result returned in memory).
+func retReg(r Reg) bool {
+	return r == RAX || r == RDX || r == XMM0 || r == XMM0+1 ||
+		r >= A64X0 && r <= A64X0+8 || r >= A64V0 && r <= A64V0+7
 }
 
 // ParseArgSpec parses an -A spec.
@@ -163,7 +178,7 @@ func parseItem(item string, ret bool) (*Arg, error) {
 			a.Parts = []Loc{{Stack: true, Off: 8 * n}}
 		default:
 			r, ok := specRegs[loc]
-			if !ok || ret && r != RAX && r != RDX && r != XMM0 && r != XMM0+1 {
+			if !ok || ret && !retReg(r) {
 				return nil, fmt.Errorf("%s: unknown register %%%s", item, loc)
 			}
 			a.Parts = []Loc{{Reg: r}}

@@ -236,6 +236,10 @@ struct ftrace_ret_regs;
  * ftrace_regs), into return_to_handler's at exit (struct ftrace_ret_regs); -1 for none.
  * Found once per plan, so recording a value is one load.
  * ftrt_arch_arg_sp(): the stack pointer at entry (stack-passed arguments are above it).
+ * ftrt_arch_ret_entry_off(): for a result location that names a register of the entry
+ * (arm64's x8: the address of a result returned in memory, which the callee need not keep
+ * in a register), that register's byte offset in struct ftrace_regs, else -1: the
+ * tracer keeps its entry value in the call's frame and reads it there at exit.
  */
 int ftrt_arch_arg_reg(const char *name, size_t len, int ret);
 int ftrt_arch_arg_int(unsigned n, unsigned *stack_off);
@@ -245,6 +249,7 @@ int ftrt_arch_ret_loc(int fp);
 int ftrt_arch_arg_off(int loc);
 int ftrt_arch_ret_off(int loc);
 unsigned long ftrt_arch_arg_sp(const struct ftrace_regs *fregs);
+int ftrt_arch_ret_entry_off(int loc);
 
 /*
  * Assembly entry points (<arch>'s .S files):

@@ -430,8 +430,16 @@ static int plan_one(const struct ftrace_func_info *fi, void *data)
 		if (p.a[i].loc < 0)
 			p.anext = 0;	/* read from the stack: fault-safe, not inline */
 	}
-	for (unsigned i = 0; i < p.nret; i++)
+	p.xr_in = -1;
+	for (unsigned i = 0; i < p.nret; i++) {
+		int in = ftrt_arch_ret_entry_off(p.r[i].loc);
+
 		p.r[i].roff = (int16_t)ftrt_arch_ret_off(p.r[i].loc);
+		if (in >= 0 && p.r[i].roff >= 0) {
+			p.xr_in = (int16_t)in;
+			p.xr_out = p.r[i].roff;
+		}
+	}
 	p.rnext = p.nret && p.rwords && short_records();
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 64;

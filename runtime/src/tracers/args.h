@@ -28,6 +28,13 @@ struct ft_argplan {
 	uint16_t awords, rwords;
 	/* the values may go in the short records before their event (ft_args_entry_next) */
 	uint8_t anext, rnext;
+	/*
+	 * A return value read from a register of the entry (arm64's x8: the address of a
+	 * result returned in memory): its offset in the entry's struct ftrace_regs, kept in
+	 * the call's frame (ft_rframe.xr), and where it goes in the exit's struct
+	 * ftrace_ret_regs to be read; xr_in -1: none.
+	 */
+	int16_t xr_in, xr_out;
 	struct ft_argval a[FT_ARGS_MAX];
 	struct ft_argval r[FT_RET_MAX];
 };
@@ -59,6 +66,16 @@ static inline const struct ft_argplan *ft_args_find(unsigned long ip)
 struct ft_thread;
 struct ftrace_regs;
 struct ftrace_ret_regs;
+
+/* The entry register p's return value is read from (ft_argplan.xr_in), or 0. */
+static inline unsigned long ft_args_xr(const struct ft_argplan *p, const struct ftrace_regs *fregs)
+{
+	unsigned long v = 0;
+
+	if (p && p->xr_in >= 0 && fregs)
+		__builtin_memcpy(&v, (const char *)fregs + p->xr_in, sizeof(v));
+	return v;
+}
 
 /* An EXT ARGS record for the call of p's function at ts (before its ENTRY or FUNC). */
 void ft_args_entry(struct ft_thread *t, const struct ft_argplan *p, uint64_t ts,

@@ -354,7 +354,14 @@ static inline void args_exit_ev(struct ft_thread *t, const struct ft_rframe *f, 
 				const struct ftrace_ret_regs *rr, uint32_t type)
 {
 	int values = rr && f->plan && __atomic_load_n(&ft_argtab, __ATOMIC_RELAXED);
+	struct ftrace_ret_regs xrr;
 
+	if (values && unlikely(f->plan->xr_in >= 0)) {
+		/* the value is read from the entry's register, kept in the frame */
+		xrr = *rr;
+		__builtin_memcpy((char *)&xrr + f->plan->xr_out, &f->xr, sizeof(f->xr));
+		rr = &xrr;
+	}
 	if (values && type == FTKIT_EV_EXIT && ft_args_exit_next(t, f->plan, ts, rr))
 		return;
 	if (values)
@@ -533,6 +540,7 @@ static __attribute__((noinline)) void args_pend(struct ft_thread *t, struct ft_r
 	f->plan = p;
 	if (!p)
 		return;
+	f->xr = ft_args_xr(p, fregs);
 	if (!t->pv) {	/* mmap: this may run in a signal handler */
 		void *m = mmap(NULL, FT_PV_WORDS * 4, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -618,6 +626,8 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	t->rs[t->open].ts = e->calltime;
 	t->rs[t->open].depth = e->depth;
 	t->rs[t->open].plan = plan;
+	if (unlikely(plan))
+		t->rs[t->open].xr = ft_args_xr(plan, e->fregs);
 	t->open++;
 	if (unlikely(sel == SEL_OPEN))
 		t->sel_in = e->depth + 1;
@@ -725,8 +735,11 @@ static __attribute__((noinline)) void trace_graph_entry_slow(unsigned long ip, u
 		barrier();
 		ts = ftrt_arch_cycles();
 		plan = args_entry_ev(t, ip, ts, fregs);
-		if (likely(t->blk))
+		if (likely(t->blk)) {
+			if (plan)
+				t->rs[t->open].xr = ft_args_xr(plan, fregs);
 			graph_entry_push(t, idx, d, ip, slot, ts, plan);
+		}
 		else
 			ft_ev_lost_n(t, 1);
 		barrier();

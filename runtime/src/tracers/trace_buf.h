@@ -35,6 +35,7 @@ struct ft_rframe {
 	uint16_t vwords, vn;
 	/* the call's argument plan, found at its entry (NULL: none): its return value's */
 	const struct ft_argplan *plan;
+	unsigned long xr;		/* the entry register the plan reads its value from */
 };
 
 enum { FT_BLK_FREE = 0, FT_BLK_FILL, FT_BLK_FULL };

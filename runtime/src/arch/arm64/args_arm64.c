@@ -13,7 +13,8 @@
 
 #include "arch/arch.h"
 
-/* locations: 0-8 x0-x8, 16-23 the low 8 bytes of q0-q7 (at exit: 0-15 x0-x15) */
+/* locations: 0-8 x0-x8, 16-23 the low 8 bytes of q0-q7 (at exit: 0-15 x0-x15; a spec's
+   x8 is the entry's) */
 #define LOC_Q	16
 
 static int num(const char *p, size_t len, int max)
@@ -34,9 +35,10 @@ int ftrt_arch_arg_reg(const char *name, size_t len, int ret)
 {
 	int n;
 
+	(void)ret;	/* a result's x8 is the entry's: ftrt_arch_ret_entry_off */
 	if (len < 2)
 		return -1;
-	n = num(name + 1, len - 1, ret ? 7 : 8);
+	n = num(name + 1, len - 1, 8);
 	if (n < 0)
 		return -1;
 	if (name[0] == 'x')
@@ -85,6 +87,15 @@ int ftrt_arch_ret_off(int loc)
 	if (loc >= LOC_Q && loc < LOC_Q + 8)
 		return (int)(offsetof(struct ftrace_ret_regs, q) + 16 * (size_t)(loc - LOC_Q));
 	return -1;
+}
+
+/*
+ * A result returned in memory is written where the caller's x8 pointed at the call
+ * (AAPCS64 6.9): a "retval%x8" spec reads the x8 of the entry, kept by the tracer.
+ */
+int ftrt_arch_ret_entry_off(int loc)
+{
+	return loc == 8 ? ftrt_arch_arg_off(8) : -1;
 }
 
 unsigned long ftrt_arch_arg_sp(const struct ftrace_regs *fregs)
