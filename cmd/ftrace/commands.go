@@ -188,41 +188,73 @@ func graphOne(c *cli.Context, w *bufio.Writer, in *streamIn, warn func()) error 
 	return nil
 }
 
-// graphMany is graph of several traces: each after a line naming its process.
+// graphMany is graph of several traces: each after a line naming its process, in the
+// order they started (a glob's order is not the run's). Each is open only while it is
+// read (and first to find when it started): a thousand traces need not all be held.
 func graphMany(c *cli.Context) error {
-	ins, err := openStreams(c)
-	if err != nil {
+	type trace struct {
+		path  string
+		start int64
+		tids  []int
+	}
+	var order []trace
+	have := map[int]bool{}
+	paths := tracePaths(c)
+	for _, path := range paths {
+		in, err := openStreamPath(c, path, false)
+		if err != nil {
+			return err
+		}
+		tr := trace{path: path, start: in.st.Trace.Header.WallStart}
+		for _, th := range in.st.Trace.Threads {
+			tr.tids = append(tr.tids, th.TID)
+		}
+		noteTIDs(have, in.st.Trace)
+		in.Close()
+		order = append(order, tr)
+	}
+	if err := tidsInNone(c, have); err != nil {
 		return err
 	}
-	defer ins.Close()
-	// in the order they started (a glob's order is not the run's)
-	slices.SortStableFunc(ins, func(x, y *streamIn) int {
-		a, b := x.st.Trace.Header.WallStart, y.st.Trace.Header.WallStart
-		if a == 0 || b == 0 {
+	slices.SortStableFunc(order, func(x, y trace) int {
+		if x.start == 0 || y.start == 0 {
 			return 0
 		}
-		return cmp.Compare(a, b)
+		return cmp.Compare(x.start, y.start)
 	})
 	w := bufio.NewWriter(c.App.Writer)
 	shown, tids := 0, c.IntSlice("tid")
-	for _, in := range ins {
-		if len(tids) > 0 && !slices.ContainsFunc(in.st.Trace.Threads,
-			func(th *tracefile.Thread) bool { return slices.Contains(tids, th.TID) }) {
+	unmatched := map[string]int{}
+	var events uint64
+	for _, tr := range order {
+		if len(tids) > 0 && !slices.ContainsFunc(tr.tids, func(tid int) bool { return slices.Contains(tids, tid) }) {
 			continue // none of its threads asked for: not even its line
 		}
+		in, err := openStreamPath(c, tr.path, false)
+		if err != nil {
+			return err
+		}
+		in.several = len(paths) > 1
 		if shown++; shown > 1 {
 			w.WriteString("\n")
 		}
 		h := in.st.Trace.Header
 		fmt.Fprintf(w, "# process %d: %s (%s)\n", h.PID, strings.Join(h.Command, " "), in.path)
-		if err := graphOne(c, w, in, func() { w.Flush(); in.warnSome(c) }); err != nil {
+		err = graphOne(c, w, in, func() { w.Flush(); in.warnSome(c) })
+		events += streamEvents(in.st)
+		for _, u := range in.flt.Unmatched() {
+			unmatched[u]++
+		}
+		in.Close()
+		if err != nil {
 			return err
 		}
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	ins.warnUnmatched(c)
+	warnNoEvents(c, events, len(paths))
+	warnUnmatchedAll(c, unmatched, len(paths))
 	return nil
 }
 

@@ -299,18 +299,21 @@ func streamPaths(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, erro
 // streamPathsMany is streamPaths of several traces (the processes of one run): their
 // threads' paths together, each function one *Func over them (calltree.Unify).
 func streamPathsMany(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, error) {
-	var forests []*calltree.Forest
+	var forests calltree.Combiner
 	var all []calltree.ThreadPaths
 	err := eachStream(c, func(in *streamIn) error {
 		f, paths, err := in.paths(c, false)
-		forests, all = append(forests, f), append(all, paths...)
+		if f != nil {
+			forests.Add(f)
+		}
+		all = append(all, paths...)
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	calltree.Unify(all)
-	return calltree.Combine(forests), all, nil
+	return forests.Forest(), all, nil
 }
 
 // streams are the several traces a command was given (the processes of one run), open.

@@ -68,8 +68,9 @@ func reportDiff(c *cli.Context) error {
 // from its own start), their figures added up (report.Merge). A glob is said to match
 // nothing only if it matches nothing in any of them, a --tid only if none holds it.
 func reportMany(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.Forest, error) {
-	var lists [][]*report.Stat
-	var forests []*calltree.Forest
+	// added up trace by trace: each one's rows are dropped once counted
+	sum := report.NewMerger(o.PerThread)
+	var forests calltree.Combiner
 	each := o
 	each.Limit = 0
 	err := eachStream(c, func(in *streamIn) error {
@@ -80,17 +81,18 @@ func reportMany(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.For
 			return fmt.Errorf("%s: %w", in.path, err)
 		}
 		in.warnSome(c)
-		lists, forests = append(lists, stats), append(forests, f)
+		sum.Add(stats)
+		forests.Add(f)
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	stats, err := report.Merge(lists, o)
+	stats, err := sum.Stats(o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("report: %w", err)
 	}
-	return stats, calltree.Combine(forests), nil
+	return stats, forests.Forest(), nil
 }
 
 // reportThreadsOrCallers is `ftrace report --threads` and `ftrace report --callers FUNC`.

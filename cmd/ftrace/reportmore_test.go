@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/internal/testenv"
 )
 
@@ -92,5 +98,57 @@ func TestE2EReportDiffFunction(t *testing.T) {
 	// step and spin (+4) before main and setup (+0)
 	if fmt.Sprint(deltas) != "[+4 +4 +0 +0]" {
 		t.Errorf("call changes in row order %v, want the +4 rows first:\n%s", deltas, out)
+	}
+}
+
+// TestReportManyTracesMemory: reading many traces together (a test suite's processes)
+// keeps one row per function, not each trace's tables until the last is read: the
+// memory of `report`, `graph` and `info` over 1,200 traces stays within a few MB of
+// that over 200. (Each trace's walker was kept with its thread, 100–300 KB a trace.)
+func TestReportManyTracesMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 1,400 traces")
+	}
+	// one thread calling 300 functions, each twice
+	var evs []tracefile.Event
+	ts := uint64(2000)
+	for k := 0; k < 2; k++ {
+		for f := 0; f < 300; f++ {
+			ip := 0x555555554000 + uint64(f)*0x40
+			evs = append(evs, tracefile.Event{Kind: tracefile.Entry, TS: ts, IP: ip, Parent: ip + 0x13},
+				tracefile.Event{Kind: tracefile.Exit, TS: ts + 7, IP: ip})
+			ts += 10
+		}
+	}
+	var buf bytes.Buffer
+	tr := &tracefile.Trace{Header: tracefile.Header{Tracer: tracefile.TracerFunctionGraph,
+		Flags: tracefile.FlagComplete, PID: 4242, Command: []string{"many"}, StartNS: 1000, EndNS: ts},
+		Threads: []*tracefile.Thread{{TID: 4242, Name: "many", Events: evs, Flags: tracefile.ThreadExited}}}
+	if err := tracefile.WriteV2(&buf, tr, tracefile.WriteOptions{BlockEvents: 10000}); err != nil {
+		t.Fatal(err)
+	}
+	ftrace := testenv.Tool(t, "ftrace")
+	rss := func(n int, cmd string) int64 {
+		dir := t.TempDir()
+		var files []string
+		for i := 0; i < n; i++ {
+			f := filepath.Join(dir, fmt.Sprintf("t%d.dat", i))
+			if err := os.WriteFile(f, buf.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
+		c := exec.Command(ftrace, append([]string{cmd}, files...)...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("ftrace %s of %d traces: %v\n%.500s", cmd, n, err, out)
+		}
+		return c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+	}
+	for _, cmd := range []string{"report", "graph", "info"} {
+		few, many := rss(200, cmd), rss(1200, cmd)
+		t.Logf("%s: max RSS %d KiB for 200 traces, %d KiB for 1,200", cmd, few, many)
+		if many-few > 24<<10 {
+			t.Errorf("%s: 1,000 more traces took %d KiB more (%d B a trace)", cmd, many-few, (many-few)*1024/1000)
+		}
 	}
 }

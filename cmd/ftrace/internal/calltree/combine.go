@@ -1,8 +1,6 @@
 package calltree
 
 import (
-	"slices"
-
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 )
@@ -10,26 +8,58 @@ import (
 // Combine is the forest of several traces' forests (the processes of one run) as the
 // readers count them: their threads, lost events, whether all are complete, their pids.
 func Combine(fs []*Forest) *Forest {
-	if len(fs) == 1 {
-		return fs[0]
-	}
-	c := &Forest{Header: fs[0].Header}
-	c.Header.Flags |= tracefile.FlagComplete
-	c.Header.LostNoBuf = 0
+	var c Combiner
 	for _, f := range fs {
-		if f.Header.Flags&tracefile.FlagComplete == 0 {
-			c.Header.Flags &^= tracefile.FlagComplete
-		}
-		if f.Header.Tracer != c.Header.Tracer {
-			c.Header.Tracer = "mixed"
-		}
-		c.Header.LostNoBuf += f.Header.LostNoBuf
-		c.Threads = append(c.Threads, f.Threads...)
-		if !slices.Contains(c.PIDs, f.Header.PID) {
-			c.PIDs = append(c.PIDs, f.Header.PID)
-		}
+		c.Add(f)
 	}
-	return c
+	return c.Forest()
+}
+
+// A Combiner combines forests one at a time, as Combine does, keeping the threads of
+// each but not the forest itself (a reader of many traces need not keep every header).
+type Combiner struct {
+	first, c *Forest
+	pids     map[int]bool
+}
+
+// Add adds the forest f.
+func (cb *Combiner) Add(f *Forest) {
+	switch {
+	case cb.first == nil:
+		cb.first = f // one forest alone is itself
+		return
+	case cb.c == nil:
+		cb.c = &Forest{Header: cb.first.Header}
+		cb.c.Header.Flags |= tracefile.FlagComplete
+		cb.c.Header.LostNoBuf = 0
+		cb.pids = map[int]bool{}
+		cb.add(cb.first)
+	}
+	cb.add(f)
+}
+
+func (cb *Combiner) add(f *Forest) {
+	c := cb.c
+	if f.Header.Flags&tracefile.FlagComplete == 0 {
+		c.Header.Flags &^= tracefile.FlagComplete
+	}
+	if f.Header.Tracer != c.Header.Tracer {
+		c.Header.Tracer = "mixed"
+	}
+	c.Header.LostNoBuf += f.Header.LostNoBuf
+	c.Threads = append(c.Threads, f.Threads...)
+	if !cb.pids[f.Header.PID] {
+		cb.pids[f.Header.PID] = true
+		c.PIDs = append(c.PIDs, f.Header.PID)
+	}
+}
+
+// Forest is the combination of the forests added (nil: none).
+func (cb *Combiner) Forest() *Forest {
+	if cb.c != nil {
+		return cb.c
+	}
+	return cb.first
 }
 
 // Unify makes the paths of several traces name each function by one *symbolize.Func

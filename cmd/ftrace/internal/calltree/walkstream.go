@@ -82,8 +82,12 @@ func walkThread(st *tracefile.Stream, i int, lookup Lookup, newObs func(*tracefi
 	}
 	full := make(chan []tracefile.Event, 4)
 	free := make(chan []tracefile.Event, 4)
+	// batches no larger than the thread's events (its chunks say how many, about: a
+	// batch fills and goes as it would): a thousand short traces read together made 1 MB
+	// of batches each
+	size := min(max(int(min(st.Hint(i), batchEvents))+16, 64), batchEvents)
 	for k := 0; k < cap(free); k++ {
-		free <- make([]tracefile.Event, 0, batchEvents)
+		free <- make([]tracefile.Event, 0, size)
 	}
 	stop := make(chan struct{})
 	errStopped := errors.New("stopped")
@@ -155,7 +159,10 @@ func walkThread(st *tracefile.Stream, i int, lookup Lookup, newObs func(*tracefi
 		t.Roots, t.Calls = nil, nil
 	} else {
 		w.End()
-		t = &w.T
+		// a copy: the forest keeps the thread, not the walker it is part of (its
+		// function tables: 100 KB a trace kept until the last of a thousand was read)
+		tc := w.T
+		t = &tc
 	}
 	t.Lost, t.LostDepth = th.Lost, th.LostDepth
 	t.Events += th.Skipped // the events of blocks outside --since/--until count too

@@ -11,32 +11,56 @@ import (
 // processes is one row; static functions of one name in different files stay apart);
 // with PerThread, by thread too.
 func Merge(lists [][]*Stat, o Options) ([]*Stat, error) {
+	m := NewMerger(o.PerThread)
+	for _, stats := range lists {
+		m.Add(stats)
+	}
+	return m.Stats(o)
+}
+
+// A Merger adds up the statistics of traces one at a time, as Merge does, so that a
+// reader of many traces (a test suite's thousand processes) keeps one row per function,
+// not each trace's rows until the end.
+type Merger struct {
+	perThread bool
+	rows      map[mergeID]*Stat
+	out       []*Stat
+}
+
+type mergeID struct {
+	name, mod, file string
+	tid             int
+}
+
+// NewMerger returns a Merger telling threads apart when perThread.
+func NewMerger(perThread bool) *Merger {
+	return &Merger{perThread: perThread, rows: map[mergeID]*Stat{}}
+}
+
+// Add adds one trace's statistics (computed with Limit 0).
+func (m *Merger) Add(stats []*Stat) {
+	for _, s := range stats {
+		k := mergeID{s.Name, base(s.Mod), base(s.File), 0}
+		if m.perThread {
+			k.tid = s.TID
+		}
+		r := m.rows[k]
+		if r == nil {
+			r = &Stat{Func: s.Func, TID: s.TID, Name: s.Name, Mod: s.Mod, File: s.File, Line: s.Line}
+			m.rows[k] = r
+			m.out = append(m.out, r)
+		}
+		r.merge(s)
+	}
+}
+
+// Stats is the sum of what was added, sorted and limited as o says.
+func (m *Merger) Stats(o Options) ([]*Stat, error) {
 	less, err := lessFunc(o.Sort)
 	if err != nil {
 		return nil, err
 	}
-	type id struct {
-		name, mod, file string
-		tid             int
-	}
-	rows := map[id]*Stat{}
-	var out []*Stat
-	for _, stats := range lists {
-		for _, s := range stats {
-			k := id{s.Name, base(s.Mod), base(s.File), 0}
-			if o.PerThread {
-				k.tid = s.TID
-			}
-			m := rows[k]
-			if m == nil {
-				m = &Stat{Func: s.Func, TID: s.TID, Name: s.Name, Mod: s.Mod, File: s.File, Line: s.Line}
-				rows[k] = m
-				out = append(out, m)
-			}
-			m.merge(s)
-		}
-	}
-	return sortLimit(out, o, less), nil
+	return sortLimit(m.out, o, less), nil
 }
 
 func base(p string) string {
