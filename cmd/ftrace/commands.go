@@ -258,18 +258,22 @@ func graphMany(c *cli.Context) error {
 	return nil
 }
 
-// dumpChromeMany is dump --chrome of several traces into one document (chrome.WriteStreams).
+// dumpChromeMany is dump --chrome of several traces into one document
+// (chrome.WriteOpened), each trace open only while it is read: more traces than the
+// process may open files (a test suite's thousand processes) make one document too.
 func dumpChromeMany(c *cli.Context) error {
-	ins, err := openStreams(c)
-	if err != nil {
-		return err
+	paths := tracePaths(c)
+	have := map[int]bool{}
+	for _, path := range paths { // a --tid none of them holds: said before any output
+		in, err := openStreamPath(c, path, false)
+		if err != nil {
+			return err
+		}
+		noteTIDs(have, in.st.Trace)
+		in.Close()
 	}
-	defer ins.Close()
-	var inputs []chrome.Input
-	for _, in := range ins {
-		tids := in.flt.TIDs()
-		inputs = append(inputs, chrome.Input{St: in.st, Lookup: in.sym.LockedLookup(), TIDs: tids,
-			Wrap: in.wrap, Progress: in.progress(c, tids)})
+	if err := tidsInNone(c, have); err != nil {
+		return err
 	}
 	w, done, err := outputFile(c, c.String("output"))
 	if err != nil {
@@ -279,21 +283,41 @@ func dumpChromeMany(c *cli.Context) error {
 	if c.Bool("args") {
 		vals = &argfmt.Formatter{}
 	}
-	err = chrome.WriteStreams(&bigOutput{w: w, warn: c.App.ErrWriter, limit: chromeBig}, inputs, vals)
+	unmatched := map[string]int{}
+	var events uint64
+	passes := make([]int, len(paths))
+	open := func(k int) (chrome.Input, func(), error) {
+		in, err := openStreamPath(c, paths[k], false)
+		if err != nil {
+			return chrome.Input{}, nil, err
+		}
+		in.several = true
+		tids := in.flt.TIDs()
+		passes[k]++
+		return chrome.Input{St: in.st, Lookup: in.sym.LockedLookup(), TIDs: tids, Wrap: in.wrap,
+				Progress: in.progress(c, tids)}, func() {
+				if passes[k] == 2 { // written: what its reading met
+					in.warnSome(c)
+					events += streamEvents(in.st)
+					for _, u := range in.flt.Unmatched() {
+						unmatched[u]++
+					}
+				}
+				in.Close()
+			}, nil
+	}
+	err = chrome.WriteOpened(&bigOutput{w: w, warn: c.App.ErrWriter, limit: chromeBig}, len(paths), open, vals)
 	if cerr := done(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("dump: %w", err)
 	}
-	for _, in := range ins {
-		in.warnSome(c)
-	}
-	ins.warnUnmatched(c)
+	warnNoEvents(c, events, len(paths))
+	warnUnmatchedAll(c, unmatched, len(paths))
 	return nil
 }
 
-// dumpRawCommand prints every record (time, thread, kind, depth, ip and its symbol),
 // reading the trace as a stream: the records only, not the call trees.
 func dumpRawCommand(c *cli.Context) error {
 	if c.NArg() > 1 {

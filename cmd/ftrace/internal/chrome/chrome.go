@@ -355,41 +355,24 @@ type Input struct {
 // document, each process under its own pid, placed in time by the wall-clock time each
 // trace started at (those that do not say start with the earliest).
 func WriteStreams(w io.Writer, ins []Input, vals *argfmt.Formatter) error {
-	type first struct {
-		threads []*calltree.Thread
-		tree    []bool // the threads written from their tree
-		counted bool   // a first pass read the trace (and showed the progress)
-		f       *calltree.Forest
-		wall    int64 // wall-clock ns of f.Start (0: unknown)
-	}
-	firsts := make([]first, len(ins))
+	return WriteOpened(w, len(ins), func(k int) (Input, func(), error) { return ins[k], func() {}, nil }, vals)
+}
+
+// WriteOpened is WriteStreams of n traces each opened by open(k) when it is read (twice:
+// a first pass finds where it starts) and closed by the function it returns: a test
+// suite's thousand traces need not all be open at once.
+func WriteOpened(w io.Writer, n int, open func(k int) (Input, func(), error), vals *argfmt.Formatter) error {
+	firsts := make([]first, n)
 	var origin int64
-	for k, in := range ins {
-		var fr first
-		if in.St.Trace.Header.Version >= tracefile.Version2 {
-			// one pass: the start from each thread's first block
-			start, err := in.St.Origin()
-			if err != nil {
-				return err
-			}
-			fr.f = calltree.ForestOf(in.St.Trace, nil)
-			fr.f.Start = start
-			for _, th := range in.St.Trace.Threads {
-				if len(in.TIDs) == 0 || slices.Contains(in.TIDs, th.TID) {
-					fr.threads = append(fr.threads, &calltree.Thread{TID: th.TID, Name: th.Name})
-				}
-			}
-			fr.tree = make([]bool, len(fr.threads))
-		} else {
-			obs, threads, err := calltree.WalkStream(in.St, in.Lookup, in.TIDs,
-				func(*tracefile.Thread) calltree.Observer { return &counter{} }, in.Progress)
-			if err != nil {
-				return err
-			}
-			fr.f, fr.threads, fr.counted = calltree.ForestOf(in.St.Trace, threads), threads, true
-			for k, t := range threads {
-				fr.tree = append(fr.tree, obs[k].(*counter).adopted || t.Tree)
-			}
+	for k := range n {
+		in, done, err := open(k)
+		if err != nil {
+			return err
+		}
+		fr, err := firstPass(in)
+		done()
+		if err != nil {
+			return err
 		}
 		h := in.St.Trace.Header
 		if h.WallStart != 0 {
@@ -400,25 +383,71 @@ func WriteStreams(w io.Writer, ins []Input, vals *argfmt.Formatter) error {
 		}
 		firsts[k] = fr
 	}
-	cw, err := newDoc(w, &firsts[0].f.Header, len(ins))
+	cw, err := newDoc(w, &firsts[0].f.Header, n)
 	if err != nil {
 		return err
 	}
-	for k, in := range ins {
+	for k := range n {
 		fr := firsts[k]
 		var shift int64
 		if fr.wall != 0 && origin != 0 {
 			shift = fr.wall - origin
 		}
+		in, done, err := open(k)
+		if err != nil {
+			return err
+		}
 		cw.process(&fr.f.Header, fr.f.Start, shift)
 		if fr.counted {
 			in.Progress = nil
 		}
-		if err := writeThreads(cw, in, fr.threads, fr.tree, vals); err != nil {
+		err = writeThreads(cw, in, fr.threads, fr.tree, vals)
+		done()
+		if err != nil {
 			return err
 		}
 	}
 	return cw.end()
+}
+
+// first is what a first pass over one trace finds: its threads (those that need their
+// tree: a version-1 trace's), its forest's header and start, its wall-clock start.
+type first struct {
+	threads []*calltree.Thread
+	tree    []bool // the threads written from their tree
+	counted bool   // a first pass read the trace (and showed the progress)
+	f       *calltree.Forest
+	wall    int64 // wall-clock ns of f.Start (0: unknown)
+}
+
+func firstPass(in Input) (first, error) {
+	var fr first
+	if in.St.Trace.Header.Version >= tracefile.Version2 {
+		// one pass: the start from each thread's first block
+		start, err := in.St.Origin()
+		if err != nil {
+			return fr, err
+		}
+		fr.f = calltree.ForestOf(in.St.Trace, nil)
+		fr.f.Start = start
+		for _, th := range in.St.Trace.Threads {
+			if len(in.TIDs) == 0 || slices.Contains(in.TIDs, th.TID) {
+				fr.threads = append(fr.threads, &calltree.Thread{TID: th.TID, Name: th.Name})
+			}
+		}
+		fr.tree = make([]bool, len(fr.threads))
+		return fr, nil
+	}
+	obs, threads, err := calltree.WalkStream(in.St, in.Lookup, in.TIDs,
+		func(*tracefile.Thread) calltree.Observer { return &counter{} }, in.Progress)
+	if err != nil {
+		return fr, err
+	}
+	fr.f, fr.threads, fr.counted = calltree.ForestOf(in.St.Trace, threads), threads, true
+	for k, t := range threads {
+		fr.tree = append(fr.tree, obs[k].(*counter).adopted || t.Tree)
+	}
+	return fr, nil
 }
 
 // writeThreads writes each thread's events of one trace: from its tree when tree says
