@@ -316,53 +316,6 @@ func streamPathsMany(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, 
 	return forests.Forest(), all, nil
 }
 
-// streams are the several traces a command was given (the processes of one run), open.
-type streams []*streamIn
-
-// openStreams opens each of the command's traces (openStreamPath), refusing a --tid that
-// none of them holds. Close them.
-func openStreams(c *cli.Context) (streams, error) {
-	var ss streams
-	have := map[int]bool{}
-	paths := tracePaths(c)
-	for _, path := range paths {
-		in, err := openStreamPath(c, path, false)
-		if err != nil {
-			ss.Close()
-			return nil, err
-		}
-		in.several = len(paths) > 1 // one left after snapshots: warned about alone
-		ss = append(ss, in)
-		noteTIDs(have, in.st.Trace)
-	}
-	if err := tidsInNone(c, have); err != nil {
-		ss.Close()
-		return nil, err
-	}
-	return ss, nil
-}
-
-func (ss streams) Close() {
-	for _, in := range ss {
-		in.Close()
-	}
-}
-
-// warnUnmatched says, once they were read, which globs matched nothing in any of them,
-// and when none of them holds an event.
-func (ss streams) warnUnmatched(c *cli.Context) {
-	unmatched := map[string]int{}
-	var events uint64
-	for _, in := range ss {
-		for _, u := range in.flt.Unmatched() {
-			unmatched[u]++
-		}
-		events += streamEvents(in.st)
-	}
-	warnNoEvents(c, events, len(ss))
-	warnUnmatchedAll(c, unmatched, len(ss))
-}
-
 // warnNoEvents says that n traces (more than one) hold no event between them.
 func warnNoEvents(c *cli.Context, events uint64, n int) {
 	if events == 0 && n > 1 {
