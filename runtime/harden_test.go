@@ -1089,3 +1089,54 @@ func TestTracerForeignAttachSignal(t *testing.T) {
 		}
 	}
 }
+
+// TestTracerNoWriterThread: where the process may not make a thread (RLIMIT_NPROC, a
+// container's pids limit), the trace writer cannot start: the trace is kept in each
+// thread's buffer and written at exit, what does not fit counted as lost, and --no-loss
+// does not wait for a writer that will never come. (The session was given up: no trace.)
+func TestTracerNoWriterThread(t *testing.T) {
+	uid, gid := secureUser(t)
+	testenv.Need(t, "prlimit")
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_fib.c")
+	for p := dir; p != "/tmp" && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755) // the user must reach the program
+	}
+	out := t.TempDir()
+	os.Chown(out, int(uid), int(gid))
+	for p := out; p != "/tmp" && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755)
+	}
+	const n = 30 // 2.7M calls: more than a thread's 4 MiB of blocks
+	plain, _ := trRun(t, dir, prog, nil, strconv.Itoa(n))
+	a, b := 0, 1 // fib(n) calls fib 2*fib(n+1) - 1 times
+	for i := 0; i < n+1; i++ {
+		a, b = b, a+b
+	}
+	calls := uint64(2*a - 1)
+	for _, noLoss := range []string{"0", "1"} {
+		trace := filepath.Join(out, "nl"+noLoss+".dat")
+		cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(int(uid)), "--regid="+strconv.Itoa(int(gid)),
+			"--clear-groups", "prlimit", "--nproc=1", prog, strconv.Itoa(n))
+		got, ws := trRunCmd(t, dir, prog, cmd, []string{"FTRACE_TRACER=function_graph",
+			"FTRACE_OUTPUT=" + trace, "FTRACE_NO_LOSS=" + noLoss, "FTRACE_CONTROL=0"})
+		if got != plain || ws.ExitStatus() != 0 {
+			t.Fatalf("no-loss %s: output %q status %v, untraced %q", noLoss, got, ws, plain)
+		}
+		tr := trRead(t, trace)
+		if len(tr.Threads) != 1 || tr.Flags&1 == 0 {
+			t.Fatalf("no-loss %s: %d threads, flags %#x: want one, complete", noLoss, len(tr.Threads), tr.Flags)
+		}
+		th := tr.Threads[0]
+		var kept uint64
+		for _, r := range th.Recs {
+			if r.Type >= 1 && r.Type <= 3 && r.Flags&2 == 0 { // not made up from a block's header
+				kept++
+			}
+		}
+		// main's entry and exit, and fib's
+		if th.Lost == 0 || kept == 0 || kept+th.Lost != 2*calls+2 {
+			t.Errorf("no-loss %s: %d events kept, %d lost: want some of each, %d in all", noLoss, kept, th.Lost, 2*calls+2)
+		}
+	}
+}

@@ -1548,6 +1548,12 @@ void ft_session_reap(void)
 		writer_reap();
 }
 
+/*
+ * No writer thread could be made for the session: nothing frees a block before the finish,
+ * so --no-loss does not wait for one.
+ */
+static int writerless;
+
 static int writer_start(void)
 {
 	sigset_t all, old;
@@ -1871,13 +1877,13 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 	lim.fired = 0;
 	__atomic_store_n(&s->state, FT_SESS_LIVE, __ATOMIC_RELEASE);
 	err = writer_start();
+	__atomic_store_n(&writerless, err != 0, __ATOMIC_RELEASE);
 	if (err) {
+		/* no thread can be made (RLIMIT_NPROC, a container's pids limit): the blocks
+		   stay in memory and the finish writes them, what does not fit counted lost */
 		ft_msg_err("cannot start the trace writer thread", NULL, err);
-		__atomic_store_n(&s->state, FT_SESS_OFF, __ATOMIC_RELEASE);
-		close(fd);
-		unlink(s->part);
-		s->fd = -1;
-		return err;
+		ft_msg("the trace is kept in each thread's buffer and written at exit; what does "
+		       "not fit is counted as lost", NULL);
 	}
 	return 0;
 }
@@ -2086,7 +2092,8 @@ static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t pare
 		/* not once FTRACE_SIZE/DURATION stop the session: the writer, which frees
 		   blocks, is unregistering ops and waits for this thread's callback */
 		if (!cfg.no_loss || __atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE ||
-		    __atomic_load_n(&lim.fired, __ATOMIC_ACQUIRE))
+		    __atomic_load_n(&lim.fired, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&writerless, __ATOMIC_ACQUIRE))
 			return 0;
 		nanosleep(&w, NULL);	/* --no-loss: the thread waits for the writer */
 	}
@@ -2242,7 +2249,8 @@ static void wait_room(struct ft_thread *t, unsigned words)
 	struct ft_tbuf *tb;
 	int saved_errno = errno;	/* nanosleep's EINTR is not the program's */
 
-	while (cfg.no_loss && (tb = t->tb) && !tb->ring && (!t->blk || t->wp + words > t->wend) &&
+	while (cfg.no_loss && !__atomic_load_n(&writerless, __ATOMIC_ACQUIRE) && (tb = t->tb) &&
+	       !tb->ring && (!t->blk || t->wp + words > t->wend) &&
 	       __atomic_load_n(&ft_tbuf_blk(tb, tb->seq_next)->state, __ATOMIC_ACQUIRE) != FT_BLK_FREE &&
 	       __atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE &&
 	       !__atomic_load_n(&lim.fired, __ATOMIC_ACQUIRE))
