@@ -4,6 +4,7 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
+	"github.com/ftkit/ftkit/internal/elfsym"
 	"regexp"
 	"slices"
 	"sort"
@@ -63,8 +64,7 @@ func FromELF(f *elf.File) (*Table, error) {
 			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
 				syms[s.Value] = append(syms[s.Value], s.Name)
 				funcs = append(funcs, s)
-				if b, ok := best[s.Value]; !ok || symRank(s) > symRank(b) ||
-					symRank(s) == symRank(b) && s.Name > b.Name {
+				if b, ok := best[s.Value]; !ok || elfsym.Better(s, b) {
 					best[s.Value] = s
 				}
 			}
@@ -184,23 +184,6 @@ type loader struct {
 // maxPatchNops bounds the patchable-entry nops (and a bti) a symbol may have before the
 // DW_AT_low_pc of its code.
 const maxPatchNops = 8
-
-// symRank is the runtime's choice of the symbol that names an address of several
-// (ftrace_elf.c's sym_rank): a sized one, then a global or weak one, then one without a
-// compiler suffix; of equal ones the greatest name.
-func symRank(s elf.Symbol) int {
-	r := 0
-	if s.Size > 0 {
-		r += 4
-	}
-	if elf.ST_BIND(s.Info) != elf.STB_LOCAL {
-		r += 2
-	}
-	if !strings.Contains(s.Name, ".") {
-		r++
-	}
-	return r
-}
 
 // function is the plan of the subprogram e whose code starts at low (where its
 // parameters' locations are looked up), entered at entry, where syms are and best names

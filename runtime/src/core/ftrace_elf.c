@@ -133,7 +133,7 @@ static int sym_cmp(const void *a, const void *b)
 		return x->addr < y->addr ? -1 : 1;
 	if (x->rank != y->rank)		/* the preferred alias last: lookup takes the last */
 		return x->rank < y->rank ? -1 : 1;
-	return strcmp(y->name, x->name);	/* of equals, the first name (as the readers) */
+	return strcmp(y->name, x->name);	/* of equals, the first name (internal/elfsym) */
 }
 
 /*

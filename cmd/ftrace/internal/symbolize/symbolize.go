@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ftkit/ftkit/internal/elfsym"
 	"io"
 	"os"
 	"path/filepath"
@@ -422,22 +423,6 @@ func FuncName(raw string) string {
 	return name
 }
 
-// aliasRank orders the symbols at one address as the runtime does (ftrt_elf_load_syms): a
-// sized one, then a global or weak one, then one without a compiler suffix (".localalias").
-func aliasRank(sym elf.Symbol) int {
-	r := 0
-	if sym.Size > 0 {
-		r += 4
-	}
-	if elf.ST_BIND(sym.Info) != elf.STB_LOCAL {
-		r += 2
-	}
-	if !strings.Contains(sym.Name, ".") {
-		r++
-	}
-	return r
-}
-
 func loadObject(path string, f *elf.File, lines bool) (*object, error) {
 	syms, err := f.Symbols()
 	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
@@ -451,7 +436,7 @@ func loadObject(path string, f *elf.File, lines bool) (*object, error) {
 	}
 	o := &object{path: path}
 	seen := map[uint64]int{}
-	var ranks []int // of o.funcs' symbols, while they are read
+	var chosen []elf.Symbol // the symbol naming each of o.funcs, while they are read
 	for _, sym := range syms {
 		if elf.ST_TYPE(sym.Info) != elf.STT_FUNC && elf.ST_TYPE(sym.Info) != elf.STT_GNU_IFUNC {
 			continue
@@ -465,17 +450,17 @@ func loadObject(path string, f *elf.File, lines bool) (*object, error) {
 			continue
 		}
 		// Several names at one address (aliases, identical code folded): the one the
-		// runtime names the function by (aliasRank, then the first name in byte order)
+		// runtime names the function by
 		if i, ok := seen[sym.Value]; ok {
-			prev := o.funcs[i]
-			if r, pr := aliasRank(sym), ranks[i]; r > pr || (r == pr && sym.Name < prev.Raw) {
+			if elfsym.Better(sym, chosen[i]) {
+				prev := o.funcs[i]
 				prev.Raw, prev.Name, prev.Size = sym.Name, FuncName(sym.Name), sym.Size
-				ranks[i] = r
+				chosen[i] = sym
 			}
 			continue
 		}
 		seen[sym.Value] = len(o.funcs)
-		ranks = append(ranks, aliasRank(sym))
+		chosen = append(chosen, sym)
 		o.funcs = append(o.funcs, &Func{
 			Name:   FuncName(sym.Name),
 			Raw:    sym.Name,
