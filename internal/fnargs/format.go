@@ -160,10 +160,9 @@ func typed(t *Type, b []byte, have, depth int) string {
 			return "{...}"
 		}
 		var parts []string
-		for i, f := range t.Fields {
-			if t.Union && i > 0 {
-				break // the members overlap: the first one only
-			}
+		// a union's members overlap: each is shown, as gdb shows them (jq's jv: a
+		// number read as its pointer member alone meant nothing)
+		for _, f := range t.Fields {
 			if f.Off >= len(b) || f.Off >= have {
 				parts = append(parts, "...")
 				break
