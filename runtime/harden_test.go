@@ -702,14 +702,22 @@ func TestTracerDiskReserve(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Second) // gigabytes a minute: 64 MiB well before
+		// gigabytes a minute: the file system is full to its reserve (5 %, 3.2 MiB) in
+		// well under a second on a quiet machine, but not on a loaded one (CI)
+		var sf syscall.Statfs_t
+		freeNow := func() uint64 {
+			if err := syscall.Statfs(fs, &sf); err != nil {
+				t.Fatal(err)
+			}
+			return sf.Bavail * uint64(sf.Bsize)
+		}
+		for end := time.Now().Add(60 * time.Second); time.Now().Before(end) && freeNow() > 8<<20; {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(500 * time.Millisecond) // the writer's next passes meet the reserve
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
-		var sf syscall.Statfs_t
-		if err := syscall.Statfs(fs, &sf); err != nil {
-			t.Fatal(err)
-		}
-		free := sf.Bavail * uint64(sf.Bsize)
+		free := freeNow()
 		if c.minFree > 0 {
 			if free < c.minFree {
 				t.Errorf("%q: %d bytes left free, want at least %d", c.env, free, c.minFree)
