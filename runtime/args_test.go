@@ -578,3 +578,33 @@ func TestTracerArgsAliases(t *testing.T) {
 		}
 	}
 }
+
+// TestTracerArgsFullName: a spec may name a C++ function in full, as the readers show it:
+// a template's instance with its return type ("int twice<int>(int)"), as filters take it
+// (it matched nothing: the yaml-cpp trial's "int YAML::Node::as<int>() const").
+func TestTracerArgsFullName(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_args_cxx.cc")
+	plain, _ := trRun(t, dir, prog, nil)
+	var want []string
+	for _, l := range strings.Split(plain, "\n") {
+		if strings.HasPrefix(l, "twice<int>(") {
+			want = append(want, argName.ReplaceAllString(l, ""))
+		}
+	}
+	const full = "int twice<int>(int)"
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=full.dat",
+		"FTRACE_ARGS=" + full + "@arg1/d32", "FTRACE_RETVAL=" + full + "@retval/d32", "FTRACE_FILTER=twice*"})
+	if hexAddr.ReplaceAllString(out, "0x?") != hexAddr.ReplaceAllString(plain, "0x?") || ws.ExitStatus() != 0 {
+		t.Fatalf("output %q status %v, untraced %q", out, ws, plain)
+	}
+	var got []string
+	for _, c := range argsCalls(t, testenv.Run(t, dir, testenv.Tool(t, "ftrace"), "graph", "full.dat"), "function_graph") {
+		if strings.HasPrefix(c, "int twice<int>") || strings.HasPrefix(c, "twice<int>") {
+			got = append(got, strings.TrimPrefix(c, "int "))
+		}
+	}
+	if len(want) == 0 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("calls %q, want %q", got, want)
+	}
+}

@@ -25,15 +25,24 @@ const maxExpansion = 2000
 // them when it matches nothing else.
 // Without c++filt, or a readable program, the globs are given as they are.
 func runtimeGlobs(prog string, globs []string) []string {
+	var out []string
+	for _, e := range expandGlobs(prog, globs) {
+		out = append(out, e...)
+	}
+	return out
+}
+
+// expandGlobs is runtimeGlobs glob by glob: what each becomes.
+func expandGlobs(prog string, globs []string) [][]string {
 	var syms []string
 	loaded := false
-	out := make([]string, 0, len(globs))
-	for _, g := range globs {
+	out := make([][]string, len(globs))
+	for i, g := range globs {
 		neg := strings.HasPrefix(g, "!")
 		pat := strings.TrimPrefix(g, "!")
 		gl, err := filter.Compile(pat)
 		if err != nil || !strings.Contains(pat, "::") {
-			out = append(out, g)
+			out[i] = []string{g}
 			continue
 		}
 		if !loaded {
@@ -47,20 +56,52 @@ func runtimeGlobs(prog string, globs []string) []string {
 		}
 		unread := gnuOtherwise(gl, matched)
 		if len(unread) == 0 || len(unread) > maxExpansion {
-			out = append(out, g)
+			out[i] = []string{g}
 			continue
 		}
 		if len(unread) < len(matched) {
-			out = append(out, g) // the runtime reads the others
+			out[i] = append(out[i], g) // the runtime reads the others
 		}
 		for _, raw := range unread {
 			if neg {
 				raw = "!" + raw
 			}
-			out = append(out, raw)
+			out[i] = append(out[i], raw)
 		}
 	}
 	return out
+}
+
+// runtimeSpecs is runtimeGlobs for -A/-R specs (PATTERN@LIST): a pattern naming C++
+// functions the runtime reads otherwise becomes one spec per glob or symbol it gives,
+// with the same list, in the place of the spec (a later spec still overrides it).
+func runtimeSpecs(prog string, specs []string) []string {
+	var pats []string
+	for _, s := range specs {
+		pat, _, _ := cutSpec(s)
+		pats = append(pats, pat)
+	}
+	var out []string
+	for i, e := range expandGlobs(prog, pats) {
+		_, list, ok := cutSpec(specs[i])
+		if !ok {
+			out = append(out, specs[i])
+			continue
+		}
+		for _, p := range e {
+			out = append(out, p+"@"+list)
+		}
+	}
+	return out
+}
+
+// cutSpec splits a spec at its last '@' (a C++ name holds none).
+func cutSpec(s string) (pat, list string, ok bool) {
+	i := strings.LastIndexByte(s, '@')
+	if i <= 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
 }
 
 // cxxFuncSymbols lists the C++ function symbols (mangled) of the files.

@@ -513,7 +513,7 @@ func TestE2ELiveStaleSocket(t *testing.T) {
 // demangled name in reports; record -F / -N with that name reach it too, in the program
 // or in a traced library it needs: ftrace record adds its mangled symbol for the runtime
 // (the fmt trial's -F matched nothing, and -N 'testing::*' left such functions traced,
-// then one in libgtest.so).
+// then one in libgtest.so); so do -A and -R specs (the yaml-cpp trial).
 func TestRecordUndemangledNames(t *testing.T) {
 	for _, inLib := range []bool{false, true} {
 		t.Run(map[bool]string{false: "program", true: "library"}[inLib], func(t *testing.T) {
@@ -575,6 +575,14 @@ func testRecordUndemangledNames(t *testing.T, inLib bool) {
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%v: calls %v, want %v", c.flags, got, c.want)
 		}
+	}
+	// so do -R and -A specs: the function's return value (7) is recorded
+	r := testenv.Exec(t, dir, ftrace, "record", "-q", "-o", "v.dat", "-R", "*MatcherBase<char*>::MatchAndExplainImpl*@retval/d32", "--", "./prog")
+	if r.Code != 0 || r.Stdout != "10\n" || strings.Contains(r.Stderr, "matches no function") {
+		t.Fatalf("-R: exit %d, stdout %q\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if g := testenv.Run(t, dir, ftrace, "graph", "v.dat"); !regexp.MustCompile(`MatchAndExplainImpl.*\) = 7;`).MatchString(g) {
+		t.Errorf("-R: the matcher's value is not shown:\n%s", g)
 	}
 }
 

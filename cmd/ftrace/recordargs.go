@@ -60,7 +60,8 @@ func argsEnv(c *cli.Context, prog string) (env []string, cleanup func(), err err
 			if err != nil {
 				return nil, cleanup, fmt.Errorf("record: -%s: %w", strings.ToUpper(l.flag[:1]), err)
 			}
-			*l.to = append(*l.to, specs...)
+			// C++ names as the readers show them (as -F takes them)
+			*l.to = append(*l.to, runtimeSpecs(prog, specs)...)
 		}
 	}
 	for _, l := range []struct {

@@ -152,6 +152,8 @@ struct ftrace_func_info {
 	unsigned long		target;		/* address the site calls (0 for NOP) */
 	struct ftrace_ops	*owner;		/* ops of the trampoline (TRAMP) */
 	const char		*symbol;	/* the symbol's name as in the file (mangled) */
+	const char		*demangled;	/* a C++ name in full (a template's return type
+						   too, as readers show it), else NULL */
 };
 
 /*

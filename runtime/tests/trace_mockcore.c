@@ -171,13 +171,16 @@ int ftrt_cut_abi_tags(char *s)
 }
 
 /* The core's aliases of a function: the mock's functions have one name each. */
-int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol);
-int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol)
+int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol,
+		    const char **demangled);
+int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol,
+		    const char **demangled)
 {
 	(void)ip;
 	(void)i;
 	(void)name;
 	(void)symbol;
+	(void)demangled;
 	return -ENOENT;
 }
 

@@ -2924,6 +2924,7 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 	fi->func = y ? y->addr : 0;
 	fi->name = y ? (y->demangled ? y->shortname : y->name) : "";
 	fi->symbol = y ? y->name : "";
+	fi->demangled = y ? y->demangled : NULL;
 	fi->object = o->path;
 	fi->len = (r->flags & REC_LEN6) ? 6 : FTRT_ARCH_CALL_SIZE;
 	fi->nr_ops = r->flags & REC_COUNT_MASK;
@@ -2972,7 +2973,8 @@ static void rec_info(struct ftrt_object *o, struct ftrt_rec *r, struct ftrace_fu
 				fi->owner = op;
 }
 
-int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol)
+int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol,
+		    const char **demangled)
 {
 	struct ftrt_object *o;
 	const struct ftrt_syms *s;
@@ -2986,6 +2988,7 @@ int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char 
 	y -= 1 + (long)i;
 	*name = y->demangled ? y->shortname : y->name;
 	*symbol = y->name;
+	*demangled = y->demangled;
 	return 0;
 }
 

@@ -217,10 +217,11 @@ extern struct ftrace_ops ftrt_list_ops;
 /*
  * The i-th (0, 1, …) other name of the function of site ip: the symbols at its address
  * that lost to the one ftrace_func_info names (gcc's identical code folding, alias
- * attributes).  Sets *name (demangled, as in ftrace_func_info) and *symbol; -ENOENT past
- * the last.  Only from a ftrace_for_each_function callback (it needs the core lock held).
+ * attributes).  Sets *name, *symbol and *demangled as ftrace_func_info has them; -ENOENT
+ * past the last.  Only from a ftrace_for_each_function callback (it needs the core lock).
  */
-int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol);
+int ftrt_func_alias(unsigned long ip, unsigned i, const char **name, const char **symbol,
+		    const char **demangled);
 /* CALL_OPS (ftrace_core.c): the callback of a set of ops in a cell, the stub of no ops */
 void ftrt_callops_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 		       struct ftrace_regs *fregs);

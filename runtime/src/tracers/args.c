@@ -351,13 +351,18 @@ static void add_hit(struct aspec **hit, size_t *nh, struct aspec *s)
 		hit[(*nh)++] = s;
 }
 
-/* Add to hit[] the specs not there yet that name the function name (symbol: its symbol). */
+/*
+ * Add to hit[] the specs not there yet that name the function name (symbol: its symbol;
+ * full: its demangled name in full, or NULL).
+ */
 static void find_specs(const struct build *b, const char *name, const char *symbol,
-		       struct aspec **hit, size_t *nh)
+		       const char *full, struct aspec **hit, size_t *nh)
 {
 	/* as filters match: the symbol, or a C++ function's demangled name, with or
-	   without its parameters */
-	const char *nm[2] = { name, symbol && strcmp(symbol, name) ? symbol : NULL };
+	   without its parameters, or in full as readers show it ("int Box::as<int>() const":
+	   a template's return type too) */
+	const char *nm[3] = { name, symbol && strcmp(symbol, name) ? symbol : NULL,
+			      full && strcmp(full, name) ? full : NULL };
 	char bare[512], untag[512];
 	size_t plen, n = *nh;
 	int tagged = 0;
@@ -372,8 +377,8 @@ static void find_specs(const struct build *b, const char *name, const char *symb
 		memcpy(untag, bare, plen + 1);
 		tagged = ftrt_cut_abi_tags(untag);
 	}
-	for (int k = 0; k < 4; k++) {
-		const char *c = k < 2 ? nm[k] : k == 2 ? (plen ? bare : NULL) : tagged ? untag : NULL;
+	for (int k = 0; k < 5; k++) {
+		const char *c = k < 3 ? nm[k] : k == 3 ? (plen ? bare : NULL) : tagged ? untag : NULL;
 		size_t lo = 0, hi = b->nexact;
 
 		if (!c)
@@ -392,6 +397,7 @@ static void find_specs(const struct build *b, const char *name, const char *symb
 	for (size_t i = 0; i < b->nglobs; i++)
 		if (!fnmatch(b->globs[i]->glob, name, 0) ||
 		    (nm[1] && !fnmatch(b->globs[i]->glob, nm[1], 0)) ||
+		    (nm[2] && !fnmatch(b->globs[i]->glob, nm[2], 0)) ||
 		    (plen && !fnmatch(b->globs[i]->glob, bare, 0)) ||
 		    (tagged && !fnmatch(b->globs[i]->glob, untag, 0)))
 			add_hit(hit, &n, b->globs[i]);
@@ -404,15 +410,15 @@ static int plan_one(const struct ftrace_func_info *fi, void *data)
 	struct aspec *hit[HITS_MAX];
 	char names[FT_ARGS_MAX][8];
 	struct ft_argplan p = { .ip = fi->ip };
-	const char *name, *symbol;
+	const char *name, *symbol, *full;
 	size_t nh = 0;
 
 	if (!fi->name || !*fi->name)
 		return 0;
-	find_specs(b, fi->name, fi->symbol, hit, &nh);
+	find_specs(b, fi->name, fi->symbol, fi->demangled, hit, &nh);
 	/* a spec may name any of the function's symbols (identical code folded: two names) */
-	for (unsigned i = 0; !ftrt_func_alias(fi->ip, i, &name, &symbol); i++)
-		find_specs(b, name, symbol, hit, &nh);
+	for (unsigned i = 0; !ftrt_func_alias(fi->ip, i, &name, &symbol, &full); i++)
+		find_specs(b, name, symbol, full, hit, &nh);
 	if (!nh)
 		return 0;
 	for (size_t i = 0; i < nh; i++)
