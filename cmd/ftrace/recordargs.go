@@ -144,8 +144,13 @@ func liveArgSpec(pid int, cmd, spec string) (string, func(), error) {
 	if spec == "off" {
 		return spec, cleanup, nil
 	}
+	exe := fmt.Sprintf("/proc/%d/exe", pid)
+	if guest := procGuest(pid); guest != "" {
+		exe = guest // under qemu-user: the guest's DWARF, not qemu's
+	}
 	if spec != "auto" {
-		for _, s := range strings.Split(spec, ";") {
+		specs := strings.Split(spec, ";")
+		for _, s := range specs {
 			var err error
 			if cmd == "args" {
 				_, err = fnargs.ParseArgSpec(s)
@@ -156,11 +161,8 @@ func liveArgSpec(pid int, cmd, spec string) (string, func(), error) {
 				return "", cleanup, fmt.Errorf("live: %s: %w", cmd, err)
 			}
 		}
-		return spec, cleanup, nil
-	}
-	exe := fmt.Sprintf("/proc/%d/exe", pid)
-	if guest := procGuest(pid); guest != "" {
-		exe = guest // under qemu-user: the guest's DWARF, not qemu's
+		// C++ names as the readers show them, as record's -A/-R take them
+		return strings.Join(runtimeSpecs(exe, specs), ";"), cleanup, nil
 	}
 	tab, err := fnargs.Load(exe)
 	if err != nil {
