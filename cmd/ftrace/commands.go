@@ -433,7 +433,7 @@ func pprofCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = pprof.BuildPaths(f, paths).Write(w)
+			err = pprof.WritePaths(w, f, paths)
 			if cerr := done(); err == nil {
 				err = cerr
 			}

@@ -5,6 +5,9 @@
 package pprof
 
 import (
+	"bufio"
+	"compress/gzip"
+	"encoding/binary"
 	"io"
 	"path/filepath"
 	"sort"
@@ -23,6 +26,66 @@ func Build(f *calltree.Forest) *profile.Profile {
 // BuildPaths returns the profile of the threads' call paths (of forest f, whose trees
 // may not have been built).
 func BuildPaths(f *calltree.Forest, paths []calltree.ThreadPaths) *profile.Profile {
+	b := collect(f, paths)
+	for _, c := range b.order {
+		locs := make([]*profile.Location, 0, c.depth)
+		for n := c; n.parent != nil; n = n.parent { // pprof wants the leaf first
+			locs = append(locs, n.loc)
+		}
+		s := &profile.Sample{Location: locs, Value: []int64{c.calls}}
+		if b.timed {
+			s.Value = append(s.Value, c.self)
+		}
+		b.p.Sample = append(b.p.Sample, s)
+	}
+	return b.p
+}
+
+// WritePaths writes the profile BuildPaths makes, gzip-compressed, without holding its
+// samples: each distinct stack's locations are written from the trie of stacks as they
+// are met (a trace of deep, varied recursion has a million stacks hundreds of frames
+// deep: 2.3 GB as profile.Sample values, the yaml-cpp trial).
+func WritePaths(w io.Writer, f *calltree.Forest, paths []calltree.ThreadPaths) error {
+	b := collect(f, paths)
+	zw := gzip.NewWriter(w)
+	bw := bufio.NewWriterSize(zw, 1<<16)
+	// the profile without the trie's samples, then those: a protobuf message's fields
+	// may come in any order, and repeated ones add up
+	if err := b.p.WriteUncompressed(bw); err != nil {
+		return err
+	}
+	var msg, ids, vals []byte
+	for _, c := range b.order {
+		ids, vals = ids[:0], vals[:0]
+		for n := c; n.parent != nil; n = n.parent {
+			ids = binary.AppendUvarint(ids, n.loc.ID)
+		}
+		vals = binary.AppendUvarint(vals, uint64(c.calls))
+		if b.timed {
+			vals = binary.AppendUvarint(vals, uint64(c.self))
+		}
+		msg = appendField(msg[:0], 1, ids)                            // Sample.location_id, packed
+		msg = appendField(msg, 2, vals)                               // Sample.value, packed
+		if _, err := bw.Write(appendField(nil, 2, msg)); err != nil { // Profile.sample
+			return err
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// appendField appends a length-delimited protobuf field.
+func appendField(b []byte, field int, data []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(field)<<3|2)
+	b = binary.AppendUvarint(b, uint64(len(data)))
+	return append(b, data...)
+}
+
+// collect makes the profile of the paths but for the samples of the call stacks, which
+// it leaves in the trie of stacks, in b.order.
+func collect(f *calltree.Forest, paths []calltree.ThreadPaths) *builder {
 	b := &builder{
 		p:     &profile.Profile{},
 		funcs: map[*symbolize.Func]*profile.Function{},
@@ -31,6 +94,7 @@ func BuildPaths(f *calltree.Forest, paths []calltree.ThreadPaths) *profile.Profi
 		samp:  map[string]*profile.Sample{},
 	}
 	timed := f.HasGraph() || f.Header.Tracer == "function_graph"
+	b.timed = timed
 	b.p.SampleType = []*profile.ValueType{{Type: "calls", Unit: "count"}}
 	if timed {
 		b.p.SampleType = append(b.p.SampleType, &profile.ValueType{Type: "time", Unit: "nanoseconds"})
@@ -64,7 +128,7 @@ func BuildPaths(f *calltree.Forest, paths []calltree.ThreadPaths) *profile.Profi
 			}
 			b.add(stack, int64(c.Count), 0, timed)
 		}
-		// Samples per distinct stack, made in the order a walk of the call trees meets
+		// Samples per distinct stack, in the order a walk of the call trees meets
 		// them: the thread's paths merged into a trie of all threads' stacks.
 		type visit struct {
 			p  *calltree.PathNode
@@ -83,40 +147,37 @@ func BuildPaths(f *calltree.Forest, paths []calltree.ThreadPaths) *profile.Profi
 		sort.SliceStable(order, func(i, j int) bool { return order[i].p.Seq < order[j].p.Seq })
 		for _, v := range order {
 			c := v.at
-			if c.sample == nil {
-				locs := make([]*profile.Location, 0, c.depth)
-				for n := c; n.parent != nil; n = n.parent { // pprof wants the leaf first
-					locs = append(locs, b.location(n.fn))
-				}
-				c.sample = &profile.Sample{Location: locs, Value: make([]int64, len(b.p.SampleType))}
-				b.p.Sample = append(b.p.Sample, c.sample)
+			if !c.sampled {
+				c.sampled = true
+				c.loc = b.location(c.fn)
+				b.order = append(b.order, c)
 			}
-			c.sample.Value[0] += int64(v.p.Calls)
-			if len(c.sample.Value) > 1 {
-				c.sample.Value[1] += int64(v.p.Self)
-			}
+			c.calls += int64(v.p.Calls)
+			c.self += int64(v.p.Self)
 		}
 	}
 	if last > first {
 		b.p.DurationNanos = int64(last - first)
 	}
-	return b.p
+	return b
 }
 
-// Write builds the profile and writes it gzip-compressed.
+// Write writes the profile of the forest gzip-compressed (WritePaths).
 func Write(w io.Writer, f *calltree.Forest) error {
-	return Build(f).Write(w)
+	return WritePaths(w, f, calltree.PathsOf(f))
 }
 
 // stackNode is a call stack in a trie of stacks (its leaf fn below parent's stack, depth
-// frames in all), with its sample.
+// frames in all), with its sample's values once it is one.
 type stackNode struct {
-	fn       *symbolize.Func
-	parent   *stackNode
-	depth    int
-	sample   *profile.Sample
-	kids     []*stackNode
-	children map[*symbolize.Func]*stackNode // calltree.IndexChildren
+	fn          *symbolize.Func
+	loc         *profile.Location // fn's
+	parent      *stackNode
+	depth       int
+	sampled     bool
+	calls, self int64
+	kids        []*stackNode
+	children    map[*symbolize.Func]*stackNode // calltree.IndexChildren
 }
 
 func stackFunc(s *stackNode) *symbolize.Func { return s.fn }
@@ -133,6 +194,8 @@ func (s *stackNode) child(fn *symbolize.Func) *stackNode {
 
 type builder struct {
 	p     *profile.Profile
+	timed bool         // two values a sample: calls and self time
+	order []*stackNode // the stacks with a sample, as met
 	funcs map[*symbolize.Func]*profile.Function
 	locs  map[*symbolize.Func]*profile.Location
 	maps  map[string]*profile.Mapping

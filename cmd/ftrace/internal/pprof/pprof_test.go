@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
 	"github.com/google/pprof/profile"
 )
@@ -153,5 +154,30 @@ func TestBuildManyChildren(t *testing.T) {
 	p := Build(tracetest.Forest(t, src.String()))
 	if got := stacks(p); got != strings.Join(want, " ") {
 		t.Errorf("samples:\n%s\nwant:\n%s", got, strings.Join(want, " "))
+	}
+}
+
+// WritePaths writes, sample by sample from its trie of stacks, the profile BuildPaths
+// makes whole: read back, the same profile (samples in the same order).
+func TestWritePathsSame(t *testing.T) {
+	for _, src := range []string{tracetest.Sample,
+		"tracer function\nthread 1\nc 1 a main\n> 10 b\n> 12 c\n< 20 c\n< 30 b\n> 31 c\n< 40 c\n",
+		"map 0x3000 0x4000 0 /lib/libx.so\nmap 0x1000 0x2000 0 /bin/prog main\nthread 1\n> 10 0x3010\n< 20 0x3010\n"} {
+		f := tracetest.Forest(t, src)
+		want := BuildPaths(f, calltree.PathsOf(f))
+		var b bytes.Buffer
+		if err := WritePaths(&b, f, calltree.PathsOf(f)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := profile.Parse(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := got.CheckValid(); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("written:\n%s\nbuilt:\n%s", got, want)
+		}
 	}
 }
