@@ -67,11 +67,13 @@ func argsCommand() *cli.Command {
 				if fn.Clone {
 					clone = fn.CloneSym
 				}
+				note := ""
 				if len(specs) > 0 {
 					p := fnargs.PlanBy(fn.Name, specs, func(s *fnargs.Spec) bool { return matchFunc(fn, []string{s.Pattern}) })
 					if p == nil {
 						continue
 					}
+					note = hiddenResultNote(fn, p)
 					p.Entry = fn.Entry
 					fn = p
 				}
@@ -79,10 +81,28 @@ func argsCommand() *cli.Command {
 				if fn.Unsure != "" {
 					fmt.Fprintf(w, "    unsure: %s\n", fn.Unsure)
 				}
+				if note != "" {
+					fmt.Fprintf(w, "    note: %s\n", note)
+				}
 			}
 			return nil
 		},
 	}
+}
+
+// hiddenResultNote says when a spec's arg1 is not the function's first parameter: on
+// x86-64 a value returned in memory (a std::string, a large struct) has its address
+// passed first, in %rdi (uftrace's argN counts registers too), as DWARF shows (fn).
+func hiddenResultNote(fn, p *fnargs.Func) string {
+	if fn.Ret == nil || !fn.Ret.Indirect || len(fn.Ret.Parts) == 0 || fn.Ret.Parts[0].Reg != fnargs.RAX {
+		return ""
+	}
+	for _, a := range p.Args {
+		if a.Name == "arg1" && len(a.Parts) == 1 && a.Parts[0].Reg == fnargs.RDI {
+			return "it returns its value in memory: arg1 (%rdi) is the address of the result, its first parameter is arg2"
+		}
+	}
+	return ""
 }
 
 // printRuntimeSpecs writes prog's DWARF plans in the runtime's syntax, one function per

@@ -1563,3 +1563,26 @@ int main(void) {
 		t.Errorf("calls %v: work not recorded", calls)
 	}
 }
+
+// ftrace args -A says when a spec's arg1 is not the function's first parameter: on x86-64
+// a function returning its value in memory (a std::string) gets the result's address
+// first (the yaml-cpp trial's -A 'greet@arg1/S' printed <bad>).
+func TestArgsHiddenResultNote(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildTracedWith(t, "g++", ".cc", dir, "greet", `#include <cstdio>
+#include <string>
+__attribute__((noinline)) std::string greet(const std::string &who, int n) { return "hi " + who + " #" + std::to_string(n); }
+__attribute__((noinline)) int plain(int n) { return n + 1; }
+int main() { std::printf("%s %d\n", greet("Alice", 42).c_str(), plain(1)); }
+`)
+	ftrace := testenv.Tool(t, "ftrace")
+	for _, c := range []struct {
+		spec string
+		note bool
+	}{{"greet@arg1/S", true}, {"greet@arg2/S", false}, {"plain@arg1", false}} {
+		out := testenv.Run(t, dir, ftrace, "args", "-A", c.spec, prog)
+		if got := strings.Contains(out, "note: it returns its value in memory: arg1 (%rdi) is the address of the result"); got != c.note {
+			t.Errorf("ftrace args -A %s: note %v, want %v:\n%s", c.spec, got, c.note, out)
+		}
+	}
+}
