@@ -55,6 +55,11 @@ func argsCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("args: %w", err)
 			}
+			if tab.ARM64 {
+				for _, sp := range specs {
+					sp.ToAAPCS64()
+				}
+			}
 			w := c.App.Writer
 			// only the functions with a call site (record can trace those): not the
 			// runtime's own, nor others built without -pg

@@ -21,6 +21,7 @@ import (
 // an address (out-of-line instances: inlined-only functions have no entry to record).
 type Table struct {
 	Funcs   []*Func // by entry address
+	ARM64   bool    // the program's locations are AAPCS64's (else x86-64 System V)
 	byEntry map[uint64]*Func
 	byName  map[string][]*Func
 }
@@ -100,7 +101,7 @@ func FromELF(f *elf.File) (*Table, error) {
 		loc5: loclist.NewDwarf5Reader(sect(".debug_loclists")),
 		loc2: loclist.NewDwarf2Reader(sect(".debug_loc"), 8),
 		addr: godwarf.ParseAddr(sect(".debug_addr")), arm64: f.Machine == elf.EM_AARCH64}
-	t := &Table{byEntry: map[uint64]*Func{}, byName: map[string][]*Func{}}
+	t := &Table{byEntry: map[uint64]*Func{}, byName: map[string][]*Func{}, ARM64: f.Machine == elf.EM_AARCH64}
 	r := reader.New(d)
 	for {
 		e, err := r.Next()

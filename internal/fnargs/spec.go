@@ -228,3 +228,46 @@ func PlanBy(name string, specs []*Spec, applies func(*Spec) bool) *Func {
 	}
 	return f
 }
+
+// ToAAPCS64 gives the spec the locations the arm64 runtime reads its items at (specs are
+// parsed with x86-64's): argN in x0-x7 then the stack words from the entry sp, fpargN in
+// d0-d7, a result in x0 (x1) or d0 (d1). A register named with %REG stays as given.
+func (s *Spec) ToAAPCS64() {
+	for _, a := range append(append([]*Arg(nil), s.Args...), s.Ret) {
+		if a == nil || len(a.Parts) != 1 {
+			continue
+		}
+		r := a.Parts[0].Reg
+		var n int
+		switch {
+		case strings.HasPrefix(a.Name, "fparg") && r >= XMM0 && r <= XMM0+7:
+			a.Parts[0].Reg = A64V0 + (r - XMM0)
+		case strings.HasPrefix(a.Name, "arg"):
+			if _, err := fmt.Sscanf(a.Name, "arg%d", &n); err != nil || n < 1 {
+				continue
+			}
+			if isIntArgLoc(a.Parts[0], n) {
+				if n <= 8 {
+					a.Parts[0] = Loc{Reg: A64X0 + Reg(n-1)}
+				} else {
+					a.Parts[0] = Loc{Stack: true, Off: 8 * (n - 8)}
+				}
+			}
+		case a.Name == "retval":
+			switch r {
+			case RAX, RDX:
+				a.Parts[0].Reg = A64X0 + map[Reg]Reg{RAX: 0, RDX: 1}[r]
+			case XMM0, XMM0 + 1:
+				a.Parts[0].Reg = A64V0 + (r - XMM0)
+			}
+		}
+	}
+}
+
+// isIntArgLoc: is l where x86-64 has the n-th integer argument (no %REG given)?
+func isIntArgLoc(l Loc, n int) bool {
+	if n <= len(IntArgRegs) {
+		return !l.Stack && l.Reg == IntArgRegs[n-1]
+	}
+	return l.Stack && l.Off == 8*(n-len(IntArgRegs))
+}
