@@ -1586,3 +1586,57 @@ int main() { std::printf("%s %d\n", greet("Alice", 42).c_str(), plain(1)); }
 		}
 	}
 }
+
+// The same with programs that exec themselves: each exec'd image's trace is named after
+// its process, <output>.<pid>.exec1 beside <output>.<pid> (the make trial: ftrace.dat.exec1
+// was another process's than ftrace.dat, and ftrace.dat.exec1.<pid> read as its exec).
+func TestRecordWrapperExecNames(t *testing.T) {
+	testenv.Need(t, "sh")
+	dir := t.TempDir()
+	prog := buildTraced(t, dir, "selfexec", `#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((noinline)) int work(int n) { return n * 3; }
+int main(int argc, char **argv)
+{
+	printf("%d %s %d\n", (int)getpid(), argc > 1 ? argv[1] : "-", work(15));
+	fflush(stdout);
+	if (argc > 1 && !strcmp(argv[1], "again"))
+		execl("/proc/self/exe", argv[0], "done", (char *)0);
+	return 0;
+}
+`)
+	ftrace := testenv.Tool(t, "ftrace")
+	r := testenv.Exec(t, dir, ftrace, "record", "-q", "-o", "x.dat", "--", "sh", "-c", prog+" again; "+prog+" again; "+prog)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", r.Code, r.Stderr)
+	}
+	// the images each process ran, by pid, from the program's own output
+	images := map[string]int{}
+	var last string
+	for _, l := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		f := strings.Fields(l)
+		images[f[0]]++
+		last = f[0]
+	}
+	want := map[string]string{filepath.Join(dir, "x.dat"): last}
+	for pid, n := range images {
+		if pid == last {
+			continue
+		}
+		want[filepath.Join(dir, "x.dat."+pid)] = pid
+		if n == 2 {
+			want[filepath.Join(dir, "x.dat."+pid+".exec1")] = pid
+		}
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "x.dat*"))
+	if len(names) != len(want) || len(want) != 5 {
+		t.Errorf("traces %v, want %v", names, want)
+	}
+	for _, n := range names {
+		m := regexp.MustCompile(`(?m)^pid: +([0-9]+)`).FindStringSubmatch(testenv.Run(t, dir, ftrace, "info", n))
+		if m == nil || want[n] != m[1] {
+			t.Errorf("%s: the trace of pid %v, want %s", n, m, want[n])
+		}
+	}
+}

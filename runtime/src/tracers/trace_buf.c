@@ -657,30 +657,68 @@ static int output_ok(const char *path)
  */
 static uint64_t run_since_ns;
 
+/* The pid of the ftkit trace at path, or 0 (none, not a trace, not of this run). */
+static uint32_t run_trace_pid(const char *path, uint64_t since)
+{
+	struct ftkit_file_header eh;
+
+	if (read_head(path, &eh, sizeof(eh)) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.magic, FTKIT_TRACE_MAGIC, 8) || eh.ref_real_ns < since)
+		return 0;
+	return eh.pid;
+}
+
 /*
  * A trace already at final that a process of this run wrote (a child run through system()
  * or posix_spawn, which no exec naming reaches, finishing first; with FTRACE_SESSION, also
  * a sibling run by an untraced wrapper: a shell's `prog; prog`) is moved to final.<its
- * pid>, the name of a child's trace, instead of being replaced.  Async-signal-safe.
+ * pid>, the name of a child's trace, instead of being replaced; with it, the traces of the
+ * images that process exec'd (final.exec<n> of its pid) go to final.<pid>.exec<n>.  A
+ * trace at an exec'd image's name (<base>.exec<n>) goes to <base>.<pid>.exec<n>.  So each
+ * process's traces keep its pid in their names (the make trial: ftrace.dat.exec1 was
+ * another process's than ftrace.dat, and ftrace.dat.exec1.<pid> read as an exec of it).
+ * Async-signal-safe.
  */
 static void move_aside_descendant(const char *final)
 {
-	struct ftkit_file_header eh;
-	char aside[PATH_MAX + 24];
+	char aside[PATH_MAX + 48], from[PATH_MAX + 24];
 	struct stat st;
-	size_t n = strlen(final);
+	size_t n = strlen(final), cut = n;
 	uint64_t since = ft_sess.hdr.ref_real_ns;
+	const char *dot = strrchr(final, '.');
+	uint32_t pid;
+	char *p;
 
 	if (run_since_ns && run_since_ns < since)
 		since = run_since_ns;
-	if (read_head(final, &eh, sizeof(eh)) != (ssize_t)sizeof(eh) || memcmp(eh.magic, FTKIT_TRACE_MAGIC, 8) ||
-	    eh.pid == ft_sess.hdr.pid || eh.ref_real_ns < since || n + 24 > sizeof(aside))
+	pid = run_trace_pid(final, since);
+	if (!pid || pid == ft_sess.hdr.pid || n + 48 > sizeof(aside))
 		return;
-	memcpy(aside, final, n);
-	aside[n] = '.';
-	ft_utoa(aside + n + 1, eh.pid);
+	/* an exec'd image's name: the pid goes before its ".exec<n>" */
+	if (dot && !strncmp(dot, ".exec", 5) && dot[5] >= '0' && dot[5] <= '9' &&
+	    strspn(dot + 5, "0123456789") == strlen(dot + 5))
+		cut = (size_t)(dot - final);
+	memcpy(aside, final, cut);
+	p = aside + cut;
+	*p++ = '.';
+	p = ft_utoa(p, pid);
+	ft_strlcpy(p, final + cut, sizeof(aside) - (size_t)(p - aside));
 	if (lstat(aside, &st) != 0)
 		rename(final, aside);
+	if (cut != n)
+		return;
+	/* the process's exec'd images, which took final.exec<n> beside its trace */
+	for (unsigned long g = 1; g < 1000; g++) {
+		memcpy(from, final, n);
+		memcpy(from + n, ".exec", 5);
+		ft_utoa(from + n + 5, g);
+		if (run_trace_pid(from, since) != pid)
+			break;
+		ft_strlcpy(p, from + n, sizeof(aside) - (size_t)(p - aside));
+		if (lstat(aside, &st) == 0)
+			break;
+		rename(from, aside);
+	}
 }
 
 static int rename_output(const char *from, const char *to)
