@@ -120,8 +120,12 @@ func doRecord(c *cli.Context) error {
 			}
 		}
 		if len(graphOnly) > 0 && !c.Bool("quiet") {
-			fmt.Fprintf(c.App.ErrWriter, "ftrace: record: %s apply to function_graph's calls only: the function tracer records every call, without return values\n",
-				strings.Join(graphOnly, ", "))
+			verb := "apply"
+			if len(graphOnly) == 1 {
+				verb = "applies"
+			}
+			fmt.Fprintf(c.App.ErrWriter, "ftrace: record: %s %s to function_graph's calls only: the function tracer records every call, without return values\n",
+				strings.Join(graphOnly, ", "), verb)
 		}
 	}
 	env := []string{"FTRACE_TRACER=" + tracer, "FTRACE_OUTPUT=" + out}
