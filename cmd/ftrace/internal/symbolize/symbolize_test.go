@@ -521,3 +521,45 @@ func TestSharedCache(t *testing.T) {
 		t.Errorf("files opened %v, want each once", opens)
 	}
 }
+
+// A Cache past its budget lets the least recently used objects go: they are read again
+// when a later trace needs them; the objects in use stay (a suite of many programs kept
+// every one of them).
+func TestSharedCacheBudget(t *testing.T) {
+	progA, mA := build(t, "gcc", "symbudgeta", csrc, "-g", "-O1", "-pie", "-fpie")
+	progB, mB := build(t, "gcc", "symbudgetb", csrc, "-g", "-O1", "-pie", "-fpie")
+	alpha, _ := symAddr(t, progA, "alpha")
+	cache := NewCache()
+	opens := map[string]int{}
+	look := func(m tracefile.Mapping, prog string) {
+		s := New([]tracefile.Mapping{m})
+		s.Shared = cache
+		s.OpenELF = func(path string) (*elf.File, error) {
+			opens[path]++
+			return OpenRegularELF(path)
+		}
+		if f := s.Lookup(bias + alpha); f.Name != "alpha" {
+			t.Fatalf("%s: Lookup = %+v, want alpha", prog, f)
+		}
+	}
+	look(mA, progA)
+	look(mA, progA)
+	if opens[progA] != 1 {
+		t.Fatalf("within the budget: %s opened %d times, want once", progA, opens[progA])
+	}
+	cache.budget = 1 // one object at a time
+	look(mB, progB)  // lets A go
+	look(mA, progA)  // read again, lets B go
+	look(mA, progA)
+	if opens[progA] != 2 || opens[progB] != 1 || len(cache.objs) != 1 || cache.bytes != cache.objs[cacheKeyOf(t, cache)].size {
+		t.Errorf("past the budget: opened %v, %d objects held (%d bytes), want A twice, B once, one held", opens, len(cache.objs), cache.bytes)
+	}
+}
+
+func cacheKeyOf(t *testing.T, c *Cache) string {
+	t.Helper()
+	for k := range c.objs {
+		return k
+	}
+	return ""
+}
