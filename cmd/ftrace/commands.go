@@ -318,6 +318,7 @@ func dumpChromeMany(c *cli.Context) error {
 	return nil
 }
 
+// dumpRawCommand prints every record (time, thread, kind, depth, ip and its symbol),
 // reading the trace as a stream: the records only, not the call trees.
 func dumpRawCommand(c *cli.Context) error {
 	if c.NArg() > 1 {
