@@ -198,22 +198,15 @@ func graphMany(c *cli.Context) error {
 		tids  []int
 	}
 	var order []trace
-	have := map[int]bool{}
 	paths := tracePaths(c)
-	for _, path := range paths {
-		in, err := openStreamPath(c, path, false)
-		if err != nil {
-			return err
+	err := prescan(c, paths, func(path string, tr *tracefile.Trace) {
+		t := trace{path: path, start: tr.Header.WallStart}
+		for _, th := range tr.Threads {
+			t.tids = append(t.tids, th.TID)
 		}
-		tr := trace{path: path, start: in.st.Trace.Header.WallStart}
-		for _, th := range in.st.Trace.Threads {
-			tr.tids = append(tr.tids, th.TID)
-		}
-		noteTIDs(have, in.st.Trace)
-		in.Close()
-		order = append(order, tr)
-	}
-	if err := tidsInNone(c, have); err != nil {
+		order = append(order, t)
+	})
+	if err != nil {
 		return err
 	}
 	slices.SortStableFunc(order, func(x, y trace) int {
@@ -224,8 +217,7 @@ func graphMany(c *cli.Context) error {
 	})
 	w := bufio.NewWriter(c.App.Writer)
 	shown, tids := 0, c.IntSlice("tid")
-	unmatched := map[string]int{}
-	var events uint64
+	var read readTally
 	for _, tr := range order {
 		if len(tids) > 0 && !slices.ContainsFunc(tr.tids, func(tid int) bool { return slices.Contains(tids, tid) }) {
 			continue // none of its threads asked for: not even its line
@@ -241,10 +233,7 @@ func graphMany(c *cli.Context) error {
 		h := in.st.Trace.Header
 		fmt.Fprintf(w, "# process %d: %s (%s)\n", h.PID, strings.Join(h.Command, " "), in.path)
 		err = graphOne(c, w, in, func() { w.Flush(); in.warnSome(c) })
-		events += streamEvents(in.st)
-		for _, u := range in.flt.Unmatched() {
-			unmatched[u]++
-		}
+		read.add(in)
 		in.Close()
 		if err != nil {
 			return err
@@ -253,8 +242,7 @@ func graphMany(c *cli.Context) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	warnNoEvents(c, events, len(paths))
-	warnUnmatchedAll(c, unmatched, len(paths))
+	read.warn(c, len(paths))
 	return nil
 }
 
@@ -263,16 +251,7 @@ func graphMany(c *cli.Context) error {
 // process may open files (a test suite's thousand processes) make one document too.
 func dumpChromeMany(c *cli.Context) error {
 	paths := tracePaths(c)
-	have := map[int]bool{}
-	for _, path := range paths { // a --tid none of them holds: said before any output
-		in, err := openStreamPath(c, path, false)
-		if err != nil {
-			return err
-		}
-		noteTIDs(have, in.st.Trace)
-		in.Close()
-	}
-	if err := tidsInNone(c, have); err != nil {
+	if err := prescan(c, paths, nil); err != nil { // a --tid none of them holds: before any output
 		return err
 	}
 	w, done, err := outputFile(c, c.String("output"))
@@ -283,8 +262,7 @@ func dumpChromeMany(c *cli.Context) error {
 	if c.Bool("args") {
 		vals = &argfmt.Formatter{}
 	}
-	unmatched := map[string]int{}
-	var events uint64
+	var read readTally
 	passes := make([]int, len(paths))
 	open := func(k int) (chrome.Input, func(), error) {
 		in, err := openStreamPath(c, paths[k], false)
@@ -298,10 +276,7 @@ func dumpChromeMany(c *cli.Context) error {
 				Progress: in.progress(c, tids)}, func() {
 				if passes[k] == 2 { // written: what its reading met
 					in.warnSome(c)
-					events += streamEvents(in.st)
-					for _, u := range in.flt.Unmatched() {
-						unmatched[u]++
-					}
+					read.add(in)
 				}
 				in.Close()
 			}, nil
@@ -313,8 +288,7 @@ func dumpChromeMany(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("dump: %w", err)
 	}
-	warnNoEvents(c, events, len(paths))
-	warnUnmatchedAll(c, unmatched, len(paths))
+	read.warn(c, len(paths))
 	return nil
 }
 

@@ -328,9 +328,8 @@ func warnNoEvents(c *cli.Context, events uint64, n int) {
 // that none of them held and says which globs matched nothing in any.
 func eachStream(c *cli.Context, fn func(in *streamIn) error) error {
 	have := map[int]bool{}
-	unmatched := map[string]int{}
+	var read readTally
 	paths := tracePaths(c)
-	var events uint64
 	for _, path := range paths {
 		in, err := openStreamPath(c, path, false)
 		if err != nil {
@@ -339,21 +338,61 @@ func eachStream(c *cli.Context, fn func(in *streamIn) error) error {
 		in.several = len(paths) > 1
 		noteTIDs(have, in.st.Trace)
 		err = fn(in)
-		events += streamEvents(in.st)
+		read.add(in)
 		in.Close()
 		if err != nil {
 			return err
 		}
-		for _, u := range in.flt.Unmatched() {
-			unmatched[u]++
-		}
 	}
-	warnNoEvents(c, events, len(paths))
+	warnNoEvents(c, read.events, len(paths))
 	if err := tidsInNone(c, have); err != nil {
 		return err
 	}
-	warnUnmatchedAll(c, unmatched, len(paths))
+	warnUnmatchedAll(c, read.unmatched, len(paths))
 	return nil
+}
+
+// readTally is what the reading of several traces met: their events, and how many of
+// them each glob matched nothing in.
+type readTally struct {
+	events    uint64
+	unmatched map[string]int
+}
+
+// add counts a trace that was read.
+func (r *readTally) add(in *streamIn) {
+	r.events += streamEvents(in.st)
+	if r.unmatched == nil {
+		r.unmatched = map[string]int{}
+	}
+	for _, u := range in.flt.Unmatched() {
+		r.unmatched[u]++
+	}
+}
+
+// warn says, once n traces were read, whether none held an event and which globs matched
+// nothing in any.
+func (r *readTally) warn(c *cli.Context, n int) {
+	warnNoEvents(c, r.events, n)
+	warnUnmatchedAll(c, r.unmatched, n)
+}
+
+// prescan opens each of paths briefly, before any output, to refuse a --tid that none of
+// them holds; seen, if not nil, is given each trace meanwhile.
+func prescan(c *cli.Context, paths []string, seen func(path string, tr *tracefile.Trace)) error {
+	have := map[int]bool{}
+	for _, path := range paths {
+		in, err := openStreamPath(c, path, false)
+		if err != nil {
+			return err
+		}
+		noteTIDs(have, in.st.Trace)
+		if seen != nil {
+			seen(path, in.st.Trace)
+		}
+		in.Close()
+	}
+	return tidsInNone(c, have)
 }
 
 // tracePaths is the command's trace files but for the snapshots of a process whose own

@@ -65,7 +65,7 @@ func reportDiff(c *cli.Context) error {
 
 // reportMany is the report of several traces (the processes of one run: a shell's, a test
 // suite's, a server's workers'): each read as a stream with the command's filters (times
-// from its own start), their figures added up (report.Merge). A glob is said to match
+// from its own start), their figures added up (report.Merger). A glob is said to match
 // nothing only if it matches nothing in any of them, a --tid only if none holds it.
 func reportMany(c *cli.Context, o report.Options) ([]*report.Stat, *calltree.Forest, error) {
 	// added up trace by trace: each one's rows are dropped once counted

@@ -4,12 +4,12 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
-	"github.com/ftkit/ftkit/internal/elfsym"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/ftkit/ftkit/internal/elfsym"
 	"github.com/go-delve/delve/pkg/dwarf/godwarf"
 	"github.com/go-delve/delve/pkg/dwarf/loclist"
 	"github.com/go-delve/delve/pkg/dwarf/op"

@@ -116,7 +116,7 @@ type Forest struct {
 	Start uint64
 	// Main is the path of the traced executable ("" when the trace does not say).
 	Main string
-	// PIDs are the processes of a forest of several traces (report.Combine).
+	// PIDs are the processes of a forest of several traces (Combiner).
 	PIDs []int
 }
 

@@ -5,18 +5,10 @@ import (
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 )
 
-// Combine is the forest of several traces' forests (the processes of one run) as the
-// readers count them: their threads, lost events, whether all are complete, their pids.
-func Combine(fs []*Forest) *Forest {
-	var c Combiner
-	for _, f := range fs {
-		c.Add(f)
-	}
-	return c.Forest()
-}
-
-// A Combiner combines forests one at a time, as Combine does, keeping the threads of
-// each but not the forest itself (a reader of many traces need not keep every header).
+// A Combiner makes the forest of several traces' forests (the processes of one run) as
+// the readers count them: their threads, lost events, whether all are complete, their
+// pids. It takes them one at a time and keeps the threads of each but not the forest
+// itself (a reader of many traces need not keep every header).
 type Combiner struct {
 	first, c *Forest
 	pids     map[int]bool

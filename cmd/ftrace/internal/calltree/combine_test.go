@@ -53,3 +53,12 @@ func TestUnify(t *testing.T) {
 		t.Errorf("the static f of q.c was taken for p.c's")
 	}
 }
+
+// Combine is the forest of fs as a reader of several traces makes it (Combiner).
+func Combine(fs []*Forest) *Forest {
+	var c Combiner
+	for _, f := range fs {
+		c.Add(f)
+	}
+	return c.Forest()
+}

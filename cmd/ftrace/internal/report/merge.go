@@ -4,23 +4,12 @@ import (
 	"path/filepath"
 )
 
-// Merge adds up the statistics of several traces (each computed with Limit 0), sorted
-// and limited as o says: the processes of one run (a shell's, a test suite's, a server's
-// workers'). Their functions are told apart by name, the object's and the source file's
-// base names, as Diff does (the same static function of one program in several
-// processes is one row; static functions of one name in different files stay apart);
-// with PerThread, by thread too.
-func Merge(lists [][]*Stat, o Options) ([]*Stat, error) {
-	m := NewMerger(o.PerThread)
-	for _, stats := range lists {
-		m.Add(stats)
-	}
-	return m.Stats(o)
-}
-
-// A Merger adds up the statistics of traces one at a time, as Merge does, so that a
-// reader of many traces (a test suite's thousand processes) keeps one row per function,
-// not each trace's rows until the end.
+// A Merger adds up the statistics of several traces (each computed with Limit 0), one
+// trace at a time, so that a reader of many (a test suite's thousand processes) keeps one
+// row per function, not each trace's rows until the end. Their functions are told apart
+// by name, the object's and the source file's base names, as Diff does (the same static
+// function of one program in several processes is one row; static functions of one name
+// in different files stay apart); with perThread, by thread too.
 type Merger struct {
 	perThread bool
 	rows      map[mergeID]*Stat

@@ -87,3 +87,12 @@ func TestSameNameFunctionsAddUp(t *testing.T) {
 		t.Errorf("diff: %+v %v (the input changed: %v)", rows, err, old[0].Calls != 2)
 	}
 }
+
+// Merge adds up lists as a reader of several traces does (Merger).
+func Merge(lists [][]*Stat, o Options) ([]*Stat, error) {
+	m := NewMerger(o.PerThread)
+	for _, stats := range lists {
+		m.Add(stats)
+	}
+	return m.Stats(o)
+}

@@ -296,7 +296,7 @@ func lessFunc(key string) (func(a, b *Stat) bool, error) {
 type JSON struct {
 	Tracer string `json:"tracer"`
 	PID    int    `json:"pid,omitempty"`
-	// PIDs are the processes of a report of several traces (Merge), PID then 0.
+	// PIDs are the processes of a report of several traces (Merger), PID then 0.
 	PIDs     []int `json:"pids,omitempty"`
 	Complete bool  `json:"complete"`
 	// Lost: events dropped because a thread's buffer was full (+ LostNoBuf: no buffer).

@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/ftkit/ftkit/internal/elfsym"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"unsafe"
 
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/ftkit/ftkit/internal/elfsym"
 	"github.com/ftkit/ftkit/mcountloc"
 	"github.com/ianlancetaylor/demangle"
 	"golang.org/x/sys/unix"
