@@ -344,6 +344,15 @@ static inline const struct ft_argplan *args_entry_ev(struct ft_thread *t, unsign
 	return p;
 }
 
+/* A frame's plan, and the entry register its return value is read from (ft_args_xr). */
+static inline void rframe_plan(struct ft_rframe *f, const struct ft_argplan *plan,
+			       const struct ftrace_regs *fregs)
+{
+	f->plan = plan;
+	if (unlikely(plan))
+		f->xr = ft_args_xr(plan, fregs);
+}
+
 /*
  * The graph tracer's exit (type) at ts of the call whose frame is f, with its return value
  * as its entry's plan says (found then: no second lookup; plans are never freed), not once
@@ -537,10 +546,9 @@ static __attribute__((noinline)) void args_pend(struct ft_thread *t, struct ft_r
 	uint32_t top = f->vat;
 	unsigned n = 0;
 
-	f->plan = p;
+	rframe_plan(f, p, fregs);
 	if (!p)
 		return;
-	f->xr = ft_args_xr(p, fregs);
 	if (!t->pv) {	/* mmap: this may run in a signal handler */
 		void *m = mmap(NULL, FT_PV_WORDS * 4, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -625,9 +633,7 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	t->rs[t->open].ip = e->func;
 	t->rs[t->open].ts = e->calltime;
 	t->rs[t->open].depth = e->depth;
-	t->rs[t->open].plan = plan;
-	if (unlikely(plan))
-		t->rs[t->open].xr = ft_args_xr(plan, e->fregs);
+	rframe_plan(&t->rs[t->open], plan, e->fregs);
 	t->open++;
 	if (unlikely(sel == SEL_OPEN))
 		t->sel_in = e->depth + 1;
@@ -701,14 +707,15 @@ static inline int graph_entry_fits(struct ft_thread *t, int idx, int d)
 
 /* The entry's record and shadow frame, once its event is written. */
 static inline void graph_entry_push(struct ft_thread *t, int idx, int d, unsigned long ip,
-				    unsigned long *slot, uint64_t ts, const struct ft_argplan *plan)
+				    unsigned long *slot, uint64_t ts, const struct ft_argplan *plan,
+				    const struct ftrace_regs *fregs)
 {
 	struct ft_rframe *r = &t->rs[t->open];
 
 	r->ip = ip;
 	r->ts = ts;
 	r->depth = d;
-	r->plan = plan;
+	rframe_plan(r, plan, fregs);
 	t->open++;
 	fgraph_fast_push(t, d, idx, ip, slot, ts);
 }
@@ -735,11 +742,8 @@ static __attribute__((noinline)) void trace_graph_entry_slow(unsigned long ip, u
 		barrier();
 		ts = ftrt_arch_cycles();
 		plan = args_entry_ev(t, ip, ts, fregs);
-		if (likely(t->blk)) {
-			if (plan)
-				t->rs[t->open].xr = ft_args_xr(plan, fregs);
-			graph_entry_push(t, idx, d, ip, slot, ts, plan);
-		}
+		if (likely(t->blk))
+			graph_entry_push(t, idx, d, ip, slot, ts, plan, fregs);
 		else
 			ft_ev_lost_n(t, 1);
 		barrier();
@@ -768,7 +772,7 @@ static FT_LEAN_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned l
 		barrier();
 		ts = ftrt_arch_cycles();
 		if (likely(ft_ev_entry_fast(t, ip, ts))) {
-			graph_entry_push(t, idx, d, ip, slot, ts, NULL);
+			graph_entry_push(t, idx, d, ip, slot, ts, NULL, fregs);
 			barrier();
 			t->in_ret--;
 			return;

@@ -708,9 +708,9 @@ static void move_aside_descendant(const char *final)
 	if (cut != n)
 		return;
 	/* the process's exec'd images, which took final.exec<n> beside its trace */
+	memcpy(from, final, n);
+	memcpy(from + n, ".exec", 5);
 	for (unsigned long g = 1; g < 1000; g++) {
-		memcpy(from, final, n);
-		memcpy(from + n, ".exec", 5);
 		ft_utoa(from + n + 5, g);
 		if (run_trace_pid(from, since) != pid)
 			break;
@@ -1592,6 +1592,18 @@ void ft_session_reap(void)
  */
 static int writerless;
 
+/*
+ * Does --no-loss make a thread wait for a free block now?  Not once FTRACE_SIZE/DURATION
+ * stop the session (the writer, which frees blocks, is unregistering ops and waits for
+ * this thread's callback), nor without a writer.
+ */
+static inline int no_loss_waits(void)
+{
+	return cfg.no_loss && __atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE &&
+	       !__atomic_load_n(&lim.fired, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&writerless, __ATOMIC_ACQUIRE);
+}
+
 static int writer_start(void)
 {
 	sigset_t all, old;
@@ -2127,11 +2139,7 @@ static int blk_open(struct ft_thread *t, uint64_t ts, uint64_t ip, uint64_t pare
 	while (!tb->ring && __atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != FT_BLK_FREE) {
 		struct timespec w = { 0, 50000 };
 
-		/* not once FTRACE_SIZE/DURATION stop the session: the writer, which frees
-		   blocks, is unregistering ops and waits for this thread's callback */
-		if (!cfg.no_loss || __atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) != FT_SESS_LIVE ||
-		    __atomic_load_n(&lim.fired, __ATOMIC_ACQUIRE) ||
-		    __atomic_load_n(&writerless, __ATOMIC_ACQUIRE))
+		if (!no_loss_waits())
 			return 0;
 		nanosleep(&w, NULL);	/* --no-loss: the thread waits for the writer */
 	}
@@ -2287,11 +2295,9 @@ static void wait_room(struct ft_thread *t, unsigned words)
 	struct ft_tbuf *tb;
 	int saved_errno = errno;	/* nanosleep's EINTR is not the program's */
 
-	while (cfg.no_loss && !__atomic_load_n(&writerless, __ATOMIC_ACQUIRE) && (tb = t->tb) &&
-	       !tb->ring && (!t->blk || t->wp + words > t->wend) &&
+	while (cfg.no_loss && (tb = t->tb) && !tb->ring && (!t->blk || t->wp + words > t->wend) &&
 	       __atomic_load_n(&ft_tbuf_blk(tb, tb->seq_next)->state, __ATOMIC_ACQUIRE) != FT_BLK_FREE &&
-	       __atomic_load_n(&ft_sess.state, __ATOMIC_ACQUIRE) == FT_SESS_LIVE &&
-	       !__atomic_load_n(&lim.fired, __ATOMIC_ACQUIRE))
+	       no_loss_waits())
 		nanosleep(&w, NULL);
 	errno = saved_errno;
 }
