@@ -304,7 +304,7 @@ func dumpRawCommand(c *cli.Context) error {
 	}
 	defer in.Close()
 	if in.flt.NeedsCalls() {
-		return fmt.Errorf("dump: --depth and --time-filter select calls, and raw records are not calls (use --chrome)")
+		return fmt.Errorf("dump: --depth, --time-filter and --caller-filter select calls, and raw records are not calls (use --chrome)")
 	}
 	w0, done, err := outputFile(c, c.String("output"))
 	if err != nil {

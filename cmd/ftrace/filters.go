@@ -21,6 +21,8 @@ func filterFlags() []cli.Flag {
 	return []cli.Flag{
 		specFlag("filter", "F", "only the calls of functions matching `GLOB` and what they call (repeatable)"),
 		specFlag("notrace", "N", "leave out the calls of functions matching `GLOB` and what they call (repeatable)"),
+		specFlag("hide", "H", "leave out the calls of functions matching `GLOB` only: what they call takes their place (repeatable)"),
+		specFlag("caller-filter", "C", "only the calls of functions matching `GLOB`, without what they call, and the calls that lead to them (repeatable)"),
 		&cli.IntFlag{Name: "depth", Aliases: []string{"D"}, Usage: "show `N` levels of calls (1: the outermost only; 0: all), counted from the outermost call shown"},
 		&cli.StringFlag{Name: "time-filter", Aliases: []string{"t"}, Usage: "leave out calls shorter than `DUR` (e.g. 10us, 1.5ms) and what they call"},
 		tidFlag(),
@@ -34,6 +36,8 @@ func readFilter(c *cli.Context) (*filter.Filter, error) {
 	o := filter.Options{
 		Filter:  c.Generic("filter").(*specList).v,
 		Notrace: c.Generic("notrace").(*specList).v,
+		Hide:    c.Generic("hide").(*specList).v,
+		Callers: c.Generic("caller-filter").(*specList).v,
 		Depth:   c.Int("depth"),
 		TIDs:    c.IntSlice("tid"),
 	}
@@ -92,7 +96,9 @@ const skipMargin = 10_000_000
 var filterUsage = strings.TrimSpace(`
 Filters (docs/ftrace-cli.md): -F GLOB shows only the calls of matching functions and
 what they call; -N GLOB leaves out the calls of matching functions and what they call;
--D N shows N levels of calls, counted from the outermost call shown; -t DUR leaves out
+-H GLOB leaves out the calls of matching functions only (what they call takes their
+place); -C GLOB shows only the calls of matching functions (without what they call) and
+the calls that lead to them; -D N shows N levels of calls, counted from the outermost call shown; -t DUR leaves out
 calls shorter than DUR and what they call (their time counts as their caller's self
 time); --since/--until DUR keep the calls entered in [since, until) after the trace
 start; --tid only these threads. Globs are fnmatch(3) patterns (* ? [...]) on the

@@ -1,6 +1,7 @@
 // Package filter selects, when a trace is read, the calls the ftrace reading commands
 // show: the subtrees of some functions (-F), functions left out with everything they
-// call (-N), a depth (-D), a minimum duration (-t), threads (--tid) and a time range
+// call (-N), functions hidden alone (-H), the calling paths of some functions (-C), a
+// depth (-D), a minimum duration (-t), threads (--tid) and a time range
 // (--since/--until), with uftrace's meanings (docs/ftrace-cli.md, Filters). It sits
 // between a call-tree walk and what consumes its frames (an Observer wrapping an
 // Observer), so a streamed trace is filtered in memory bounded by the call depth.
@@ -20,6 +21,10 @@ import (
 type Options struct {
 	Filter  []string // -F: only the subtrees rooted at calls of these functions
 	Notrace []string // -N: leave out these functions' calls and everything they call
+	Hide    []string // -H: leave out these functions' calls only (their callees take their place)
+	// Callers (-C): only the calls of these functions, as leaves, and the calls that
+	// lead to them
+	Callers []string
 	// Depth shows calls down to this depth (0: all), counted from the outermost call
 	// shown (with -F, the filtered function's call is depth 0).
 	Depth int
@@ -34,6 +39,7 @@ type Options struct {
 // Filter is a parsed, checked set of filters, bound to a trace's start time (At).
 type Filter struct {
 	include, exclude []*Glob
+	hide, callers    []*Glob
 	depth            int
 	minDur           uint64
 	tids             []int
@@ -53,12 +59,18 @@ func New(o Options) (*Filter, error) {
 		}
 		f.include = append(f.include, g)
 	}
-	for _, p := range o.Notrace {
-		g, err := Compile(p)
-		if err != nil {
-			return nil, fmt.Errorf("--notrace: %w", err)
+	for _, l := range []struct {
+		flag  string
+		globs []string
+		to    *[]*Glob
+	}{{"--notrace", o.Notrace, &f.exclude}, {"--hide", o.Hide, &f.hide}, {"--caller-filter", o.Callers, &f.callers}} {
+		for _, p := range l.globs {
+			g, err := Compile(p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", l.flag, err)
+			}
+			*l.to = append(*l.to, g)
 		}
-		f.exclude = append(f.exclude, g)
 	}
 	switch {
 	case o.Depth < 0:
@@ -97,7 +109,14 @@ func ParseDuration(s string) (time.Duration, error) {
 // Active reports whether f selects calls (more than threads): without it, the commands'
 // output is what it was without filters, byte for byte.
 func (f *Filter) Active() bool {
-	return f != nil && (len(f.include) > 0 || len(f.exclude) > 0 || f.depth > 0 || f.minDur > 0 || f.Timed())
+	return f != nil && (f.callFilter() || f.Timed())
+}
+
+// callFilter reports whether f selects calls by function, depth or duration (more than
+// by threads and time).
+func (f *Filter) callFilter() bool {
+	return len(f.include) > 0 || len(f.exclude) > 0 || len(f.hide) > 0 || len(f.callers) > 0 ||
+		f.depth > 0 || f.minDur > 0
 }
 
 // Timed reports whether f has a time range (and so needs the trace's start: At).
@@ -129,9 +148,11 @@ func (f *Filter) TIDs() []int {
 	return f.tids
 }
 
-// NeedsCalls reports whether f uses calls' durations or nesting (-D, -t): what a
+// NeedsCalls reports whether f uses calls' durations or nesting (-D, -t, -C): what a
 // record-by-record dump cannot apply.
-func (f *Filter) NeedsCalls() bool { return f != nil && (f.depth > 0 || f.minDur > 0) }
+func (f *Filter) NeedsCalls() bool {
+	return f != nil && (f.depth > 0 || f.minDur > 0 || len(f.callers) > 0)
+}
 
 // At returns f with times counted from origin (the trace's start, as Origin finds it).
 func (f *Filter) At(origin uint64) *Filter {
@@ -175,6 +196,8 @@ const (
 	known    = 1 << iota
 	included // matches a -F glob
 	excluded // matches a -N glob
+	hiding   // matches a -H glob
+	calling  // matches a -C glob
 )
 
 func (f *Filter) classify(fn *symbolize.Func) uint8 {
@@ -185,16 +208,21 @@ func (f *Filter) classify(fn *symbolize.Func) uint8 {
 			g.matched.Store(true)
 		}
 	}
-	for _, g := range f.exclude {
-		if g.MatchFunc(fn) {
-			m |= excluded
-			g.matched.Store(true)
+	for _, l := range []struct {
+		globs []*Glob
+		bit   uint8
+	}{{f.exclude, excluded}, {f.hide, hiding}, {f.callers, calling}} {
+		for _, g := range l.globs {
+			if g.MatchFunc(fn) {
+				m |= l.bit
+				g.matched.Store(true)
+			}
 		}
 	}
 	return m
 }
 
-// Unmatched names the -F and -N globs that matched no function the reader met ("-F
+// Unmatched names the -F, -N, -H and -C globs that matched no function the reader met ("-F
 // 'x'"): a filter that matches nothing leaves an empty report with no word why.
 func (f *Filter) Unmatched() []string {
 	if f == nil {
@@ -204,7 +232,7 @@ func (f *Filter) Unmatched() []string {
 	for _, l := range []struct {
 		flag  string
 		globs []*Glob
-	}{{"-F", f.include}, {"-N", f.exclude}} {
+	}{{"-F", f.include}, {"-N", f.exclude}, {"-H", f.hide}, {"-C", f.callers}} {
 		for _, g := range l.globs {
 			if !g.matched.Load() {
 				out = append(out, fmt.Sprintf("%s '%s'", l.flag, g.src))
@@ -216,7 +244,8 @@ func (f *Filter) Unmatched() []string {
 
 // CallKept reports whether a function-tracer call is shown. Such a call has no
 // duration and no depth (-t and -D do not apply); its only nesting is its caller, so -F
-// keeps the calls of and from matching functions and -N drops them.
+// keeps the calls of and from matching functions and -N drops them; -H drops the calls
+// of matching functions and -C keeps only those (each names its caller).
 func (f *Filter) CallKept(c *calltree.Call) bool {
 	if f.callIn(c.TS) != 0 {
 		return false
@@ -226,7 +255,7 @@ func (f *Filter) CallKept(c *calltree.Call) bool {
 	if c.Caller != nil {
 		cm = f.classify(c.Caller)
 	}
-	if (fm|cm)&excluded != 0 {
+	if (fm|cm)&excluded != 0 || fm&hiding != 0 || len(f.callers) > 0 && fm&calling == 0 {
 		return false
 	}
 	return len(f.include) == 0 || (fm|cm)&included != 0
@@ -234,8 +263,8 @@ func (f *Filter) CallKept(c *calltree.Call) bool {
 
 // EventKept reports whether `dump` prints a record of function fn (its caller's for
 // function-tracer calls): a record is not a call, so -F and -N select the records of
-// the matching functions themselves (not of what they call) and the time range the
-// records' times.
+// the matching functions themselves (not of what they call), -H leaves out those of
+// the matching functions, and the time range selects by the records' times.
 func (f *Filter) EventKept(ev *tracefile.Event, fn, caller *symbolize.Func) bool {
 	if ev.Kind == tracefile.Call {
 		return f.CallKept(&calltree.Call{TS: ev.TS, Func: fn, Caller: caller})
@@ -248,7 +277,7 @@ func (f *Filter) EventKept(ev *tracefile.Event, fn, caller *symbolize.Func) bool
 		return false
 	}
 	m := f.classify(fn)
-	if m&excluded != 0 {
+	if m&(excluded|hiding) != 0 {
 		return false
 	}
 	return len(f.include) == 0 || m&included != 0

@@ -139,6 +139,8 @@ func TestNewRefuses(t *testing.T) {
 	}{
 		{Options{Filter: []string{`f\`}}, "--filter"},
 		{Options{Notrace: []string{""}}, "--notrace"},
+		{Options{Hide: []string{"[z-a]"}}, "--hide"},
+		{Options{Callers: []string{`x\`}}, "--caller-filter"},
 		{Options{Depth: -1}, "--depth"},
 		{Options{MinDur: -time.Microsecond}, "--time-filter"},
 		{Options{Since: -1}, "--since"},
@@ -256,6 +258,14 @@ func TestFilterTrees(t *testing.T) {
 		{"N", Options{Notrace: []string{"b"}}, "main 400/309\n  a 90/40\n    c 50/50\n  c 1/1\ncall x<-a\n"},
 		{"N-wins", Options{Filter: []string{"c"}, Notrace: []string{"b"}}, "c 50/50\nc 1/1\n"},
 		{"D", Options{Depth: 2}, "main 400/219\n  a 90/90\n  b 90/90\n  c 1/1\ncall x<-a\ncall y<-b\n"},
+		// -H: b alone is gone, what it calls hangs from its caller; its own time is its
+		// caller's self time; a function-tracer call is dropped by its function only
+		{"H", Options{Hide: []string{"b"}}, "main 400/304\n  a 90/40\n    c 50/50\n  c 5/5\n  c 1/1\ncall x<-a\ncall y<-b\n"},
+		{"H-D", Options{Hide: []string{"main"}, Depth: 1}, "a 90/90\nb 90/90\nc 1/1\ncall x<-a\ncall y<-b\n"},
+		// -C: the calls of c as leaves, and the calls that lead to them
+		{"C", Options{Callers: []string{"c"}}, "main 400/219\n  a 90/40\n    c 50/50\n  b 90/85\n    c 5/5\n  c 1/1\n"},
+		{"C-leaf", Options{Callers: []string{"a", "y"}}, "main 400/310\n  a 90/90\ncall y<-b\n"},
+		{"C-t", Options{Callers: []string{"c"}, MinDur: 5}, "main 400/220\n  a 90/40\n    c 50/50\n  b 90/85\n    c 5/5\n"},
 		// -t: shorter calls go with what they call
 		{"t", Options{MinDur: 50}, "main 400/220\n  a 90/40\n    c 50/50\n  b 90/90\ncall x<-a\ncall y<-b\n"},
 		// entries in [since, until): a call entered before is hidden (its callees in
@@ -295,6 +305,9 @@ func TestEventKept(t *testing.T) {
 		{Options{Since: 10}, tracefile.Event{Kind: tracefile.Entry, TS: 1010}, fa, nil, true},
 		{Options{Until: 10}, tracefile.Event{Kind: tracefile.Exit, TS: 1010}, fa, nil, false},
 		{Options{Until: 10}, tracefile.Event{Kind: tracefile.Exit, TS: 1009}, fa, nil, true},
+		{Options{Hide: []string{"a"}}, tracefile.Event{Kind: tracefile.Entry, TS: 5}, fa, nil, false},
+		{Options{Hide: []string{"a"}}, tracefile.Event{Kind: tracefile.Call, TS: 5}, fb, fa, true}, // its caller is hidden only
+		{Options{Hide: []string{"a"}}, tracefile.Event{Kind: tracefile.Call, TS: 5}, fa, fb, false},
 	} {
 		f, err := New(tc.o)
 		if err != nil {
@@ -332,6 +345,8 @@ func TestMarkerKept(t *testing.T) {
 		{Options{Notrace: []string{"a"}}, 1005, false},
 		{Options{Depth: 2}, 1005, false},
 		{Options{MinDur: 5}, 1005, false},
+		{Options{Hide: []string{"a"}}, 1005, false},
+		{Options{Callers: []string{"a"}}, 1005, false},
 	} {
 		f, err := New(tc.o)
 		if err != nil {

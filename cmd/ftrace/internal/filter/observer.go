@@ -9,8 +9,8 @@ import (
 // What becomes of a call, decided when it begins (pending: when it ends).
 const (
 	shown   = iota
-	pending // shown if it, or a call inside it, lasts at least -t
-	hidden  // not shown, but the calls inside it may be (outside -F, before --since)
+	pending // shown if it, or a call inside it, lasts at least -t; with -C, if a -C call inside it is shown
+	hidden  // not shown, but the calls inside it may be (outside -F, before --since, -H)
 	dropped // not shown, nor anything inside it
 )
 
@@ -22,6 +22,8 @@ type frame struct {
 	state uint8
 	// inside: within the subtree of a -F function (always, without -F)
 	inside bool
+	// leaf: a call of a -C function (shown or pending): what it calls is left out
+	leaf bool
 	// level is the number of shown (or pending) calls open down to this one
 	level int
 	top   bool
@@ -68,7 +70,7 @@ func (o *observer) Values(v *tracefile.Values) {
 func (o *observer) NoAdopt() {}
 
 // Marker passes a program's marker on when its time is in the range and no call filter
-// (-F, -N, -D, -t) is given: with one, where the marker falls among the calls shown is
+// (-F, -N, -H, -C, -D, -t) is given: with one, where the marker falls among the calls shown is
 // not well defined.
 func (o *observer) Marker(ts uint64, text string) {
 	if !o.f.MarkerKept(ts) {
@@ -80,9 +82,9 @@ func (o *observer) Marker(ts uint64, text string) {
 }
 
 // MarkerKept: a marker at ts is shown when it is in the time range and no call filter
-// (-F, -N, -D, -t) is given.
+// (-F, -N, -H, -C, -D, -t) is given.
 func (f *Filter) MarkerKept(ts uint64) bool {
-	return len(f.include) == 0 && len(f.exclude) == 0 && f.depth == 0 && f.minDur == 0 && f.inRange(ts) == 0
+	return !f.callFilter() && f.inRange(ts) == 0
 }
 
 // Unwrap is the observer told what is kept.
@@ -133,16 +135,26 @@ func (o *observer) Enter(fn *symbolize.Func, id int, start uint64) {
 	}
 	m := o.class(fn, id)
 	fr.inside = fr.inside || m&included != 0
+	callers := len(o.f.callers) > 0
 	switch r := o.f.callIn(start); {
-	case parent != nil && parent.state == dropped,
+	case parent != nil && (parent.state == dropped || parent.leaf),
 		m&excluded != 0,
 		r > 0:
 		fr.state = dropped
-	case r < 0 || !fr.inside:
+	case r < 0 || !fr.inside || m&hiding != 0:
 		fr.state = hidden
 	case o.f.depth > 0 && fr.level >= o.f.depth:
 		fr.state = dropped
-	case o.f.minDur > 0:
+	case callers && m&calling != 0:
+		// shown with the calls that lead to it: now, or once it lasted -t
+		fr.leaf = true
+		fr.state = pending
+		if o.f.minDur == 0 {
+			o.stack = append(o.stack, fr)
+			o.showPath(len(o.stack) - 1)
+			return
+		}
+	case callers, o.f.minDur > 0:
 		fr.state = pending
 	default:
 		fr.state = shown
@@ -150,6 +162,20 @@ func (o *observer) Enter(fn *symbolize.Func, id int, start uint64) {
 	o.stack = append(o.stack, fr)
 	if fr.state == shown {
 		o.show(len(o.stack) - 1)
+	}
+}
+
+// showPath shows call k of the stack and the pending calls that lead to it, outermost
+// first: those down from the nearest shown one (hidden calls between stay hidden).
+func (o *observer) showPath(k int) {
+	i := k
+	for i > 0 && o.stack[i-1].state != shown {
+		i--
+	}
+	for ; i <= k; i++ {
+		if o.stack[i].state == pending {
+			o.show(i)
+		}
 	}
 }
 
@@ -182,15 +208,9 @@ func (o *observer) Close(f *calltree.Frame) {
 		return
 	}
 	fr := &o.stack[k]
-	if fr.state == pending && f.Duration() >= o.f.minDur {
+	if fr.state == pending && f.Duration() >= o.f.minDur && (len(o.f.callers) == 0 || fr.leaf) {
 		// it is shown, and so are the pending calls around it (they last longer)
-		i := k
-		for i > 0 && o.stack[i-1].state == pending {
-			i--
-		}
-		for ; i <= k; i++ {
-			o.show(i)
-		}
+		o.showPath(k)
 	}
 	if fr.state != shown {
 		o.stack = o.stack[:k]
@@ -206,10 +226,14 @@ func (o *observer) Close(f *calltree.Frame) {
 	out.Children, out.Top = fr.children, fr.top
 	d := f.Duration()
 	o.stack = o.stack[:k]
-	// the nearest shown caller: hidden calls are never inside shown ones, so it is the
-	// caller itself or there is none
-	if k > 0 && o.stack[k-1].state == shown {
-		o.stack[k-1].children += d
+	// the nearest shown caller, past the hidden calls between (-H); the pending ones
+	// around a shown call are shown with it
+	i := k - 1
+	for i >= 0 && o.stack[i].state == hidden {
+		i--
+	}
+	if i >= 0 && o.stack[i].state == shown {
+		o.stack[i].children += d
 	} else {
 		o.rootTime += d
 	}

@@ -61,6 +61,7 @@ func (r ref) forest(f *calltree.Forest) *calltree.Forest {
 		for _, c := range t.Calls {
 			fn := r.any(r.o.Filter, c.Func) || c.Caller != nil && r.any(r.o.Filter, c.Caller)
 			fx := r.any(r.o.Notrace, c.Func) || c.Caller != nil && r.any(r.o.Notrace, c.Caller)
+			fx = fx || r.any(r.o.Hide, c.Func) || len(r.o.Callers) > 0 && !r.any(r.o.Callers, c.Func)
 			if r.inRange(c.TS) && !fx && (len(r.o.Filter) == 0 || fn) {
 				nt.Calls = append(nt.Calls, c)
 			}
@@ -81,7 +82,7 @@ func (r ref) place(n, parent *calltree.Node, inside bool, level int) []*calltree
 	if r.any(r.o.Notrace, n.Func) || r.o.Until > 0 && rel >= int64(r.o.Until) {
 		return nil
 	}
-	if !inside || r.o.Since > 0 && rel < int64(r.o.Since) {
+	if !inside || r.o.Since > 0 && rel < int64(r.o.Since) || r.any(r.o.Hide, n.Func) {
 		var out []*calltree.Node
 		for _, c := range n.Children {
 			out = append(out, r.place(c, parent, inside, level)...)
@@ -93,10 +94,15 @@ func (r ref) place(n, parent *calltree.Node, inside bool, level int) []*calltree
 	}
 	m := &calltree.Node{Func: n.Func, IP: n.IP, Start: n.Start, End: n.End, Depth: level, Parent: parent,
 		Partial: n.Partial, Unwound: n.Unwound}
-	for _, c := range n.Children {
-		m.Children = append(m.Children, r.place(c, m, true, level+1)...)
+	// -C: a call of a -C function is a leaf, kept when it lasts -t; another call is kept
+	// when a call kept inside leads to one
+	leaf := len(r.o.Callers) > 0 && r.any(r.o.Callers, n.Func)
+	if !leaf {
+		for _, c := range n.Children {
+			m.Children = append(m.Children, r.place(c, m, true, level+1)...)
+		}
 	}
-	if r.o.MinDur > 0 && n.Duration() < uint64(r.o.MinDur) && len(m.Children) == 0 {
+	if len(m.Children) == 0 && (r.o.MinDur > 0 && n.Duration() < uint64(r.o.MinDur) || len(r.o.Callers) > 0 && !leaf) {
 		return nil
 	}
 	return []*calltree.Node{m}
@@ -157,6 +163,12 @@ func TestStreamedFiltersMatchReference(t *testing.T) {
 			{"until", filter.Options{Until: span / 2}},
 			{"range", filter.Options{Since: span / 4, Until: span * 3 / 4}},
 			{"tid-N", filter.Options{TIDs: []int{101}, Notrace: []string{"f0", "0x*"}}},
+			{"H", filter.Options{Hide: []string{"f1", "f4"}}},
+			{"H-D", filter.Options{Hide: []string{"f2"}, Depth: 2}},
+			{"C", filter.Options{Callers: []string{"f3"}}},
+			{"C-t", filter.Options{Callers: []string{"f2", "f5"}, MinDur: 100}},
+			{"C-F-H", filter.Options{Callers: []string{"f4"}, Filter: []string{"f1"}, Hide: []string{"f0"}}},
+			{"H-t-range", filter.Options{Hide: []string{"f1"}, MinDur: 60, Since: span / 5}},
 			{"all", filter.Options{Filter: []string{"f[0-3]"}, Notrace: []string{"f3"}, Depth: 3, MinDur: 40, Since: span / 5, Until: span * 4 / 5}},
 		}
 		for _, tc := range cases {
@@ -205,8 +217,8 @@ func TestStreamedFiltersMatchReference(t *testing.T) {
 			t.Errorf("filter %s kept some but not all calls in only %d traces", name, n)
 		}
 	}
-	if len(kept) != 11 {
-		t.Errorf("only %d of the 11 filters ever selected", len(kept))
+	if len(kept) != 17 {
+		t.Errorf("only %d of the 17 filters ever selected", len(kept))
 	}
 }
 
