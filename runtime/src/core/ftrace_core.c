@@ -1702,7 +1702,8 @@ static int patch_dirty(void)
 			k++;
 		}
 	}
-	if ((ret = write_slots(n)))
+	/* no CALL_OPS site in the update: no slot, no cell (three walks of every record) */
+	if (cells && (ret = write_slots(n)))
 		goto out;
 	if (cells && batch_grow((void **)&batch_oi, &cap_oi, n, sizeof(*batch_oi))) {
 		ret = -ENOMEM;
@@ -1710,14 +1711,16 @@ static int patch_dirty(void)
 	}
 	if (cells && (ret = cells_walk(CELLS_SAVE)))
 		goto out;
-	cells_walk(CELLS_SWITCH);
+	if (cells)
+		cells_walk(CELLS_SWITCH);
 	ret = patch_chunks(n, 0, &done);
 	if (ret) {
 		/* put the chunks already written back as the records say */
 		if (done && patch_chunks(done, 1, &undone))
 			ftrt_warn("ftkit: undoing a failed update failed: some sites are left "
 				  "calling what the update wanted");
-		cells_walk(CELLS_UNDO);
+		if (cells)
+			cells_walk(CELLS_UNDO);
 		goto out;
 	}
 	/* the records follow the bytes */
