@@ -393,6 +393,29 @@ int main() {
 	}
 }
 
+// A relocatable link (-r: objects merged into one, as some builds do before the final link)
+// passes through: the merged object keeps its call-site table for the program's ftlink,
+// and the program it goes into is traced.
+func TestRelocatableLink(t *testing.T) {
+	testenv.Need(t, "gcc")
+	build, ftcc := builtFtcc(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.c"), []byte("__attribute__((noinline)) int twice(int x) { return 2 * x; }\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "m.c"), []byte("#include <stdio.h>\nint twice(int);\nint main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n"), 0o644)
+	testenv.Run(t, dir, ftcc, "gcc", "-O2", "-c", "a.c", "m.c")
+	if r := testenv.Exec(t, dir, ftcc, "gcc", "-r", "a.o", "m.o", "-o", "merged.o"); r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("ftcc gcc -r: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	if !hasTable(filepath.Join(dir, "merged.o")) {
+		t.Fatal("merged.o lost its __mcount_loc table")
+	}
+	testenv.Run(t, dir, ftcc, "gcc", "merged.o", "-o", "prog")
+	testenv.Run(t, dir, filepath.Join(build, "bin", "ftrace"), "record", "-q", "-o", "p.dat", "--", "./prog")
+	if rep := testenv.Run(t, dir, filepath.Join(build, "bin", "ftrace"), "report", "p.dat"); !strings.Contains(rep, "twice") {
+		t.Errorf("report of the program linked from merged.o:\n%s", rep)
+	}
+}
+
 // builtFtcc is the build directory and its ftcc (the test is skipped without them).
 func builtFtcc(t *testing.T) (build, ftcc string) {
 	t.Helper()

@@ -367,7 +367,8 @@ func (w *wrapper) link(cc string, args []string, inv *invocation) (int, error) {
 	if code, err := w.compiler(cc, linkArgs); code != 0 || err != nil {
 		return code, err
 	}
-	if out := inv.output(); out != "-" && hasTable(out) {
+	// a relocatable link (-r) makes an object: ftlink runs on the program it goes into
+	if out := inv.output(); out != "-" && !inv.relocatable && hasTable(out) {
 		if err := w.step("ftlink", out); err != nil {
 			return 1, err
 		}
