@@ -61,7 +61,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if done, code := cliargs.Man(app, args, stdout, stderr); done {
 		return code
 	}
-	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && args[1] != "help" && app.Command(args[1]) == nil {
+	if len(args) > 1 && args[1] == "help" {
+		// `ftrace help [COMMAND]`, as git and go take it: the --help of either
+		args = append([]string{args[0]}, append(args[2:min(len(args), 3)], "--help")...)
+	}
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && app.Command(args[1]) == nil {
 		fmt.Fprintf(stderr, "ftrace: unknown command %q (commands: %s; ftrace --help)\n", args[1], strings.Join(commandNames(app), ", "))
 		return 1
 	}
