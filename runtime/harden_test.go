@@ -69,6 +69,19 @@ func TestTracerBadBufferVariable(t *testing.T) {
 			t.Errorf("FTRACE_BUFFER_KB=%q: %d records, want every call (the default buffer)", v, n)
 		}
 	}
+	// a reserve that is no size was dropped without a word
+	cmd := exec.Command(prog)
+	cmd.Dir = dir
+	cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_NO_LOSS=1", "FTRACE_DISK_RESERVE=abc")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil || string(out) != limitsOut {
+		t.Fatalf("FTRACE_DISK_RESERVE=abc: %v, output %q\n%s", err, out, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "ignoring FTRACE_DISK_RESERVE: not a size"); n != 1 {
+		t.Errorf("FTRACE_DISK_RESERVE=abc: said %d times:\n%s", n, stderr.String())
+	}
+	trCheckComplete(t, trRead(t, filepath.Join(dir, "ftrace.dat")), 1)
 }
 
 // A relative FTRACE_OUTPUT is where the program started, even after chdir (a daemon's

@@ -955,22 +955,16 @@ static void cut_point(uint64_t off)
  * 47 GB).  fstatfs again after half the room above the reserve is written (at most 16 MiB),
  * and at every write once low.  In secure-execution mode the variable is not obeyed.
  */
+static int64_t disk_reserve = -1;	/* -1: the default; bytes otherwise (read_limits) */
+
 static int disk_low(int fd, uint64_t bytes)
 {
-	static int64_t reserve = -1;	/* -1: the default; bytes otherwise */
+	int64_t reserve = disk_reserve;
 	static uint64_t next_check;	/* ft_sess.end to look again at */
 	static int low;
 	struct statfs sf;
 	uint64_t avail, want, room;
 
-	if (reserve == -1) {
-		const char *e = secure_getenv("FTRACE_DISK_RESERVE");
-		uint64_t v;
-
-		reserve = -2;
-		if (e && *e && !ft_parse_size(e, &v))
-			reserve = (int64_t)v;
-	}
 	if (!reserve)
 		return 0;
 	if (!low && ft_sess.end < next_check)
@@ -1440,8 +1434,16 @@ static void read_limits(void)
 	const char *size = secure_getenv("FTRACE_SIZE");
 	const char *dur = secure_getenv("FTRACE_DURATION");
 	const char *run = secure_getenv("FTRACE_SESSION");
+	const char *reserve = secure_getenv("FTRACE_DISK_RESERVE");
 	uint64_t v;
 
+	if (reserve && *reserve) {
+		if (ft_parse_size(reserve, &v) || v > INT64_MAX)
+			ft_msg("ignoring FTRACE_DISK_RESERVE: not a size (bytes, or with K, M, G, T); "
+			       "the default applies", NULL);
+		else
+			disk_reserve = (int64_t)v;
+	}
 	if (size && *size) {
 		if (ft_parse_size(size, &v) || !v)
 			ft_msg("ignoring FTRACE_SIZE: not a size (bytes, or with K, M, G, T)", NULL);
