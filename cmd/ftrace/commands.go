@@ -130,7 +130,8 @@ func dumpCommand() *cli.Command {
 		Usage:     "write the trace as Chrome/Perfetto trace-event JSON (--chrome) or as raw events",
 		ArgsUsage: "[TRACE...]",
 		Description: "Raw records are not calls: -F and -N select the records of the matching functions\n" +
-			"themselves, --since/--until the records' times; -D and -t need --chrome. With\n" +
+			"themselves (-H leaves them out), --since/--until the records' times; -D, -t and -C\n" +
+			"need --chrome. With\n" +
 			"--chrome, several traces (the processes of one run) make one document, each\n" +
 			"process apart, placed in time by when each trace started.\n\n" + filterUsage,
 		Flags: append([]cli.Flag{

@@ -507,7 +507,7 @@ func liveCommand() *cli.Command {
 			"An argument that begins with - needs -- before it: ftrace live PID -- depth -3.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "control socket path (default: found from the pid)"},
-			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long (snapshot and finish: 10m unless set: they copy the whole trace)"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up after this long (snapshot, dump and finish: 10m unless set: they copy the whole trace)"},
 			&cli.DurationFlag{Name: "attach-timeout", Value: 3 * time.Second, Usage: "how long to wait for a process without a control socket to start one (0: do not ask)"},
 		},
 		Action: doLive,

@@ -284,7 +284,7 @@ static void handle(int fd, char *line)
 	} else if (!strcmp(line, "finish")) {
 		result(fd, ftrace_trace_finish(), NULL);
 	} else {
-		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, trigger, time_filter, args, retval, ring, snapshot, dump, clear, finish)\n");
+		reply(fd, "error unknown command (status, enable, disable, tracer, filter, notrace, graph_function, graph_notrace, depth, threads, trigger, time_filter, args, retval, ring, size, snapshot, dump, clear, finish)\n");
 	}
 }
 

@@ -1349,7 +1349,7 @@ static void session_init(const char *tracer)
 	struct timespec now;
 	char v[24];
 
-	if (!tracer || !*tracer || inherit_off() || getenv("FTRACE_SESSION") ||
+	if (!tracer || !*tracer || inherit_off() || secure_getenv("FTRACE_SESSION") ||
 	    clock_gettime(CLOCK_REALTIME, &now))
 		return;
 	ft_utoa(v, (unsigned long)now.tv_sec * 1000000000UL + (unsigned long)now.tv_nsec);
@@ -1472,7 +1472,7 @@ static char *const *exec_mark(char *const envp[], char **out, size_t n, char *va
 /* The image before the exec was traced with this pid: take its generation and name. */
 static void exec_take(void)
 {
-	const char *v = getenv("FTRACE_EXEC");
+	const char *v = getenv("FTRACE_EXEC");	/* removed even in secure mode, obeyed only outside it */
 	unsigned long pid, gen;
 	char *end;
 
