@@ -3314,14 +3314,24 @@ func TestTracerGraphFused(t *testing.T) {
 	cases := []struct {
 		src  string
 		args []string
+		env  []string
 	}{
-		{"trace_longjmp.c", nil},
-		{"trace_cxx.cc", nil},
-		{"trace_misc.c", []string{"exit", "10000"}},
-		{"trace_threads.c", nil},
-		{"trace_tailself.c", nil},
-		{"trace_ucontext.c", nil},
-		{"trace_ucontext.c", []string{"raw"}},
+		{"trace_longjmp.c", nil, nil},
+		{"trace_cxx.cc", nil, nil},
+		{"trace_misc.c", []string{"exit", "10000"}, nil},
+		{"trace_threads.c", nil, nil},
+		{"trace_tailself.c", nil, nil},
+		{"trace_ucontext.c", nil, nil},
+		{"trace_ucontext.c", []string{"raw"}, nil},
+		// a depth limit, and a time filter every call lasts (each entry held back, then
+		// written at its return) or none does (every return forgotten): the outcome of a
+		// filter in between would hang on the machine's timing
+		{"trace_longjmp.c", nil, []string{"FTRACE_GRAPH_DEPTH=3"}},
+		{"trace_threads.c", nil, []string{"FTRACE_GRAPH_DEPTH=2"}},
+		{"trace_longjmp.c", nil, []string{"FTRACE_TIME_FILTER=1ns"}},
+		{"trace_cxx.cc", nil, []string{"FTRACE_TIME_FILTER=1ns"}},
+		{"trace_tailself.c", nil, []string{"FTRACE_TIME_FILTER=1ns"}},
+		{"trace_misc.c", []string{"exit", "10000"}, []string{"FTRACE_TIME_FILTER=1h"}},
 	}
 	// one line per record: what it is, of which function, how deep; no times
 	shape := func(tr *trTrace, s *trSyms) map[string]string {
@@ -3338,7 +3348,7 @@ func TestTracerGraphFused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		tc := tc
-		t.Run(tc.src, func(t *testing.T) {
+		t.Run(strings.Join(append([]string{tc.src}, tc.env...), ","), func(t *testing.T) {
 			dir := t.TempDir()
 			prog := trBuild(t, dir, tc.src)
 			var got [2]map[string]string
@@ -3348,7 +3358,7 @@ func TestTracerGraphFused(t *testing.T) {
 				if err := os.Mkdir(rdir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				outs[i], _ = trRun(t, rdir, prog, append(env, "FTRACE_TRACER=function_graph"), tc.args...)
+				outs[i], _ = trRun(t, rdir, prog, append(append(env, tc.env...), "FTRACE_TRACER=function_graph"), tc.args...)
 				tr := trRead(t, filepath.Join(rdir, "ftrace.dat"))
 				trCheckComplete(t, tr, 1)
 				got[i] = shape(tr, trSymbols(t, tr, prog))

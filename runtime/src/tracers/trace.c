@@ -688,21 +688,51 @@ static struct fgraph_ops trace_gops = {
 
 /*
  * The common call and return, fused with fgraph's (fgraph_fast.h): a recording thread,
- * the cycle counter, no list, depth limit or time filter, no frame pending or stale, the
- * event fitting its block (or, with arguments asked for, any event: args_entry_ev and
- * args_exit_ev may move to a new block, as in trace_graph_ent/ret).  They do what
- * fgraph_entry + trace_graph_ent and fgraph_return + trace_graph_ret do for such a call,
- * in one function each (bench/RESULTS.md); anything else goes the generic way before a
- * thing changes.
+ * the cycle counter, no list, a depth within the limit, no frame stale, the event fitting
+ * its block (or, with arguments asked for, any event: args_entry_ev and args_exit_ev may
+ * move to a new block, as in trace_graph_ent/ret); with a time filter, the entry held back
+ * and the return of a call shorter than it (most calls under a filter), with no argument
+ * asked for.  They do what fgraph_entry + trace_graph_ent and fgraph_return +
+ * trace_graph_ret do for such a call, in one function each (bench/RESULTS.md); anything
+ * else goes the generic way before a thing changes.
  */
-static inline int graph_entry_fits(struct ft_thread *t, int idx, int d)
+static inline int graph_fits(const struct ft_thread *t, int idx, int d)
 {
 	return idx >= 0 && d >= 0 &&
 	       t->thr_state == __atomic_load_n(&tr.thr_want, __ATOMIC_RELAXED) &&
-	       !(tr.sel_in | tr.sel_out | tr.depth) && t->state == FT_THREAD_LIVE &&
-	       !t->npend && (!t->open || t->rs[t->open - 1].depth < d) &&
-	       t->open < FGRAPH_SHADOW_DEPTH && ft_clock_source == FT_CLOCK_TSC &&
+	       !(tr.sel_in | tr.sel_out) && (!tr.depth || (unsigned int)d < tr.depth) &&
+	       t->state == FT_THREAD_LIVE && (!t->open || t->rs[t->open - 1].depth < d) &&
+	       ft_clock_source == FT_CLOCK_TSC;
+}
+
+static inline int graph_entry_fits(struct ft_thread *t, int idx, int d)
+{
+	return graph_fits(t, idx, d) && !t->npend && t->open < FGRAPH_SHADOW_DEPTH &&
 	       !__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED);
+}
+
+/* A time filter's entry held back inline: no argument, nothing pending at d or deeper. */
+static inline int graph_pend_fits(struct ft_thread *t, int idx, int d)
+{
+	return graph_fits(t, idx, d) && !__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED) &&
+	       (!t->npend || t->rs[t->open + t->npend - 1].depth < d) &&
+	       t->open + t->npend < FGRAPH_SHADOW_DEPTH;
+}
+
+/* The frame held back for the call at depth d, as trace_graph_ent makes it (no values). */
+static inline void graph_pend_push(struct ft_thread *t, int idx, int d, unsigned long ip,
+				   unsigned long *slot, uint64_t ts)
+{
+	struct ft_rframe *f = &t->rs[t->open + t->npend];
+
+	f->ip = ip;
+	f->ts = ts;
+	f->depth = d;
+	f->vat = t->npend ? f[-1].vat + f[-1].vwords : 0;
+	f->vwords = 0;
+	f->plan = NULL;
+	t->npend++;
+	fgraph_fast_push(t, d, idx, ip, slot, ts);
 }
 
 /* The entry's record and shadow frame, once its event is written. */
@@ -779,6 +809,13 @@ static FT_LEAN_CALLBACK void trace_graph_entry_fast(unsigned long ip, unsigned l
 		}
 		barrier();
 		t->in_ret--;
+	} else if (__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED) && graph_pend_fits(t, idx, d)) {
+		t->in_ret++;
+		barrier();
+		graph_pend_push(t, idx, d, ip, slot, ftrt_arch_cycles());
+		barrier();
+		t->in_ret--;
+		return;
 	}
 	ftrt_arch_lean_call(trace_graph_entry_slow, ip, parent_ip, op, fregs);
 }
@@ -825,6 +862,28 @@ static unsigned long trace_graph_return_fast(unsigned long sp, const struct ftra
 			unsigned long ret = fgraph_fast_pop(t);
 
 			t->open--;
+			barrier();
+			t->in_ret--;
+			return ret;
+		}
+		barrier();
+		t->in_ret--;
+	}
+	/* a call the time filter held back, shorter than it: forgotten (a longer one is
+	   written the generic way, with the frames held back around it) */
+	if (unlikely(t->npend) && idx >= 0 && (f = fgraph_fast_top(t, slot, idx)) &&
+	    !(t->sel_in | t->sel_out) && t->state == FT_THREAD_LIVE &&
+	    f->calltime >= ft_sess.hdr.start_ticks && ft_clock_source == FT_CLOCK_TSC &&
+	    t->rs[t->open + t->npend - 1].depth == t->depth - 1) {
+		uint64_t ts;
+
+		t->in_ret++;
+		barrier();
+		ts = ftrt_arch_cycles();
+		if (ts - f->calltime < __atomic_load_n(&tr.thresh, __ATOMIC_RELAXED)) {
+			unsigned long ret = fgraph_fast_pop(t);
+
+			t->npend--;
 			barrier();
 			t->in_ret--;
 			return ret;
