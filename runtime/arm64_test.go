@@ -201,6 +201,55 @@ func TestArm64GraphFib(t *testing.T) {
 	a64GraphFib(t, dir, a64Build(t, dir, "trace_fib", "trace_fib.c"))
 }
 
+// The graph tracer's fused path with a depth limit and time filters on aarch64: the calls
+// kept are those of the full trace within the depth; with a filter of one tick (62.5 MHz
+// under qemu: 16 ns), the calls that lasted a tick (their entries held back, then written),
+// nested, and most of them; none with a filter no call lasts.
+func TestArm64GraphDepthTimeFilter(t *testing.T) {
+	dir := t.TempDir()
+	prog := a64Build(t, dir, "trace_fib", "trace_fib.c")
+	entries := func(env ...string) (map[string]int, int, int) {
+		t.Helper()
+		out, ws := a64Run(t, dir, prog, append(env, "FTRACE_TRACER=function_graph", "FTRACE_OUTPUT="+filepath.Join(dir, "g.dat")), "15")
+		if out != "fib(15) = 610\n" || ws.ExitStatus() != 0 {
+			t.Fatalf("%v: output %q, status %v", env, out, ws)
+		}
+		tr := trRead(t, filepath.Join(dir, "g.dat"))
+		s := trSymbols(t, tr, prog)
+		n := map[string]int{}
+		shallow, tickless := 0, 0
+		for _, r := range tr.Threads[0].Recs {
+			if r.Type == 2 {
+				n[s.name(r.IP)]++
+				if r.Depth < 5 {
+					shallow++
+				}
+			}
+			if r.Type == 3 && r.TS == r.Aux { // an exit carries its entry's time
+				tickless++
+			}
+		}
+		if _, _, open := trGraph(t, tr.Threads[0], s); open != 0 {
+			t.Errorf("%v: %d frames left open", env, open)
+		}
+		return n, shallow, tickless
+	}
+	full, shallow, _ := entries()
+	if full["fib"] != a64FibCalls {
+		t.Fatalf("full trace: %v", full)
+	}
+	if got, _, _ := entries("FTRACE_GRAPH_DEPTH=5"); got["fib"]+got["main"] != shallow {
+		t.Errorf("depth 5: %v, want %d calls above depth 5", got, shallow)
+	}
+	if got, _, tickless := entries("FTRACE_TIME_FILTER=1ns"); got["main"] != 1 || got["fib"] > full["fib"] ||
+		got["fib"] < full["fib"]*3/4 || tickless != 0 {
+		t.Errorf("time filter 1ns: %v (%d calls shorter than a tick), want most of %v", got, tickless, full)
+	}
+	if got, _, _ := entries("FTRACE_TIME_FILTER=1h"); len(got) != 0 {
+		t.Errorf("time filter 1h: %v, want none", got)
+	}
+}
+
 // BTI and PAC: -mbranch-protection=standard puts bti c before the two nops and paciasp
 // after them. The site is found past bti c, and the graph tracer's changed return address
 // is what paciasp signs and autiasp checks (qemu's default CPU implements pointer
