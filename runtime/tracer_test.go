@@ -3332,6 +3332,11 @@ func TestTracerGraphFused(t *testing.T) {
 		{"trace_cxx.cc", nil, []string{"FTRACE_TIME_FILTER=1ns"}},
 		{"trace_tailself.c", nil, []string{"FTRACE_TIME_FILTER=1ns"}},
 		{"trace_misc.c", []string{"exit", "10000"}, []string{"FTRACE_TIME_FILTER=1h"}},
+		// graph_function: the calls inside a -G subtree (left by longjmp, exceptions)
+		{"trace_longjmp.c", nil, []string{"FTRACE_GRAPH_FUNCTION=c2,s1"}},
+		{"trace_cxx.cc", nil, []string{"FTRACE_GRAPH_FUNCTION=mid,replay_outer"}},
+		{"trace_threads.c", nil, []string{"FTRACE_GRAPH_FUNCTION=worker", "FTRACE_GRAPH_DEPTH=3"}},
+		{"trace_longjmp.c", nil, []string{"FTRACE_GRAPH_FUNCTION=c1", "FTRACE_GRAPH_NOTRACE=c3"}},
 	}
 	// one line per record: what it is, of which function, how deep; no times
 	shape := func(tr *trTrace, s *trSyms) map[string]string {
@@ -3365,6 +3370,15 @@ func TestTracerGraphFused(t *testing.T) {
 			}
 			if outs[0] != outs[1] {
 				t.Errorf("output: fused %q, generic %q", outs[0], outs[1])
+			}
+			// the filters keep something (but for the filter no call lasts): equal empty
+			// traces would prove nothing
+			entries := 0
+			for _, g := range got[0] {
+				entries += strings.Count(g, "\n2 ")
+			}
+			if (entries == 0) != strings.Contains(strings.Join(tc.env, ","), "=1h") {
+				t.Errorf("%d entries recorded", entries)
 			}
 			if len(got[0]) != len(got[1]) {
 				t.Fatalf("threads: fused %d, generic %d", len(got[0]), len(got[1]))

@@ -688,7 +688,8 @@ static struct fgraph_ops trace_gops = {
 
 /*
  * The common call and return, fused with fgraph's (fgraph_fast.h): a recording thread,
- * the cycle counter, no list, a depth within the limit, no frame stale, the event fitting
+ * the cycle counter, no list (or inside a -G subtree), a depth within the limit, no frame
+ * stale, the event fitting
  * its block (or, with arguments asked for, any event: args_entry_ev and args_exit_ev may
  * move to a new block, as in trace_graph_ent/ret); with a time filter, the entry held back
  * and the return of a call shorter than it (most calls under a filter), with no argument
@@ -696,11 +697,22 @@ static struct fgraph_ops trace_gops = {
  * trace_graph_ret do for such a call, in one function each (bench/RESULTS.md); anything
  * else goes the generic way before a thing changes.
  */
+/*
+ * No graph list, or only graph_function (-G) and the thread inside one of its subtrees,
+ * where every call is recorded (graph_select's SEL_RECORD).
+ */
+static inline int graph_sel_none(const struct ft_thread *t)
+{
+	return !(tr.sel_in | tr.sel_out) ||
+	       (!tr.sel_out && t->sel_in && !t->sel_out &&
+		t->sel_gen == __atomic_load_n(&tr.sel_gen, __ATOMIC_RELAXED));
+}
+
 static inline int graph_fits(const struct ft_thread *t, int idx, int d)
 {
 	return idx >= 0 && d >= 0 &&
 	       t->thr_state == __atomic_load_n(&tr.thr_want, __ATOMIC_RELAXED) &&
-	       !(tr.sel_in | tr.sel_out) && (!tr.depth || (unsigned int)d < tr.depth) &&
+	       graph_sel_none(t) && (!tr.depth || (unsigned int)d < tr.depth) &&
 	       t->state == FT_THREAD_LIVE && (!t->open || t->rs[t->open - 1].depth < d) &&
 	       ft_clock_source == FT_CLOCK_TSC;
 }
@@ -841,7 +853,10 @@ static unsigned long trace_graph_return_fast(unsigned long sp, const struct ftra
 	const struct fgraph_frame *f;
 
 	if (likely(idx >= 0 && (f = fgraph_fast_top(t, slot, idx)) &&
-		   !(t->sel_in | t->sel_out | t->npend | t->need_depth) &&
+		   !(t->sel_out | t->npend | t->need_depth) &&
+		   /* inside a -G subtree: not the return of the call that opened it */
+		   (!t->sel_in || (t->depth != t->sel_in &&
+				   t->sel_gen == __atomic_load_n(&tr.sel_gen, __ATOMIC_RELAXED))) &&
 		   t->state == FT_THREAD_LIVE && f->calltime >= ft_sess.hdr.start_ticks &&
 		   t->open && t->rs[t->open - 1].depth == t->depth - 1 &&
 		   ft_clock_source == FT_CLOCK_TSC)) {
