@@ -302,3 +302,56 @@ func BenchmarkTracerStartup(b *testing.B) {
 	}
 	b.Logf("CPU time per process (median of %d):\n%s", runs, sb.String())
 }
+
+// BenchmarkTracerGraphFilters reports what the graph tracer's record-time filters cost per
+// call on fib (1.5M calls), fused (the default) against the generic path (FTRT_GRAPH_FUSED=0)
+// in the same run, alternating: a time filter most calls are shorter than (-t 1us), a depth
+// limit no call reaches, and graph_function on fib (every call inside its subtree). Each
+// figure is the best of alternating runs minus plain's best (a shared machine's load only
+// adds), ratios to the unfiltered graph tracer. The flight recorder keeps the writer thread
+// out of the figures.
+func BenchmarkTracerGraphFilters(b *testing.B) {
+	p := trBenchBuild(b, false)
+	const reps = 7
+	argv := []string{p.ftkit, "fib", "24", "10"}
+	base := append(trEnv("function_graph"), "FTRACE_RING=4M")
+	variants := []struct {
+		name string
+		env  []string
+	}{
+		{"graph", nil},
+		{"time_filter", []string{"FTRACE_TIME_FILTER=1us"}},
+		{"depth", []string{"FTRACE_GRAPH_DEPTH=1000"}},
+		{"graph_function", []string{"FTRACE_GRAPH_FUNCTION=fib"}},
+	}
+	ns := make([][2][]float64, len(variants))
+	var plains []float64
+	var calls float64
+	for i := 0; i < reps; i++ {
+		r, _ := trBenchRun(b, nil, p.plain, "fib", "24", "10")
+		plains, calls = append(plains, r.ns), r.calls
+		for j, v := range variants {
+			for k, gen := range [][]string{nil, {"FTRT_GRAPH_FUSED=0"}} {
+				r, _ := trBenchRun(b, append(append(append([]string{}, base...), v.env...), gen...), argv...)
+				ns[j][k] = append(ns[j][k], r.ns)
+			}
+		}
+	}
+	best := func(v []float64) float64 {
+		sort.Float64s(v)
+		return v[0]
+	}
+	plain := best(plains)
+	per := func(v []float64) float64 { return (best(v) - plain) / calls }
+	graph := per(ns[0][0])
+	var sb strings.Builder
+	for j, v := range variants {
+		fused, generic := per(ns[j][0]), per(ns[j][1])
+		b.ReportMetric(fused, v.name+"_ns/call")
+		b.ReportMetric(fused/generic, v.name+"_fused/generic")
+		b.ReportMetric(fused/graph, v.name+"/graph")
+		fmt.Fprintf(&sb, "  %-15s fused %6.1f ns  generic %6.1f ns  fused/generic %.3f  /graph %.3f\n",
+			v.name, fused, generic, fused/generic, fused/graph)
+	}
+	b.Logf("fib 24 x10 (%.0f calls), best of %d:\n%s", calls, reps, sb.String())
+}
