@@ -1836,6 +1836,35 @@ func TestTracerTimeFilter(t *testing.T) {
 	}
 }
 
+// The time filter switched off (live, or by the program) while calls are held back: they
+// are open and last long enough now, so their entries are written first, with their own
+// times, and every call from then on is recorded. (The next entry used to take the first
+// held-back frame's place: the held-back calls came out later, inside an unrelated call,
+// back in time, and that call's exit was lost; a libevent trial found it.)
+func TestTracerTimeFilterOff(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_timefilter.c")
+	const rounds, off = 12, 7 // rounds/2 + 1: switched after 25 of that round's 50 leaves
+	out, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_TIME_FILTER=1ms"}, fmt.Sprint(rounds), "off")
+	if ws.ExitStatus() != 0 || out == "" {
+		t.Fatalf("output %q, status %v", out, ws)
+	}
+	tr := trRead(t, filepath.Join(dir, "ftrace.dat"))
+	trCheckComplete(t, tr, 1)
+	s := trSymbols(t, tr, prog)
+	ent, _, open := trGraph(t, tr.Threads[0], s) // nesting, times, each exit's entry
+	if open != 0 {
+		t.Errorf("%d frames left open", open)
+	}
+	// main and round off's mid (held back at the switch), round off's last 25 leaves,
+	// then every call of the rounds after it (k = 9 naps: its 2 leaves); before the
+	// switch, the naps' mids (k = 0, 3, 6) and any call a loaded machine held up 1 ms
+	after := rounds - off - 1
+	if ent["main"] != 1 || ent["nap"] != 4 || ent["mid"] < 3+1+after || ent["leaf"] < 25+50*after+2 {
+		t.Errorf("entries %v", ent)
+	}
+}
+
 // ftrace_trace_marker: each marker is in its thread's stream where it was made (between
 // the calls around it, inside the call that made it), with its text (cut at 1000 bytes),
 // also from a signal handler; none while recording is off (-ENODEV).

@@ -598,8 +598,14 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 		t = &ft_cur;
 	}
 	/* frames recorded at this depth or deeper ended without an exit we saw */
-	if (unlikely(t->npend))
+	if (unlikely(t->npend)) {
 		pend_drop(t, e->depth);
+		/* the filter was switched off (live) while calls around this one were held back:
+		   they are open and last long enough now, so their entries go first (rs would
+		   otherwise take this entry over the first of them) */
+		if (t->npend && !__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED))
+			pend_flush(t);
+	}
 	if (unlikely(t->open && t->rs[t->open - 1].depth >= e->depth))
 		graph_close_stale(t, e->depth);
 	if (unlikely(t->open + t->npend >= FGRAPH_SHADOW_DEPTH))
