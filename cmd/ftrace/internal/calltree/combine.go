@@ -12,6 +12,16 @@ import (
 type Combiner struct {
 	first, c *Forest
 	pids     map[int]bool
+	// marked: the threads with markers and their trace's start, on its clock and on the
+	// wall clock (0: unknown); Forest counts their markers' times from the run's start
+	marked []markedThread
+	placed bool
+}
+
+type markedThread struct {
+	t     *Thread
+	start uint64
+	wall  int64
 }
 
 // Add adds the forest f.
@@ -40,18 +50,46 @@ func (cb *Combiner) add(f *Forest) {
 	}
 	c.Header.LostNoBuf += f.Header.LostNoBuf
 	c.Threads = append(c.Threads, f.Threads...)
+	for _, t := range f.Threads {
+		if len(t.Markers) > 0 {
+			cb.marked = append(cb.marked, markedThread{t, f.Start, f.Header.WallStart})
+		}
+	}
 	if !cb.pids[f.Header.PID] {
 		cb.pids[f.Header.PID] = true
 		c.PIDs = append(c.PIDs, f.Header.PID)
 	}
 }
 
-// Forest is the combination of the forests added (nil: none).
+// Forest is the combination of the forests added (nil: none). Each trace's times are on
+// its own clock: in a combination its markers' times count from the run's start (Start 0),
+// each trace placed by the wall-clock time it started (one that does not say starts with
+// the earliest), as dump --chrome places them.
 func (cb *Combiner) Forest() *Forest {
-	if cb.c != nil {
-		return cb.c
+	if cb.c == nil {
+		return cb.first
 	}
-	return cb.first
+	if !cb.placed {
+		cb.placed = true
+		var base int64
+		for _, m := range cb.marked {
+			if m.wall > 0 && (base == 0 || m.wall < base) {
+				base = m.wall
+			}
+		}
+		for _, m := range cb.marked {
+			var off uint64
+			if m.wall > 0 && base > 0 {
+				off = uint64(m.wall - base)
+			}
+			for i := range m.t.Markers {
+				mk := &m.t.Markers[i]
+				mk.First = max(mk.First, m.start) - m.start + off
+			}
+		}
+		cb.c.Start = 0
+	}
+	return cb.c
 }
 
 // Unify makes the paths of several traces name each function by one *symbolize.Func

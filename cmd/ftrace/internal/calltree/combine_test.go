@@ -27,6 +27,39 @@ func TestCombine(t *testing.T) {
 	}
 }
 
+// Markers of several traces count from the run's start: each trace's own start on its
+// clock, placed by its wall-clock start (report printed the first trace clock's raw time,
+// the machine's uptime, for a run of two processes).
+func TestCombineMarkers(t *testing.T) {
+	f := func(pid int, start uint64, wall int64, first ...uint64) *Forest {
+		th := &Thread{TID: pid}
+		for i, ts := range first {
+			th.Markers = append(th.Markers, MarkerTally{Text: fmt.Sprint("m", i), Count: 1, First: ts})
+		}
+		return &Forest{Header: tracefile.Header{PID: pid, WallStart: wall}, Threads: []*Thread{th}, Start: start}
+	}
+	var cb Combiner
+	for _, fr := range []*Forest{
+		f(1, 52_720_000_000_000, 1_000_000_000_000, 52_720_000_100_000), // 100 µs in
+		f(2, 9_000_000, 1_000_000_050_000, 9_020_000, 9_000_000),        // started 50 µs after 1
+		f(3, 5_000, 0, 6_000),                         // no wall clock: from the earliest
+		f(4, 70_000_000, 999_999_990_000, 70_000_000), // the earliest, 10 µs before 1
+	} {
+		cb.Add(fr)
+	}
+	cb.Forest()
+	c := cb.Forest() // placed once
+	var got []uint64
+	for _, th := range c.Threads {
+		for _, m := range th.Markers {
+			got = append(got, m.First)
+		}
+	}
+	if want := "[110000 80000 60000 1000 0]"; fmt.Sprint(got) != want || c.Start != 0 {
+		t.Errorf("markers at %v (start %d), want %s and 0", got, c.Start, want)
+	}
+}
+
 // Two traces' paths name main and f by their own *Func; once unified, one pointer each
 // (and a static f of another file stays apart).
 func TestUnify(t *testing.T) {
