@@ -669,6 +669,22 @@ static uint32_t run_trace_pid(const char *path, uint64_t since)
 }
 
 /*
+ * from becomes to unless to exists: a name aside is never taken from another trace (two
+ * processes moving one trace aside at once moved the second one's onto it).  0 or -1.
+ */
+static int rename_new(const char *from, const char *to)
+{
+	struct stat st;
+
+	if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	/* a file system without it: the check and the rename, as before */
+	return lstat(to, &st) == 0 ? -1 : rename(from, to);
+}
+
+/*
  * A trace already at final that a process of this run wrote (a child run through system()
  * or posix_spawn, which no exec naming reaches, finishing first; with FTRACE_SESSION, also
  * a sibling run by an untraced wrapper: a shell's `prog; prog`) is moved to final.<its
@@ -677,12 +693,13 @@ static uint32_t run_trace_pid(const char *path, uint64_t since)
  * trace at an exec'd image's name (<base>.exec<n>) goes to <base>.<pid>.exec<n>.  So each
  * process's traces keep its pid in their names (the make trial: ftrace.dat.exec1 was
  * another process's than ftrace.dat, and ftrace.dat.exec1.<pid> read as an exec of it).
- * Async-signal-safe.
+ * at: where that trace is now (final, or where rename_output's exchange put it).  1: it
+ * was moved; 0: there is no trace of another process of this run at `at`; -1: there is,
+ * and its name aside is taken.  Async-signal-safe.
  */
-static void move_aside_descendant(const char *final)
+static int move_aside_descendant(const char *final, const char *at)
 {
 	char aside[PATH_MAX + 48], from[PATH_MAX + 24];
-	struct stat st;
 	size_t n = strlen(final), cut = n;
 	uint64_t since = ft_sess.hdr.ref_real_ns;
 	const char *dot = strrchr(final, '.');
@@ -691,9 +708,11 @@ static void move_aside_descendant(const char *final)
 
 	if (run_since_ns && run_since_ns < since)
 		since = run_since_ns;
-	pid = run_trace_pid(final, since);
-	if (!pid || pid == ft_sess.hdr.pid || n + 48 > sizeof(aside))
-		return;
+	pid = run_trace_pid(at, since);
+	if (!pid || pid == ft_sess.hdr.pid)
+		return 0;
+	if (n + 48 > sizeof(aside))
+		return -1;
 	/* an exec'd image's name: the pid goes before its ".exec<n>" */
 	if (dot && !strncmp(dot, ".exec", 5) && dot[5] >= '0' && dot[5] <= '9' &&
 	    strspn(dot + 5, "0123456789") == strlen(dot + 5))
@@ -703,10 +722,10 @@ static void move_aside_descendant(const char *final)
 	*p++ = '.';
 	p = ft_utoa(p, pid);
 	ft_strlcpy(p, final + cut, sizeof(aside) - (size_t)(p - aside));
-	if (lstat(aside, &st) != 0)
-		rename(final, aside);
+	if (rename_new(at, aside) != 0)
+		return -1;
 	if (cut != n)
-		return;
+		return 1;
 	/* the process's exec'd images, which took final.exec<n> beside its trace */
 	memcpy(from, final, n);
 	memcpy(from + n, ".exec", 5);
@@ -715,21 +734,44 @@ static void move_aside_descendant(const char *final)
 		if (run_trace_pid(from, since) != pid)
 			break;
 		ft_strlcpy(p, from + n, sizeof(aside) - (size_t)(p - aside));
-		if (lstat(aside, &st) == 0)
+		if (rename_new(from, aside) != 0)
 			break;
-		rename(from, aside);
 	}
+	return 1;
 }
 
+/*
+ * from becomes to.  Processes of one run finishing at once (a pipeline's two ends) could
+ * both find the name free, and the second rename replaced the first one's trace (the gawk
+ * trial lost one of a pipeline's two traces in about a hundred).  So the name is taken only
+ * while free; else it is exchanged with what holds it, and that is moved aside (a trace of
+ * another process of this run) or removed (an older trace, which the name replaces).  A
+ * file system without these renames gets the plain one.  Async-signal-safe.
+ */
 static int rename_output(const char *from, const char *to)
 {
 	int err = output_ok(to);
 
-	if (!err)
-		move_aside_descendant(to);
-	if (!err && rename(from, to) != 0)
-		err = -errno;
-	return err;
+	if (err)
+		return err;
+	move_aside_descendant(to, to);
+	for (int k = 0; k < 8; k++) {
+		if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+			return 0;
+		if (errno != EEXIST)
+			break;
+		if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE)) {
+			/* from holds what to held: left there unless it is a trace to replace */
+			if (!move_aside_descendant(to, from) && !holds_other(from))
+				unlink(from);
+			return 0;
+		}
+		if (errno != ENOENT)
+			break;	/* gone meanwhile: taken while free on the next turn */
+	}
+	if (rename(from, to) != 0)
+		return -errno;
+	return 0;
 }
 
 /*
