@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"fmt"
 	"io"
 	"os"
@@ -35,6 +36,11 @@ func argsEnv(c *cli.Context, prog string) (env []string, cleanup func(), err err
 		}
 		if !isELF(path) {
 			return nil, cleanup, fmt.Errorf("record: --auto-args: %s is not an ELF program (a script? give -a the program it runs: ftrace record -a -- PROG)", path)
+		}
+		if !hasDWARF(path) {
+			return nil, cleanup, fmt.Errorf("record: --auto-args: %s has no DWARF (built without -g?) to say what its functions take: "+
+				"if it runs the traced program (make, a script's interpreter), give -a that program (ftrace record -a -- PROG), "+
+				"or pass that program's specs to -A/-R as files (ftrace args --spec args PROG > a.spec; -A @a.spec)", path)
 		}
 		tab, err := fnargs.Load(path)
 		if err != nil {
@@ -208,6 +214,17 @@ func specsOf(v string, parse func(string) error) ([]string, error) {
 }
 
 // isELF: does the file at path start with the ELF magic?
+// hasDWARF reports whether the ELF file at path has debugging information (.debug_info,
+// compressed or not).
+func hasDWARF(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Section(".debug_info") != nil || f.Section(".zdebug_info") != nil
+}
+
 func isELF(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
