@@ -123,6 +123,7 @@ char *ft_utoa(char *p, unsigned long v)
  * parent's until that one is gone.
  */
 static pid_t mem_pid;
+static int vm_nosys;	/* process_vm_readv is ENOSYS here (qemu-user): reads fail at once */
 
 void ft_mem_read_self(void)
 {
@@ -139,6 +140,10 @@ long ft_mem_read(void *dst, unsigned long addr, size_t n)
 	int nr = 1, saved_errno = errno;
 	ssize_t got;
 
+	/* not there (qemu-user has no process_vm_readv): for good, not asked again per value
+	   (the aarch64 trial made millions of failing calls under -a) */
+	if (__atomic_load_n(&vm_nosys, __ATOMIC_RELAXED))
+		return -2;
 	if (!page)
 		page = (unsigned long)sysconf(_SC_PAGESIZE);
 	first = page - (addr & (page - 1));
@@ -152,6 +157,8 @@ long ft_mem_read(void *dst, unsigned long addr, size_t n)
 	/* a vfork child may not read its parent (Yama), nor anyone a gone one: ourselves */
 	if (got < 0 && pid && (errno == ESRCH || errno == EPERM))
 		got = process_vm_readv(getpid(), &local, 1, remote, (unsigned long)nr, 0);
+	if (got < 0 && errno == ENOSYS)
+		__atomic_store_n(&vm_nosys, 1, __ATOMIC_RELAXED);
 	if (got < 0)
 		got = errno == EFAULT || errno == ESRCH ? -1 : -2;
 	errno = saved_errno;
