@@ -17,6 +17,7 @@ import (
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
+	"github.com/ftkit/ftkit/internal/testenv"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -353,5 +354,31 @@ func TestQemuGuest(t *testing.T) {
 		if got := wrapped(c.args); got != c.want {
 			t.Errorf("wrapped(%q): %q, want %q", c.args, got, c.want)
 		}
+	}
+}
+
+// An aarch64 program not built for ftkit, run through qemu-user: the hint names the guest
+// program, not qemu (it said "/usr/bin/qemu-aarch64 was not built for ftkit"); run
+// directly on a host that cannot exec it, record says to use qemu-user.
+func TestRecordAArch64Hints(t *testing.T) {
+	testenv.Need(t, "aarch64-linux-gnu-gcc")
+	testenv.Need(t, "qemu-aarch64")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "p.c")
+	if err := os.WriteFile(src, []byte("#include <stdio.h>\nint main(void) { puts(\"hi\"); return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, dir, "aarch64-linux-gnu-gcc", "-O1", "-o", "plain64", src)
+	ftrace := testenv.Tool(t, "ftrace")
+	r := testenv.Exec(t, dir, ftrace, "record", "-o", "r.dat", "--", "qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "./plain64")
+	if r.Code != 0 || r.Stdout != "hi\n" || !strings.Contains(r.Stderr, "./plain64 was not built for ftkit") || strings.Contains(r.Stderr, "qemu-aarch64 was not") {
+		t.Errorf("through qemu: exit %d, stdout %q\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = testenv.Exec(t, dir, ftrace, "record", "-o", "r.dat", "--", "./plain64")
+	if r.Stdout == "hi\n" {
+		t.Skip("this host runs aarch64 programs itself (binfmt)")
+	}
+	if r.Code != 126 || !strings.Contains(r.Stderr, "./plain64 is a program for aarch64; run it through qemu-user: ftrace record -- qemu-aarch64 -L /usr/aarch64-linux-gnu ./plain64") {
+		t.Errorf("directly: exit %d\n%s", r.Code, r.Stderr)
 	}
 }

@@ -223,6 +223,13 @@ func doRecord(c *cli.Context) error {
 		// program's: it never ran
 		return fmt.Errorf("record: %w: ftrace needs a few descriptors of its own to start %s (raise ulimit -n)", err, path)
 	}
+	if errors.Is(err, syscall.ENOEXEC) {
+		if m := elfMachine(path); m != "" {
+			// an aarch64 program on an x86-64 host without binfmt: qemu-user runs it
+			return notRunnable(fmt.Errorf("record: %w: %s is a program for %s; run it through qemu-user: "+
+				"ftrace record -- qemu-%s -L /usr/%s-linux-gnu %s", err, path, m, m, m, path))
+		}
+	}
 	if err != nil {
 		return notRunnable(fmt.Errorf("record: %w", err))
 	}
@@ -267,9 +274,10 @@ func doRecord(c *cli.Context) error {
 		if why := limitStop(c, final); why != "" && !said {
 			fmt.Fprintf(c.App.ErrWriter, "ftrace: recording stopped %s; the program ran on untraced\n", why)
 		}
-		// the program started may be a wrapper (env, a shell) of one that was traced
-		if summarise(c, out, path, cmd.proc.Pid, files) == 0 {
-			noTableHint(c.App.ErrWriter, path)
+		// the program started may be a wrapper (env, a shell) of one that was traced;
+		// under qemu-user or env, the hints name the program they run
+		if summarise(c, out, target, cmd.proc.Pid, files) == 0 {
+			noTableHint(c.App.ErrWriter, target)
 		}
 	}
 	if code != 0 {
@@ -887,6 +895,20 @@ func trustedSocket(path string) error {
 		return fmt.Errorf("live: refusing %s: not a socket of yours (uid %d)", path, ss.Uid)
 	}
 	return nil
+}
+
+// elfMachine names the architecture of the ELF program at path when it is one qemu-user
+// runs ("aarch64"), else "".
+func elfMachine(path string) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if f.Machine == elf.EM_AARCH64 {
+		return "aarch64"
+	}
+	return ""
 }
 
 // noTableHint says when the program has no call-site table (compiled with -pg -mfentry but
