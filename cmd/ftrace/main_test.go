@@ -17,8 +17,8 @@ import (
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/chrome"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
-	"github.com/ftkit/ftkit/internal/testenv"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
+	"github.com/ftkit/ftkit/internal/testenv"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
