@@ -232,7 +232,7 @@ func graphMany(c *cli.Context) error {
 			w.WriteString("\n")
 		}
 		h := in.st.Trace.Header
-		fmt.Fprintf(w, "# process %d: %s (%s)\n", h.PID, strings.Join(h.Command, " "), in.path)
+		fmt.Fprintf(w, "# process %d: %s (%s)\n", h.PID, shellJoin(h.Command), in.path)
 		err = graphOne(c, w, in, func() { w.Flush(); in.warnSome(c) })
 		read.add(in)
 		in.Close()

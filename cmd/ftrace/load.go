@@ -551,8 +551,13 @@ func warnLost(c *cli.Context, path string, tr *tracefile.Trace) {
 		return
 	}
 	w := c.App.ErrWriter
-	fmt.Fprintf(w, "ftrace: warning: %s: %d events lost (%s of %d); the time of calls not recorded shows as their callers' self time%s\n",
-		path, sum.Lost, tracefile.Pct(sum.Lost, sum.Lost+sum.Recorded), sum.Lost+sum.Recorded, sum.Hint)
+	// a function trace has no times: only counts are short
+	what := "the time of calls not recorded shows as their callers' self time"
+	if tr.Header.Tracer == tracefile.TracerFunction {
+		what = "the calls not recorded are missing from the counts"
+	}
+	fmt.Fprintf(w, "ftrace: warning: %s: %d events lost (%s of %d); %s%s\n",
+		path, sum.Lost, tracefile.Pct(sum.Lost, sum.Lost+sum.Recorded), sum.Lost+sum.Recorded, what, sum.Hint)
 	const most = 8
 	for i, th := range sum.Threads {
 		if i == most {
