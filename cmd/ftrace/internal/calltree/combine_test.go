@@ -95,3 +95,30 @@ func Combine(fs []*Forest) *Forest {
 	}
 	return c.Forest()
 }
+
+// ArgKeys splits a function by at most MaxArgKeys distinct argument values; the calls
+// past them are one function, OtherArgs, and another function gets its own allowance.
+func TestArgKeysBounded(t *testing.T) {
+	f, g := &symbolize.Func{Name: "f"}, &symbolize.Func{Name: "g"}
+	val := func(x uint64) *tracefile.Values { return &tracefile.Values{Items: []tracefile.Value{{Word: x}}} }
+	k := &ArgKeys{Name: func(fn *symbolize.Func, v *tracefile.Values) string {
+		return fmt.Sprintf("%s(p=%#x)", fn.Name, v.Items[0].Word)
+	}}
+	seen := map[*symbolize.Func]bool{}
+	for i := 0; i < MaxArgKeys+500; i++ {
+		seen[k.funcOf(f, val(uint64(i)))] = true
+	}
+	if len(seen) != MaxArgKeys+1 {
+		t.Errorf("%d functions for f, want %d and the rest together", len(seen), MaxArgKeys+1)
+	}
+	other := k.funcOf(f, val(1 << 30))
+	if other.Name != "f"+OtherArgs || other.Raw != "f" || !seen[other] {
+		t.Errorf("past the limit: %q (raw %q)", other.Name, other.Raw)
+	}
+	if again := k.funcOf(f, val(7)); again.Name != "f(p=0x7)" {
+		t.Errorf("a value split before the limit became %q", again.Name)
+	}
+	if gf := k.funcOf(g, val(1 << 30)); gf.Name != "g(p=0x40000000)" {
+		t.Errorf("g: %q", gf.Name)
+	}
+}
