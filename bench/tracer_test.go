@@ -304,7 +304,7 @@ func BenchmarkTracerStartup(b *testing.B) {
 }
 
 // BenchmarkTracerGraphFilters reports what the graph tracer's record-time filters cost per
-// call on fib (1.5M calls), fused (the default) against the generic path (FTRT_GRAPH_FUSED=0)
+// call on fib (3.9M calls), fused (the default) against the generic path (FTRT_GRAPH_FUSED=0)
 // in the same run, alternating: a time filter most calls are shorter than (-t 1us), a depth
 // limit no call reaches, and graph_function on fib (every call inside its subtree). Each
 // figure is the best of alternating runs minus plain's best (a shared machine's load only
@@ -312,8 +312,9 @@ func BenchmarkTracerStartup(b *testing.B) {
 // out of the figures.
 func BenchmarkTracerGraphFilters(b *testing.B) {
 	p := trBenchBuild(b, false)
-	const reps = 7
-	argv := []string{p.ftkit, "fib", "24", "10"}
+	const reps = 15
+	work := []string{"fib", "26", "10"}
+	argv := append([]string{p.ftkit}, work...)
 	base := append(trEnv("function_graph"), "FTRACE_RING=4M")
 	variants := []struct {
 		name string
@@ -328,7 +329,7 @@ func BenchmarkTracerGraphFilters(b *testing.B) {
 	var plains []float64
 	var calls float64
 	for i := 0; i < reps; i++ {
-		r, _ := trBenchRun(b, nil, p.plain, "fib", "24", "10")
+		r, _ := trBenchRun(b, nil, append([]string{p.plain}, work...)...)
 		plains, calls = append(plains, r.ns), r.calls
 		for j, v := range variants {
 			for k, gen := range [][]string{nil, {"FTRT_GRAPH_FUSED=0"}} {
@@ -353,5 +354,5 @@ func BenchmarkTracerGraphFilters(b *testing.B) {
 		fmt.Fprintf(&sb, "  %-15s fused %6.1f ns  generic %6.1f ns  fused/generic %.3f  /graph %.3f\n",
 			v.name, fused, generic, fused/generic, fused/graph)
 	}
-	b.Logf("fib 24 x10 (%.0f calls), best of %d:\n%s", calls, reps, sb.String())
+	b.Logf("fib 26 x10 (%.0f calls), best of %d:\n%s", calls, reps, sb.String())
 }
