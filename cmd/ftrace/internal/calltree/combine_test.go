@@ -111,14 +111,14 @@ func TestArgKeysBounded(t *testing.T) {
 	if len(seen) != MaxArgKeys+1 {
 		t.Errorf("%d functions for f, want %d and the rest together", len(seen), MaxArgKeys+1)
 	}
-	other := k.funcOf(f, val(1 << 30))
+	other := k.funcOf(f, val(1<<30))
 	if other.Name != "f"+OtherArgs || other.Raw != "f" || !seen[other] {
 		t.Errorf("past the limit: %q (raw %q)", other.Name, other.Raw)
 	}
 	if again := k.funcOf(f, val(7)); again.Name != "f(p=0x7)" {
 		t.Errorf("a value split before the limit became %q", again.Name)
 	}
-	if gf := k.funcOf(g, val(1 << 30)); gf.Name != "g(p=0x40000000)" {
+	if gf := k.funcOf(g, val(1<<30)); gf.Name != "g(p=0x40000000)" {
 		t.Errorf("g: %q", gf.Name)
 	}
 }
