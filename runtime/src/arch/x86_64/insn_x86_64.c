@@ -42,7 +42,9 @@ _Static_assert(offsetof(struct ftrace_pt_regs, sp) == FTRT_FRAME_SP, "sp");
 _Static_assert(offsetof(struct ftrace_pt_regs, full) == FTRT_FRAME_FULL, "full");
 _Static_assert(offsetof(struct ftrace_pt_regs, flags) == FTRT_FRAME_FLAGS, "flags");
 
-#define MAXLEN 1024
+/* the longest callback scanned: the graph tracer's fused entry is about 1.3 KiB since it
+   holds the time filter's and -G's inline cases too */
+#define MAXLEN 2048
 
 /* Operand forms of the accepted one- and two-byte opcodes. */
 enum {
