@@ -750,10 +750,15 @@ static int move_aside_descendant(const char *final, const char *at)
  */
 static int rename_output(const char *from, const char *to)
 {
+	struct stat ok, st;
 	int err = output_ok(to);
 
 	if (err)
 		return err;
+	/* the file output_ok passed (a trace, or one checked at the start when no descriptor
+	   is left now to read it with: ulimit -n) */
+	if (lstat(to, &ok) != 0)
+		ok.st_ino = 0;
 	move_aside_descendant(to, to);
 	for (int k = 0; k < 8; k++) {
 		if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
@@ -762,8 +767,13 @@ static int rename_output(const char *from, const char *to)
 			break;
 		if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE)) {
 			/* from holds what to held: left there unless it is a trace to replace */
-			if (!move_aside_descendant(to, from) && !holds_other(from))
-				unlink(from);
+			if (!move_aside_descendant(to, from)) {
+				int other = holds_other(from);
+
+				if (!other || (other < 0 && ok.st_ino && lstat(from, &st) == 0 &&
+					       st.st_ino == ok.st_ino && st.st_dev == ok.st_dev))
+					unlink(from);
+			}
 			return 0;
 		}
 		if (errno != ENOENT)
