@@ -563,6 +563,22 @@ static __attribute__((noinline)) void args_pend(struct ft_thread *t, struct ft_r
 		ft_args_entry(t, p, f->ts, fregs);
 }
 
+/* A call the time filter holds back: its frame after those waiting (no values yet). */
+static inline struct ft_rframe *pend_push(struct ft_thread *t, uint64_t ip, uint64_t ts, int depth)
+{
+	struct ft_rframe *f = &t->rs[t->open + t->npend];
+
+	f->ip = ip;
+	f->ts = ts;
+	f->depth = depth;
+	/* its staged arguments go after those of the frame around it, if pending */
+	f->vat = t->npend ? f[-1].vat + f[-1].vwords : 0;
+	f->vwords = 0;
+	f->plan = NULL;
+	t->npend++;
+	return f;
+}
+
 static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 {
 	struct ft_thread *t;
@@ -611,15 +627,8 @@ static int trace_graph_ent(struct ftrace_graph_ent *e, struct fgraph_ops *gops)
 	if (unlikely(t->open + t->npend >= FGRAPH_SHADOW_DEPTH))
 		return 0;
 	if (unlikely(__atomic_load_n(&tr.thresh, __ATOMIC_RELAXED))) {
-		struct ft_rframe *f = &t->rs[t->open + t->npend++];
+		struct ft_rframe *f = pend_push(t, e->func, e->calltime, e->depth);
 
-		f->ip = e->func;
-		f->ts = e->calltime;
-		f->depth = e->depth;
-		/* its staged arguments go after those of the frame around it, if pending */
-		f->vat = t->npend > 1 ? f[-1].vat + f[-1].vwords : 0;
-		f->vwords = 0;
-		f->plan = NULL;
 		if (unlikely(__atomic_load_n(&ft_argtab, __ATOMIC_RELAXED)))
 			args_pend(t, f, e->fregs);
 		if (unlikely(sel == SEL_OPEN))
@@ -741,15 +750,7 @@ static inline int graph_pend_fits(struct ft_thread *t, int idx, int d)
 static inline void graph_pend_push(struct ft_thread *t, int idx, int d, unsigned long ip,
 				   unsigned long *slot, uint64_t ts)
 {
-	struct ft_rframe *f = &t->rs[t->open + t->npend];
-
-	f->ip = ip;
-	f->ts = ts;
-	f->depth = d;
-	f->vat = t->npend ? f[-1].vat + f[-1].vwords : 0;
-	f->vwords = 0;
-	f->plan = NULL;
-	t->npend++;
+	pend_push(t, ip, ts, d);
 	fgraph_fast_push(t, d, idx, ip, slot, ts);
 }
 
