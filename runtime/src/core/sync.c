@@ -533,6 +533,31 @@ out:
  * handler; checked at every round, so a program that later takes the signal for itself
  * only moves us to another one.
  */
+/*
+ * Can signal s be sent to a thread?  Not every number the C library offers: qemu-user
+ * keeps some of the host's real-time signals for itself and cannot map the guest's highest
+ * ones, whose tgkill then fails with EINVAL (while sigaction takes them), so every thread
+ * of a round looked gone and nothing was waited for.  Sent to this thread with s blocked,
+ * then taken back.
+ */
+static int sendable(int s)
+{
+	const struct timespec zero = { 0, 0 };
+	sigset_t one, old;
+	int ok;
+
+	sigemptyset(&one);
+	sigaddset(&one, s);
+	if (pthread_sigmask(SIG_BLOCK, &one, &old))
+		return 0;
+	ok = !syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), s);
+	if (ok)
+		while (sigtimedwait(&one, NULL, &zero) == s)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ok;
+}
+
 static int sig_init(void)
 {
 	const char *env = secure_getenv("FTRT_SYNC_SIGNAL");
@@ -555,7 +580,7 @@ static int sig_init(void)
 			struct sigaction cur;
 
 			if (!sigaction(s, NULL, &cur) && !(cur.sa_flags & SA_SIGINFO) &&
-			    cur.sa_handler == SIG_DFL)
+			    cur.sa_handler == SIG_DFL && sendable(s))
 				break;
 		}
 		if (s == SIGRTMIN + 2)
@@ -927,7 +952,24 @@ pid_t ftrt_sync_sleeper(void)
  * stale words only make us ask the handler.  CHECK_ALL and CHECK_RETIRED rounds only (they
  * read the address space).
  */
-static int proc_quiescent(const struct round *r, pid_t tid, int check)
+/* Threads found to be the emulator's (under sync_lock). */
+static pid_t emu_tids[4];
+static int nemu;
+
+static int emulator_thread(pid_t tid)
+{
+	struct tls_ref t;
+
+	for (int i = 0; i < nemu; i++)
+		if (emu_tids[i] == tid)
+			return !reg_find(tid, &t);	/* a reused number that answered: not it */
+	return 0;
+}
+
+/* Checks of a thread that has not answered after which it counts as silent (about 1 s). */
+#define PROC_SILENT	20
+
+static int proc_quiescent(const struct round *r, pid_t tid, int check, int silent)
 {
 	char buf[256], again[256];
 	int retired_only = check == CHECK_RETIRED, fd, ok = 1;
@@ -939,6 +981,23 @@ static int proc_quiescent(const struct round *r, pid_t tid, int check)
 	if (read_syscall(tid, buf, sizeof(buf), &nr, &sp, &pc) || !sp ||
 	    in_ranges(pc, retired_only) || (sw1 = thread_switches(tid)) < 0)
 		return 0;
+	/*
+	 * qemu-user lists its own threads (its RCU thread) in /proc/self/task; they never
+	 * answer a guest signal.  Their stack pointer and pc both lie outside the guest's
+	 * address space: such a thread runs no guest code.  But qemu shows a guest thread's
+	 * host registers here too: only a thread that never answered a round (no counters
+	 * published) and stayed silent through this one (silent) is taken for the emulator's.
+	 * Natively a thread's stack and pc are always mapped.
+	 */
+	if (silent && r->maps && !map_end(r, sp) && !map_end(r, pc) && !reg_find(tid, &t)) {
+		if (thread_switches(tid) != sw1)
+			return 0;
+		if (nemu < (int)(sizeof(emu_tids) / sizeof(*emu_tids)))
+			emu_tids[nemu++] = tid;	/* later rounds skip it at once */
+		return 1;
+	}
+	if (check == CHECK_CB)
+		return 0;	/* a thread waiting in a call may be inside a callback */
 	if (check == CHECK_ALL && reg_find(tid, &t)) {
 		struct ftrt_cb_view cv;
 
@@ -1044,6 +1103,10 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 		struct slot *s = &r.slots[i];
 
 		clock_gettime(CLOCK_MONOTONIC, &s->since);
+		if (emulator_thread(s->tid)) {
+			atomic_store(&s->state, SLOT_OUT);	/* runs no guest code */
+			continue;
+		}
 		if (check == CHECK_CB) {
 			struct tls_ref t;
 
@@ -1054,7 +1117,7 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 		}
 		/* a thread waiting in a system call is judged from /proc when it can be: the
 		   signal would wake it, and cut a poll or a sleep short (EINTR) */
-		if ((check == CHECK_ALL || check == CHECK_RETIRED) && proc_quiescent(&r, s->tid, check)) {
+		if ((check == CHECK_ALL || check == CHECK_RETIRED) && proc_quiescent(&r, s->tid, check, 0)) {
 			atomic_store(&s->state, SLOT_OUT);
 			continue;
 		}
@@ -1134,8 +1197,10 @@ static int round_run(int check, long limit_us, ftrt_cb_busy_fn busy, void *busy_
 			}
 			if (elapsed_us(&s->since) > 5000 * (s->proc_checks + 1)) {
 				s->proc_checks++;
+				if (check == CHECK_CB && !r.maps && s->proc_checks == 1)
+					read_maps(&r);	/* for proc_quiescent's emulator rule */
 				if (check != CHECK_NONE && check != CHECK_PARK &&
-				    proc_quiescent(&r, s->tid, check))
+				    proc_quiescent(&r, s->tid, check, s->proc_checks >= PROC_SILENT))
 					atomic_store(&s->state, SLOT_OUT);
 			}
 		}
@@ -1492,5 +1557,6 @@ void ftrt_sync_atfork_child(void)
 	pthread_mutex_init(&sync_lock, NULL);
 	pthread_mutex_init(&reg_lock, NULL);
 	nreg = 0;		/* tids of the parent's threads */
+	nemu = 0;		/* the emulator makes its threads anew */
 	tls_register();
 }
