@@ -881,6 +881,33 @@ func TestArm64Callops(t *testing.T) {
 	}
 }
 
+// Multi-ops trampolines on arm64 (runtime/tests/multi_arm64.c): a site served by two ops
+// calls a clone of exactly their set (decoded from memory), each callback once per call
+// with the site's ip, the real parent after a callback swapped the return slot, and the
+// argument; 64 ops elsewhere; the regs multi caller; one ops switched on and off 200 times
+// under 3 calling threads while the other sees every call once. With and without BTI and
+// PAC, and with FTRT_MULTI=0 (the list caller: the same counts).
+func TestArm64Multi(t *testing.T) {
+	for _, v := range []struct {
+		name  string
+		flags []string
+		env   []string
+	}{
+		{"plain", nil, nil},
+		{"bti-pac", []string{"-mbranch-protection=standard"}, nil},
+		{"list", nil, []string{"FTRT_MULTI=0"}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			prog := a64Build(t, dir, "multi", "multi_arm64.c", v.flags...)
+			out, ws := a64Run(t, dir, prog, v.env)
+			if ws.ExitStatus() != 0 || out != "ok\n" {
+				t.Fatalf("status %v:\n%s", ws, out)
+			}
+		})
+	}
+}
+
 // Direct calls on arm64 (runtime/tests/direct_arm64.c): the site's own bl to a direct
 // trampoline, the regs caller entering it behind a tracer and when it is beyond bl's reach,
 // ftrace_direct_count, ftrace_direct_fexit clones; with and without BTI and PAC, and with

@@ -91,26 +91,9 @@ func (a *asm) armCallopsCaller(name, callLabel string) {
 
 func (a *asm) armFrameCaller(name, callLabel string, full int, callops bool) {
 	a.armFn(name)
-	a.l("sub sp, sp, #%d", ArmFrameTotal)
-	a.l("stp x29, x9, [sp, #%d]", ArmRecCaller)
-	a.l("str x29, [sp, #%d]", ArmRegOff("fp"))
-	a.l("add x29, sp, #%d", ArmRecCaller)
-	a.l("stp x29, x30, [sp, #%d]", ArmRecSite)
-	a.l("add x29, sp, #%d", ArmRecSite)
-	for i := 0; i < 8; i += 2 {
-		a.l("stp x%d, x%d, [sp, #%d]", i, i+1, ArmRegOff(fmt.Sprintf("x%d", i)))
-	}
-	a.l("str x8, [sp, #%d]", ArmRegOff("x8"))
-	for i := 0; i < 8; i += 2 {
-		a.l("stp q%d, q%d, [sp, #%d]", i, i+1, ArmQBase+16*i)
-	}
-	a.l("str x30, [sp, #%d]", ArmRegOff("ip"))
-	a.l("add x10, sp, #%d", ArmFrameTotal)
-	a.l("str x10, [sp, #%d]", ArmRegOff("sp"))
-	a.l("mov x10, #%d", full)
-	a.l("stp x10, xzr, [sp, #%d]", ArmRegOff("full")) // full, direct
-	a.l("sub x0, x30, #4")                            // ip: the site's bl
-	a.l("mov x1, x9")                                 // parent ip
+	a.armSaveFrame(0, full)
+	a.l("sub x0, x30, #4") // ip: the site's bl
+	a.l("mov x1, x9")      // parent ip
 	a.armDepth(1)
 	a.label(name + "_op_ptr")
 	if callops {
@@ -132,33 +115,126 @@ func (a *asm) armFrameCaller(name, callLabel string, full int, callops bool) {
 	}
 	a.raw("1:\n")
 	a.armDepth(-1)
+	a.armRestoreFrame(0, full)
+	a.label(name + "_end")
+	a.l("ret x9")
+	a.l(".size %s, .-%s", name, name)
+}
+
+// armSaveFrame allocates the callers' frame (struct ftrace_regs and the two frame records)
+// at sp + base, base bytes below it for the caller's own use, and fills it. full: the
+// value of the frame's full field.
+func (a *asm) armSaveFrame(base, full int) {
+	a.l("sub sp, sp, #%d", base+ArmFrameTotal)
+	a.l("stp x29, x9, [sp, #%d]", base+ArmRecCaller)
+	a.l("str x29, [sp, #%d]", base+ArmRegOff("fp"))
+	a.l("add x29, sp, #%d", base+ArmRecCaller)
+	a.l("stp x29, x30, [sp, #%d]", base+ArmRecSite)
+	a.l("add x29, sp, #%d", base+ArmRecSite)
 	for i := 0; i < 8; i += 2 {
-		a.l("ldp q%d, q%d, [sp, #%d]", i, i+1, ArmQBase+16*i)
+		a.l("stp x%d, x%d, [sp, #%d]", i, i+1, base+ArmRegOff(fmt.Sprintf("x%d", i)))
+	}
+	a.l("str x8, [sp, #%d]", base+ArmRegOff("x8"))
+	for i := 0; i < 8; i += 2 {
+		a.l("stp q%d, q%d, [sp, #%d]", i, i+1, base+ArmQBase+16*i)
+	}
+	a.l("str x30, [sp, #%d]", base+ArmRegOff("ip"))
+	a.l("add x10, sp, #%d", base+ArmFrameTotal)
+	a.l("str x10, [sp, #%d]", base+ArmRegOff("sp"))
+	a.l("mov x10, #%d", full)
+	a.l("stp x10, xzr, [sp, #%d]", base+ArmRegOff("full")) // full, direct
+}
+
+// armRestoreFrame restores the registers from the frame armSaveFrame(base, full) made and
+// frees it, leaving x9 = where to go on (the saved ip, which a callback may have changed)
+// and x30 = the return slot (the caller, or return_to_handler). With base, x19 and x20 come
+// back from sp + 0 (the multi-ops callers keep the call's ip and parent there). full: a
+// direct ops' callback set the frame's direct (ftrace_regs_set_direct): enter that direct
+// trampoline as the site would have called it, x9 = the function's return address and
+// x30 = where the function resumes. x16 (IP0) is free at a function's entry, and a br
+// through it lands on bti c.
+func (a *asm) armRestoreFrame(base, full int) {
+	for i := 0; i < 8; i += 2 {
+		a.l("ldp q%d, q%d, [sp, #%d]", i, i+1, base+ArmQBase+16*i)
 	}
 	for i := 0; i < 8; i += 2 {
-		a.l("ldp x%d, x%d, [sp, #%d]", i, i+1, ArmRegOff(fmt.Sprintf("x%d", i)))
+		a.l("ldp x%d, x%d, [sp, #%d]", i, i+1, base+ArmRegOff(fmt.Sprintf("x%d", i)))
 	}
-	a.l("ldr x8, [sp, #%d]", ArmRegOff("x8"))
+	a.l("ldr x8, [sp, #%d]", base+ArmRegOff("x8"))
 	if full == 1 {
-		// A direct ops' callback set the frame's direct (ftrace_regs_set_direct): enter
-		// that direct trampoline as the site would have called it, x9 = the function's
-		// return address and x30 = where the function resumes. x16 (IP0) is free at a
-		// function's entry, and a br through it lands on bti c.
-		a.l("ldr x16, [sp, #%d]", ArmRegOff("direct"))
+		a.l("ldr x16, [sp, #%d]", base+ArmRegOff("direct"))
 		a.l("cbz x16, 2f")
-		a.l("ldr x9, [sp, #%d]", ArmRecCaller+8)
-		a.l("ldr x30, [sp, #%d]", ArmRegOff("ip"))
-		a.l("ldr x29, [sp, #%d]", ArmRegOff("fp"))
-		a.l("add sp, sp, #%d", ArmFrameTotal)
+		a.l("ldr x9, [sp, #%d]", base+ArmRecCaller+8)
+		a.l("ldr x30, [sp, #%d]", base+ArmRegOff("ip"))
+		a.l("ldr x29, [sp, #%d]", base+ArmRegOff("fp"))
+		a.armFreeFrame(base)
 		a.l("br x16")
 		a.raw("2:\n")
 	}
-	a.l("ldr x30, [sp, #%d]", ArmRecCaller+8) // the return slot: the caller, or return_to_handler
-	a.l("ldr x9, [sp, #%d]", ArmRegOff("ip"))
-	a.l("ldr x29, [sp, #%d]", ArmRegOff("fp"))
-	a.l("add sp, sp, #%d", ArmFrameTotal)
+	a.l("ldr x30, [sp, #%d]", base+ArmRecCaller+8) // the return slot: the caller, or return_to_handler
+	a.l("ldr x9, [sp, #%d]", base+ArmRegOff("ip"))
+	a.l("ldr x29, [sp, #%d]", base+ArmRegOff("fp"))
+	a.armFreeFrame(base)
+}
+
+func (a *asm) armFreeFrame(base int) {
+	if base > 0 {
+		a.l("ldp x19, x20, [sp]")
+	}
+	a.l("add sp, sp, #%d", base+ArmFrameTotal)
+}
+
+// ArmMultiBase is the room below a multi-ops caller's frame: x19 and x20 of the traced
+// function, whose registers the caller uses to keep the call's parent ip and ip across the
+// callbacks (a graph callback replaces the return slot, and the next ops must still be
+// given the real parent).
+const ArmMultiBase = 16
+
+// armMultiCaller emits a multi-ops caller, the arm64 counterpart of the x86-64 one: the
+// frame of ftrace_caller at sp + ArmMultiBase; the prologue ends at name_seg with the op
+// slot's adrp + ldr at name_op_ptr and cbz x2 to the fallback (re-aimed in clones); one
+// segment (name_seg .. name_done: x0 = ip, x1 = parent, x2 = the ops as movz/movk at
+// name_seg_op, x3 = fregs, bl at name_call) is repeated per ops; the epilogue ends at
+// name_end (the runtime appends ret x9); the fallback (name_fallback ..
+// name_fallback_end) undoes the prologue and ends with b to the shared caller of the same
+// frame (re-aimed), entered as from the site. full: as armCaller's.
+func (a *asm) armMultiCaller(name string, full int) {
+	const b = ArmMultiBase
+	a.armFn(name)
+	a.armSaveFrame(b, full)
+	a.l("stp x19, x20, [sp]")
+	a.l("sub x20, x30, #4") // ip: the site's bl
+	a.l("mov x19, x9")      // parent ip
+	a.armDepth(1)
+	a.label(name + "_op_ptr")
+	a.l("adrp x2, ftrace_template_op") // re-pointed at the clone's slot
+	a.l("ldr x2, [x2, :lo12:ftrace_template_op]")
+	a.l("cbz x2, %s_fallback", name) // the set was killed: the list function runs what is left
+	a.label(name + "_seg")
+	a.l("mov x0, x20")
+	a.l("mov x1, x19")
+	a.label(name + "_seg_op")
+	a.l("movz x2, #0")
+	a.l("movk x2, #0, lsl #16")
+	a.l("movk x2, #0, lsl #32")
+	a.l("movk x2, #0, lsl #48")
+	a.l("add x3, sp, #%d", b) // struct ftrace_regs *
+	a.label(name + "_call")
+	a.l("bl ftrace_stub") // aimed at the ops' callback in clones
+	a.label(name + "_done")
+	a.armDepth(-1)
+	a.armRestoreFrame(b, full)
 	a.label(name + "_end")
 	a.l("ret x9")
+	// nothing but x2, x10, x11, x19, x20, x29 and sp changed yet: the site's state back
+	a.label(name + "_fallback")
+	a.armDepth(-1)
+	a.l("ldr x2, [sp, #%d]", b+ArmRegOff("x2"))
+	a.l("ldr x30, [sp, #%d]", b+ArmRegOff("ip"))
+	a.l("ldr x29, [sp, #%d]", b+ArmRegOff("fp"))
+	a.armFreeFrame(b)
+	a.l("b ftrace_caller") // re-aimed at the arena's shared caller in clones
+	a.label(name + "_fallback_end")
 	a.l(".size %s, .-%s", name, name)
 }
 
@@ -327,14 +403,6 @@ func (a *asm) armDirectFexit() {
 	a.l(".size ftrace_direct_fexit, .-ftrace_direct_fexit")
 }
 
-// armEmpty emits labels at one address for the templates arm64 does not have yet: the
-// runtime sees their size 0 and does without them (the multi-ops trampolines).
-func (a *asm) armEmpty(names ...string) {
-	for _, n := range names {
-		a.label(n)
-	}
-}
-
 // ArmAssembly returns the text of ftrace_arm64.S.
 func ArmAssembly() string {
 	a := &asm{}
@@ -346,12 +414,10 @@ func ArmAssembly() string {
 		"ftrace_caller_novec", "ftrace_caller_novec_op_ptr", "ftrace_novec_call",
 		"ftrace_caller_novec_end", "ftrace_regs_caller", "ftrace_regs_caller_op_ptr", "ftrace_regs_call",
 		"ftrace_regs_caller_end", "ftrace_stub", "__fentry__")
-	var empty []string
 	for _, n := range []string{"ftrace_multi_caller", "ftrace_multi_caller_novec", "ftrace_regs_multi_caller"} {
-		empty = append(empty, n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end",
+		a.global(n, n+"_op_ptr", n+"_seg", n+"_seg_op", n+"_call", n+"_done", n+"_end",
 			n+"_fallback", n+"_fallback_end")
 	}
-	a.global(empty...)
 	a.global("ftrace_direct_fexit", "ftrace_direct_fexit_data", "ftrace_direct_fexit_end")
 	for _, n := range []string{"ftrace_callops_caller", "ftrace_callops_caller_novec"} {
 		a.global(n, n+"_op_ptr", n+"_call", n+"_end")
@@ -371,9 +437,11 @@ func ArmAssembly() string {
 	a.armCallopsCaller("ftrace_callops_caller", "ftrace_callops_caller_call")
 	a.armCallopsCaller("ftrace_callops_caller_novec", "ftrace_callops_caller_novec_call")
 
-	a.l(".p2align 4")
-	a.armEmpty(empty...)
-	a.l("udf #0")
+	// the multi-ops callers: a site served by several ops runs a clone of exactly its set
+	// (the novec one is the same code, as above)
+	a.armMultiCaller("ftrace_multi_caller", 0)
+	a.armMultiCaller("ftrace_multi_caller_novec", 0)
+	a.armMultiCaller("ftrace_regs_multi_caller", 1)
 
 	// ftrace_callops_set_novec: a lean set's function. The callers always build the full
 	// frame here, so it is ftrt_callops_func (ftrace_core.c), under the name the core

@@ -304,3 +304,152 @@ func TestArmFexitTemplate(t *testing.T) {
 		t.Errorf("the sub/add of sp leave %d bytes, want the %d-byte frame that mov sp, x29 frees", frame, afxSize)
 	}
 }
+
+// The arm64 multi-ops callers, decoded: the pieces the runtime copies (prologue, segment,
+// epilogue, fallback) hold the markers it re-aims (adrp + ldr x2 of the op slot and cbz x2
+// ending the prologue, the segment's four movz/movk of x2 and its bl, ret x9 at the end, b
+// ending the fallback) and no other branch leaves its piece; the frame is ftrace_caller's
+// at sp + ArmMultiBase (x0-x8, q0-q7 and the frame records at the same offsets from it),
+// with x19 and x20 kept below it and restored before each path frees it; each segment
+// passes x0 = ip (x20), x1 = the parent (x19), x3 = the frame.
+func TestArmMultiTemplatesDecode(t *testing.T) {
+	text, syms := armAssemble(t)
+	const b = ArmMultiBase
+	for _, tm := range []struct {
+		name string
+		full bool
+	}{{"ftrace_multi_caller", false}, {"ftrace_multi_caller_novec", false}, {"ftrace_regs_multi_caller", true}} {
+		t.Run(tm.name, func(t *testing.T) {
+			n := tm.name
+			start, opPtr, seg, segOp, call, done, end, fb, fbEnd := syms[n], syms[n+"_op_ptr"], syms[n+"_seg"],
+				syms[n+"_seg_op"], syms[n+"_call"], syms[n+"_done"], syms[n+"_end"], syms[n+"_fallback"], syms[n+"_fallback_end"]
+			if !(start < opPtr && opPtr+12 == seg && seg < segOp && segOp < call && call < done && done < end &&
+				end+4 == fb && fb < fbEnd) || fbEnd > uint64(len(text)) {
+				t.Fatalf("markers out of order: %#x %#x %#x %#x %#x %#x %#x %#x %#x", start, opPtr, seg, segOp, call, done, end, fb, fbEnd)
+			}
+			dec := func(pc uint64) (arm64asm.Inst, string) {
+				in, err := arm64asm.Decode(text[pc : pc+4])
+				if err != nil {
+					t.Fatalf("%#x: %v (%08x)", pc, err, binary.LittleEndian.Uint32(text[pc:]))
+				}
+				return in, strings.ToLower(arm64asm.GNUSyntax(in))
+			}
+			pieces := [][2]uint64{{start, seg}, {seg, done}, {done, end + 4}, {fb, fbEnd}}
+			markers := map[uint64]bool{opPtr: true, opPtr + 8: true, call: true, fbEnd - 4: true}
+			saved, loaded := map[string]int{}, map[string]int{}
+			frees, x19back := 0, 0
+			var insns []string
+			for _, p := range pieces {
+				for pc := p[0]; pc < p[1]; pc += 4 {
+					in, s := dec(pc)
+					insns = append(insns, s)
+					for _, arg := range in.Args {
+						if rel, ok := arg.(arm64asm.PCRel); ok && !markers[pc] {
+							if dst := int64(pc) + int64(rel); dst < int64(p[0]) || dst >= int64(p[1]) {
+								t.Errorf("%#x: %q leaves its piece", pc, s)
+							}
+						}
+					}
+					switch {
+					case strings.HasPrefix(s, "sub sp, sp, #"):
+						if pc > opPtr || armImm(t, s[len("sub sp, sp, #"):]) != b+ArmFrameTotal {
+							t.Errorf("%#x: %q, want one sub sp, sp, #%d in the prologue", pc, s, b+ArmFrameTotal)
+						}
+					case strings.HasPrefix(s, "add sp, sp, #"):
+						if armImm(t, s[len("add sp, sp, #"):]) != b+ArmFrameTotal {
+							t.Errorf("%#x: %q does not free the frame", pc, s)
+						}
+						if prev, ps := dec(pc - 4); prev.Op != arm64asm.LDP || ps != "ldp x19, x20, [sp]" {
+							t.Errorf("%#x: the frame is freed after %q, not after x19 and x20 come back", pc, ps)
+						}
+						frees++
+					case s == "ldp x19, x20, [sp]":
+						x19back++
+					}
+					if m := armMem.FindStringSubmatch(s); m != nil && p[0] != fb {
+						off := 0
+						if m[4] != "" {
+							off = armImm(t, m[4])
+						}
+						size := 8
+						if m[2][0] == 'q' {
+							size = 16
+						}
+						tab := saved
+						if m[1][0] == 'l' {
+							tab = loaded
+						}
+						tab[fmt.Sprintf("%s@%d", m[2], off)]++
+						if m[3] != "" {
+							tab[fmt.Sprintf("%s@%d", m[3], off+size)]++
+						}
+					}
+				}
+			}
+			// markers
+			if _, s := dec(opPtr); !strings.HasPrefix(s, "adrp x2,") {
+				t.Errorf("op_ptr: %q, want adrp x2", s)
+			}
+			if _, s := dec(opPtr + 4); !strings.HasPrefix(s, "ldr x2, [x2") {
+				t.Errorf("op_ptr + 4: %q, want ldr x2, [x2, ...]", s)
+			}
+			if in, s := dec(seg - 4); in.Op != arm64asm.CBZ || !strings.HasPrefix(s, "cbz x2,") {
+				t.Errorf("the prologue ends with %q, want cbz x2", s)
+			}
+			want := []string{"mov x2, #0x0", "movk x2, #0x0, lsl #16", "movk x2, #0x0, lsl #32", "movk x2, #0x0, lsl #48"}
+			var got []string
+			for i := uint64(0); i < 4; i++ {
+				_, s := dec(segOp + 4*i)
+				got = append(got, s)
+			}
+			if strings.Join(got, "; ") != strings.Join(want, "; ") {
+				t.Errorf("seg_op: %q, want %q", got, want)
+			}
+			if in, s := dec(call); in.Op != arm64asm.BL {
+				t.Errorf("call: %q, want bl", s)
+			}
+			if _, s := dec(end); s != "ret x9" {
+				t.Errorf("end: %q, want ret x9", s)
+			}
+			if in, s := dec(fbEnd - 4); in.Op != arm64asm.B {
+				t.Errorf("the fallback ends with %q, want b", s)
+			}
+			var segText []string
+			for pc := seg; pc < done; pc += 4 {
+				_, s := dec(pc)
+				segText = append(segText, s)
+			}
+			for _, w := range []string{"mov x0, x20", "mov x1, x19", fmt.Sprintf("add x3, sp, #0x%x", b)} {
+				if !strings.Contains(strings.Join(segText, "|"), w) {
+					t.Errorf("segment %q lacks %q", segText, w)
+				}
+			}
+			// the frame
+			var regs []string
+			for i := 0; i <= 8; i++ {
+				regs = append(regs, fmt.Sprintf("x%d@%d", i, b+ArmRegOff(fmt.Sprintf("x%d", i))))
+			}
+			for i := 0; i < 8; i++ {
+				regs = append(regs, fmt.Sprintf("q%d@%d", i, b+ArmQBase+16*i))
+			}
+			for _, r := range append(regs, fmt.Sprintf("x29@%d", b+ArmRecCaller), fmt.Sprintf("x9@%d", b+ArmRecCaller+8),
+				fmt.Sprintf("x30@%d", b+ArmRegOff("ip")), "x19@0", "x20@8") {
+				if saved[r] == 0 {
+					t.Errorf("nothing saves %s\n%s", r, strings.Join(insns, "\n"))
+				}
+			}
+			for _, r := range append(regs, fmt.Sprintf("x30@%d", b+ArmRecCaller+8), fmt.Sprintf("x9@%d", b+ArmRegOff("ip"))) {
+				if loaded[r] == 0 {
+					t.Errorf("nothing restores %s", r)
+				}
+			}
+			wantFrees := 2 // the epilogue and the fallback
+			if tm.full {
+				wantFrees = 3 // and the diversion into a direct trampoline
+			}
+			if frees != wantFrees || x19back != wantFrees {
+				t.Errorf("%d frees of the frame, %d restores of x19/x20, want %d", frees, x19back, wantFrees)
+			}
+		})
+	}
+}

@@ -2,7 +2,7 @@
 // runtime/src/arch/x86_64/ftrace_x86_64.S (ftrace_caller, ftrace_caller_novec, ftrace_regs_caller,
 // the multi-ops, CALL_OPS and ready direct trampolines, ftrace_stub, __fentry__),
 // runtime/src/arch/arm64/ftrace_arm64.S (ftrace_caller, ftrace_caller_novec,
-// ftrace_regs_caller, the CALL_OPS callers, ftrace_stub; the others empty for now), and
+// ftrace_regs_caller, the multi-ops, CALL_OPS and ready direct trampolines, ftrace_stub), and
 // each architecture's ftrace_frame.h (the frame offsets the C code checks its structures
 // against).
 //

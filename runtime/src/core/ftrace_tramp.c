@@ -235,6 +235,19 @@ static uintptr_t *page_slot(struct ftrt_arena *a, const void *code)
 }
 
 /*
+ * A filled trampoline page becomes executable.  Its instructions are made visible to
+ * instruction fetch first (arm64: clean to the point of unification, invalidate the
+ * instruction cache; nothing on x86): a page is reused for other code after a grace
+ * period, and the kernel syncs an anonymous page's caches only the first time it is
+ * mapped executable.
+ */
+static int code_ready(unsigned char *code)
+{
+	__builtin___clear_cache((char *)code, (char *)code + PAGE);
+	return mprotect(code, PAGE, PROT_READ | PROT_EXEC);
+}
+
+/*
  * May a trampoline calling func, the callback of an ops with flags, be the lean
  * ftrace_caller_novec (no vector registers, a frame of the integer registers only)?  Only
  * when the decoder proves func needs no more (FTRT_OPS_FL_LEAN_FRAME: the ops says it
@@ -289,7 +302,7 @@ struct ftrt_tramp *ftrt_tramp_create(struct ftrt_arena *a, struct ftrace_ops *op
 	__atomic_store_n(slot, (uintptr_t)ops, __ATOMIC_RELEASE);
 	memset(code, FTRT_ARCH_FILL, PAGE);
 	ftrt_arch_tramp_fill(code, start, size, op_off, call_off, (uintptr_t)slot, (uintptr_t)func);
-	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
+	if (code_ready(code)) {
 		/* E.g. prctl(PR_SET_MDWE): written pages may never become executable. */
 		ftrt_warn("ftkit: cannot make a trampoline page executable (%s)", strerror(errno));
 		page_free(a, code);
@@ -351,7 +364,7 @@ struct ftrt_tramp *ftrt_tramp_create_callops(struct ftrt_arena *a, int lean)
 	memset(code, FTRT_ARCH_FILL, PAGE);
 	memcpy(code, start, size);
 	ftrt_arch_put_ret(code + size);
-	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
+	if (code_ready(code)) {
 		ftrt_warn("ftkit: cannot make a trampoline page executable (%s)", strerror(errno));
 		page_free(a, code);
 		free(t);
@@ -444,7 +457,7 @@ struct ftrt_tramp *ftrt_tramp_create_multi(struct ftrt_arena *a, struct ftrace_o
 		free(t);
 		return NULL;
 	}
-	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC)) {
+	if (code_ready(code)) {
 		ftrt_warn("ftkit: cannot make a trampoline page executable (%s)", strerror(errno));
 		page_free(a, code);
 		free(t->vec);
@@ -598,7 +611,7 @@ struct ftrt_tramp *ftrt_fexit_create(struct ftrt_arena *a, ftrace_direct_entry_t
 	memcpy(code, ftrace_direct_fexit, size);
 	ftrt_arch_put_ret(code + size);
 	ftrt_arch_fexit_fill(code + off, (uintptr_t)b);
-	if (mprotect(code, PAGE, PROT_READ | PROT_EXEC) ||
+	if (code_ready(code) ||
 	    ftrt_sync_range_add(code, size + FTRT_ARCH_RET_LEN)) {
 		page_free(a, code);
 		free(t);

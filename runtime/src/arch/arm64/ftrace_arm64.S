@@ -376,34 +376,269 @@ ftrace_callops_caller_novec_end:
 	ret x9
 	.size ftrace_callops_caller_novec, .-ftrace_callops_caller_novec
 	.p2align 4
+	.type ftrace_multi_caller, %function
 ftrace_multi_caller:
+	sub sp, sp, #288
+	stp x29, x9, [sp, #272]
+	str x29, [sp, #88]
+	add x29, sp, #272
+	stp x29, x30, [sp, #256]
+	add x29, sp, #256
+	stp x0, x1, [sp, #16]
+	stp x2, x3, [sp, #32]
+	stp x4, x5, [sp, #48]
+	stp x6, x7, [sp, #64]
+	str x8, [sp, #80]
+	stp q0, q1, [sp, #128]
+	stp q2, q3, [sp, #160]
+	stp q4, q5, [sp, #192]
+	stp q6, q7, [sp, #224]
+	str x30, [sp, #96]
+	add x10, sp, #288
+	str x10, [sp, #104]
+	mov x10, #0
+	stp x10, xzr, [sp, #112]
+	stp x19, x20, [sp]
+	sub x20, x30, #4
+	mov x19, x9
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	add w11, w11, #1
+	str w11, [x10]
 ftrace_multi_caller_op_ptr:
+	adrp x2, ftrace_template_op
+	ldr x2, [x2, :lo12:ftrace_template_op]
+	cbz x2, ftrace_multi_caller_fallback
 ftrace_multi_caller_seg:
+	mov x0, x20
+	mov x1, x19
 ftrace_multi_caller_seg_op:
+	movz x2, #0
+	movk x2, #0, lsl #16
+	movk x2, #0, lsl #32
+	movk x2, #0, lsl #48
+	add x3, sp, #16
 ftrace_multi_caller_call:
+	bl ftrace_stub
 ftrace_multi_caller_done:
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	sub w11, w11, #1
+	str w11, [x10]
+	ldp q0, q1, [sp, #128]
+	ldp q2, q3, [sp, #160]
+	ldp q4, q5, [sp, #192]
+	ldp q6, q7, [sp, #224]
+	ldp x0, x1, [sp, #16]
+	ldp x2, x3, [sp, #32]
+	ldp x4, x5, [sp, #48]
+	ldp x6, x7, [sp, #64]
+	ldr x8, [sp, #80]
+	ldr x30, [sp, #280]
+	ldr x9, [sp, #96]
+	ldr x29, [sp, #88]
+	ldp x19, x20, [sp]
+	add sp, sp, #288
 ftrace_multi_caller_end:
+	ret x9
 ftrace_multi_caller_fallback:
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	sub w11, w11, #1
+	str w11, [x10]
+	ldr x2, [sp, #32]
+	ldr x30, [sp, #96]
+	ldr x29, [sp, #88]
+	ldp x19, x20, [sp]
+	add sp, sp, #288
+	b ftrace_caller
 ftrace_multi_caller_fallback_end:
+	.size ftrace_multi_caller, .-ftrace_multi_caller
+	.p2align 4
+	.type ftrace_multi_caller_novec, %function
 ftrace_multi_caller_novec:
+	sub sp, sp, #288
+	stp x29, x9, [sp, #272]
+	str x29, [sp, #88]
+	add x29, sp, #272
+	stp x29, x30, [sp, #256]
+	add x29, sp, #256
+	stp x0, x1, [sp, #16]
+	stp x2, x3, [sp, #32]
+	stp x4, x5, [sp, #48]
+	stp x6, x7, [sp, #64]
+	str x8, [sp, #80]
+	stp q0, q1, [sp, #128]
+	stp q2, q3, [sp, #160]
+	stp q4, q5, [sp, #192]
+	stp q6, q7, [sp, #224]
+	str x30, [sp, #96]
+	add x10, sp, #288
+	str x10, [sp, #104]
+	mov x10, #0
+	stp x10, xzr, [sp, #112]
+	stp x19, x20, [sp]
+	sub x20, x30, #4
+	mov x19, x9
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	add w11, w11, #1
+	str w11, [x10]
 ftrace_multi_caller_novec_op_ptr:
+	adrp x2, ftrace_template_op
+	ldr x2, [x2, :lo12:ftrace_template_op]
+	cbz x2, ftrace_multi_caller_novec_fallback
 ftrace_multi_caller_novec_seg:
+	mov x0, x20
+	mov x1, x19
 ftrace_multi_caller_novec_seg_op:
+	movz x2, #0
+	movk x2, #0, lsl #16
+	movk x2, #0, lsl #32
+	movk x2, #0, lsl #48
+	add x3, sp, #16
 ftrace_multi_caller_novec_call:
+	bl ftrace_stub
 ftrace_multi_caller_novec_done:
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	sub w11, w11, #1
+	str w11, [x10]
+	ldp q0, q1, [sp, #128]
+	ldp q2, q3, [sp, #160]
+	ldp q4, q5, [sp, #192]
+	ldp q6, q7, [sp, #224]
+	ldp x0, x1, [sp, #16]
+	ldp x2, x3, [sp, #32]
+	ldp x4, x5, [sp, #48]
+	ldp x6, x7, [sp, #64]
+	ldr x8, [sp, #80]
+	ldr x30, [sp, #280]
+	ldr x9, [sp, #96]
+	ldr x29, [sp, #88]
+	ldp x19, x20, [sp]
+	add sp, sp, #288
 ftrace_multi_caller_novec_end:
+	ret x9
 ftrace_multi_caller_novec_fallback:
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	sub w11, w11, #1
+	str w11, [x10]
+	ldr x2, [sp, #32]
+	ldr x30, [sp, #96]
+	ldr x29, [sp, #88]
+	ldp x19, x20, [sp]
+	add sp, sp, #288
+	b ftrace_caller
 ftrace_multi_caller_novec_fallback_end:
+	.size ftrace_multi_caller_novec, .-ftrace_multi_caller_novec
+	.p2align 4
+	.type ftrace_regs_multi_caller, %function
 ftrace_regs_multi_caller:
+	sub sp, sp, #288
+	stp x29, x9, [sp, #272]
+	str x29, [sp, #88]
+	add x29, sp, #272
+	stp x29, x30, [sp, #256]
+	add x29, sp, #256
+	stp x0, x1, [sp, #16]
+	stp x2, x3, [sp, #32]
+	stp x4, x5, [sp, #48]
+	stp x6, x7, [sp, #64]
+	str x8, [sp, #80]
+	stp q0, q1, [sp, #128]
+	stp q2, q3, [sp, #160]
+	stp q4, q5, [sp, #192]
+	stp q6, q7, [sp, #224]
+	str x30, [sp, #96]
+	add x10, sp, #288
+	str x10, [sp, #104]
+	mov x10, #1
+	stp x10, xzr, [sp, #112]
+	stp x19, x20, [sp]
+	sub x20, x30, #4
+	mov x19, x9
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	add w11, w11, #1
+	str w11, [x10]
 ftrace_regs_multi_caller_op_ptr:
+	adrp x2, ftrace_template_op
+	ldr x2, [x2, :lo12:ftrace_template_op]
+	cbz x2, ftrace_regs_multi_caller_fallback
 ftrace_regs_multi_caller_seg:
+	mov x0, x20
+	mov x1, x19
 ftrace_regs_multi_caller_seg_op:
+	movz x2, #0
+	movk x2, #0, lsl #16
+	movk x2, #0, lsl #32
+	movk x2, #0, lsl #48
+	add x3, sp, #16
 ftrace_regs_multi_caller_call:
+	bl ftrace_stub
 ftrace_regs_multi_caller_done:
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	sub w11, w11, #1
+	str w11, [x10]
+	ldp q0, q1, [sp, #128]
+	ldp q2, q3, [sp, #160]
+	ldp q4, q5, [sp, #192]
+	ldp q6, q7, [sp, #224]
+	ldp x0, x1, [sp, #16]
+	ldp x2, x3, [sp, #32]
+	ldp x4, x5, [sp, #48]
+	ldp x6, x7, [sp, #64]
+	ldr x8, [sp, #80]
+	ldr x16, [sp, #120]
+	cbz x16, 2f
+	ldr x9, [sp, #280]
+	ldr x30, [sp, #96]
+	ldr x29, [sp, #88]
+	ldp x19, x20, [sp]
+	add sp, sp, #288
+	br x16
+2:
+	ldr x30, [sp, #280]
+	ldr x9, [sp, #96]
+	ldr x29, [sp, #88]
+	ldp x19, x20, [sp]
+	add sp, sp, #288
 ftrace_regs_multi_caller_end:
+	ret x9
 ftrace_regs_multi_caller_fallback:
+	mrs x10, tpidr_el0
+	add x10, x10, :tprel_hi12:ftrt_cb_depth, lsl #12
+	add x10, x10, :tprel_lo12_nc:ftrt_cb_depth
+	ldr w11, [x10]
+	sub w11, w11, #1
+	str w11, [x10]
+	ldr x2, [sp, #32]
+	ldr x30, [sp, #96]
+	ldr x29, [sp, #88]
+	ldp x19, x20, [sp]
+	add sp, sp, #288
+	b ftrace_caller
 ftrace_regs_multi_caller_fallback_end:
-	udf #0
+	.size ftrace_regs_multi_caller, .-ftrace_regs_multi_caller
 	.p2align 4
 	.type ftrace_callops_set_novec, %function
 ftrace_callops_set_novec:

@@ -5,8 +5,7 @@
  * its adrp + ldr at op_ptr re-pointed at its op slot (the arena's data page, within
  * ±4 GiB), and its bl at the call marker aimed at the callback, or, when that is beyond
  * bl's ±128 MiB, at a veneer after the code: ldr x16, #8; br x16; .quad func.
- * There are no multi-ops trampolines on arm64 yet: sites shared by several ops use the
- * list caller, unless they are CALL_OPS sites.
+ * A multi-ops clone holds one segment per ops of its set (ftrt_arch_multi_fill()).
  */
 #include <string.h>
 
@@ -49,21 +48,27 @@ size_t ftrt_arch_tramp_size(const unsigned char *start, size_t size, size_t op_o
 	return stub_off(size) + 16;
 }
 
+/* The adrp + ldr at p (a clone's op-slot load) re-pointed at slot (within ±4 GiB). */
+static void repoint_slot(unsigned char *p, uintptr_t slot)
+{
+	int64_t pages = (int64_t)((slot & ~(uintptr_t)0xfff) - ((uintptr_t)p & ~(uintptr_t)0xfff)) >> 12;
+	uint32_t w;
+
+	w = word(p) & 0x9f00001fu;
+	w |= ((uint32_t)pages & 3) << 29 | (((uint32_t)(pages >> 2)) & 0x7ffff) << 5;
+	put(p, w);
+	w = (word(p + 4) & 0xffc003ffu) | (uint32_t)(((slot & 0xfff) / 8) << 10);
+	put(p + 4, w);
+}
+
 void ftrt_arch_tramp_fill(unsigned char *code, const unsigned char *start, size_t size,
 			  size_t op_off, size_t call_off, uintptr_t slot, uintptr_t func)
 {
-	unsigned char *adrp = code + op_off, *ldr = adrp + 4, *call = code + call_off;
-	unsigned char *stub = code + stub_off(size);
-	int64_t pages = (int64_t)((slot & ~(uintptr_t)0xfff) - ((uintptr_t)adrp & ~(uintptr_t)0xfff)) >> 12;
-	uint32_t w;
+	unsigned char *call = code + call_off, *stub = code + stub_off(size);
 
 	memcpy(code, start, size);
 	put(code + size, RET_X9);
-	w = word(adrp) & 0x9f00001fu;
-	w |= ((uint32_t)pages & 3) << 29 | (((uint32_t)(pages >> 2)) & 0x7ffff) << 5;
-	put(adrp, w);
-	w = (word(ldr) & 0xffc003ffu) | (uint32_t)(((slot & 0xfff) / 8) << 10);
-	put(ldr, w);
+	repoint_slot(code + op_off, slot);
 	put(stub, LDR_X16_LIT8);
 	put(stub + 4, BR_X16);
 	memcpy(stub + 8, &func, 8);
@@ -72,20 +77,93 @@ void ftrt_arch_tramp_fill(unsigned char *code, const unsigned char *start, size_
 	put(call, ftrt_arm64_bl((uintptr_t)call, func));
 }
 
+/*
+ * A multi-ops trampoline (trampgen's armMultiCaller): the prologue (its op-slot adrp + ldr,
+ * then cbz x2 to the fallback as its last word), one segment per ops (the ops in x2 by
+ * movz/movk, a bl to its callback or to a veneer after the code), the epilogue, ret x9, the
+ * fallback (ending with b to the shared caller), then a 16-byte veneer per ops.
+ */
+struct multi_layout {
+	size_t pro, seg, epi;		/* prologue, one segment, epilogue (without the ret) */
+	size_t op_off;			/* the prologue's adrp */
+	size_t imm_off, call_off;	/* a segment's movz and bl */
+	size_t fbl;			/* the fallback */
+	size_t stubs;			/* the first veneer (after the body, 8-aligned) */
+};
+
+static void multi_layout(const struct ftrt_multi_tmpl *m, unsigned n, struct multi_layout *l)
+{
+	l->pro = (size_t)(m->seg - m->start);
+	l->seg = (size_t)(m->done - m->seg);
+	l->epi = (size_t)(m->end - m->done);
+	l->op_off = (size_t)(m->op_ptr - m->start);
+	l->imm_off = (size_t)(m->seg_op - m->seg);
+	l->call_off = (size_t)(m->call - m->seg);
+	l->fbl = (size_t)(m->fb_end - m->fb);
+	l->stubs = (l->pro + n * l->seg + l->epi + 4 + l->fbl + 7) & ~(size_t)7;
+}
+
+/* movz/movk x2 of the segment template, hw 0..3, immediate 0 */
+static const uint32_t movx2[4] = { 0xd2800002u, 0xf2a00002u, 0xf2c00002u, 0xf2e00002u };
+
 size_t ftrt_arch_multi_size(const struct ftrt_multi_tmpl *m, unsigned n, int *bad)
 {
-	(void)m;
-	(void)n;
-	*bad = 0;
-	return 0;
+	struct multi_layout l;
+	int i;
+
+	multi_layout(m, n, &l);
+	*bad = l.pro < l.op_off + 12 || l.pro % 4 || l.seg % 4 || l.fbl < 4 ||
+	       (word(m->op_ptr) & 0x9f000000u) != 0x90000000u ||		/* adrp */
+	       (word(m->op_ptr + 4) & 0xffc00000u) != 0xf9400000u ||	/* ldr x, [x, #imm] */
+	       (word(m->seg - 4) & 0xff00001fu) != 0xb4000002u ||		/* cbz x2 */
+	       (word(m->call) & 0xfc000000u) != FTRT_ARM64_BL ||
+	       (word(m->fb_end - 4) & 0xfc000000u) != 0x14000000u;		/* b */
+	for (i = 0; i < 4 && !*bad; i++)
+		*bad = word(m->seg_op + 4 * i) != movx2[i];
+	return l.stubs + 16 * n;
 }
 
 int ftrt_arch_multi_fill(unsigned char *code, const struct ftrt_multi_tmpl *m, unsigned n,
 			 uintptr_t slot, struct ftrace_ops *const *vec,
 			 const ftrt_arch_func_t *funcs, uintptr_t fallback)
 {
-	(void)code, (void)m, (void)n, (void)slot, (void)vec, (void)funcs, (void)fallback;
-	return -1;
+	struct multi_layout l;
+	unsigned char *p, *fb;
+	int64_t d;
+	size_t i;
+
+	multi_layout(m, n, &l);
+	memcpy(code, m->start, l.pro);
+	repoint_slot(code + l.op_off, slot);
+	for (i = 0, p = code + l.pro; i < n; i++, p += l.seg) {
+		unsigned char *stub = code + l.stubs + 16 * i;
+		uintptr_t v = (uintptr_t)vec[i], func = (uintptr_t)funcs[i];
+		int k;
+
+		memcpy(p, m->seg, l.seg);
+		for (k = 0; k < 4; k++)
+			put(p + l.imm_off + 4 * k,
+			    movx2[k] | (uint32_t)((v >> (16 * k)) & 0xffff) << 5);
+		put(stub, LDR_X16_LIT8);
+		put(stub + 4, BR_X16);
+		memcpy(stub + 8, &func, 8);
+		if (!ftrt_arch_call_reaches((uintptr_t)p + l.call_off, func))
+			func = (uintptr_t)stub;
+		put(p + l.call_off, ftrt_arm64_bl((uintptr_t)p + l.call_off, func));
+	}
+	memcpy(p, m->done, l.epi);
+	put(p + l.epi, RET_X9);
+	fb = p + l.epi + 4;
+	memcpy(fb, m->fb, l.fbl);
+	/* the prologue's cbz x2 (imm19, words) to the fallback: within the page */
+	d = (fb - (code + l.pro - 4)) / 4;
+	put(code + l.pro - 4, (word(m->seg - 4) & 0xff00001fu) | ((uint32_t)d & 0x7ffff) << 5);
+	/* and the fallback's b (imm26) to the shared caller, which is in the same arena */
+	if (!ftrt_arch_call_reaches((uintptr_t)fb + l.fbl - 4, fallback))
+		return -1;
+	d = ((int64_t)fallback - (int64_t)((uintptr_t)fb + l.fbl - 4)) / 4;
+	put(fb + l.fbl - 4, 0x14000000u | ((uint32_t)d & 0x3ffffffu));
+	return 0;
 }
 
 /*
