@@ -51,6 +51,9 @@ func (f *Func) String() string {
 
 // Symbolizer resolves addresses of one trace.
 type Symbolizer struct {
+	// mu serialises the lookups of every LockedLookup function: a reader and the stack
+	// traces of its markers look up from two goroutines.
+	mu       sync.Mutex
 	maps     []tracefile.Mapping
 	objs     map[string]*object
 	cache    map[uint64]*Func
@@ -179,12 +182,12 @@ func (s *Symbolizer) Lookup(addr uint64) *Func {
 	return f
 }
 
-// LockedLookup is Lookup made safe for concurrent use.
+// LockedLookup is Lookup made safe for concurrent use, also with the functions of other
+// LockedLookup calls on s.
 func (s *Symbolizer) LockedLookup() func(addr uint64) *Func {
-	var mu sync.Mutex
 	return func(addr uint64) *Func {
-		mu.Lock()
-		defer mu.Unlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		return s.Lookup(addr)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,6 +130,35 @@ func TestLookupC(t *testing.T) {
 	if len(s.Warnings()) != 0 {
 		t.Errorf("warnings: %v", s.Warnings())
 	}
+}
+
+// The functions of two LockedLookup calls share one lock: a reader and the stack traces
+// of its markers look up from two goroutines (the readers crashed with "concurrent map
+// read and map write" when each function had a lock of its own).
+func TestLockedLookupsShareALock(t *testing.T) {
+	prog, m := build(t, "gcc", "symc", csrc, "-g", "-O1", "-fcf-protection", "-pie", "-fpie")
+	s := New([]tracefile.Mapping{m})
+	alpha, size := symAddr(t, prog, "alpha")
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		lookup := s.LockedLookup()
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 20000; i++ {
+				// distinct addresses: each lookup of a new one writes the cache
+				addr := bias + alpha + uint64(i*4+g)%size
+				if i%2 == 1 {
+					addr = 0x100000 + uint64(i*4+g) // unmapped: written too
+				}
+				if f := lookup(addr); f == nil {
+					t.Errorf("lookup(%#x) = nil", addr)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }
 
 func TestLookupCXX(t *testing.T) {
