@@ -1287,6 +1287,10 @@ func TestTracerGraphControlFlow(t *testing.T) {
 			// c3 jumps for odd i (5x): c3 c2 c1 unwound; the SIGUSR1 handler siglongjmps (3x)
 			unwound: map[string]int{"c1": 5, "c2": 5, "c3": 5, "s1": 3, "s2": 3, "on_usr1": 3},
 			entries: map[string]int{"c1": 10, "after": 13, "run": 1}},
+		{src: "trace_ljret.c", threads: 1,
+			// 100 jumps from 6 frames of g, noticed at protected_call's return
+			unwound: map[string]int{"g": 600},
+			entries: map[string]int{"g": 600, "protected_call": 100, "outer": 100}},
 		{src: "trace_cxx.cc", threads: 1,
 			// 4 throws: thrower and mid unwound to rethrower's catch, rethrower to outer's;
 			// 2 more from thrower to capture's catch, rethrown by std::rethrow_exception
@@ -1330,6 +1334,15 @@ func TestTracerGraphControlFlow(t *testing.T) {
 				}
 				allEnt, allUnw := map[string]int{}, map[string]int{}
 				for _, th := range tr.Threads {
+					// a thread's times never go back: frames left by a longjmp are
+					// closed at their parent's exit, not after it (lua trial)
+					for i := 1; i < len(th.Recs); i++ {
+						if th.Recs[i].TS < th.Recs[i-1].TS {
+							t.Errorf("tid %d: record %d (type %d flags %d, %s) at %d, before the one ahead at %d",
+								th.TID, i, th.Recs[i].Type, th.Recs[i].Flags, s.name(th.Recs[i].IP), th.Recs[i].TS, th.Recs[i-1].TS)
+							break
+						}
+					}
 					ent, unw, open := trGraph(t, th, s)
 					if open != 0 {
 						t.Errorf("tid %d: %d frames open at the end", th.TID, open)

@@ -339,15 +339,13 @@ static void switch_note(int *told, const char *how, const char *what)
 enum { POP_DEAD, POP_RESTORE, POP_ORPHAN };
 
 /*
- * Pop frames above index keep (exclusive) as unwound, most recent first.  how: POP_DEAD
- * (their slots are gone or hold the real addresses already), POP_RESTORE (put the real
- * return addresses back), POP_ORPHAN (believed dead, but they may be live on a stack left
- * by an unseen switch: keep their addresses).
+ * Pop frames above index keep (exclusive) as unwound at time now, most recent first.
+ * how: POP_DEAD (their slots are gone or hold the real addresses already), POP_RESTORE
+ * (put the real return addresses back), POP_ORPHAN (believed dead, but they may be live
+ * on a stack left by an unseen switch: keep their addresses).
  */
-static void pop_unwound(struct ft_thread *t, int keep, int how)
+static void pop_unwound_at(struct ft_thread *t, int keep, int how, uint64_t now)
 {
-	uint64_t now = ft_clock_read();
-
 	if (how == POP_ORPHAN)
 		for (int d = keep; d < t->depth; d++)	/* oldest first */
 			orphan_add(t, &t->shadow[d]);
@@ -364,6 +362,11 @@ static void pop_unwound(struct ft_thread *t, int keep, int how)
 		barrier();
 		frame_close(&f, d, FGRAPH_RET_UNWOUND, now, NULL);
 	}
+}
+
+static void pop_unwound(struct ft_thread *t, int keep, int how)
+{
+	pop_unwound_at(t, keep, how, ft_clock_read());
 }
 
 /* Is addr on this thread's alternate signal stack while we are running on it? */
@@ -538,8 +541,9 @@ unsigned long fgraph_return(unsigned long sp, const struct ftrace_ret_regs *rr)
 		t->in_ret--;
 		return ret;
 	}
+	/* closed at the parent's exit time, not later: a child never ends after its parent */
 	if (d < t->depth - 1)
-		pop_unwound(t, d + 1, POP_ORPHAN);
+		pop_unwound_at(t, d + 1, POP_ORPHAN, now);
 	f = t->shadow[d];
 	t->depth = d;
 	barrier();
