@@ -158,6 +158,32 @@ typedef void (*ftrt_arch_func_t)(unsigned long, unsigned long, struct ftrace_ops
 struct ftrt_multi_tmpl {
 	const unsigned char *start, *op_ptr, *seg, *seg_op, *call, *done, *end, *fb, *fb_end;
 };
+/*
+ * Where the pieces of a multi-ops clone of n segments lie, from its template: the
+ * prologue, n segments, the epilogue, the return (FTRT_ARCH_RET_LEN), the fallback, then a
+ * 16-byte stub per ops from the first 8-aligned offset (the same on every architecture).
+ */
+struct ftrt_multi_layout {
+	size_t pro, seg, epi;		/* prologue, one segment, epilogue (without the return) */
+	size_t op_off;			/* the prologue's op-slot load */
+	size_t imm_off, call_off;	/* a segment's ops immediate and call */
+	size_t fbl;			/* the fallback */
+	size_t stubs;			/* the first stub */
+};
+
+static inline void ftrt_multi_layout(const struct ftrt_multi_tmpl *m, unsigned n,
+				     struct ftrt_multi_layout *l)
+{
+	l->pro = (size_t)(m->seg - m->start);
+	l->seg = (size_t)(m->done - m->seg);
+	l->epi = (size_t)(m->end - m->done);
+	l->op_off = (size_t)(m->op_ptr - m->start);
+	l->imm_off = (size_t)(m->seg_op - m->seg);
+	l->call_off = (size_t)(m->call - m->seg);
+	l->fbl = (size_t)(m->fb_end - m->fb);
+	l->stubs = (l->pro + n * l->seg + l->epi + FTRT_ARCH_RET_LEN + l->fbl + 7) & ~(size_t)7;
+}
+
 void ftrt_arch_put_ret(unsigned char *p);
 size_t ftrt_arch_tramp_size(const unsigned char *start, size_t size, size_t op_off,
 			    size_t call_off);

@@ -83,35 +83,15 @@ void ftrt_arch_tramp_fill(unsigned char *code, const unsigned char *start, size_
  * movz/movk, a bl to its callback or to a veneer after the code), the epilogue, ret x9, the
  * fallback (ending with b to the shared caller), then a 16-byte veneer per ops.
  */
-struct multi_layout {
-	size_t pro, seg, epi;		/* prologue, one segment, epilogue (without the ret) */
-	size_t op_off;			/* the prologue's adrp */
-	size_t imm_off, call_off;	/* a segment's movz and bl */
-	size_t fbl;			/* the fallback */
-	size_t stubs;			/* the first veneer (after the body, 8-aligned) */
-};
-
-static void multi_layout(const struct ftrt_multi_tmpl *m, unsigned n, struct multi_layout *l)
-{
-	l->pro = (size_t)(m->seg - m->start);
-	l->seg = (size_t)(m->done - m->seg);
-	l->epi = (size_t)(m->end - m->done);
-	l->op_off = (size_t)(m->op_ptr - m->start);
-	l->imm_off = (size_t)(m->seg_op - m->seg);
-	l->call_off = (size_t)(m->call - m->seg);
-	l->fbl = (size_t)(m->fb_end - m->fb);
-	l->stubs = (l->pro + n * l->seg + l->epi + 4 + l->fbl + 7) & ~(size_t)7;
-}
-
 /* movz/movk x2 of the segment template, hw 0..3, immediate 0 */
 static const uint32_t movx2[4] = { 0xd2800002u, 0xf2a00002u, 0xf2c00002u, 0xf2e00002u };
 
 size_t ftrt_arch_multi_size(const struct ftrt_multi_tmpl *m, unsigned n, int *bad)
 {
-	struct multi_layout l;
+	struct ftrt_multi_layout l;
 	int i;
 
-	multi_layout(m, n, &l);
+	ftrt_multi_layout(m, n, &l);
 	*bad = l.pro < l.op_off + 12 || l.pro % 4 || l.seg % 4 || l.fbl < 4 ||
 	       (word(m->op_ptr) & 0x9f000000u) != 0x90000000u ||		/* adrp */
 	       (word(m->op_ptr + 4) & 0xffc00000u) != 0xf9400000u ||	/* ldr x, [x, #imm] */
@@ -127,12 +107,12 @@ int ftrt_arch_multi_fill(unsigned char *code, const struct ftrt_multi_tmpl *m, u
 			 uintptr_t slot, struct ftrace_ops *const *vec,
 			 const ftrt_arch_func_t *funcs, uintptr_t fallback)
 {
-	struct multi_layout l;
+	struct ftrt_multi_layout l;
 	unsigned char *p, *fb;
 	int64_t d;
 	size_t i;
 
-	multi_layout(m, n, &l);
+	ftrt_multi_layout(m, n, &l);
 	memcpy(code, m->start, l.pro);
 	repoint_slot(code + l.op_off, slot);
 	for (i = 0, p = code + l.pro; i < n; i++, p += l.seg) {

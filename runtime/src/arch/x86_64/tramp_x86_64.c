@@ -64,33 +64,12 @@ void ftrt_arch_tramp_fill(unsigned char *code, const unsigned char *start, size_
  * per ops (movabs $ops, %rdx; call rel32), the epilogue, ret, the fallback (ending with
  * jmp rel32), then a 16-byte absolute-jump stub per ops.
  */
-/* Where the pieces of a multi-ops trampoline of n segments lie, from its template. */
-struct multi_layout {
-	size_t pro, seg, epi;		/* prologue, one segment, epilogue (without the ret) */
-	size_t op_off;			/* the prologue's slot load */
-	size_t imm_off, call_off;	/* a segment's movabs and call */
-	size_t fbl;			/* the fallback */
-	size_t stubs;			/* the first absolute-jump stub (after the body, aligned) */
-};
-
-static void multi_layout(const struct ftrt_multi_tmpl *m, unsigned n, struct multi_layout *l)
-{
-	l->pro = (size_t)(m->seg - m->start);
-	l->seg = (size_t)(m->done - m->seg);
-	l->epi = (size_t)(m->end - m->done);
-	l->op_off = (size_t)(m->op_ptr - m->start);
-	l->imm_off = (size_t)(m->seg_op - m->seg);
-	l->call_off = (size_t)(m->call - m->seg);
-	l->fbl = (size_t)(m->fb_end - m->fb);
-	l->stubs = (l->pro + n * l->seg + l->epi + 1 + l->fbl + 7) & ~(size_t)7;
-}
-
 size_t ftrt_arch_multi_size(const struct ftrt_multi_tmpl *m, unsigned n, int *bad)
 {
 	const unsigned char *start = m->start;
-	struct multi_layout l;
+	struct ftrt_multi_layout l;
 
-	multi_layout(m, n, &l);
+	ftrt_multi_layout(m, n, &l);
 	*bad = memcmp(start + l.op_off, "\x48\x8b\x15", 3) || start[l.pro - 6] != 0x0f ||
 	       start[l.pro - 5] != 0x84 || memcmp(start + l.pro + l.imm_off, "\x48\xba", 2) ||
 	       start[l.pro + l.call_off] != 0xe8 || m->fb_end[-5] != 0xe9;
@@ -102,12 +81,12 @@ int ftrt_arch_multi_fill(unsigned char *code, const struct ftrt_multi_tmpl *m, u
 			 const ftrt_arch_func_t *funcs, uintptr_t fallback)
 {
 	const unsigned char *start = m->start;
-	struct multi_layout l;
+	struct ftrt_multi_layout l;
 	unsigned char *p;
 	int32_t rel;
 	size_t i;
 
-	multi_layout(m, n, &l);
+	ftrt_multi_layout(m, n, &l);
 
 	memcpy(code, start, l.pro);
 	rel = (int32_t)(slot - (uintptr_t)(code + l.op_off + 7));
