@@ -119,25 +119,7 @@ func TestArmTemplatesDecode(t *testing.T) {
 				case strings.Contains(s, "sp") && !armMem.MatchString(s) && !strings.HasPrefix(s, "add x") && s != "mov x3, sp":
 					t.Errorf("%#x: unexpected use of sp: %q", pc, s)
 				}
-				if m := armMem.FindStringSubmatch(s); m != nil {
-					off := 0
-					if m[4] != "" {
-						off = armImm(t, m[4])
-					}
-					size := 8
-					if m[2][0] == 'q' {
-						size = 16
-					}
-					tab := saved
-					if m[1][0] == 'l' {
-						tab = loaded
-					}
-					// a register stored twice (x29, x30) keeps both: key by register and offset
-					tab[fmt.Sprintf("%s@%d", m[2], off)]++
-					if m[3] != "" {
-						tab[fmt.Sprintf("%s@%d", m[3], off+size)]++
-					}
-				}
+				armCountMem(t, s, saved, loaded)
 				if tm.callops {
 					// copied whole into the arena: nothing pc-relative may leave it
 					switch in.Op {
@@ -223,6 +205,32 @@ func TestArmTemplatesDecode(t *testing.T) {
 				t.Errorf("the caller's frame record is not at the entry sp - 16")
 			}
 		})
+	}
+}
+
+// armCountMem counts the registers instruction s stores to or loads from [sp, #off], in
+// saved or loaded by "reg@off" (a register stored twice, x29 and x30, keeps both).
+func armCountMem(t *testing.T, s string, saved, loaded map[string]int) {
+	t.Helper()
+	m := armMem.FindStringSubmatch(s)
+	if m == nil {
+		return
+	}
+	off := 0
+	if m[4] != "" {
+		off = armImm(t, m[4])
+	}
+	size := 8
+	if m[2][0] == 'q' {
+		size = 16
+	}
+	tab := saved
+	if m[1][0] == 'l' {
+		tab = loaded
+	}
+	tab[fmt.Sprintf("%s@%d", m[2], off)]++
+	if m[3] != "" {
+		tab[fmt.Sprintf("%s@%d", m[3], off+size)]++
 	}
 }
 
@@ -366,23 +374,8 @@ func TestArmMultiTemplatesDecode(t *testing.T) {
 					case s == "ldp x19, x20, [sp]":
 						x19back++
 					}
-					if m := armMem.FindStringSubmatch(s); m != nil && p[0] != fb {
-						off := 0
-						if m[4] != "" {
-							off = armImm(t, m[4])
-						}
-						size := 8
-						if m[2][0] == 'q' {
-							size = 16
-						}
-						tab := saved
-						if m[1][0] == 'l' {
-							tab = loaded
-						}
-						tab[fmt.Sprintf("%s@%d", m[2], off)]++
-						if m[3] != "" {
-							tab[fmt.Sprintf("%s@%d", m[3], off+size)]++
-						}
+					if p[0] != fb {
+						armCountMem(t, s, saved, loaded)
 					}
 				}
 			}

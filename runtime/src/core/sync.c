@@ -528,11 +528,8 @@ out:
 	errno = saved_errno;
 }
 
-/*
- * Pick a real-time signal nobody uses (FTRT_SYNC_SIGNAL=n overrides) and install the
- * handler; checked at every round, so a program that later takes the signal for itself
- * only moves us to another one.
- */
+static int send_sig(pid_t tid, int sig);
+
 /*
  * Can signal s be sent to a thread?  Not every number the C library offers: qemu-user
  * keeps some of the host's real-time signals for itself and cannot map the guest's highest
@@ -550,7 +547,7 @@ static int sendable(int s)
 	sigaddset(&one, s);
 	if (pthread_sigmask(SIG_BLOCK, &one, &old))
 		return 0;
-	ok = !syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), s);
+	ok = !send_sig((pid_t)syscall(SYS_gettid), s);
 	if (ok)
 		while (sigtimedwait(&one, NULL, &zero) == s)
 			;
@@ -558,6 +555,11 @@ static int sendable(int s)
 	return ok;
 }
 
+/*
+ * Pick a real-time signal nobody uses (FTRT_SYNC_SIGNAL=n overrides) and install the
+ * handler; checked at every round, so a program that later takes the signal for itself
+ * only moves us to another one.
+ */
 static int sig_init(void)
 {
 	const char *env = secure_getenv("FTRT_SYNC_SIGNAL");
@@ -938,20 +940,6 @@ pid_t ftrt_sync_sleeper(void)
 	return found;
 }
 
-/*
- * Judge a thread from /proc instead of its handler: one that does not answer the signal
- * (it blocks it, is stopped by a debugger or SIGSTOP, or a sanitizer holds the signal back
- * until its next interceptor), or one waiting in a system call, which the signal would wake
- * (and cut short: never_restarted()).  It cannot be inside when /proc shows it off the CPU
- * at a PC outside every (retired) range, with no word of its stack (sp .. end of the stack
- * mapping) pointing into one and, for CHECK_ALL, no callback counted in its published
- * counter: a thread inside a callback has the return address into its trampoline on its
- * stack, and a handler that interrupted a trampoline has its PC in a signal frame.  It did
- * not run while we looked when its context switches did not change and the same line is
- * read again at the end (running, then off the CPU again, is a switch).  Conservative:
- * stale words only make us ask the handler.  CHECK_ALL and CHECK_RETIRED rounds only (they
- * read the address space).
- */
 /* Threads found to be the emulator's (under sync_lock). */
 static pid_t emu_tids[4];
 static int nemu;
@@ -969,6 +957,21 @@ static int emulator_thread(pid_t tid)
 /* Checks of a thread that has not answered after which it counts as silent (about 1 s). */
 #define PROC_SILENT	20
 
+/*
+ * Judge a thread from /proc instead of its handler: one that does not answer the signal
+ * (it blocks it, is stopped by a debugger or SIGSTOP, or a sanitizer holds the signal back
+ * until its next interceptor), or one waiting in a system call, which the signal would wake
+ * (and cut short: never_restarted()).  It cannot be inside when /proc shows it off the CPU
+ * at a PC outside every (retired) range, with no word of its stack (sp .. end of the stack
+ * mapping) pointing into one and, for CHECK_ALL, no callback counted in its published
+ * counter: a thread inside a callback has the return address into its trampoline on its
+ * stack, and a handler that interrupted a trampoline has its PC in a signal frame.  It did
+ * not run while we looked when its context switches did not change and the same line is
+ * read again at the end (running, then off the CPU again, is a switch).  Conservative:
+ * stale words only make us ask the handler.  CHECK_ALL and CHECK_RETIRED rounds only (they
+ * read the address space), but for a CHECK_CB round's silent threads, which may be the
+ * emulator's (below).
+ */
 static int proc_quiescent(const struct round *r, pid_t tid, int check, int silent)
 {
 	char buf[256], again[256];

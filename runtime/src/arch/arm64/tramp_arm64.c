@@ -61,14 +61,27 @@ static void repoint_slot(unsigned char *p, uintptr_t slot)
 	put(p + 4, w);
 }
 
-void ftrt_arch_tramp_fill(unsigned char *code, const unsigned char *start, size_t size,
-			  size_t op_off, size_t call_off, uintptr_t slot, uintptr_t func)
+/* Is p movz xreg, #0; movk xreg, #0, lsl #16 / #32 / #48 (a 64-bit immediate to fill)? */
+static int is_mov64(const unsigned char *p, unsigned reg)
 {
-	unsigned char *call = code + call_off, *stub = code + stub_off(size);
+	static const uint32_t want[4] = { 0xd2800000u, 0xf2a00000u, 0xf2c00000u, 0xf2e00000u };
 
-	memcpy(code, start, size);
-	put(code + size, RET_X9);
-	repoint_slot(code + op_off, slot);
+	for (int i = 0; i < 4; i++)
+		if (word(p + 4 * i) != (want[i] | reg))
+			return 0;
+	return 1;
+}
+
+/* The four words is_mov64() accepted at p load v, 16 bits at a time. */
+static void set_mov64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 4; i++)
+		put(p + 4 * i, word(p + 4 * i) | (uint32_t)((v >> (16 * i)) & 0xffff) << 5);
+}
+
+/* The bl at call aimed at func, or, beyond its reach, at the veneer written at stub. */
+static void aim_bl(unsigned char *call, unsigned char *stub, uintptr_t func)
+{
 	put(stub, LDR_X16_LIT8);
 	put(stub + 4, BR_X16);
 	memcpy(stub + 8, &func, 8);
@@ -77,29 +90,35 @@ void ftrt_arch_tramp_fill(unsigned char *code, const unsigned char *start, size_
 	put(call, ftrt_arm64_bl((uintptr_t)call, func));
 }
 
+void ftrt_arch_tramp_fill(unsigned char *code, const unsigned char *start, size_t size,
+			  size_t op_off, size_t call_off, uintptr_t slot, uintptr_t func)
+{
+	unsigned char *call = code + call_off, *stub = code + stub_off(size);
+
+	memcpy(code, start, size);
+	put(code + size, RET_X9);
+	repoint_slot(code + op_off, slot);
+	aim_bl(call, stub, func);
+}
+
 /*
  * A multi-ops trampoline (trampgen's armMultiCaller): the prologue (its op-slot adrp + ldr,
  * then cbz x2 to the fallback as its last word), one segment per ops (the ops in x2 by
  * movz/movk, a bl to its callback or to a veneer after the code), the epilogue, ret x9, the
  * fallback (ending with b to the shared caller), then a 16-byte veneer per ops.
  */
-/* movz/movk x2 of the segment template, hw 0..3, immediate 0 */
-static const uint32_t movx2[4] = { 0xd2800002u, 0xf2a00002u, 0xf2c00002u, 0xf2e00002u };
-
 size_t ftrt_arch_multi_size(const struct ftrt_multi_tmpl *m, unsigned n, int *bad)
 {
 	struct ftrt_multi_layout l;
-	int i;
 
 	ftrt_multi_layout(m, n, &l);
 	*bad = l.pro < l.op_off + 12 || l.pro % 4 || l.seg % 4 || l.fbl < 4 ||
 	       (word(m->op_ptr) & 0x9f000000u) != 0x90000000u ||		/* adrp */
 	       (word(m->op_ptr + 4) & 0xffc00000u) != 0xf9400000u ||	/* ldr x, [x, #imm] */
 	       (word(m->seg - 4) & 0xff00001fu) != 0xb4000002u ||		/* cbz x2 */
+	       !is_mov64(m->seg_op, 2) ||					/* the ops in x2 */
 	       (word(m->call) & 0xfc000000u) != FTRT_ARM64_BL ||
 	       (word(m->fb_end - 4) & 0xfc000000u) != 0x14000000u;		/* b */
-	for (i = 0; i < 4 && !*bad; i++)
-		*bad = word(m->seg_op + 4 * i) != movx2[i];
 	return l.stubs + 16 * n;
 }
 
@@ -116,20 +135,9 @@ int ftrt_arch_multi_fill(unsigned char *code, const struct ftrt_multi_tmpl *m, u
 	memcpy(code, m->start, l.pro);
 	repoint_slot(code + l.op_off, slot);
 	for (i = 0, p = code + l.pro; i < n; i++, p += l.seg) {
-		unsigned char *stub = code + l.stubs + 16 * i;
-		uintptr_t v = (uintptr_t)vec[i], func = (uintptr_t)funcs[i];
-		int k;
-
 		memcpy(p, m->seg, l.seg);
-		for (k = 0; k < 4; k++)
-			put(p + l.imm_off + 4 * k,
-			    movx2[k] | (uint32_t)((v >> (16 * k)) & 0xffff) << 5);
-		put(stub, LDR_X16_LIT8);
-		put(stub + 4, BR_X16);
-		memcpy(stub + 8, &func, 8);
-		if (!ftrt_arch_call_reaches((uintptr_t)p + l.call_off, func))
-			func = (uintptr_t)stub;
-		put(p + l.call_off, ftrt_arm64_bl((uintptr_t)p + l.call_off, func));
+		set_mov64(p + l.imm_off, (uintptr_t)vec[i]);
+		aim_bl(p + l.call_off, code + l.stubs + 16 * i, (uintptr_t)funcs[i]);
 	}
 	memcpy(p, m->done, l.epi);
 	put(p + l.epi, RET_X9);
@@ -152,16 +160,10 @@ int ftrt_arch_multi_fill(unsigned char *code, const struct ftrt_multi_tmpl *m, u
  */
 int ftrt_arch_fexit_ok(const unsigned char *data)
 {
-	static const uint32_t want[4] = { 0xd2800010u, 0xf2a00010u, 0xf2c00010u, 0xf2e00010u };
-
-	for (int i = 0; i < 4; i++)
-		if (word(data + 4 * i) != want[i])
-			return 0;
-	return 1;
+	return is_mov64(data, 16);
 }
 
 void ftrt_arch_fexit_fill(unsigned char *data, uintptr_t block)
 {
-	for (int i = 0; i < 4; i++)
-		put(data + 4 * i, word(data + 4 * i) | (uint32_t)((block >> (16 * i)) & 0xffff) << 5);
+	set_mov64(data, block);
 }
