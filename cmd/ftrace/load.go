@@ -104,7 +104,6 @@ func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	stderr := c.App.ErrWriter
 	sym := newSymbolizer(tr.Maps)
 	calls, entries, exits, _, _ := tr.Counts()
 	progress := progressFunc(c, path, calls+entries+exits)
@@ -113,9 +112,7 @@ func loadForest(c *cli.Context) (*calltree.Forest, *tracefile.Trace, error) {
 	}
 	warnLost(c, path, tr)
 	f := calltree.Build(tr, sym.Lookup, progress)
-	for _, w := range sym.Warnings() {
-		fmt.Fprintf(stderr, "ftrace: warning: %s\n", w)
-	}
+	warnSymbols(c, sym)
 	return f, tr, nil
 }
 
@@ -517,8 +514,26 @@ func warnStream(c *cli.Context, path string, st *tracefile.Stream, sym *symboliz
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: the trace holds no events\n", path)
 	}
 	warnLost(c, path, tr)
-	for _, w := range sym.Warnings() {
-		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s\n", w)
+	warnSymbols(c, sym)
+}
+
+// warnSymbols says on stderr what sym met that no earlier trace of this command said: the
+// traces of one run share their objects, and a missing library was named once per trace
+// (pcre2's 339 traces).
+func warnSymbols(c *cli.Context, sym *symbolize.Symbolizer) {
+	if c.App.Metadata == nil {
+		c.App.Metadata = map[string]any{}
+	}
+	said, _ := c.App.Metadata["symbolWarned"].(map[string]bool)
+	if said == nil {
+		said = map[string]bool{}
+		c.App.Metadata["symbolWarned"] = said
+	}
+	for _, m := range sym.Warnings() {
+		if !said[m] {
+			said[m] = true
+			fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s\n", m)
+		}
 	}
 }
 
