@@ -168,6 +168,7 @@ func WriteDiffText(w io.Writer, rows []*DiffRow, timed bool) error {
 		hdr = append(hdr, "TOTAL OLD", "NEW", "DELTA", "%", "SELF OLD", "NEW", "DELTA", "%")
 	}
 	fmt.Fprintf(tw, "%s\t  FUNCTION\n", strings.Join(hdr, "\t"))
+	shared := sharedNames(rows, func(r *DiffRow) (string, string) { return r.Name, r.Mod })
 	for _, r := range rows {
 		var row []string
 		co, cn := r.val("calls")
@@ -179,6 +180,9 @@ func WriteDiffText(w io.Writer, rows []*DiffRow, timed bool) error {
 				Dur(so), Dur(sn), SignedDur(so, sn), Percent(so, sn))
 		}
 		name := r.Name
+		if shared[name] && r.Mod != "" {
+			name += " (" + r.Mod + ")"
+		}
 		if s := r.stat(); s.File != "" {
 			name += fmt.Sprintf(" [%s:%d]", symbolize.ShortFile(s.File), s.Line)
 		}

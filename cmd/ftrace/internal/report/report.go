@@ -454,8 +454,12 @@ func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) e
 		bw.WriteByte('\n')
 	}
 	line(hdr, "FUNCTION")
+	shared := sharedNames(stats, func(s *Stat) (string, string) { return s.Name, s.Mod })
 	for _, s := range stats {
 		name := s.Name
+		if shared[name] && s.Mod != "" {
+			name += " (" + base(s.Mod) + ")"
+		}
 		if s.File != "" {
 			name += fmt.Sprintf(" [%s:%d]", symbolize.ShortFile(s.File), s.Line)
 		}
@@ -465,6 +469,23 @@ func WriteText(w io.Writer, f *calltree.Forest, stats []*Stat, perThread bool) e
 		line(cells(s), name)
 	}
 	return bw.Flush()
+}
+
+// sharedNames are the names that rows of more than one module carry (a static function of
+// pcre2's 8-, 16- and 32-bit libraries, built from one source): those rows name their
+// module too, else they read as one function's.
+func sharedNames[T any](rows []T, key func(T) (name, mod string)) map[string]bool {
+	first := map[string]string{}
+	shared := map[string]bool{}
+	for _, r := range rows {
+		name, mod := key(r)
+		if m, ok := first[name]; !ok {
+			first[name] = mod
+		} else if m != mod {
+			shared[name] = true
+		}
+	}
+	return shared
 }
 
 // Dur formats nanoseconds with a unit that keeps 3-4 significant digits.

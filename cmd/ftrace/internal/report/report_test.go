@@ -240,3 +240,41 @@ func TestProcessesHeader(t *testing.T) {
 		}
 	}
 }
+
+// Rows of one name from several modules (a static function of each of pcre2's 8-, 16-
+// and 32-bit libraries) name their module; a name only one module has does not, in the
+// report and in its diff.
+func TestSharedNamesShowModule(t *testing.T) {
+	f := tracetest.Forest(t, "tracer function\nthread 1\nc 1 a\n")
+	stats := []*Stat{
+		{Name: "compile_branch", Mod: "/usr/lib/libpcre2-8.so.0", Calls: 3},
+		{Name: "compile_branch", Mod: "/usr/lib/libpcre2-16.so.0", Calls: 2},
+		{Name: "main", Mod: "/usr/bin/prog", Calls: 1},
+		{Name: "helper", Mod: "/usr/bin/prog", TID: 1, Calls: 1},
+		{Name: "helper", Mod: "/usr/bin/prog", TID: 2, Calls: 1},
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, f, stats, false); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{"  compile_branch (libpcre2-8.so.0)\n", "  compile_branch (libpcre2-16.so.0)\n", "  main\n", "  helper\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	rows, err := Diff(stats[:3], stats[1:3], "calls", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	if err := WriteDiffText(&b, rows, false); err != nil {
+		t.Fatal(err)
+	}
+	got = b.String()
+	for _, want := range []string{"  compile_branch (libpcre2-8.so.0) (gone)\n", "  compile_branch (libpcre2-16.so.0)\n", "  main\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diff: no %q in\n%s", want, got)
+		}
+	}
+}
