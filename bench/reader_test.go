@@ -60,3 +60,52 @@ func BenchmarkReader(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReaderManyTraces: the memory of reading the traces of one run together (a test
+// suite's hundreds of processes) against reading one of them, same run: FTKIT_READER_TRACES
+// traces (default 400) of FTKIT_READER_TRACE_EVENTS events each (default 200k, 2
+// threads). Each trace is folded into the output as it is read, so the ratio stays near 1
+// whatever the number of traces (before, pprof and flame kept every thread's call paths
+// to the last trace).
+// Run: go test ./bench -run '^$' -bench ReaderManyTraces -benchtime 1x
+func BenchmarkReaderManyTraces(b *testing.B) {
+	traces, events := 400, 200_000
+	if v, err := strconv.Atoi(os.Getenv("FTKIT_READER_TRACES")); err == nil && v > 0 {
+		traces = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("FTKIT_READER_TRACE_EVENTS")); err == nil && v > 0 {
+		events = v
+	}
+	dir := b.TempDir()
+	gen := filepath.Join(dir, "tracegen")
+	if out, err := exec.Command("go", "build", "-o", gen, "github.com/ftkit/ftkit/cmd/ftrace/internal/tracegen").CombinedOutput(); err != nil {
+		b.Fatalf("building tracegen: %v\n%s", err, out)
+	}
+	first := filepath.Join(dir, "run.dat")
+	if out, err := exec.Command(gen, "-events", strconv.Itoa(events), "-threads", "2", "-processes", strconv.Itoa(traces), "-o", first).CombinedOutput(); err != nil {
+		b.Fatalf("tracegen: %v\n%s", err, out)
+	}
+	all, _ := filepath.Glob(first + "*")
+	ftrace := testenv.Tool(b, "ftrace")
+	maxRSS := func(args []string, files []string) float64 {
+		c := exec.Command(ftrace, append(args, files...)...)
+		c.Stdout, c.Stderr = nil, os.Stderr
+		if err := c.Run(); err != nil {
+			b.Fatalf("ftrace %s: %v", strings.Join(args, " "), err)
+		}
+		return float64(c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+	}
+	for _, cmd := range [][]string{
+		{"pprof", "-o", filepath.Join(dir, "p.pb.gz")}, {"flame", "--folded", "-o", os.DevNull}, {"report"},
+	} {
+		b.Run(cmd[0], func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				one := maxRSS(cmd, all[:1])
+				many := maxRSS(cmd, all)
+				b.ReportMetric(one, "MB-maxRSS-1")
+				b.ReportMetric(many, "MB-maxRSS-all")
+				b.ReportMetric(many/one, "ratio")
+			}
+		})
+	}
+}

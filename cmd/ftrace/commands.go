@@ -401,7 +401,8 @@ func pprofCommand() *cli.Command {
 			&cli.BoolFlag{Name: "args", Usage: "one function per function and argument values recorded with its calls (as graph shows them: \"fib(n=3)\")"},
 		}, filterFlags()...),
 		Action: func(c *cli.Context) error {
-			f, paths, err := streamPaths(c)
+			col := pprof.NewCollector()
+			f, err := streamPaths(c, col.Add)
 			if err != nil {
 				return err
 			}
@@ -409,7 +410,7 @@ func pprofCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = pprof.WritePaths(w, f, paths)
+			err = col.Write(w, f)
 			if cerr := done(); err == nil {
 				err = cerr
 			}
@@ -438,11 +439,12 @@ func flameCommand() *cli.Command {
 			if c.Int("width") <= 0 {
 				return fmt.Errorf("flame: --width must be positive (got %d)", c.Int("width"))
 			}
-			f, paths, err := streamPaths(c)
+			fo := flame.NewFolder(flame.Options{TIDs: c.IntSlice("tid"), ByThread: c.Bool("by-thread")})
+			f, err := streamPaths(c, func(_ *calltree.Forest, paths []calltree.ThreadPaths) { fo.Add(paths) })
 			if err != nil {
 				return err
 			}
-			stacks := flame.FoldPaths(f, paths, flame.Options{TIDs: c.IntSlice("tid"), ByThread: c.Bool("by-thread")})
+			stacks := fo.Stacks(f)
 			out := c.String("output")
 			if !c.Bool("folded") {
 				out = defaultOutput(c, "flame.svg")

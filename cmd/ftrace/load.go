@@ -280,37 +280,45 @@ func argKeys(c *cli.Context) *calltree.ArgKeys {
 }
 
 // streamPaths reads the trace as a stream into each thread's call paths (flame graphs,
-// profiles), saying on stderr what the reader tolerated and what was lost.
-func streamPaths(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, error) {
+// profiles), given to add a trace at a time, saying on stderr what the reader tolerated
+// and what was lost. It returns the forest of all the traces read.
+func streamPaths(c *cli.Context, add func(f *calltree.Forest, paths []calltree.ThreadPaths)) (*calltree.Forest, error) {
 	if c.NArg() > 1 {
-		return streamPathsMany(c)
+		return streamPathsMany(c, add)
 	}
 	in, err := openStream(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer in.Close()
-	return in.paths(c, true)
+	f, paths, err := in.paths(c, true)
+	if err != nil {
+		return nil, err
+	}
+	add(f, paths)
+	return f, nil
 }
 
-// streamPathsMany is streamPaths of several traces (the processes of one run): their
-// threads' paths together, each function one *Func over them (calltree.Unify).
-func streamPathsMany(c *cli.Context) (*calltree.Forest, []calltree.ThreadPaths, error) {
+// streamPathsMany is streamPaths of several traces (the processes of one run), each
+// trace's paths given to add once read and then let go (a test suite's thousands of
+// traces), each function one *Func over them (calltree.Unifier).
+func streamPathsMany(c *cli.Context, add func(f *calltree.Forest, paths []calltree.ThreadPaths)) (*calltree.Forest, error) {
 	var forests calltree.Combiner
-	var all []calltree.ThreadPaths
+	var funcs calltree.Unifier
 	err := eachStream(c, func(in *streamIn) error {
 		f, paths, err := in.paths(c, false)
-		if f != nil {
-			forests.Add(f)
+		if err != nil {
+			return err
 		}
-		all = append(all, paths...)
-		return err
+		forests.Add(f)
+		funcs.Unify(paths)
+		add(f, paths)
+		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	calltree.Unify(all)
-	return forests.Forest(), all, nil
+	return forests.Forest(), nil
 }
 
 // warnNoEvents says that n traces (more than one) hold no event between them.

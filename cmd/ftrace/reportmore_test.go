@@ -149,8 +149,7 @@ func TestReportManyTracesMemory(t *testing.T) {
 		}
 		return c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
 	}
-	// (not flame and pprof: they keep each thread's call paths until all are read)
-	for _, cmd := range []string{"report", "graph", "info", "dump --chrome -o out.json"} {
+	for _, cmd := range []string{"report", "graph", "info", "dump --chrome -o out.json", "pprof -o p.pb.gz", "flame -o f.svg"} {
 		few, many := rss(200, cmd), rss(1200, cmd)
 		t.Logf("%s: max RSS %d KiB for 200 traces, %d KiB for 1,200", cmd, few, many)
 		if many-few > 24<<10 {

@@ -31,7 +31,7 @@ func (cb *Combiner) Add(f *Forest) {
 		cb.first = f // one forest alone is itself
 		return
 	case cb.c == nil:
-		cb.c = &Forest{Header: cb.first.Header}
+		cb.c = &Forest{Header: cb.first.Header, Main: cb.first.Main}
 		cb.c.Header.Flags |= tracefile.FlagComplete
 		cb.c.Header.LostNoBuf = 0
 		cb.pids = map[int]bool{}
@@ -96,20 +96,35 @@ func (cb *Combiner) Forest() *Forest {
 // (the first met of those with its name, object and source position), so that what
 // keys functions by pointer (profiles, tries) sees one function, not one per trace.
 func Unify(paths []ThreadPaths) {
-	type id struct {
-		name, mod, file string
-		line            int
+	new(Unifier).Unify(paths)
+}
+
+// A Unifier is Unify for traces given one at a time: the functions of later ones become
+// those of earlier ones.
+type Unifier struct {
+	seen map[funcID]*symbolize.Func
+}
+
+type funcID struct {
+	name, mod, file string
+	line            int
+}
+
+// Unify makes the functions of paths those met before with their name, object and
+// source position.
+func (u *Unifier) Unify(paths []ThreadPaths) {
+	if u.seen == nil {
+		u.seen = map[funcID]*symbolize.Func{}
 	}
-	seen := map[id]*symbolize.Func{}
 	one := func(fn *symbolize.Func) *symbolize.Func {
 		if fn == nil {
 			return nil
 		}
-		k := id{fn.Name, fn.Module, fn.File, fn.Line}
-		if u := seen[k]; u != nil {
-			return u
+		k := funcID{fn.Name, fn.Module, fn.File, fn.Line}
+		if f := u.seen[k]; f != nil {
+			return f
 		}
-		seen[k] = fn
+		u.seen[k] = fn
 		return fn
 	}
 	var walk func(ps []*PathNode)

@@ -68,27 +68,40 @@ func Fold(f *calltree.Forest, o Options) *Stacks {
 // FoldPaths returns the folded stacks of the threads' call paths (of forest f, whose
 // trees may not have been built).
 func FoldPaths(f *calltree.Forest, paths []calltree.ThreadPaths, o Options) *Stacks {
-	s := &Stacks{}
-	root := &s.root
-	graph := f.HasGraph()
+	fo := NewFolder(o)
+	fo.Add(paths)
+	return fo.Stacks(f)
+}
+
+// A Folder folds the call paths of one trace's threads or of several traces' (the
+// processes of one run), given a trace at a time: what it keeps is the trie of distinct
+// stacks, not each thread's paths until the last trace is read.
+type Folder struct {
+	o     Options
+	s     Stacks
+	pairs trie // the function-tracer calls (function, caller), kept apart until Stacks
+}
+
+// NewFolder returns an empty Folder of the stacks o selects.
+func NewFolder(o Options) *Folder { return &Folder{o: o} }
+
+// Add folds the call paths of the threads of one trace.
+func (fo *Folder) Add(paths []calltree.ThreadPaths) {
 	for _, tp := range paths {
 		t := tp.T
-		if len(o.TIDs) > 0 && !slices.Contains(o.TIDs, t.TID) {
+		if len(fo.o.TIDs) > 0 && !slices.Contains(fo.o.TIDs, t.TID) {
 			continue
 		}
-		top := root
-		if o.ByThread {
+		top, ptop := &fo.s.root, &fo.pairs
+		if fo.o.ByThread {
 			name := fmt.Sprintf("thread %d", t.TID)
 			if t.Name != "" {
 				name += " " + t.Name
 			}
-			top = root.child(clean(name))
+			top, ptop = top.child(clean(name)), ptop.child(clean(name))
 		}
 		for _, c := range tp.Pairs {
-			if graph { // times and counts do not add up: graph data wins
-				break
-			}
-			n := top
+			n := ptop
 			if c.Caller != nil {
 				n = n.child(clean(c.Caller.Name))
 			}
@@ -104,7 +117,25 @@ func FoldPaths(f *calltree.Forest, paths []calltree.ThreadPaths, o Options) *Sta
 		}
 		walk(tp.Root.Children, top)
 	}
-	return s
+}
+
+// Stacks returns the folded stacks of what was added; f is the forest of all the traces
+// added. The function-tracer calls count only when no thread has graph data: times and
+// counts do not add up, and graph data wins.
+func (fo *Folder) Stacks(f *calltree.Forest) *Stacks {
+	if !f.HasGraph() {
+		fo.s.root.merge(&fo.pairs)
+	}
+	fo.pairs = trie{}
+	return &fo.s
+}
+
+// merge adds the values of the stacks of u to t's.
+func (t *trie) merge(u *trie) {
+	t.value += u.value
+	for _, k := range u.kids {
+		t.child(k.name).merge(k)
+	}
 }
 
 // clean keeps the folded format parseable: ';' separates frames and the last space

@@ -26,7 +26,126 @@ func Build(f *calltree.Forest) *profile.Profile {
 // BuildPaths returns the profile of the threads' call paths (of forest f, whose trees
 // may not have been built).
 func BuildPaths(f *calltree.Forest, paths []calltree.ThreadPaths) *profile.Profile {
-	b := collect(f, paths)
+	c := NewCollector()
+	c.Add(f, paths)
+	return c.Profile(f)
+}
+
+// WritePaths writes the profile BuildPaths makes, gzip-compressed (Collector.Write).
+func WritePaths(w io.Writer, f *calltree.Forest, paths []calltree.ThreadPaths) error {
+	c := NewCollector()
+	c.Add(f, paths)
+	return c.Write(w, f)
+}
+
+// A Collector makes one profile of the call paths of one trace's threads or of several
+// traces' (the processes of one run), given a trace at a time: what it keeps is the trie
+// of distinct stacks, not each thread's paths until the last trace is read (a test
+// suite's thousands of traces). The traces' functions must be one *symbolize.Func each
+// over them (calltree.Unifier).
+type Collector struct {
+	b           *builder
+	roots       stackNode
+	first, last uint64
+	started     bool
+}
+
+// NewCollector returns an empty Collector.
+func NewCollector() *Collector {
+	return &Collector{b: &builder{
+		p:     &profile.Profile{},
+		funcs: map[*symbolize.Func]*profile.Function{},
+		locs:  map[*symbolize.Func]*profile.Location{},
+		maps:  map[string]*profile.Mapping{},
+		samp:  map[string]*profile.Sample{},
+	}}
+}
+
+// Add adds the call paths of the threads of one trace, whose forest is f.
+func (col *Collector) Add(f *calltree.Forest, paths []calltree.ThreadPaths) {
+	b := col.b
+	if !col.started {
+		col.started = true
+		if f.Main != "" {
+			b.mapping(f.Main) // the first mapping is the one pprof calls the program
+		}
+	}
+	for _, tp := range paths {
+		t := tp.T
+		if col.first == 0 || (t.First != 0 && t.First < col.first) {
+			col.first = t.First
+		}
+		if t.Last > col.last {
+			col.last = t.Last
+		}
+		for _, c := range tp.Pairs {
+			stack := []*symbolize.Func{c.Func}
+			if c.Caller != nil {
+				stack = append(stack, c.Caller)
+			}
+			b.add(stack, int64(c.Count))
+		}
+		// Samples per distinct stack, in the order a walk of the call trees meets
+		// them: the thread's paths merged into a trie of all threads' stacks.
+		type visit struct {
+			p  *calltree.PathNode
+			at *stackNode
+		}
+		var order []visit
+		var walk func(ps []*calltree.PathNode, at *stackNode)
+		walk = func(ps []*calltree.PathNode, at *stackNode) {
+			for _, p := range ps {
+				c := at.child(p.Func)
+				order = append(order, visit{p, c})
+				walk(p.Children, c)
+			}
+		}
+		walk(tp.Root.Children, &col.roots)
+		sort.SliceStable(order, func(i, j int) bool { return order[i].p.Seq < order[j].p.Seq })
+		for _, v := range order {
+			c := v.at
+			if !c.sampled {
+				c.sampled = true
+				c.loc = b.location(c.fn)
+				b.order = append(b.order, c)
+			}
+			c.calls += int64(v.p.Calls)
+			c.self += int64(v.p.Self)
+		}
+	}
+}
+
+// finish completes the profile but for the samples of the trie's stacks, left in b.order;
+// f is the forest of all the traces added (calltree.Combiner's).
+func (col *Collector) finish(f *calltree.Forest) *builder {
+	b := col.b
+	b.timed = f.HasGraph() || f.Header.Tracer == "function_graph"
+	b.p.SampleType = []*profile.ValueType{{Type: "calls", Unit: "count"}}
+	if b.timed {
+		b.p.SampleType = append(b.p.SampleType, &profile.ValueType{Type: "time", Unit: "nanoseconds"})
+		b.p.DefaultSampleType = "time"
+	} else {
+		for _, s := range b.p.Sample {
+			s.Value = s.Value[:1]
+		}
+	}
+	b.p.PeriodType = &profile.ValueType{Type: "calls", Unit: "count"}
+	b.p.Period = 1
+	if len(f.Header.Command) > 0 {
+		b.p.Comments = append(b.p.Comments, "command: "+strings.Join(f.Header.Command, " "))
+	}
+	if f.Header.WallStart != 0 {
+		b.p.TimeNanos = f.Header.WallStart
+	}
+	if col.last > col.first {
+		b.p.DurationNanos = int64(col.last - col.first)
+	}
+	return b
+}
+
+// Profile returns the profile of what was added; f is the forest of all the traces added.
+func (col *Collector) Profile(f *calltree.Forest) *profile.Profile {
+	b := col.finish(f)
 	for _, c := range b.order {
 		locs := make([]*profile.Location, 0, c.depth)
 		for n := c; n.parent != nil; n = n.parent { // pprof wants the leaf first
@@ -41,12 +160,13 @@ func BuildPaths(f *calltree.Forest, paths []calltree.ThreadPaths) *profile.Profi
 	return b.p
 }
 
-// WritePaths writes the profile BuildPaths makes, gzip-compressed, without holding its
+// Write writes the profile of what was added, gzip-compressed, without holding its
 // samples: each distinct stack's locations are written from the trie of stacks as they
 // are met (a trace of deep, varied recursion has a million stacks hundreds of frames
-// deep: 2.3 GB as profile.Sample values, the yaml-cpp trial).
-func WritePaths(w io.Writer, f *calltree.Forest, paths []calltree.ThreadPaths) error {
-	b := collect(f, paths)
+// deep: 2.3 GB as profile.Sample values, the yaml-cpp trial). f is the forest of all the
+// traces added.
+func (col *Collector) Write(w io.Writer, f *calltree.Forest) error {
+	b := col.finish(f)
 	zw := gzip.NewWriter(w)
 	bw := bufio.NewWriterSize(zw, 1<<16)
 	// the profile without the trie's samples, then those: a protobuf message's fields
@@ -81,85 +201,6 @@ func appendField(b []byte, field int, data []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(field)<<3|2)
 	b = binary.AppendUvarint(b, uint64(len(data)))
 	return append(b, data...)
-}
-
-// collect makes the profile of the paths but for the samples of the call stacks, which
-// it leaves in the trie of stacks, in b.order.
-func collect(f *calltree.Forest, paths []calltree.ThreadPaths) *builder {
-	b := &builder{
-		p:     &profile.Profile{},
-		funcs: map[*symbolize.Func]*profile.Function{},
-		locs:  map[*symbolize.Func]*profile.Location{},
-		maps:  map[string]*profile.Mapping{},
-		samp:  map[string]*profile.Sample{},
-	}
-	timed := f.HasGraph() || f.Header.Tracer == "function_graph"
-	b.timed = timed
-	b.p.SampleType = []*profile.ValueType{{Type: "calls", Unit: "count"}}
-	if timed {
-		b.p.SampleType = append(b.p.SampleType, &profile.ValueType{Type: "time", Unit: "nanoseconds"})
-		b.p.DefaultSampleType = "time"
-	}
-	b.p.PeriodType = &profile.ValueType{Type: "calls", Unit: "count"}
-	b.p.Period = 1
-	if len(f.Header.Command) > 0 {
-		b.p.Comments = append(b.p.Comments, "command: "+strings.Join(f.Header.Command, " "))
-	}
-	if f.Header.WallStart != 0 {
-		b.p.TimeNanos = f.Header.WallStart
-	}
-	if f.Main != "" {
-		b.mapping(f.Main) // the first mapping is the one pprof calls the program
-	}
-	var first, last uint64
-	roots := &stackNode{}
-	for _, tp := range paths {
-		t := tp.T
-		if first == 0 || (t.First != 0 && t.First < first) {
-			first = t.First
-		}
-		if t.Last > last {
-			last = t.Last
-		}
-		for _, c := range tp.Pairs {
-			stack := []*symbolize.Func{c.Func}
-			if c.Caller != nil {
-				stack = append(stack, c.Caller)
-			}
-			b.add(stack, int64(c.Count), 0, timed)
-		}
-		// Samples per distinct stack, in the order a walk of the call trees meets
-		// them: the thread's paths merged into a trie of all threads' stacks.
-		type visit struct {
-			p  *calltree.PathNode
-			at *stackNode
-		}
-		var order []visit
-		var walk func(ps []*calltree.PathNode, at *stackNode)
-		walk = func(ps []*calltree.PathNode, at *stackNode) {
-			for _, p := range ps {
-				c := at.child(p.Func)
-				order = append(order, visit{p, c})
-				walk(p.Children, c)
-			}
-		}
-		walk(tp.Root.Children, roots)
-		sort.SliceStable(order, func(i, j int) bool { return order[i].p.Seq < order[j].p.Seq })
-		for _, v := range order {
-			c := v.at
-			if !c.sampled {
-				c.sampled = true
-				c.loc = b.location(c.fn)
-				b.order = append(b.order, c)
-			}
-			c.calls += int64(v.p.Calls)
-			c.self += int64(v.p.Self)
-		}
-	}
-	if last > first {
-		b.p.DurationNanos = int64(last - first)
-	}
-	return b
 }
 
 // Write writes the profile of the forest gzip-compressed (WritePaths).
@@ -203,7 +244,9 @@ type builder struct {
 	key   strings.Builder
 }
 
-func (b *builder) add(stack []*symbolize.Func, calls, self int64, timed bool) {
+// add counts calls of a function-tracer stack (a function and its caller). Each sample
+// has room for the time too, cut off at finish when the profile has no times.
+func (b *builder) add(stack []*symbolize.Func, calls int64) {
 	b.key.Reset()
 	locs := make([]*profile.Location, len(stack))
 	for i, fn := range stack {
@@ -215,14 +258,11 @@ func (b *builder) add(stack []*symbolize.Func, calls, self int64, timed bool) {
 	k := b.key.String()
 	s := b.samp[k]
 	if s == nil {
-		s = &profile.Sample{Location: locs, Value: make([]int64, len(b.p.SampleType))}
+		s = &profile.Sample{Location: locs, Value: make([]int64, 2)}
 		b.samp[k] = s
 		b.p.Sample = append(b.p.Sample, s)
 	}
 	s.Value[0] += calls
-	if timed {
-		s.Value[1] += self
-	}
 }
 
 func itoa(v uint64) string {

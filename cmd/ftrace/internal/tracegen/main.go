@@ -1,6 +1,7 @@
 // Command tracegen writes a synthetic function_graph trace (format version 2) of a given
 // number of events, for the reader benchmarks in bench/: a deterministic pseudo-program
 // of a few hundred functions calling each other to varying depths, on several threads.
+// With -processes N, N such traces of one run (pids 4242, 4243, ...: OUT, OUT.4243, ...).
 //
 //	go run ./cmd/ftrace/internal/tracegen -events 100000000 -threads 4 -o big.dat
 package main
@@ -19,26 +20,36 @@ func main() {
 	events := flag.Int("events", 1_000_000, "events in all (about)")
 	threads := flag.Int("threads", 4, "threads (they share one event sequence)")
 	funcs := flag.Int("funcs", 300, "distinct functions")
-	out := flag.String("o", "synthetic.dat", "output file")
+	processes := flag.Int("processes", 1, "traces of one run, each of -events")
+	out := flag.String("o", "synthetic.dat", "output file (the first process's)")
 	flag.Parse()
-	if *events <= 0 || *threads <= 0 || *funcs <= 0 {
-		fmt.Fprintln(os.Stderr, "tracegen: -events, -threads and -funcs must be positive")
+	if *events <= 0 || *threads <= 0 || *funcs <= 0 || *processes <= 0 {
+		fmt.Fprintln(os.Stderr, "tracegen: -events, -threads, -funcs and -processes must be positive")
 		os.Exit(2)
 	}
-	if err := run(*events, *threads, *funcs, *out); err != nil {
-		fmt.Fprintln(os.Stderr, "tracegen:", err)
-		os.Exit(1)
+	evs := program(*events / *threads, *funcs)
+	for p := 0; p < *processes; p++ {
+		name := *out
+		if p > 0 {
+			name = fmt.Sprintf("%s.%d", *out, 4242+p)
+		}
+		if err := write(evs, 4242+p, *threads, name); err != nil {
+			fmt.Fprintln(os.Stderr, "tracegen:", err)
+			os.Exit(1)
+		}
 	}
 }
 
-func run(events, threads, funcs int, out string) error {
-	evs := program(events/threads, funcs)
+// write writes the trace of process pid, whose threads each make the events evs.
+func write(evs []tracefile.Event, pid, threads int, out string) error {
 	tr := &tracefile.Trace{Header: tracefile.Header{
-		Tracer: tracefile.TracerFunctionGraph, Flags: tracefile.FlagComplete, PID: 4242,
+		Tracer: tracefile.TracerFunctionGraph, Flags: tracefile.FlagComplete, PID: pid,
 		Command: []string{"synthetic"}, StartNS: 1000, EndNS: evs[len(evs)-1].TS + 1,
 	}}
 	for t := 0; t < threads; t++ {
-		tr.Threads = append(tr.Threads, &tracefile.Thread{TID: 4242 + t, Name: fmt.Sprintf("worker-%d", t), Events: evs, Flags: tracefile.ThreadExited})
+		// tids apart from the other processes'
+		tid := pid*64 + t
+		tr.Threads = append(tr.Threads, &tracefile.Thread{TID: tid, Name: fmt.Sprintf("worker-%d", t), Events: evs, Flags: tracefile.ThreadExited})
 	}
 	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
