@@ -21,19 +21,10 @@ import (
 )
 
 func BenchmarkReader(b *testing.B) {
-	events := 100_000_000
-	if v, err := strconv.Atoi(os.Getenv("FTKIT_READER_EVENTS")); err == nil && v > 0 {
-		events = v
-	}
+	events := envInt("FTKIT_READER_EVENTS", 100_000_000)
 	dir := b.TempDir()
-	gen := filepath.Join(dir, "tracegen")
-	if out, err := exec.Command("go", "build", "-o", gen, "github.com/ftkit/ftkit/cmd/ftrace/internal/tracegen").CombinedOutput(); err != nil {
-		b.Fatalf("building tracegen: %v\n%s", err, out)
-	}
 	trace := filepath.Join(dir, "big.dat")
-	if out, err := exec.Command(gen, "-events", strconv.Itoa(events), "-threads", "4", "-o", trace).CombinedOutput(); err != nil {
-		b.Fatalf("tracegen: %v\n%s", err, out)
-	}
+	tracegen(b, dir, "-events", strconv.Itoa(events), "-threads", "4", "-o", trace)
 	st, _ := os.Stat(trace)
 	b.Logf("%d events, %d bytes (%.2f bytes/event)", events, st.Size(), float64(st.Size())/float64(events))
 	ftrace := testenv.Tool(b, "ftrace")
@@ -46,13 +37,14 @@ func BenchmarkReader(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				c := exec.Command(ftrace, append(cmd, trace)...)
 				c.Stdout, c.Stderr = nil, os.Stderr
+				cpu0 := childrenCPU()
 				start := time.Now()
-				if err := c.Run(); err != nil {
+				rss, err := testenv.PeakRSS(b, c, 0) // KiB
+				if err != nil {
 					b.Fatalf("ftrace %s: %v", strings.Join(cmd, " "), err)
 				}
 				wall := time.Since(start)
-				rss := c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
-				cpu := c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+				cpu := childrenCPU() - cpu0 // ftrace's and, a few ms, PeakRSS's middleman's
 				b.ReportMetric(float64(events)/wall.Seconds()/1e6, "Mevents/s")
 				b.ReportMetric(float64(rss)/1024, "MB-maxRSS")
 				b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cores")
@@ -69,31 +61,21 @@ func BenchmarkReader(b *testing.B) {
 // to the last trace).
 // Run: go test ./bench -run '^$' -bench ReaderManyTraces -benchtime 1x
 func BenchmarkReaderManyTraces(b *testing.B) {
-	traces, events := 400, 200_000
-	if v, err := strconv.Atoi(os.Getenv("FTKIT_READER_TRACES")); err == nil && v > 0 {
-		traces = v
-	}
-	if v, err := strconv.Atoi(os.Getenv("FTKIT_READER_TRACE_EVENTS")); err == nil && v > 0 {
-		events = v
-	}
+	traces := envInt("FTKIT_READER_TRACES", 400)
+	events := envInt("FTKIT_READER_TRACE_EVENTS", 200_000)
 	dir := b.TempDir()
-	gen := filepath.Join(dir, "tracegen")
-	if out, err := exec.Command("go", "build", "-o", gen, "github.com/ftkit/ftkit/cmd/ftrace/internal/tracegen").CombinedOutput(); err != nil {
-		b.Fatalf("building tracegen: %v\n%s", err, out)
-	}
 	first := filepath.Join(dir, "run.dat")
-	if out, err := exec.Command(gen, "-events", strconv.Itoa(events), "-threads", "2", "-processes", strconv.Itoa(traces), "-o", first).CombinedOutput(); err != nil {
-		b.Fatalf("tracegen: %v\n%s", err, out)
-	}
+	tracegen(b, dir, "-events", strconv.Itoa(events), "-threads", "2", "-processes", strconv.Itoa(traces), "-o", first)
 	all, _ := filepath.Glob(first + "*")
 	ftrace := testenv.Tool(b, "ftrace")
 	maxRSS := func(args []string, files []string) float64 {
 		c := exec.Command(ftrace, append(args, files...)...)
 		c.Stdout, c.Stderr = nil, os.Stderr
-		if err := c.Run(); err != nil {
+		kib, err := testenv.PeakRSS(b, c, 0)
+		if err != nil {
 			b.Fatalf("ftrace %s: %v", strings.Join(args, " "), err)
 		}
-		return float64(c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+		return float64(kib) / 1024
 	}
 	for _, cmd := range [][]string{
 		{"pprof", "-o", filepath.Join(dir, "p.pb.gz")}, {"flame", "--folded", "-o", os.DevNull}, {"report"},
@@ -108,4 +90,22 @@ func BenchmarkReaderManyTraces(b *testing.B) {
 			}
 		})
 	}
+}
+
+// tracegen builds cmd/ftrace/internal/tracegen in dir and runs it with args.
+func tracegen(b *testing.B, dir string, args ...string) {
+	gen := filepath.Join(dir, "tracegen")
+	if out, err := exec.Command("go", "build", "-o", gen, "github.com/ftkit/ftkit/cmd/ftrace/internal/tracegen").CombinedOutput(); err != nil {
+		b.Fatalf("building tracegen: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(gen, args...).CombinedOutput(); err != nil {
+		b.Fatalf("tracegen: %v\n%s", err, out)
+	}
+}
+
+// childrenCPU is the CPU time of the children this process has waited for.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,45 +23,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	testenv.PeakRSSMain()
 	testscript.Main(m, map[string]func(){
 		"ftrace":  func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
 		"fakectl": fakeControl,
-		"peakrss": peakRSS,
 	})
-}
-
-// peakRSS is the command `peakrss OUT NOFILE PROG ARGS...`: PROG run with at most NOFILE
-// descriptors, its peak RSS in KiB written to OUT, its status the command's. A child of
-// the test process itself would not do: Go starts children with CLONE_VM, and the kernel
-// counts the test process's own peak in the child's (ru_maxrss is kept across exec).
-func peakRSS() {
-	if len(os.Args) < 4 {
-		fmt.Fprintln(os.Stderr, "usage: peakrss OUT NOFILE PROG ARGS...")
-		os.Exit(2)
-	}
-	n, err := strconv.ParseUint(os.Args[2], 10, 64)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "peakrss:", err)
-		os.Exit(2)
-	}
-	lim := syscall.Rlimit{Cur: n, Max: n}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		fmt.Fprintln(os.Stderr, "peakrss:", err)
-		os.Exit(2)
-	}
-	c := exec.Command(os.Args[3], os.Args[4:]...)
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-	err = c.Run()
-	if c.ProcessState == nil {
-		fmt.Fprintln(os.Stderr, "peakrss:", err)
-		os.Exit(2)
-	}
-	kib := c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
-	if werr := os.WriteFile(os.Args[1], []byte(strconv.FormatInt(kib, 10)), 0o600); werr != nil {
-		fmt.Fprintln(os.Stderr, "peakrss:", werr)
-		os.Exit(2)
-	}
-	os.Exit(c.ProcessState.ExitCode())
 }
 
 // TestScripts runs testdata/script/*.txtar. Extra commands:

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -141,17 +140,12 @@ func TestReportManyTracesMemory(t *testing.T) {
 			files = append(files, f)
 		}
 		// with fewer descriptors than traces: each is open only while it is read
-		peak := filepath.Join(dir, "peak")
-		args := append([]string{peak, "128", ftrace}, strings.Fields(cmd)...)
-		c := exec.Command("peakrss", append(args, files...)...)
-		c.Dir = dir
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("ftrace %s of %d traces: %v\n%.500s", cmd, n, err, out)
-		}
-		b, err := os.ReadFile(peak)
-		kib, perr := strconv.ParseInt(string(b), 10, 64)
-		if err != nil || perr != nil {
-			t.Fatalf("peak RSS of ftrace %s: %v %v", cmd, err, perr)
+		var out bytes.Buffer
+		c := exec.Command(ftrace, append(strings.Fields(cmd), files...)...)
+		c.Dir, c.Stdout, c.Stderr = dir, &out, &out
+		kib, err := testenv.PeakRSS(t, c, 128)
+		if err != nil {
+			t.Fatalf("ftrace %s of %d traces: %v\n%.500s", cmd, n, err, out.Bytes())
 		}
 		return kib
 	}

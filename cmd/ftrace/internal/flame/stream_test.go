@@ -12,6 +12,7 @@ import (
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/calltree"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/flame"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/pprof"
+	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracetest"
 	"github.com/google/pprof/profile"
@@ -28,15 +29,7 @@ func TestStreamedPathsMatchTrees(t *testing.T) {
 		rng := rand.New(rand.NewSource(seed))
 		tr := tracetest.RandomTrace(rng, ips, 3, 10, 2000, seed%3 == 0)
 		if seed%5 == 1 { // a function trace
-			for _, th := range tr.Threads {
-				kept := th.Events[:0]
-				for _, ev := range th.Events {
-					if ev.Kind == tracefile.Call {
-						kept = append(kept, ev)
-					}
-				}
-				th.Events = kept
-			}
+			callsOnly(tr)
 		}
 		path := filepath.Join(dir, fmt.Sprintf("t%d.dat", seed))
 		if err := tracetest.WriteFile(path, tr, "v1", 0); err != nil {
@@ -47,20 +40,7 @@ func TestStreamedPathsMatchTrees(t *testing.T) {
 			t.Fatal(err)
 		}
 		forest := calltree.Build(whole, lookup, nil)
-		st, err := tracefile.OpenStream(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obs, threads, err := calltree.WalkStream(st, lookup, nil, func(*tracefile.Thread) calltree.Observer { return &calltree.Paths{} }, nil)
-		st.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		paths := make([]calltree.ThreadPaths, len(obs))
-		for k := range obs {
-			paths[k] = calltree.ThreadPaths{Paths: obs[k].(*calltree.Paths), T: threads[k]}
-		}
-		sf := calltree.ForestOf(st.Trace, threads)
+		sf, paths := readPaths(t, path, lookup)
 		for _, o := range []flame.Options{{}, {ByThread: true}, {TIDs: []int{101}}} {
 			var a, b bytes.Buffer
 			flame.WriteFolded(&a, flame.FoldPaths(sf, paths, o))
@@ -91,22 +71,6 @@ func TestTracesOneAtATime(t *testing.T) {
 	names := tracetest.NewNames()
 	ips := names.Funcs("f", 5)
 	lookup := names.Locked()
-	read := func(path string) (*calltree.Forest, []calltree.ThreadPaths) {
-		st, err := tracefile.OpenStream(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		obs, threads, err := calltree.WalkStream(st, lookup, nil, func(*tracefile.Thread) calltree.Observer { return &calltree.Paths{} }, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		paths := make([]calltree.ThreadPaths, len(obs))
-		for k := range obs {
-			paths[k] = calltree.ThreadPaths{Paths: obs[k].(*calltree.Paths), T: threads[k]}
-		}
-		return calltree.ForestOf(st.Trace, threads), paths
-	}
 	for seed := int64(0); seed < 12; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		var files []string
@@ -116,15 +80,7 @@ func TestTracesOneAtATime(t *testing.T) {
 			tr.Header.PID = 1000 + i
 			if seed%3 == 0 || (seed%3 == 1 && i%2 == 1) { // function traces: all, some
 				tr.Header.Tracer = tracefile.TracerFunction
-				for _, th := range tr.Threads {
-					kept := th.Events[:0]
-					for _, ev := range th.Events {
-						if ev.Kind == tracefile.Call {
-							kept = append(kept, ev)
-						}
-					}
-					th.Events = kept
-				}
+				callsOnly(tr)
 			} else {
 				graphs++
 			}
@@ -141,7 +97,7 @@ func TestTracesOneAtATime(t *testing.T) {
 		wantFolded := map[string]uint64{}
 		wantSamples := map[string][2]int64{}
 		for _, path := range files {
-			f, paths := read(path)
+			f, paths := readPaths(t, path, lookup)
 			if f.HasGraph() || graphs == 0 {
 				var b bytes.Buffer
 				flame.WriteFolded(&b, flame.FoldPaths(f, paths, flame.Options{}))
@@ -200,4 +156,35 @@ func addSamples(m map[string][2]int64, p *profile.Profile, timed bool) {
 		}
 		m[k] = v
 	}
+}
+
+// callsOnly keeps tr's calls alone (a function tracer's events).
+func callsOnly(tr *tracefile.Trace) {
+	for _, th := range tr.Threads {
+		kept := th.Events[:0]
+		for _, ev := range th.Events {
+			if ev.Kind == tracefile.Call {
+				kept = append(kept, ev)
+			}
+		}
+		th.Events = kept
+	}
+}
+
+// readPaths reads the trace at path as a stream into its threads' call paths.
+func readPaths(t *testing.T, path string, lookup func(uint64) *symbolize.Func) (*calltree.Forest, []calltree.ThreadPaths) {
+	st, err := tracefile.OpenStream(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	obs, threads, err := calltree.WalkStream(st, lookup, nil, func(*tracefile.Thread) calltree.Observer { return &calltree.Paths{} }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := make([]calltree.ThreadPaths, len(obs))
+	for k := range obs {
+		paths[k] = calltree.ThreadPaths{Paths: obs[k].(*calltree.Paths), T: threads[k]}
+	}
+	return calltree.ForestOf(st.Trace, threads), paths
 }
