@@ -196,6 +196,33 @@ func a64GraphFib(t *testing.T, dir, prog string) {
 	}
 }
 
+// Fatal signals on aarch64 under qemu-user: the trace is finalised (flags, signal number)
+// and the process still dies of the signal, a brk of the program's own included.
+func TestArm64AbnormalExit(t *testing.T) {
+	dir := t.TempDir()
+	prog := a64Build(t, dir, "trace_misc", "trace_misc.c")
+	for _, tc := range []struct {
+		how string
+		sig syscall.Signal
+	}{{"segv", syscall.SIGSEGV}, {"abort", syscall.SIGABRT}, {"int3", syscall.SIGTRAP},
+		{"sigtrap", syscall.SIGTRAP}, {"sigsys", syscall.SIGSYS}} {
+		out := filepath.Join(dir, "t-"+tc.how+".dat")
+		_, ws := a64Run(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + out}, tc.how, "100")
+		if !ws.Signaled() || ws.Signal() != tc.sig {
+			t.Errorf("%s: status %v, want death by %v", tc.how, ws, tc.sig)
+		}
+		tr := trRead(t, out)
+		if tr.Flags&3 != 3 || tr.Signal != uint32(tc.sig) || tr.Reason != 2 {
+			t.Errorf("%s: flags %#x signal %d reason %d", tc.how, tr.Flags, tr.Signal, tr.Reason)
+		}
+		s := trSymbols(t, tr, prog)
+		ent, _, open := trGraph(t, tr.Threads[0], s)
+		if open != 2 || ent["crash"] != 1 || ent["recurse"] != 101 {
+			t.Errorf("%s: entries %v open %d", tc.how, ent, open)
+		}
+	}
+}
+
 func TestArm64GraphFib(t *testing.T) {
 	dir := t.TempDir()
 	a64GraphFib(t, dir, a64Build(t, dir, "trace_fib", "trace_fib.c"))

@@ -1409,14 +1409,17 @@ func TestTracerGraphControlFlow(t *testing.T) {
 }
 
 // Abnormal endings: fatal signals finalise the file (flag, signal number) and the process
-// still dies of the signal; _exit (interposed) finalises it too.
+// still dies of the signal; _exit (interposed) finalises it too. The program's own
+// breakpoint and SIGTRAP (googletest's --gtest_break_on_failure) and SIGSYS left the trace
+// a .part with nothing of a short run in it.
 func TestTracerAbnormalExit(t *testing.T) {
 	dir := t.TempDir()
 	prog := trBuild(t, dir, "trace_misc.c")
 	for _, tc := range []struct {
 		how string
 		sig syscall.Signal
-	}{{"segv", syscall.SIGSEGV}, {"abort", syscall.SIGABRT}, {"_exit", 0}} {
+	}{{"segv", syscall.SIGSEGV}, {"abort", syscall.SIGABRT}, {"int3", syscall.SIGTRAP},
+		{"sigtrap", syscall.SIGTRAP}, {"sigsys", syscall.SIGSYS}, {"_exit", 0}} {
 		out := "t-" + strings.TrimPrefix(tc.how, "_") + ".dat"
 		_, ws := trRun(t, dir, prog, []string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + out}, tc.how, "100")
 		tr := trRead(t, filepath.Join(dir, out))

@@ -1,5 +1,6 @@
 /* Signal handlers nesting on traced frames, fork, tail calls, deep recursion,
-   and the ways a program can end (argv[1]: exit, segv, abort, _exit). */
+   and the ways a program can end (argv[1]: exit, segv, abort, int3, sigtrap, sigsys,
+   _exit). */
 #include <execinfo.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,6 +60,16 @@ __attribute__((noinline)) void crash(const char *how)
 		*(volatile int *)16 = 1;
 	if (!strcmp(how, "abort"))
 		abort();
+	if (!strcmp(how, "int3"))	/* the program's own breakpoint (gtest_break_on_failure) */
+#if defined(__x86_64__)
+		__asm__ volatile("int3");
+#else
+		__asm__ volatile("brk #0xf000");
+#endif
+	if (!strcmp(how, "sigtrap"))
+		raise(SIGTRAP);
+	if (!strcmp(how, "sigsys"))	/* what a seccomp filter's SECCOMP_RET_TRAP sends */
+		raise(SIGSYS);
 	if (!strcmp(how, "_exit"))
 		_exit(5);
 	if (!strcmp(how, "sig63"))	/* the runtime's attach signal, sent by someone else */

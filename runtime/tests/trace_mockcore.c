@@ -197,3 +197,10 @@ int ftrt_have_demangler(void)
 {
 	return 1;
 }
+
+/* The core's trap handler: the mock patches nothing and installs none. */
+int ftrt_trap_on_fatal(void (*fn)(int sig))
+{
+	(void)fn;
+	return 0;
+}

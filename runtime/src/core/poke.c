@@ -163,6 +163,7 @@ static const struct ftrt_poke_site *find_site(const struct batch *b, uintptr_t a
 static struct sigaction prev_trap[2];
 static atomic_int prev_trap_idx;
 static atomic_int trap_installed;
+static void (*_Atomic trap_fatal)(int sig);	/* ftrt_trap_on_fatal */
 
 static void trap_chain(int sig, siginfo_t *si, void *uc)
 {
@@ -183,6 +184,10 @@ static void trap_chain(int sig, siginfo_t *si, void *uc)
 	 * Default action (an int3 cannot be ignored either).  Re-execute the breakpoint with the
 	 * default disposition so the core dump / parent sees the original state.
 	 */
+	void (*fatal)(int) = atomic_load(&trap_fatal);
+
+	if (fatal)
+		fatal(sig);
 	signal(SIGTRAP, SIG_DFL);
 	if (si->si_code == SI_KERNEL &&
 	    *(volatile unsigned char *)(ftrt_arch_pc(uc) - 1) == FTRT_ARCH_BREAKPOINT) {
@@ -255,6 +260,19 @@ static int trap_install(void)
 		return -errno;
 	atomic_store(&trap_installed, 1);
 	return 0;
+}
+
+int ftrt_trap_on_fatal(void (*fn)(int sig))
+{
+	int err = 0;
+
+	atomic_store(&trap_fatal, fn);
+	if (fn) {
+		pthread_mutex_lock(&patch_lock);	/* a batch installs it too */
+		err = trap_install();
+		pthread_mutex_unlock(&patch_lock);
+	}
+	return err;
 }
 
 /* ---- writing code ---------------------------------------------------------------------- */

@@ -1123,7 +1123,8 @@ static int lists_apply(int list)
 
 /* ---- fatal signals ---- */
 
-static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+/* (SIGTRAP is the core's, which calls trap_fatal; SIGSYS: a seccomp filter's trap) */
+static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS };
 /*
  * Signals whose default action ends the process without a fault: handled only
  * while their disposition is still the default (a program's own handler, or
@@ -1269,6 +1270,20 @@ int pthread_kill(pthread_t thread, int sig)
 	return ENOSYS;
 }
 
+/*
+ * A SIGTRAP of the program's own (an int3, __builtin_debugtrap, googletest's
+ * --gtest_break_on_failure) that takes the default action: the core's trap handler, which
+ * sees every SIGTRAP, calls this first.  (The trace stayed a .part, and a short run's
+ * events were all still in memory.)
+ */
+static void trap_fatal(int sig)
+{
+	if ((pid_t)ft_sess.hdr.pid != getpid())
+		return;	/* a vfork child: the trace is its parent's */
+	ft_session_finish(FTKIT_R_SIGNAL, sig, 1);
+	ft_control_unlink();
+}
+
 static void install_fatal_handlers(void)
 {
 	struct sigaction sa;
@@ -1284,6 +1299,7 @@ static void install_fatal_handlers(void)
 		    cur.sa_handler == SIG_DFL)
 			sigaction(sig, &sa, &old_act[sig]);
 	}
+	ftrt_trap_on_fatal(trap_fatal);
 }
 
 /* ---- exit, fork ---- */
