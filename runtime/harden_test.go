@@ -1120,6 +1120,44 @@ func TestTracerSiblingsFinishTogether(t *testing.T) {
 	}
 }
 
+// TestTracerDeepForkNames: each fork child's trace is named after its parent's and its
+// pid, so a chain of children (a shell function recursing through $(...)) made names past
+// NAME_MAX about 40 deep: the deeper ones had no trace and the program's stderr said so.
+// Past a bound the name is the run's own and the pid; every process leaves its trace.
+func TestTracerDeepForkNames(t *testing.T) {
+	dir := t.TempDir()
+	prog := trBuild(t, dir, "trace_forkdeep.c")
+	const depth = 70
+	for _, output := range []string{"r.dat", "p.%p.dat"} {
+		out := t.TempDir()
+		cmd := exec.Command(prog, strconv.Itoa(depth))
+		cmd.Dir = dir
+		cmd.Env = append(trCleanEnv(), "FTRACE_TRACER=function", "FTRACE_OUTPUT="+filepath.Join(out, output))
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil || stdout.String() != "done\n" || stderr.Len() > 0 {
+			t.Fatalf("%s: %v, output %q, stderr:\n%s", output, err, stdout.String(), stderr.String())
+		}
+		names, _ := filepath.Glob(filepath.Join(out, "*"))
+		pids := map[uint32]bool{}
+		for _, n := range names {
+			if len(filepath.Base(n)) > 255-40 {
+				t.Errorf("%s: name of %d bytes", filepath.Base(n), len(filepath.Base(n)))
+			}
+			if strings.HasSuffix(n, ".part") {
+				t.Errorf("%s left", filepath.Base(n))
+				continue
+			}
+			tr := trRead(t, n)
+			trCheckComplete(t, tr, 1)
+			pids[tr.PID] = true
+		}
+		if len(pids) != depth+1 {
+			t.Errorf("%s: %d traces of %d processes", output, len(pids), depth+1)
+		}
+	}
+}
+
 // trCalls counts the calls of the function name in tr: its calls (function tracer) or
 // entries (graph), all threads.
 func trCalls(tr *trTrace, s *trSyms, name string) int {

@@ -48,6 +48,8 @@
 #include "trace_buf.h"
 
 #define PAGE 4096UL
+/* the longest last component of a trace's name: NAME_MAX less the suffixes added to it */
+#define FT_NAME_ROOM (NAME_MAX - 40)
 #define ROUND_UP(x, a) (((x) + (a) - 1) & ~((a) - 1))
 
 __thread struct ft_thread ft_cur FT_TLS;
@@ -1891,6 +1893,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 		} else {
 			ft_strlcpy(s->final, name, sizeof(s->final));
 		}
+		ft_strlcpy(s->root, s->final, sizeof(s->root));
 		read_config(buf_kb);
 		/* a fork child's exec (a shell running a command): the child's name, not the
 		   parent's, which it would replace */
@@ -1906,9 +1909,19 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 		}
 	} else {
 		char sfx[32] = ".";
+		const char *last = strrchr(s->final, '/');
 
 		ft_exec_gen = 0;	/* a new name: the child's execs count from 1 */
 		ft_utoa(sfx + 1, (unsigned long)getpid());
+		/*
+		 * Each generation adds its pid: a shell function recursing through $(...) forty
+		 * deep passed NAME_MAX, and the deeper processes had no trace.  Past a bound that
+		 * leaves room for the suffixes added later (.exec<n>, .snap.<n>.<pid>, .part),
+		 * the name is the run's own and the pid.
+		 */
+		last = last ? last + 1 : s->final;
+		if (strlen(last) + strlen(sfx) > FT_NAME_ROOM && s->root[0])
+			ft_strlcpy(s->final, s->root, sizeof(s->final));
 		if (strlen(s->final) + strlen(sfx) + 1 < sizeof(s->final))
 			strcat(s->final, sfx);
 		ft_strlcpy(s->base, s->final, sizeof(s->base));

@@ -377,6 +377,7 @@ struct ft_session {
 	struct ft_clock_ref clk;
 	char final[PATH_MAX];		/* output name */
 	char base[PATH_MAX];		/* final without the .exec<n> suffix (exec naming) */
+	char root[PATH_MAX];		/* the output name of the run: a deep fork child's base */
 	char part[PATH_MAX + 32];	/* live name */
 	char *maps;			/* last MAPS chunk image */
 	size_t maps_len;
