@@ -682,8 +682,12 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	// said on stderr too, as the other readers say it: a pipe or a long map list hid it
+	// said on stderr too, as the other readers say it, unless the output is on a terminal,
+	// where it was just said twice: a pipe (info | head) or a file hid it
 	for _, warn := range h.Warnings {
+		if isTerminal(c.App.Writer) {
+			break
+		}
 		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, warn)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/symbolize"
 	"github.com/ftkit/ftkit/cmd/ftrace/internal/tracefile"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 const defaultTrace = "ftrace.dat"
@@ -43,14 +44,14 @@ func inputPath(c *cli.Context) (string, error) {
 	return "", fmt.Errorf("%s: too many arguments %q (want at most one trace file)", c.Command.Name, c.Args().Slice())
 }
 
-// isTerminal reports whether f is a character device (a terminal).
+// isTerminal reports whether w is a terminal (not /dev/null, another character device).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // defaultOutput is where a command that writes a file by default (flame, pprof) writes

@@ -383,3 +383,22 @@ func TestRecordAArch64Hints(t *testing.T) {
 		t.Errorf("directly: exit %d\n%s", r.Code, r.Stderr)
 	}
 }
+
+// /dev/null is a character device but not a terminal: a warning that info says on stderr
+// only when its output is not on a terminal must reach stderr when stdout goes there.
+func TestIsTerminal(t *testing.T) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if isTerminal(null) || isTerminal(w) || isTerminal(&strings.Builder{}) {
+		t.Errorf("/dev/null %v, pipe %v, builder %v: none is a terminal", isTerminal(null), isTerminal(w), isTerminal(&strings.Builder{}))
+	}
+}
