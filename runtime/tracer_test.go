@@ -2679,8 +2679,8 @@ func TestTracerTermSignals(t *testing.T) {
 		return p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	}
 	// killed runs the program (waiter mode) and sends sig once it is waiting.
-	killed := func(env []string, sig syscall.Signal) syscall.WaitStatus {
-		p := start(env, prog, "wait")
+	killed := func(env []string, sig syscall.Signal, args ...string) syscall.WaitStatus {
+		p := start(env, append([]string{prog, "wait"}, args...)...)
 		expect(p, "ready")
 		p.cmd.Process.Signal(sig)
 		return wait(p)
@@ -2706,29 +2706,36 @@ func TestTracerTermSignals(t *testing.T) {
 			t.Logf("%v is ignored by this test's process and its children: not tried", sig)
 			continue
 		}
-		plain := killed(nil, sig)
-		name := strings.ToLower(sig.String()[:3]) + ".dat"
-		ws := killed([]string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + name}, sig)
-		if ws != plain || !ws.Signaled() || ws.Signal() != sig {
-			t.Errorf("%v: traced status %v, untraced %v", sig, ws, plain)
+		// with the default action as inherited, or set by the program (dash sets it at
+		// start-up: its processes killed by another left a .part)
+		for _, how := range [][]string{nil, {"sigaction"}, {"signal"}} {
+			plain := killed(nil, sig, how...)
+			name := strings.ToLower(sig.String()[:3]) + strings.Join(how, "") + ".dat"
+			ws := killed([]string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + name}, sig, how...)
+			if ws != plain || !ws.Signaled() || ws.Signal() != sig {
+				t.Errorf("%v %v: traced status %v, untraced %v", sig, how, ws, plain)
+			}
+			// main and waiter were running
+			checkTrace(name, sig, 2)
 		}
-		// main and waiter were running
-		checkTrace(name, sig, 2)
 	}
 
 	// SIGPIPE: the reader goes away
-	pipe := func(env []string) syscall.WaitStatus {
-		p := start(env, prog, "pipe")
+	pipe := func(env []string, args ...string) syscall.WaitStatus {
+		p := start(env, append([]string{prog, "pipe"}, args...)...)
 		expect(p, "line 0")
 		p.out.Close()
 		return wait(p)
 	}
-	plain := pipe(nil)
-	ws := pipe([]string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=pipe.dat"})
-	if ws != plain || !ws.Signaled() || ws.Signal() != syscall.SIGPIPE {
-		t.Errorf("SIGPIPE: traced status %v, untraced %v", ws, plain)
+	for _, how := range [][]string{nil, {"sigaction"}, {"signal"}} {
+		plain := pipe(nil, how...)
+		name := "pipe" + strings.Join(how, "") + ".dat"
+		ws := pipe([]string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=" + name}, how...)
+		if ws != plain || !ws.Signaled() || ws.Signal() != syscall.SIGPIPE {
+			t.Errorf("SIGPIPE %v: traced status %v, untraced %v", how, ws, plain)
+		}
+		checkTrace(name, syscall.SIGPIPE, 2)
 	}
-	checkTrace("pipe.dat", syscall.SIGPIPE, 2)
 
 	// SIGINT ignored by the parent (a shell's background job): still ignored
 	p := start([]string{"FTRACE_TRACER=function_graph", "FTRACE_OUTPUT=ign.dat"},

@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,8 +200,24 @@ int ftrt_have_demangler(void)
 }
 
 /* The core's trap handler: the mock patches nothing and installs none. */
+int ftrt_trap_on_fatal(void (*fn)(int sig));
 int ftrt_trap_on_fatal(void (*fn)(int sig))
 {
 	(void)fn;
 	return 0;
+}
+
+/* The core's sigaction interposer: the mock has none, the C library's is the raw one. */
+typedef int (*ftrt_sigaction_hook_t)(int sig, const struct sigaction *act,
+				     struct sigaction *old, int *ret);
+void ftrt_sigaction_hook(ftrt_sigaction_hook_t fn);
+void ftrt_sigaction_hook(ftrt_sigaction_hook_t fn)
+{
+	(void)fn;
+}
+
+int ftrt_sigaction_raw(int sig, const struct sigaction *act, struct sigaction *old);
+int ftrt_sigaction_raw(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return sigaction(sig, act, old);
 }

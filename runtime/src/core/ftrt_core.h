@@ -259,14 +259,6 @@ void ftrace_callops_set_novec(unsigned long ip, unsigned long parent_ip, struct 
 
 void ftrt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/*
- * The runtime's SIGTRAP handler (poke.c) sees every SIGTRAP: its own breakpoints, and the
- * program's (an int3, __builtin_debugtrap, googletest's --gtest_break_on_failure), which it
- * passes to the program's disposition.  fn, when set, runs just before such a trap takes the
- * default action, which ends the process (a tracer finalises its trace there; async-signal-
- * safe).  Installs the handler now, so that a trap before any patching is seen too.
- */
-int ftrt_trap_on_fatal(void (*fn)(int sig));
 
 /*
  * The signal the core's rounds (synchronise, park) send to every thread, or 0 where none

@@ -239,4 +239,25 @@ int ftrt_sync_in_range(uintptr_t pc);
 /* Reset state in a fork child (called from the atfork child handler). */
 void ftrt_sync_atfork_child(void);
 
+/*
+ * The runtime's SIGTRAP handler (poke.c) sees every SIGTRAP: its own breakpoints, and the
+ * program's (an int3, __builtin_debugtrap, googletest's --gtest_break_on_failure), which it
+ * passes to the program's disposition.  fn, when set, runs just before such a trap takes the
+ * default action, which ends the process (a tracer finalises its trace there; async-signal-
+ * safe).  Installs the handler now, so that a trap before any patching is seen too.
+ */
+int ftrt_trap_on_fatal(void (*fn)(int sig));
+
+/*
+ * The program's sigaction() calls (poke_sigmask.c interposes it) go to a tracer's hook
+ * first, if one is set: it returns 0 when it made the call itself (the call's result in
+ * *ret), else the call goes on.  The runtime's own calls use ftrt_sigaction_raw, which
+ * the hook does not see.  Async-signal-safe.
+ */
+struct sigaction;
+typedef int (*ftrt_sigaction_hook_t)(int sig, const struct sigaction *act,
+				     struct sigaction *old, int *ret);
+void ftrt_sigaction_hook(ftrt_sigaction_hook_t fn);
+int ftrt_sigaction_raw(int sig, const struct sigaction *act, struct sigaction *old);
+
 #endif /* FTRT_POKE_H */

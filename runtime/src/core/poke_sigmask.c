@@ -12,7 +12,8 @@
  * sigprocmask() and sigaction() take precedence over the C library's: they remove SIGTRAP
  * from the signals to block and pass everything else on unchanged (to the next definition,
  * e.g. a sanitizer's interceptor, then the C library).  FTRT_KEEP_SIGTRAP_BLOCKED=1 turns
- * this off.  Masks set by other means (sigsuspend, pselect, ppoll, signalfd, raw system
+ * this off.  A tracer may see the program's sigaction() calls first (ftrt_sigaction_hook);
+ * the runtime's own calls go to ftrt_sigaction_raw.  Masks set by other means (sigsuspend, pselect, ppoll, signalfd, raw system
  * calls, the C library's internal use) are not changed.
  */
 #define _GNU_SOURCE
@@ -106,7 +107,14 @@ int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	return raw_mask(how, set, old);
 }
 
-int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+static ftrt_sigaction_hook_t _Atomic action_hook;
+
+void ftrt_sigaction_hook(ftrt_sigaction_hook_t fn)
+{
+	atomic_store(&action_hook, fn);
+}
+
+int ftrt_sigaction_raw(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	action_fn next;
 	struct sigaction copy;
@@ -121,4 +129,14 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 	if (next)
 		return next(sig, act, old);
 	return __sigaction(sig, act, old);
+}
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	ftrt_sigaction_hook_t hook = atomic_load(&action_hook);
+	int ret;
+
+	if (hook && !hook(sig, act, old, &ret))
+		return ret;
+	return ftrt_sigaction_raw(sig, act, old);
 }

@@ -31,6 +31,7 @@
 #include <ftrace_trace.h>
 
 #include "core/ftrt_core.h"
+#include "core/poke.h"
 #include "args.h"
 #include "args_next.h"
 #include "control.h"
@@ -1148,7 +1149,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 	 * and called nothing, so do nothing (finalising and re-raising killed a program that
 	 * untraced goes on).
 	 */
-	if (sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO ? (void *)cur.sa_sigaction :
+	if (ftrt_sigaction_raw(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO ? (void *)cur.sa_sigaction :
 						  (void *)cur.sa_handler) != (void *)fatal_handler)
 		return;
 
@@ -1162,7 +1163,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 	}
 	ft_session_finish(FTKIT_R_SIGNAL, sig, 1);
 	ft_control_unlink();
-	sigaction(sig, old, NULL);
+	ftrt_sigaction_raw(sig, old, NULL);
 	raise_real(sig);	/* pending until we return; then the default action */
 }
 
@@ -1181,6 +1182,7 @@ static int (*real_raise)(int);
 static int (*real_kill)(pid_t, int);
 static int (*real_sigqueue)(pid_t, int, const union sigval);
 static int (*real_pthread_kill)(pthread_t, int);
+static __sighandler_t (*real_signal)(int, __sighandler_t);
 
 __attribute__((constructor)) static void send_resolve(void)
 {
@@ -1189,6 +1191,7 @@ __attribute__((constructor)) static void send_resolve(void)
 	real_kill = (int (*)(pid_t, int))ft_next_sym("kill");
 	real_sigqueue = (int (*)(pid_t, int, const union sigval))ft_next_sym("sigqueue");
 	real_pthread_kill = (int (*)(pthread_t, int))ft_next_sym("pthread_kill");
+	real_signal = (__sighandler_t (*)(int, __sighandler_t))ft_next_sym("signal");
 }
 
 static int raise_real(int sig)
@@ -1218,17 +1221,22 @@ static void fatal_action(struct sigaction *sa)
  * another thread's new action would be lost: a program setting one while it signals
  * itself to die.
  */
+/* Is this process tracing into its own file (not a vfork child, not finished)? */
+static int tracing_here(void)
+{
+	return tr.started && ft_sess.state == FT_SESS_LIVE && (pid_t)ft_sess.hdr.pid == getpid();
+}
+
 static void arm_self(int sig)
 {
 	struct sigaction cur, sa;
 
-	if (!tr.started || ft_sess.state != FT_SESS_LIVE || (pid_t)ft_sess.hdr.pid != getpid() ||
-	    sig <= 0 || sig >= 65 || !ends_by_default(sig) || sigaction(sig, NULL, &cur) != 0 ||
+	if (!tracing_here() || sig <= 0 || sig >= 65 || !ends_by_default(sig) || ftrt_sigaction_raw(sig, NULL, &cur) != 0 ||
 	    (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
 		return;
 	old_act[sig] = cur;
 	fatal_action(&sa);
-	sigaction(sig, &sa, NULL);
+	ftrt_sigaction_raw(sig, &sa, NULL);
 }
 
 /* Whether kill()'s pid names this process (itself, or a process group it is in). */
@@ -1284,22 +1292,95 @@ static void trap_fatal(int sig)
 	ft_control_unlink();
 }
 
+/* Is sa the runtime's fatal_handler? */
+static int is_ours(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == fatal_handler;
+}
+
+/*
+ * The program's sigaction() calls (the core's interposer passes them here first).  A
+ * program that sets the default action of a signal that ends the process (dash resets
+ * SIGINT, SIGQUIT and SIGTERM at start-up; gnulib's tests SIGPIPE) replaced the runtime's
+ * handler, and when another process sent it the trace stayed a .part, without its last
+ * ~100 ms (a job killed by its shell: all of it).  While this process traces, the default
+ * action is kept as the one the runtime's handler passes on to, and the program is told
+ * what it set, not the runtime's handler.  A handler or SIG_IGN of its own replaces the
+ * runtime's as before.
+ */
+static int program_sigaction(int sig, const struct sigaction *act, struct sigaction *old, int *ret)
+{
+	struct sigaction cur, sa;
+	int dfl = act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
+	int ours;
+
+	if (sig <= 0 || sig >= 65 || !ends_by_default(sig) || ftrt_sigaction_raw(sig, NULL, &cur))
+		return 1;
+	ours = is_ours(&cur);
+	if (dfl && !tracing_here())
+		dfl = 0;	/* not tracing here: the default as asked */
+	if (!ours && !dfl)
+		return 1;
+	if (act && !dfl) {	/* the program's own handler or SIG_IGN */
+		*ret = ftrt_sigaction_raw(sig, act, NULL);
+		if (!*ret && old)
+			*old = old_act[sig];
+		return 0;
+	}
+	if (old)
+		*old = ours ? old_act[sig] : cur;
+	*ret = 0;
+	if (!act)
+		return 0;
+	old_act[sig] = *act;
+	if (!ours) {
+		fatal_action(&sa);
+		*ret = ftrt_sigaction_raw(sig, &sa, NULL);
+	}
+	return 0;
+}
+
+/*
+ * signal(), as glibc's (BSD semantics) through sigaction() and so program_sigaction, when
+ * that has a part: a signal that ends the process set to its default while tracing, or
+ * whose action is the runtime's.  Else the C library's.
+ */
+__sighandler_t signal(int sig, __sighandler_t handler)
+{
+	struct sigaction sa, old;
+
+	if (real_signal && (sig <= 0 || sig >= 65 || !ends_by_default(sig) ||
+			    ftrt_sigaction_raw(sig, NULL, &old) ||
+			    !(is_ours(&old) || (handler == SIG_DFL && tracing_here()))))
+		return real_signal(sig, handler);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	if (sig > 0 && sig < 65)
+		sigaddset(&sa.sa_mask, sig);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
 static void install_fatal_handlers(void)
 {
 	struct sigaction sa;
 
 	fatal_action(&sa);
 	for (size_t i = 0; i < sizeof(fatal_sigs) / sizeof(fatal_sigs[0]); i++)
-		sigaction(fatal_sigs[i], &sa, &old_act[fatal_sigs[i]]);
+		ftrt_sigaction_raw(fatal_sigs[i], &sa, &old_act[fatal_sigs[i]]);
 	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++) {
 		struct sigaction cur;
 		int sig = term_sigs[i];
 
-		if (sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+		if (ftrt_sigaction_raw(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
 		    cur.sa_handler == SIG_DFL)
-			sigaction(sig, &sa, &old_act[sig]);
+			ftrt_sigaction_raw(sig, &sa, &old_act[sig]);
 	}
 	ftrt_trap_on_fatal(trap_fatal);
+	ftrt_sigaction_hook(program_sigaction);
 }
 
 /* ---- exit, fork ---- */
