@@ -684,11 +684,10 @@ func writeInfo(c *cli.Context, path string, tr *tracefile.Trace, n counts) error
 	}
 	// said on stderr too, as the other readers say it, unless the output is on a terminal,
 	// where it was just said twice: a pipe (info | head) or a file hid it
-	for _, warn := range h.Warnings {
-		if isTerminal(c.App.Writer) {
-			break
+	if !isTerminal(c.App.Writer) {
+		for _, warn := range h.Warnings {
+			fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, warn)
 		}
-		fmt.Fprintf(c.App.ErrWriter, "ftrace: warning: %s: %s\n", path, warn)
 	}
 	return nil
 }

@@ -13,8 +13,9 @@
  * from the signals to block and pass everything else on unchanged (to the next definition,
  * e.g. a sanitizer's interceptor, then the C library).  FTRT_KEEP_SIGTRAP_BLOCKED=1 turns
  * this off.  A tracer may see the program's sigaction() calls first (ftrt_sigaction_hook);
- * the runtime's own calls go to ftrt_sigaction_raw.  Masks set by other means (sigsuspend, pselect, ppoll, signalfd, raw system
- * calls, the C library's internal use) are not changed.
+ * the runtime's own calls go to ftrt_sigaction_raw.  Masks set by other means (sigsuspend,
+ * pselect, ppoll, signalfd, raw system calls, the C library's internal use) are not
+ * changed.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

@@ -1137,6 +1137,26 @@ static const int term_sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGT
 static struct sigaction old_act[65];
 
 static int raise_real(int sig);
+static void fatal_handler(int sig, siginfo_t *si, void *uc);
+
+/* Is sa the runtime's fatal_handler (whichever member names it)? */
+static int is_ours(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO ? (void *)sa->sa_sigaction : (void *)sa->sa_handler) ==
+	       (void *)fatal_handler;
+}
+
+/* Is sa the default action? */
+static int is_default(const struct sigaction *sa)
+{
+	return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_DFL;
+}
+
+/* Is this process tracing into its own file (not a vfork child, not finished)? */
+static int tracing_here(void)
+{
+	return tr.started && ft_sess.state == FT_SESS_LIVE && (pid_t)ft_sess.hdr.pid == getpid();
+}
 
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -1149,8 +1169,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 	 * and called nothing, so do nothing (finalising and re-raising killed a program that
 	 * untraced goes on).
 	 */
-	if (ftrt_sigaction_raw(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO ? (void *)cur.sa_sigaction :
-						  (void *)cur.sa_handler) != (void *)fatal_handler)
+	if (ftrt_sigaction_raw(sig, NULL, &cur) == 0 && !is_ours(&cur))
 		return;
 
 	if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
@@ -1221,18 +1240,12 @@ static void fatal_action(struct sigaction *sa)
  * another thread's new action would be lost: a program setting one while it signals
  * itself to die.
  */
-/* Is this process tracing into its own file (not a vfork child, not finished)? */
-static int tracing_here(void)
-{
-	return tr.started && ft_sess.state == FT_SESS_LIVE && (pid_t)ft_sess.hdr.pid == getpid();
-}
-
 static void arm_self(int sig)
 {
 	struct sigaction cur, sa;
 
-	if (!tracing_here() || sig <= 0 || sig >= 65 || !ends_by_default(sig) || ftrt_sigaction_raw(sig, NULL, &cur) != 0 ||
-	    (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
+	if (!tracing_here() || sig <= 0 || sig >= 65 || !ends_by_default(sig) ||
+	    ftrt_sigaction_raw(sig, NULL, &cur) != 0 || !is_default(&cur))
 		return;
 	old_act[sig] = cur;
 	fatal_action(&sa);
@@ -1292,12 +1305,6 @@ static void trap_fatal(int sig)
 	ft_control_unlink();
 }
 
-/* Is sa the runtime's fatal_handler? */
-static int is_ours(const struct sigaction *sa)
-{
-	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == fatal_handler;
-}
-
 /*
  * The program's sigaction() calls (the core's interposer passes them here first).  A
  * program that sets the default action of a signal that ends the process (dash resets
@@ -1311,7 +1318,7 @@ static int is_ours(const struct sigaction *sa)
 static int program_sigaction(int sig, const struct sigaction *act, struct sigaction *old, int *ret)
 {
 	struct sigaction cur, sa;
-	int dfl = act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
+	int dfl = act && is_default(act);
 	int ours;
 
 	if (sig <= 0 || sig >= 65 || !ends_by_default(sig) || ftrt_sigaction_raw(sig, NULL, &cur))
@@ -1375,8 +1382,7 @@ static void install_fatal_handlers(void)
 		struct sigaction cur;
 		int sig = term_sigs[i];
 
-		if (ftrt_sigaction_raw(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
-		    cur.sa_handler == SIG_DFL)
+		if (ftrt_sigaction_raw(sig, NULL, &cur) == 0 && is_default(&cur))
 			ftrt_sigaction_raw(sig, &sa, &old_act[sig]);
 	}
 	ftrt_trap_on_fatal(trap_fatal);

@@ -1909,7 +1909,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 		}
 	} else {
 		char sfx[32] = ".";
-		const char *last = strrchr(s->final, '/');
+		const char *slash = strrchr(s->final, '/');
 
 		ft_exec_gen = 0;	/* a new name: the child's execs count from 1 */
 		ft_utoa(sfx + 1, (unsigned long)getpid());
@@ -1919,8 +1919,7 @@ int ft_session_open(const char *output, size_t buf_kb, uint32_t tracer, uint32_t
 		 * leaves room for the suffixes added later (.exec<n>, .snap.<n>.<pid>, .part),
 		 * the name is the run's own and the pid.
 		 */
-		last = last ? last + 1 : s->final;
-		if (strlen(last) + strlen(sfx) > FT_NAME_ROOM && s->root[0])
+		if (strlen(slash ? slash + 1 : s->final) + strlen(sfx) > FT_NAME_ROOM && s->root[0])
 			ft_strlcpy(s->final, s->root, sizeof(s->final));
 		if (strlen(s->final) + strlen(sfx) + 1 < sizeof(s->final))
 			strcat(s->final, sfx);

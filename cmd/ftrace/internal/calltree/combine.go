@@ -92,15 +92,10 @@ func (cb *Combiner) Forest() *Forest {
 	return cb.c
 }
 
-// Unify makes the paths of several traces name each function by one *symbolize.Func
-// (the first met of those with its name, object and source position), so that what
-// keys functions by pointer (profiles, tries) sees one function, not one per trace.
-func Unify(paths []ThreadPaths) {
-	new(Unifier).Unify(paths)
-}
-
-// A Unifier is Unify for traces given one at a time: the functions of later ones become
-// those of earlier ones.
+// A Unifier makes the paths of several traces, given one at a time, name each function
+// by one *symbolize.Func (the first met of those with its name, object and source
+// position), so that what keys functions by pointer (profiles, tries) sees one function,
+// not one per trace.
 type Unifier struct {
 	seen map[funcID]*symbolize.Func
 }

@@ -75,7 +75,9 @@ func TestUnify(t *testing.T) {
 	m1, f1 := fn("main", "p.c"), fn("f", "p.c")
 	m2, f2, g2 := fn("main", "p.c"), fn("f", "p.c"), fn("f", "q.c")
 	ps := []ThreadPaths{paths(m1, f1, m1), paths(m2, f2, m2), paths(m2, g2, nil)}
-	Unify(ps)
+	var u Unifier // the first trace, then the others
+	u.Unify(ps[:1])
+	u.Unify(ps[1:])
 	for i, tp := range ps[:2] {
 		n := tp.Root.Children[0]
 		if n.Func != m1 || n.Children[0].Func != f1 || tp.Pairs[0].Func != f1 || tp.Pairs[0].Caller != m1 {
